@@ -1,0 +1,1 @@
+"""The ``brokerlb`` console command (typer + rich)."""

@@ -1,0 +1,48 @@
+"""Entry point of the ``brokerlb`` command.
+
+Each area lives in its own module under ``brokerlb.cli`` and exposes ``app``
+(a ``typer.Typer``); :data:`SUBCOMMANDS` wires them in. Modules import their
+heavy dependencies inside the commands, so ``brokerlb --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+#: (command name, module exposing ``app``, help) -- one line per area.
+SUBCOMMANDS: list[tuple[str, str, str]] = [
+    ("ring", "brokerlb.cli.ring", "Offline hash-ring tools: bundles, topic → bundle, split, merge."),
+]
+
+#: (command name, module, function) -- single top-level commands.
+COMMANDS: list[tuple[str, str, str]] = [
+    ("demo", "brokerlb.cli.demo", "demo"),
+]
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="brokerlb",
+        help="Load balancing and topic ownership for message-broker clusters (Pulsar-faithful).",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    for name, module, help_text in SUBCOMMANDS:
+        sub = importlib.import_module(module).app
+        app.add_typer(sub, name=name, help=help_text)
+    for name, module, func in COMMANDS:
+        app.command(name)(getattr(importlib.import_module(module), func))
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    app = build_app()
+    app(args=argv if argv is not None else sys.argv[1:], prog_name="brokerlb")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

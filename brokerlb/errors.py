@@ -1,0 +1,293 @@
+"""The one exception tree of brokerlb.
+
+Every error raised by brokerlb code derives from :class:`BrokerLBError`. Foreign
+errors (kazoo, httpx, pyspark, json) are mapped to these classes at the edge that
+meets them, with ``raise ... from exc``. Each class carries two pieces of data:
+
+* ``retriable`` -- whether repeating the same operation later may succeed;
+* ``http_status`` -- the status the REST layer answers with (Pulsar's codes).
+
+::
+
+    BrokerLBError
+    ├── InvalidInputError (ValueError)           400  bad user input, nothing stored changed
+    │   ├── InvalidTopicNameError                412  (Pulsar answers 412 for bad names)
+    │   ├── InvalidNamespaceNameError            412
+    │   ├── InvalidBundleRangeError              412
+    │   ├── InvalidBundlesError                  400  bad bundle count / boundaries at creation
+    │   ├── InvalidSplitError                    412  split boundaries / algorithm rejected
+    │   ├── InvalidMergeError                    412
+    │   ├── InvalidConfigError                   400  names the key and the value
+    │   ├── InvalidLoadDataError                 400  NaN, negative usage, broken report JSON
+    │   ├── InvalidSnapshotError                 400
+    │   └── UnknownStrategyError                 400
+    ├── NotFoundError (LookupError)              404
+    │   ├── NamespaceNotFoundError
+    │   ├── BundleNotFoundError
+    │   ├── BrokerNotFoundError
+    │   └── TopicNotFoundError
+    ├── ConflictError                            409  already exists / not empty
+    ├── PreconditionFailedError                  412
+    ├── ServiceUnavailableError                  503  retriable
+    │   ├── NoBrokerAvailableError
+    │   └── TooManyRequestsError
+    ├── MetadataStoreError                       500/503 (see subclasses)
+    │   ├── BadVersionError                      409  compare-and-set lost
+    │   ├── NoNodeError                          404
+    │   ├── NodeExistsError                      409
+    │   ├── NotEmptyError                        409
+    │   ├── ConnectionLossError                  503  retriable
+    │   ├── OperationTimeoutError                503  retriable
+    │   ├── SessionExpiredError                  503
+    │   └── StoreClosedError                     503
+    └── OwnershipError                           409
+        ├── InvalidTransitionError               409  carries the bundle's story
+        ├── BundleUnloadingError                 503  retriable ("is being unloaded")
+        └── LeadershipLostError                  503  retriable
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "BrokerLBError",
+    "InvalidInputError",
+    "InvalidTopicNameError",
+    "InvalidNamespaceNameError",
+    "InvalidBundleRangeError",
+    "InvalidBundlesError",
+    "InvalidSplitError",
+    "InvalidMergeError",
+    "InvalidConfigError",
+    "InvalidLoadDataError",
+    "InvalidSnapshotError",
+    "UnknownStrategyError",
+    "NotFoundError",
+    "NamespaceNotFoundError",
+    "BundleNotFoundError",
+    "BrokerNotFoundError",
+    "TopicNotFoundError",
+    "ConflictError",
+    "PreconditionFailedError",
+    "ServiceUnavailableError",
+    "NoBrokerAvailableError",
+    "TooManyRequestsError",
+    "MetadataStoreError",
+    "BadVersionError",
+    "NoNodeError",
+    "NodeExistsError",
+    "NotEmptyError",
+    "ConnectionLossError",
+    "OperationTimeoutError",
+    "SessionExpiredError",
+    "StoreClosedError",
+    "OwnershipError",
+    "InvalidTransitionError",
+    "BundleUnloadingError",
+    "LeadershipLostError",
+]
+
+
+class BrokerLBError(Exception):
+    """Root of every brokerlb error."""
+
+    #: Repeating the same operation later may succeed.
+    retriable: bool = False
+    #: HTTP status the REST layer answers with.
+    http_status: int = 500
+
+    def to_json(self) -> dict[str, Any]:
+        """Pulsar's REST error body: ``{"reason": "..."}``."""
+        return {"reason": str(self)}
+
+
+# --------------------------------------------------------------------------- input
+
+
+class InvalidInputError(BrokerLBError, ValueError):
+    """Bad input from a user or a file; nothing stored was changed."""
+
+    http_status = 400
+
+
+class InvalidTopicNameError(InvalidInputError):
+    http_status = 412
+
+    def __init__(self, name: object, why: str) -> None:
+        self.name = name
+        self.why = why
+        super().__init__(f"Invalid topic name '{name}': {why}")
+
+
+class InvalidNamespaceNameError(InvalidInputError):
+    http_status = 412
+
+    def __init__(self, name: object, why: str) -> None:
+        self.name = name
+        self.why = why
+        super().__init__(f"Invalid namespace name '{name}': {why}")
+
+
+class InvalidBundleRangeError(InvalidInputError):
+    http_status = 412
+
+
+class InvalidBundlesError(InvalidInputError):
+    http_status = 400
+
+
+class InvalidSplitError(InvalidInputError):
+    http_status = 412
+
+
+class InvalidMergeError(InvalidInputError):
+    http_status = 412
+
+
+class InvalidConfigError(InvalidInputError):
+    def __init__(self, key: str, value: object, why: str) -> None:
+        self.key = key
+        self.value = value
+        self.why = why
+        super().__init__(f"Invalid value {value!r} for config key '{key}': {why}")
+
+
+class InvalidLoadDataError(InvalidInputError):
+    pass
+
+
+class InvalidSnapshotError(InvalidInputError):
+    pass
+
+
+class UnknownStrategyError(InvalidInputError):
+    def __init__(self, name: str, kind: str, known: Sequence[str] = ()) -> None:
+        self.name = name
+        self.kind = kind
+        self.known = list(known)
+        hint = f"; known: {', '.join(self.known)}" if self.known else ""
+        super().__init__(f"Unknown {kind} strategy '{name}'{hint}")
+
+
+# --------------------------------------------------------------------------- not found
+
+
+class NotFoundError(BrokerLBError, LookupError):
+    http_status = 404
+
+
+class NamespaceNotFoundError(NotFoundError):
+    pass
+
+
+class BundleNotFoundError(NotFoundError):
+    pass
+
+
+class BrokerNotFoundError(NotFoundError):
+    pass
+
+
+class TopicNotFoundError(NotFoundError):
+    pass
+
+
+# --------------------------------------------------------------------------- request state
+
+
+class ConflictError(BrokerLBError):
+    http_status = 409
+
+
+class PreconditionFailedError(BrokerLBError):
+    http_status = 412
+
+
+class ServiceUnavailableError(BrokerLBError):
+    http_status = 503
+    retriable = True
+
+
+class NoBrokerAvailableError(ServiceUnavailableError):
+    pass
+
+
+class TooManyRequestsError(ServiceUnavailableError):
+    pass
+
+
+# --------------------------------------------------------------------------- metadata store
+
+
+class MetadataStoreError(BrokerLBError):
+    """A metadata-store operation failed. ``path`` names the node when known."""
+
+    http_status = 500
+
+    def __init__(self, message: str = "", path: str | None = None) -> None:
+        self.path = path
+        text = message or type(self).__name__
+        if path is not None and path not in text:
+            text = f"{text} (path {path})"
+        super().__init__(text)
+
+
+class BadVersionError(MetadataStoreError):
+    http_status = 409
+
+
+class NoNodeError(MetadataStoreError):
+    http_status = 404
+
+
+class NodeExistsError(MetadataStoreError):
+    http_status = 409
+
+
+class NotEmptyError(MetadataStoreError):
+    http_status = 409
+
+
+class ConnectionLossError(MetadataStoreError):
+    http_status = 503
+    retriable = True
+
+
+class OperationTimeoutError(MetadataStoreError):
+    http_status = 503
+    retriable = True
+
+
+class SessionExpiredError(MetadataStoreError):
+    http_status = 503
+
+
+class StoreClosedError(MetadataStoreError):
+    http_status = 503
+
+
+# --------------------------------------------------------------------------- ownership
+
+
+class OwnershipError(BrokerLBError):
+    http_status = 409
+
+
+class InvalidTransitionError(OwnershipError):
+    """A bundle state change that the transition table forbids; carries the story."""
+
+    def __init__(self, message: str, story: Sequence[Any] = ()) -> None:
+        self.story = list(story)
+        super().__init__(message)
+
+
+class BundleUnloadingError(OwnershipError):
+    http_status = 503
+    retriable = True
+
+
+class LeadershipLostError(OwnershipError):
+    http_status = 503
+    retriable = True

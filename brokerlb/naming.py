@@ -1,0 +1,295 @@
+"""Topic and namespace names, parsed and validated as Pulsar does.
+
+Pulsar's rules (``TopicName``, ``NamespaceName``, ``NamedEntity`` in pulsar-common):
+
+* A full topic name is ``domain://tenant/namespace/local`` (v2) or
+  ``domain://tenant/cluster/namespace/local`` (v1, legacy); the domain is
+  ``persistent`` or ``non-persistent`` (case-insensitive on input).
+* Short forms: ``my-topic`` → ``persistent://public/default/my-topic`` and
+  ``tenant/ns/topic`` → ``persistent://tenant/ns/topic``.
+* Tenant, cluster and namespace parts match ``[-=:.\\w]*`` and are non-empty;
+  the local name is anything non-empty (a v2 local name cannot hold ``/``:
+  four parts after the domain make a v1 name, as in Pulsar).
+* A partition is ``<base>-partition-<N>`` with N a canonical non-negative int.
+
+>>> t = TopicName.parse("my-topic-partition-3")
+>>> str(t), t.partition_index, str(t.partitioned_topic_name)
+('persistent://public/default/my-topic-partition-3', 3, 'persistent://public/default/my-topic')
+>>> str(t.namespace)
+'public/default'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from brokerlb.errors import InvalidNamespaceNameError, InvalidTopicNameError
+
+__all__ = [
+    "TopicDomain",
+    "NamespaceName",
+    "TopicName",
+    "PARTITIONED_TOPIC_SUFFIX",
+    "SYSTEM_NAMESPACE",
+    "heartbeat_namespace",
+    "heartbeat_namespace_v2",
+    "sla_monitor_namespace",
+    "broker_of_heartbeat_namespace",
+    "broker_of_sla_namespace",
+    "is_heartbeat_namespace",
+    "is_sla_namespace",
+    "is_system_service_namespace",
+]
+
+TopicDomain = Literal["persistent", "non-persistent"]
+_DOMAINS: dict[str, TopicDomain] = {"persistent": "persistent", "non-persistent": "non-persistent"}
+
+PARTITIONED_TOPIC_SUFFIX = "-partition-"
+PUBLIC_TENANT = "public"
+DEFAULT_NAMESPACE = "default"
+
+#: Pulsar's ``NamedEntity`` pattern for tenant, cluster and namespace parts.
+_NAMED_ENTITY = re.compile(r"[-=:.\w]*", re.ASCII)
+
+
+def _check_entity(part: str, kind: str, whole: str) -> None:
+    if not part:
+        raise InvalidNamespaceNameError(whole, f"the {kind} is empty")
+    if not _NAMED_ENTITY.fullmatch(part):
+        raise InvalidNamespaceNameError(
+            whole, f"the {kind} '{part}' may hold only letters, digits and the characters - = : . _"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceName:
+    """``tenant/namespace`` (v2) or ``tenant/cluster/namespace`` (v1)."""
+
+    tenant: str
+    local_name: str
+    cluster: str | None = None
+
+    @classmethod
+    def parse(cls, name: str | NamespaceName) -> NamespaceName:
+        if isinstance(name, NamespaceName):
+            return name
+        if not isinstance(name, str) or not name:
+            raise InvalidNamespaceNameError(name, "a namespace name must be a non-empty string")
+        parts = name.split("/")
+        if len(parts) == 2:
+            _check_entity(parts[0], "tenant", name)
+            _check_entity(parts[1], "namespace", name)
+            return cls(parts[0], parts[1])
+        if len(parts) == 3:
+            _check_entity(parts[0], "tenant", name)
+            _check_entity(parts[1], "cluster", name)
+            _check_entity(parts[2], "namespace", name)
+            return cls(parts[0], parts[2], parts[1])
+        raise InvalidNamespaceNameError(
+            name, "expected <tenant>/<namespace> or <tenant>/<cluster>/<namespace>"
+        )
+
+    @property
+    def is_v2(self) -> bool:
+        return self.cluster is None
+
+    def __str__(self) -> str:
+        if self.cluster is None:
+            return f"{self.tenant}/{self.local_name}"
+        return f"{self.tenant}/{self.cluster}/{self.local_name}"
+
+    def topic(self, local_name: str, domain: TopicDomain = "persistent") -> TopicName:
+        """The topic ``local_name`` of this namespace."""
+        return TopicName.parse(f"{domain}://{self}/{local_name}")
+
+
+_URL_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*_")
+
+
+def _java_url_encode(text: str) -> str:
+    """``java.net.URLEncoder.encode(text, UTF_8)``: keeps ``[A-Za-z0-9.*_-]``, space → ``+``."""
+    out = []
+    for byte in text.encode("utf-8"):
+        if byte in _URL_SAFE:
+            out.append(chr(byte))
+        elif byte == 0x20:
+            out.append("+")
+        else:
+            out.append(f"%{byte:02X}")
+    return "".join(out)
+
+
+def _partition_index(full: str) -> int:
+    """Pulsar's ``TopicName.getPartitionIndex``: -1 unless a canonical int follows the suffix."""
+    pos = full.rfind(PARTITIONED_TOPIC_SUFFIX)
+    if pos < 0:
+        return -1
+    idx = full[pos + len(PARTITIONED_TOPIC_SUFFIX) :]
+    if not idx.isascii() or not idx.isdigit():
+        return -1
+    value = int(idx)
+    if str(value) != idx or value > 2**31 - 1:
+        return -1
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class TopicName:
+    """A parsed topic name. ``str(t)`` is the complete name Pulsar hashes."""
+
+    domain: TopicDomain
+    namespace: NamespaceName
+    local_name: str
+    partition_index: int = -1
+    _full: str = field(default="", compare=False, repr=False)
+
+    @classmethod
+    def parse(cls, name: str | TopicName) -> TopicName:
+        if isinstance(name, TopicName):
+            return name
+        if not isinstance(name, str) or not name:
+            raise InvalidTopicNameError(name, "a topic name must be a non-empty string")
+        full = name
+        if "://" not in name:
+            parts = [p for p in name.split("/") if p]  # Pulsar's StringUtils.split drops empties
+            if len(parts) == 3:
+                full = "persistent://" + name
+            elif len(parts) == 1:
+                full = f"persistent://{PUBLIC_TENANT}/{DEFAULT_NAMESPACE}/{parts[0]}"
+            else:
+                raise InvalidTopicNameError(
+                    name, "a short topic name must be <tenant>/<namespace>/<topic> or <topic>"
+                )
+        scheme, rest = full.split("://", 1)
+        domain = _DOMAINS.get(scheme.lower())
+        if domain is None:
+            raise InvalidTopicNameError(
+                name, f"unknown domain '{scheme}' (expected persistent or non-persistent)"
+            )
+        parts = rest.split("/", 3)
+        try:
+            if len(parts) == 3:
+                ns = NamespaceName.parse(f"{parts[0]}/{parts[1]}")
+            elif len(parts) == 4:
+                ns = NamespaceName.parse(f"{parts[0]}/{parts[1]}/{parts[2]}")
+            else:
+                raise InvalidTopicNameError(
+                    name, "expected domain://<tenant>/<namespace>/<topic> or domain://<tenant>/<cluster>/<namespace>/<topic>"
+                )
+        except InvalidNamespaceNameError as exc:
+            raise InvalidTopicNameError(name, exc.why) from exc
+        local = parts[-1]
+        if not local:
+            raise InvalidTopicNameError(name, "the topic's local name is empty")
+        complete = f"{domain}://{ns}/{local}"
+        return cls(domain, ns, local, _partition_index(complete), complete)
+
+    # ------------------------------------------------------------------ views
+    def __str__(self) -> str:
+        return self._full or f"{self.domain}://{self.namespace}/{self.local_name}"
+
+    @property
+    def tenant(self) -> str:
+        return self.namespace.tenant
+
+    @property
+    def cluster(self) -> str | None:
+        return self.namespace.cluster
+
+    @property
+    def is_v2(self) -> bool:
+        return self.namespace.is_v2
+
+    @property
+    def is_persistent(self) -> bool:
+        return self.domain == "persistent"
+
+    @property
+    def is_partitioned(self) -> bool:
+        return self.partition_index != -1
+
+    @property
+    def partitioned_topic_name(self) -> TopicName:
+        """The base name of a partition (``t-partition-3`` → ``t``); itself otherwise."""
+        if not self.is_partitioned:
+            return self
+        full = str(self)
+        return TopicName.parse(full[: full.rfind(PARTITIONED_TOPIC_SUFFIX)])
+
+    def partition(self, index: int) -> TopicName:
+        """Pulsar's ``getPartition``: ``-1`` or an existing suffix gives itself."""
+        if index == -1 or str(self).endswith(f"{PARTITIONED_TOPIC_SUFFIX}{index}"):
+            return self
+        if index < 0:
+            raise InvalidTopicNameError(f"{self}{PARTITIONED_TOPIC_SUFFIX}{index}", "negative partition index")
+        return TopicName.parse(f"{self}{PARTITIONED_TOPIC_SUFFIX}{index}")
+
+    @property
+    def encoded_local_name(self) -> str:
+        """URL-encoded local name, as Java's ``URLEncoder`` (space → ``+``)."""
+        return _java_url_encode(self.local_name)
+
+    @property
+    def lookup_name(self) -> str:
+        """``domain/tenant/ns/encodedLocal`` -- the tail of the lookup REST path."""
+        return f"{self.domain}/{self.namespace}/{self.encoded_local_name}"
+
+    @property
+    def rest_path(self) -> str:
+        return self.lookup_name
+
+
+# ------------------------------------------------------------------ system namespaces
+
+SYSTEM_NAMESPACE = NamespaceName("pulsar", "system")
+
+_HEARTBEAT_V1 = re.compile(r"pulsar/[^/]+/([^:]+:\d+)")
+_HEARTBEAT_V2 = re.compile(r"pulsar/([^:]+:\d+)")
+_SLA_MONITOR = re.compile(r"sla-monitor/[^/]+/([^:]+:\d+)")
+
+
+def heartbeat_namespace(cluster: str, broker_id: str) -> NamespaceName:
+    """v1 heartbeat namespace ``pulsar/{cluster}/{brokerId}``."""
+    return NamespaceName("pulsar", broker_id, cluster)
+
+
+def heartbeat_namespace_v2(broker_id: str) -> NamespaceName:
+    """v2 heartbeat namespace ``pulsar/{brokerId}``."""
+    return NamespaceName("pulsar", broker_id)
+
+
+def sla_monitor_namespace(cluster: str, broker_id: str) -> NamespaceName:
+    """SLA-monitor namespace ``sla-monitor/{cluster}/{brokerId}``."""
+    return NamespaceName("sla-monitor", broker_id, cluster)
+
+
+def _ns_str(namespace: str | NamespaceName) -> str:
+    return str(namespace)
+
+
+def broker_of_heartbeat_namespace(namespace: str | NamespaceName) -> str | None:
+    """The broker id a heartbeat namespace belongs to, or ``None``."""
+    ns = _ns_str(namespace)
+    m = _HEARTBEAT_V1.fullmatch(ns) or _HEARTBEAT_V2.fullmatch(ns)
+    return m.group(1) if m else None
+
+
+def broker_of_sla_namespace(namespace: str | NamespaceName) -> str | None:
+    m = _SLA_MONITOR.fullmatch(_ns_str(namespace))
+    return m.group(1) if m else None
+
+
+def is_heartbeat_namespace(namespace: str | NamespaceName) -> bool:
+    return broker_of_heartbeat_namespace(namespace) is not None
+
+
+def is_sla_namespace(namespace: str | NamespaceName) -> bool:
+    return broker_of_sla_namespace(namespace) is not None
+
+
+def is_system_service_namespace(namespace: str | NamespaceName) -> bool:
+    """``pulsar/system``, heartbeat and SLA-monitor namespaces (excluded from shedding)."""
+    ns = _ns_str(namespace)
+    return ns == str(SYSTEM_NAMESPACE) or is_heartbeat_namespace(ns) or is_sla_namespace(ns)
