@@ -3,8 +3,14 @@ import json
 import pytest
 
 from brokerlb import NamespaceBundle, NamespaceBundles, TopicName
-from brokerlb.errors import BundleNotFoundError, InvalidBundleRangeError, InvalidBundlesError, InvalidMergeError, InvalidSplitError
-from brokerlb.ring import equal_boundaries, validate_num_bundles, parse_boundary, parse_range, topic_hash
+from brokerlb.errors import (
+    BundleNotFoundError,
+    InvalidBundleRangeError,
+    InvalidBundlesError,
+    InvalidMergeError,
+    InvalidSplitError,
+)
+from brokerlb.ring import equal_boundaries, parse_boundary, parse_range, topic_hash, validate_num_bundles
 from brokerlb.testing import assert_every_topic_in_one_bundle, assert_ring_covers_keyspace
 
 
