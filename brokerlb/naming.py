@@ -22,6 +22,7 @@ Pulsar's rules (``TopicName``, ``NamespaceName``, ``NamedEntity`` in pulsar-comm
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -147,9 +148,16 @@ class TopicName:
 
     @classmethod
     def parse(cls, name: str | TopicName) -> TopicName:
+        """Parse a full or short topic name (results cached, as Pulsar's ``TopicName.get``)."""
         if isinstance(name, TopicName):
             return name
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str):
+            raise InvalidTopicNameError(name, "a topic name must be a non-empty string")
+        return _parse_topic_cached(name)
+
+    @classmethod
+    def _parse_uncached(cls, name: str) -> TopicName:
+        if not name:
             raise InvalidTopicNameError(name, "a topic name must be a non-empty string")
         full = name
         if "://" not in name:
@@ -239,6 +247,10 @@ class TopicName:
     @property
     def rest_path(self) -> str:
         return self.lookup_name
+
+
+#: Pulsar keeps a 100,000-entry cache of parsed names; so do we (errors are not cached).
+_parse_topic_cached = lru_cache(maxsize=100_000)(TopicName._parse_uncached)
 
 
 # ------------------------------------------------------------------ system namespaces
