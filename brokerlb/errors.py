@@ -18,6 +18,7 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── InvalidSplitError                    412  split boundaries / algorithm rejected
     │   ├── InvalidMergeError                    412
     │   ├── InvalidConfigError                   400  names the key and the value
+    │   │   └── UnknownConfigKeyError (KeyError)  400  no such config key (suggests close names)
     │   ├── InvalidLoadDataError                 400  NaN, negative usage, broken report JSON
     │   ├── InvalidSnapshotError                 400
     │   └── UnknownStrategyError                 400
@@ -44,6 +45,12 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
         ├── InvalidTransitionError               409  carries the bundle's story
         ├── BundleUnloadingError                 503  retriable ("is being unloaded")
         └── LeadershipLostError                  503  retriable
+
+Warnings (not errors; issued with :mod:`warnings`)::
+
+    ConfigWarning (UserWarning)
+    ├── UnknownConfigKeyWarning                  a config key brokerlb does not know (typo?)
+    └── DeprecatedConfigKeyWarning               a deprecated key or alias was set
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ __all__ = [
     "InvalidSplitError",
     "InvalidMergeError",
     "InvalidConfigError",
+    "UnknownConfigKeyError",
     "InvalidLoadDataError",
     "InvalidSnapshotError",
     "UnknownStrategyError",
@@ -87,6 +95,9 @@ __all__ = [
     "InvalidTransitionError",
     "BundleUnloadingError",
     "LeadershipLostError",
+    "ConfigWarning",
+    "UnknownConfigKeyWarning",
+    "DeprecatedConfigKeyWarning",
 ]
 
 
@@ -152,6 +163,19 @@ class InvalidConfigError(InvalidInputError):
         self.value = value
         self.why = why
         super().__init__(f"Invalid value {value!r} for config key '{key}': {why}")
+
+
+class UnknownConfigKeyError(InvalidConfigError, KeyError):
+    """A config key that does not exist; ``suggestions`` lists close known names."""
+
+    def __init__(self, key: str, suggestions: Sequence[str] = ()) -> None:
+        self.suggestions = list(suggestions)
+        hint = f" (did you mean {', '.join(self.suggestions)}?)" if self.suggestions else ""
+        super().__init__(key, None, f"unknown config key{hint}")
+        self.args = (f"Unknown config key '{key}'{hint}",)
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
 
 
 class InvalidLoadDataError(InvalidInputError):
@@ -291,3 +315,18 @@ class BundleUnloadingError(OwnershipError):
 class LeadershipLostError(OwnershipError):
     http_status = 503
     retriable = True
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+class ConfigWarning(UserWarning):
+    """Something in a configuration looks wrong but does not stop loading it."""
+
+
+class UnknownConfigKeyWarning(ConfigWarning):
+    """A key brokerlb neither models nor knows as an ignored Pulsar key (a typo?)."""
+
+
+class DeprecatedConfigKeyWarning(ConfigWarning):
+    """A deprecated key or a deprecated alias of a key was set."""

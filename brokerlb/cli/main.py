@@ -15,6 +15,7 @@ import typer
 #: (command name, module exposing ``app``, help) -- one line per area.
 SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("ring", "brokerlb.cli.ring", "Offline hash-ring tools: bundles, topic → bundle, split, merge."),
+    ("config", "brokerlb.cli.config", "broker.conf keys (Pulsar names and defaults) and the effective config."),
 ]
 
 #: (command name, module, function) -- single top-level commands.

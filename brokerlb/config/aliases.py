@@ -1,0 +1,188 @@
+"""Deprecated key spellings and the Pulsar keys brokerlb knows but ignores.
+
+Aliases are resolved the way Pulsar's ``ServiceConfiguration`` getters resolve them
+(apache/pulsar commit 0023b9371b309b64aca6f47f03cd05aba78bb280):
+
+=========================================  =======================================  =============================
+old key                                    stands for                               rule
+=========================================  =======================================  =============================
+loadBalancerBandwithInResourceWeight       loadBalancerBandwidthInResourceWeight    a non-1.0 new value wins, else
+loadBalancerBandwithOutResourceWeight      loadBalancerBandwidthOutResourceWeight   a non-1.0 old value, else 1.0
+zookeeperServers                           metadataStoreUrl                         used (as ``zk:`` + value) when
+                                                                                    metadataStoreUrl is not set
+zooKeeperSessionTimeoutMillis              metadataStoreSessionTimeoutMillis        a value > 0 wins
+zooKeeperOperationTimeoutSeconds           metadataStoreOperationTimeoutSeconds     a value > 0 wins
+exposeBunlesMetricsInPrometheus            exposeBundlesMetricsInPrometheus         used when the new key is not set
+=========================================  =======================================  =============================
+
+(``exposeBunlesMetricsInPrometheus`` is the spelling of Pulsar 2.10-era releases.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brokerlb.config.kinds import BOOL, INT, LONG, OPTIONAL_STRING
+from brokerlb.config.registry import Alias, ConfigKey
+
+__all__ = ["ALIASES", "KNOWN_IGNORED_KEYS", "non_default_new_wins", "positive_old_wins", "fallback"]
+
+
+def non_default_new_wins(old: Any, current: Any, explicit: bool, target: ConfigKey) -> Any:
+    """Pulsar's ``getLoadBalancerBandwidthInResourceWeight``: new ≠ default, else old ≠ default."""
+    if current != target.default:
+        return current
+    return old
+
+
+def positive_old_wins(old: Any, current: Any, explicit: bool, target: ConfigKey) -> Any:
+    """Pulsar's ``getMetadataStoreSessionTimeoutMillis``: the old ZooKeeper key wins when > 0."""
+    return old if old is not None and old > 0 else current
+
+
+def fallback(old: Any, current: Any, explicit: bool, target: ConfigKey) -> Any:
+    """The old key is used only when the new key was not set."""
+    if explicit or old is None:
+        return current
+    return old
+
+
+def _zookeeper_servers(old: Any, current: Any, explicit: bool, target: ConfigKey) -> Any:
+    """Pulsar's ``getMetadataStoreUrl``: metadataStoreUrl if set, else ``zk:`` + zookeeperServers."""
+    if explicit or not old:
+        return current
+    return "zk:" + old
+
+
+ALIASES: tuple[Alias, ...] = (
+    Alias("loadBalancerBandwithInResourceWeight", "loadBalancerBandwidthInResourceWeight",
+          non_default_new_wins, explanation="misspelled old key; a non-1.0 new value wins, "
+          "else a non-1.0 old value, else 1.0"),
+    Alias("loadBalancerBandwithOutResourceWeight", "loadBalancerBandwidthOutResourceWeight",
+          non_default_new_wins, explanation="misspelled old key; a non-1.0 new value wins, "
+          "else a non-1.0 old value, else 1.0"),
+    Alias("zookeeperServers", "metadataStoreUrl", _zookeeper_servers, kind=OPTIONAL_STRING,
+          explanation="`zk:` + value, used when metadataStoreUrl is not set"),
+    Alias("zooKeeperSessionTimeoutMillis", "metadataStoreSessionTimeoutMillis", positive_old_wins,
+          kind=LONG, explanation="a value > 0 wins over metadataStoreSessionTimeoutMillis"),
+    Alias("zooKeeperOperationTimeoutSeconds", "metadataStoreOperationTimeoutSeconds", positive_old_wins,
+          kind=INT, explanation="a value > 0 wins over metadataStoreOperationTimeoutSeconds"),
+    Alias("exposeBunlesMetricsInPrometheus", "exposeBundlesMetricsInPrometheus", fallback, kind=BOOL,
+          explanation="old spelling (Pulsar 2.10 era); used when the new key is not set"),
+)
+
+#: Keys of Pulsar's ServiceConfiguration that brokerlb does not model: a broker.conf
+#: copied from Pulsar loads without a warning for each of them. (Anything else unknown
+#: warns, with the closest known names.)
+KNOWN_IGNORED_KEYS: frozenset[str] = frozenset("""
+    configurationMetadataStoreUrl configurationStoreServers globalZookeeperServers
+    metadataStoreCacheExpirySeconds metadataStoreAllowReadOnlyOperations zooKeeperCacheExpirySeconds
+    zooKeeperAllowReadOnlyOperations metadataStoreBatchingEnabled metadataStoreBatchingMaxDelayMillis
+    metadataStoreBatchingMaxOperations metadataStoreBatchingMaxSizeKb metadataStoreConfigPath
+    configurationStoreConfigPath metadataSyncEventTopic configurationMetadataSyncEventTopic
+    zookeeperSessionExpiredPolicy bindAddresses haProxyProtocolEnabled webServiceHaProxyProtocolEnabled
+    webServiceTrustXForwardedFor webServiceLogDetailedAddresses webServiceTlsProvider
+    webServiceTlsProtocols webServiceTlsCiphers numAcceptorThreads numIOThreads numOrderedExecutorThreads
+    numHttpServerThreads numExecutorThreadPoolSize numCacheExecutorThreadPoolSize enableBusyWait
+    maxConcurrentHttpRequests httpServerThreadPoolQueueSize httpServerAcceptQueueSize
+    maxHttpServerConnections httpServerGzipCompressionExcludedPaths webSocketServiceEnabled
+    isRunningStandalone maxTenants skipBrokerShutdownOnOOM topicLoadTimeoutSeconds topicFactoryClassName
+    backlogQuotaCheckEnabled backlogQuotaCheckIntervalInSeconds backlogQuotaDefaultLimitGB
+    backlogQuotaDefaultLimitBytes backlogQuotaDefaultLimitSecond backlogQuotaDefaultRetentionPolicy
+    ttlDurationDefaultInSeconds brokerDeleteInactiveTopicsEnabled brokerDeleteInactiveTopicsFrequencySeconds
+    brokerDeleteInactiveTopicsMode brokerDeleteInactiveTopicsMaxInactiveDurationSeconds
+    brokerDeleteInactivePartitionedTopicMetadataEnabled forceDeleteTenantAllowed forceDeleteNamespaceAllowed
+    maxPendingPublishRequestsPerConnection messageExpiryCheckIntervalInMinutes
+    activeConsumerFailoverDelayTimeMillis subscriptionExpirationTimeMinutes
+    subscriptionRedeliveryTrackerEnabled subscriptionExpiryCheckIntervalInMinutes subscriptionTypesEnabled
+    subscriptionKeySharedEnable subscriptionKeySharedUseConsistentHashing
+    subscriptionKeySharedConsistentHashingReplicaPoints brokerDeduplicationEnabled
+    brokerDeduplicationMaxNumberOfProducers brokerDeduplicationSnapshotFrequencyInSeconds
+    brokerDeduplicationSnapshotIntervalSeconds brokerDeduplicationEntriesInterval
+    brokerDeduplicationProducerInactivityTimeoutMinutes maxNamespacesPerTenant maxTopicsPerNamespace
+    brokerMaxConnections brokerMaxConnectionsPerIp isAllowAutoUpdateSchemaEnabled
+    clientLibraryVersionCheckEnabled statusFilePath maxUnackedMessagesPerConsumer
+    maxUnackedMessagesPerSubscription maxUnackedMessagesPerBroker
+    maxUnackedMessagesPerSubscriptionOnBrokerBlocked maxConsumerMetadataSize unblockStuckSubscriptionEnabled
+    topicPublisherThrottlingTickTimeMillis brokerPublisherThrottlingTickTimeMillis
+    brokerPublisherThrottlingMaxMessageRate brokerPublisherThrottlingMaxByteRate
+    dispatchThrottlingRateInMsg dispatchThrottlingRateInByte maxPublishRatePerTopicInMessages
+    maxPublishRatePerTopicInBytes subscribeThrottlingRatePerConsumer subscribeRatePeriodPerConsumerInSecond
+    dispatchThrottlingRatePerTopicInMsg dispatchThrottlingRatePerTopicInByte
+    dispatchThrottlingOnBatchMessageEnabled dispatchThrottlingRatePerSubscriptionInMsg
+    dispatchThrottlingRatePerSubscriptionInByte dispatchThrottlingRatePerReplicatorInMsg
+    dispatchThrottlingRatePerReplicatorInByte dispatchThrottlingRateRelativeToPublishRate
+    dispatchThrottlingOnNonBacklogConsumerEnabled resourceUsageTransportClassName
+    resourceUsageTransportPublishIntervalInSecs dispatcherMaxReadBatchSize dispatcherMaxReadSizeBytes
+    dispatcherMinReadBatchSize dispatcherMaxRoundRobinBatchSize preciseDispatcherFlowControl
+    entryFilterNames entryFiltersDirectory allowOverrideEntryFilters
+    maxConcurrentNonPersistentMessagePerConnection numWorkerThreadsForNonPersistentTopic
+    topicOrderedExecutorThreadNum enableRunBookieTogether enableRunBookieAutoRecoveryTogether
+    maxProducersPerTopic maxSameAddressProducersPerTopic encryptionRequireOnProducer maxConsumersPerTopic
+    maxSameAddressConsumersPerTopic maxSubscriptionsPerTopic maxConsumersPerSubscription maxMessageSize
+    enableReplicatedSubscriptions replicatedSubscriptionsSnapshotFrequencyMillis
+    replicatedSubscriptionsSnapshotTimeoutSeconds replicatedSubscriptionsSnapshotMaxCachedPerSubscription
+    maxMessagePublishBufferSizeInMB lazyCursorRecovery retentionCheckIntervalInSeconds
+    maxNumPartitionsPerPartitionedTopic brokerInterceptorsDirectory brokerInterceptors
+    topicFencingTimeoutSeconds protocolHandlerDirectory messagingProtocols systemTopicEnabled
+    strictTopicNameEnabled topicLevelPoliciesEnabled topicPoliciesServiceClassName
+    brokerEntryMetadataInterceptors exposingBrokerEntryMetadataToClientEnabled
+    enableNamespaceIsolationUpdateOnTime strictBookieAffinityEnabled tlsEnabled
+    tlsCertRefreshCheckDurationSec tlsCertificateFilePath tlsKeyFilePath tlsTrustCertsFilePath
+    tlsAllowInsecureConnection tlsHostnameVerificationEnabled tlsProtocols tlsCiphers
+    tlsRequireTrustedClientCertOnConnect authenticationEnabled authenticationProviders
+    authenticationRefreshCheckSeconds authorizationEnabled authorizationProvider superUserRoles proxyRoles
+    authenticateOriginalAuthData authorizationAllowWildcardsMatching anonymousUserRole httpMaxRequestSize
+    httpRequestsLimitEnabled httpRequestsMaxPerSecond httpRequestsFailOnUnknownPropertiesEnabled
+    bookkeeperMetadataServiceUri bookkeeperClientAuthenticationPlugin
+    bookkeeperClientAuthenticationParametersName bookkeeperClientAuthenticationParameters
+    bookkeeperClientTimeoutInSeconds bookkeeperClientSpeculativeReadTimeoutInMillis
+    bookkeeperNumberOfChannelsPerBookie bookkeeperUseV2WireProtocol bookkeeperClientHealthCheckEnabled
+    bookkeeperClientHealthCheckIntervalSeconds bookkeeperClientHealthCheckErrorThresholdPerInterval
+    bookkeeperClientHealthCheckQuarantineTimeInSeconds bookkeeperClientRackawarePolicyEnabled
+    bookkeeperClientRegionawarePolicyEnabled bookkeeperClientMinNumRacksPerWriteQuorum
+    bookkeeperClientEnforceMinNumRacksPerWriteQuorum bookkeeperClientReorderReadSequenceEnabled
+    bookkeeperClientIsolationGroups bookkeeperClientSecondaryIsolationGroups bookkeeperEnableStickyReads
+    bookkeeperClientExposeStatsToPrometheus managedLedgerDefaultEnsembleSize managedLedgerDefaultWriteQuorum
+    managedLedgerDefaultAckQuorum managedLedgerDigestType managedLedgerPassword managedLedgerMaxEnsembleSize
+    managedLedgerMaxWriteQuorum managedLedgerMaxAckQuorum managedLedgerCacheSizeMB
+    managedLedgerCacheCopyEntries managedLedgerCacheEvictionWatermark managedLedgerCacheEvictionFrequency
+    managedLedgerCacheEvictionIntervalMs managedLedgerCacheEvictionTimeThresholdMillis
+    managedLedgerCursorBackloggedThreshold managedLedgerDefaultMarkDeleteRateLimit
+    allowAutoTopicCreationWithLegacyNamingScheme allowAutoSubscriptionCreation
+    managedLedgerStorageClassName managedLedgerNumSchedulerThreads managedLedgerMaxEntriesPerLedger
+    managedLedgerMinLedgerRolloverTimeMinutes managedLedgerMaxLedgerRolloverTimeMinutes
+    managedLedgerMaxSizePerLedgerMbytes managedLedgerOffloadDeletionLagMs
+    managedLedgerOffloadAutoTriggerSizeThresholdBytes managedLedgerCursorMaxEntriesPerLedger
+    managedLedgerCursorRolloverTimeInSeconds managedLedgerMaxUnackedRangesToPersist
+    managedLedgerMaxUnackedRangesToPersistInZooKeeper managedLedgerMaxUnackedRangesToPersistInMetadataStore
+    managedLedgerUnackedRangesOpenCacheSetEnabled autoSkipNonRecoverableData
+    managedLedgerMetadataOperationsTimeoutSeconds managedLedgerReadEntryTimeoutSeconds
+    managedLedgerAddEntryTimeoutSeconds managedLedgerPrometheusStatsLatencyRolloverSeconds
+    managedLedgerTraceTaskExecution managedLedgerNewEntriesCheckDelayInMillis managedLedgerDataReadPriority
+    managedLedgerInfoCompressionType managedCursorInfoCompressionType
+    managedLedgerMinimumBacklogCursorsForCaching managedLedgerMinimumBacklogEntriesForCaching
+    managedLedgerMaxBacklogBetweenCursorsForCaching replicationMetricsEnabled replicationConnectionsPerBroker
+    replicatorPrefix replicationProducerQueueSize replicationPolicyCheckDurationSeconds
+    replicationTlsEnabled defaultRetentionTimeInMinutes defaultRetentionSizeInMB keepAliveIntervalSeconds
+    brokerServicePurgeInactiveFrequencyInSeconds bootstrapNamespaces lookupPropertyPrefix
+    brokerServiceCompactionMonitorIntervalInSeconds brokerServiceCompactionThresholdInBytes
+    isSchemaValidationEnforced schemaRegistryStorageClassName schemaRegistryCompatibilityCheckers
+    schemaCompatibilityStrategy systemTopicSchemaCompatibilityStrategy webSocketNumIoThreads
+    webSocketConnectionsPerBroker webSocketSessionIdleTimeoutMillis webSocketMaxTextFrameSize
+    authenticateMetricsEndpoint exposeTopicLevelMetricsInPrometheus exposeConsumerLevelMetricsInPrometheus
+    exposeProducerLevelMetricsInPrometheus exposeManagedLedgerMetricsInPrometheus
+    exposeManagedCursorMetricsInPrometheus jvmGCMetricsLoggerClassName exposePreciseBacklogInPrometheus
+    metricsServletTimeoutMs exposeSubscriptionBacklogSizeInPrometheus splitTopicAndPartitionLabelInPrometheus
+    functionsWorkerEnabled exposePublisherStats statsUpdateInitialDelayInSecs
+    healthCheckMetricsUpdateTimeInSeconds aggregatePublisherStatsByProducerName offloadersDirectory
+    managedLedgerOffloadDriver managedLedgerOffloadMaxThreads narExtractionDirectory
+    transactionCoordinatorEnabled transactionMetadataStoreProviderClassName
+    transactionBufferProviderClassName transactionPendingAckStoreProviderClassName
+    tlsEnabledWithKeyStore tlsProvider tlsKeyStoreType tlsKeyStore tlsKeyStorePassword tlsTrustStoreType
+    tlsTrustStore tlsTrustStorePassword brokerClientAuthenticationPlugin brokerClientAuthenticationParameters
+    brokerClientTlsEnabled brokerClientTlsEnabledWithKeyStore brokerClientTrustCertsFilePath
+    brokerClientKeyFilePath brokerClientCertificateFilePath enablePackagesManagement
+    additionalServletDirectory additionalServlets delayedDeliveryEnabled delayedDeliveryTickTimeMillis
+    acknowledgmentAtBatchIndexLevelEnabled saslJaasClientAllowedIds saslJaasServerSectionName kinitCommand
+""".split())

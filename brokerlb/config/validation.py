@@ -1,0 +1,67 @@
+"""Checks that involve more than one key; each error names the key at fault and its value."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from brokerlb.errors import InvalidConfigError
+from brokerlb.ring.split_algorithms import SPECIFIED_POSITIONS_DIVIDE
+
+__all__ = ["CROSS_KEY_CHECKS", "check_cross_key"]
+
+Values = Mapping[str, Any]
+
+
+def _default_split_algorithm(v: Values) -> None:
+    name = v["defaultNamespaceBundleSplitAlgorithm"]
+    supported = v["supportedNamespaceBundleSplitAlgorithms"]
+    if name == SPECIFIED_POSITIONS_DIVIDE:
+        raise InvalidConfigError(
+            "defaultNamespaceBundleSplitAlgorithm", name,
+            "specified_positions_divide needs positions from an admin and cannot be the default")
+    if name not in supported:
+        raise InvalidConfigError(
+            "defaultNamespaceBundleSplitAlgorithm", name,
+            f"not in supportedNamespaceBundleSplitAlgorithms ({', '.join(supported) or 'empty'})")
+
+
+def _tombstone_after_in_flight(v: Values) -> None:
+    # Pulsar's ServiceUnitStateChannelImpl refuses to start in this case.
+    tombstone_ms = v["loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds"] * 1000
+    in_flight_ms = v["loadBalancerInFlightServiceUnitStateWaitingTimeInMillis"]
+    if tombstone_ms < in_flight_ms:
+        raise InvalidConfigError(
+            "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds",
+            v["loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds"],
+            f"must be at least loadBalancerInFlightServiceUnitStateWaitingTimeInMillis "
+            f"({in_flight_ms} ms)")
+
+
+def _some_port(plain: str, tls: str) -> Callable[[Values], None]:
+    def check(v: Values) -> None:
+        if v[plain] is None and v[tls] is None:
+            raise InvalidConfigError(plain, None, f"{plain} and {tls} are both unset; the broker needs one")
+    return check
+
+
+def _avg_shedder_thresholds(v: Values) -> None:
+    low, high = v["loadBalancerAvgShedderLowThreshold"], v["loadBalancerAvgShedderHighThreshold"]
+    if low > high:
+        raise InvalidConfigError("loadBalancerAvgShedderLowThreshold", low,
+                                 f"must not exceed loadBalancerAvgShedderHighThreshold ({high})")
+
+
+CROSS_KEY_CHECKS: tuple[Callable[[Values], None], ...] = (
+    _default_split_algorithm,
+    _tombstone_after_in_flight,
+    _some_port("webServicePort", "webServicePortTls"),
+    _some_port("brokerServicePort", "brokerServicePortTls"),
+    _avg_shedder_thresholds,
+)
+
+
+def check_cross_key(values: Values) -> None:
+    """Run every cross-key check; raises :class:`InvalidConfigError` on the first failure."""
+    for check in CROSS_KEY_CHECKS:
+        check(values)
