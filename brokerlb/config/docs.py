@@ -125,7 +125,7 @@ def render_markdown(registry: KeyRegistry = REGISTRY) -> str:
         out.append("|---|---|---|---|---|---|")
         for k in keys:
             default = _cell(format_default(k))
-            out.append(f"| `{k.name}` | {k.kind.name} | `{default}` | {k.describe_constraints()} | "
+            out.append(f"| `{k.name}` | `{k.kind.name}` | `{default}` | {k.describe_constraints()} | "
                        f"{'yes' if k.dynamic else ''} | {_doc_cell(k, registry)} |")
         out.append("")
     out.append("## Deprecated aliases\n")
