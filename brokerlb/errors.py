@@ -37,13 +37,18 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── NoNodeError                          404
     │   ├── NodeExistsError                      409
     │   ├── NotEmptyError                        409
+    │   ├── LockBusyError                        409  an ephemeral held by another session
     │   ├── ConnectionLossError                  503  retriable
     │   ├── OperationTimeoutError                503  retriable
     │   ├── SessionExpiredError                  503
-    │   └── StoreClosedError                     503
+    │   ├── StoreClosedError                     503
+    │   ├── InvalidStoreOperationError           400  bad path, child of an ephemeral, ...
+    │   ├── StoreAccessDeniedError               403  ACL / authentication refused
+    │   └── CorruptMetadataError                 500  a stored value is not the JSON expected
     └── OwnershipError                           409
         ├── InvalidTransitionError               409  carries the bundle's story
         ├── BundleUnloadingError                 503  retriable ("is being unloaded")
+        ├── OwnershipLostError                   503  retriable (session lost / node taken)
         └── LeadershipLostError                  503  retriable
 
 Warnings (not errors; issued with :mod:`warnings`)::
@@ -87,13 +92,18 @@ __all__ = [
     "NoNodeError",
     "NodeExistsError",
     "NotEmptyError",
+    "LockBusyError",
     "ConnectionLossError",
     "OperationTimeoutError",
     "SessionExpiredError",
     "StoreClosedError",
+    "InvalidStoreOperationError",
+    "StoreAccessDeniedError",
+    "CorruptMetadataError",
     "OwnershipError",
     "InvalidTransitionError",
     "BundleUnloadingError",
+    "OwnershipLostError",
     "LeadershipLostError",
     "ConfigWarning",
     "UnknownConfigKeyWarning",
@@ -246,9 +256,15 @@ class TooManyRequestsError(ServiceUnavailableError):
 
 
 class MetadataStoreError(BrokerLBError):
-    """A metadata-store operation failed. ``path`` names the node when known."""
+    """A metadata-store operation failed. ``path`` names the node when known.
+
+    In a multi-operation transaction, ``op_index`` is the index of the operation
+    that failed (the whole transaction was rolled back).
+    """
 
     http_status = 500
+    #: Index of the failing operation of a transaction, else ``None``.
+    op_index: int | None = None
 
     def __init__(self, message: str = "", path: str | None = None) -> None:
         self.path = path
@@ -274,6 +290,19 @@ class NotEmptyError(MetadataStoreError):
     http_status = 409
 
 
+class LockBusyError(MetadataStoreError):
+    """An ephemeral node (lock, registration, ownership) is held by another session.
+
+    ``owner_session`` is the holder's session id when known.
+    """
+
+    http_status = 409
+
+    def __init__(self, message: str = "", path: str | None = None, owner_session: int | None = None) -> None:
+        self.owner_session = owner_session
+        super().__init__(message, path)
+
+
 class ConnectionLossError(MetadataStoreError):
     http_status = 503
     retriable = True
@@ -292,6 +321,22 @@ class StoreClosedError(MetadataStoreError):
     http_status = 503
 
 
+class InvalidStoreOperationError(MetadataStoreError):
+    """The request itself is wrong: a malformed path, a child under an ephemeral node, ..."""
+
+    http_status = 400
+
+
+class StoreAccessDeniedError(MetadataStoreError):
+    http_status = 403
+
+
+class CorruptMetadataError(MetadataStoreError):
+    """A stored value cannot be decoded as the record expected at its path."""
+
+    http_status = 500
+
+
 # --------------------------------------------------------------------------- ownership
 
 
@@ -308,6 +353,13 @@ class InvalidTransitionError(OwnershipError):
 
 
 class BundleUnloadingError(OwnershipError):
+    http_status = 503
+    retriable = True
+
+
+class OwnershipLostError(OwnershipError):
+    """This broker no longer owns the bundle (session lost, node deleted or taken)."""
+
     http_status = 503
     retriable = True
 

@@ -10,10 +10,15 @@ from brokerlb.testing.invariants import (
     assert_ring_covers_keyspace,
     assert_single_owner,
 )
+from brokerlb.testing.waiting import eventually
+from brokerlb.testing.zookeeper import ZooKeeperServer, zookeeper_available
 
 __all__ = [
     "InvariantViolation",
     "assert_every_topic_in_one_bundle",
     "assert_ring_covers_keyspace",
     "assert_single_owner",
+    "eventually",
+    "ZooKeeperServer",
+    "zookeeper_available",
 ]
