@@ -7,7 +7,10 @@ import warnings
 from pathlib import Path
 
 import typer
+from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from brokerlb.cli.common import cli_errors, console, err_console, print_json
 from brokerlb.errors import ConfigWarning
@@ -37,13 +40,17 @@ def keys_cmd(as_json: bool = _JSON,
         names = {k.name for k in keys}
         print_json([row for row in key_rows() if row["key"] in names])
         return
-    table = Table(title=f"{len(keys)} config keys", show_lines=False)
-    for col in ("key", "type", "default", "dyn", "category", "description"):
-        table.add_column(col, overflow="fold")
+    category_shown = None
     for k in keys:
-        doc = k.doc + (f" [deprecated: {k.deprecated}]" if k.deprecated else "")
-        table.add_row(k.name, k.kind.name, format_default(k), "yes" if k.dynamic else "", k.category, doc)
-    console.print(table)
+        if k.category != category_shown:
+            category_shown = k.category
+            console.print(f"\n[bold underline]{k.category}[/]")
+        flags = " ".join(f for f in ("dynamic" if k.dynamic else "", "required" if k.required else "",
+                                     "deprecated" if k.deprecated else "") if f)
+        console.print(f"[bold]{k.name}[/] [cyan]{k.kind.name}[/] = {escape(format_default(k))}"
+                      + (f" [dim]({flags})[/]" if flags else ""), highlight=False, soft_wrap=True)
+        doc = k.doc + (f" Deprecated: {k.deprecated}." if k.deprecated else "")
+        console.print(Padding(Text(doc), (0, 0, 0, 4)))
 
 
 @app.command("show")
@@ -68,8 +75,9 @@ def show_cmd(config: Path | None = _CONFIG,
         return
     changed = conf.changed()
     table = Table(title="effective configuration" + (f" ({config})" if config else ""))
-    for col in ("key", "value", ""):
-        table.add_column(col, overflow="fold")
+    table.add_column("key", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    table.add_column("")
     for k in REGISTRY:
         is_changed = k.name in changed
         if changed_only and not is_changed:

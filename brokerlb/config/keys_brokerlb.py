@@ -20,6 +20,7 @@ __all__ = ["BrokerlbKeys"]
 class BrokerlbKeys(KeyGroup):
     __slots__ = ()
     CATEGORY = "brokerlb options"
+    EXTENSION = True
     INTRO = "brokerlb's own options (not in Pulsar); every name starts with `brokerlb`."
 
     brokerlbLoadHistoryDir: str | None = key(

@@ -174,6 +174,9 @@ class KeyGroup:
     CATEGORY: ClassVar[str] = ""
     #: one-paragraph introduction of the group for the docs
     INTRO: ClassVar[str] = ""
+    #: True for groups of brokerlb's own keys: their names must start with ``brokerlb``
+    #: (and no other key may), so they can never clash with a Pulsar key
+    EXTENSION: ClassVar[bool] = False
 
 
 #: How an alias value combines with the current value of the key it stands for:
@@ -216,7 +219,11 @@ class KeyRegistry:
             registry.groups.append(group)
             for value in vars(group).values():
                 if isinstance(value, KeyDescriptor):
-                    registry._add(value.build(group.CATEGORY))
+                    config_key = value.build(group.CATEGORY)
+                    if config_key.is_brokerlb_extension != group.EXTENSION:
+                        raise ValueError(f"config key '{config_key.name}' in {group.__name__}: brokerlb's own "
+                                         f"keys, and only they, start with '{BROKERLB_PREFIX}'")
+                    registry._add(config_key)
         for alias in aliases:
             registry._add_alias(alias)
         return registry

@@ -222,7 +222,7 @@ def _merge(base: Mapping[str, Any], base_explicit: frozenset[str], mapping: Mapp
         if config_key is not None:
             _check_dynamic(config_key, name, raw, dynamic_only)
             parsed[name] = config_key.read(raw)
-            if config_key.deprecated:
+            if config_key.deprecated and parsed[name] != config_key.default:
                 _warn(DeprecatedConfigKeyWarning,
                       f"config key '{name}' is deprecated: {config_key.deprecated}", source)
         elif alias is not None:
