@@ -189,7 +189,18 @@ class UnknownConfigKeyError(InvalidConfigError, KeyError):
 
 
 class InvalidLoadDataError(InvalidInputError):
-    pass
+    """A load report or load-data value is unusable: NaN/inf, negative usage, wrong type, broken JSON.
+
+    ``field`` names the offending field as a path in Pulsar's JSON names
+    (e.g. ``cpu.usage`` or ``lastStats[t/ns/0x00000000_0x40000000].msgRateIn``)
+    and ``value`` is what was found there; both are ``None`` when the error is
+    about a whole document.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, value: Any = None) -> None:
+        self.field = field
+        self.value = value
+        super().__init__(message)
 
 
 class InvalidSnapshotError(InvalidInputError):

@@ -4,6 +4,20 @@ Used by brokerlb's own tests, the simulator and downstream users. Nothing here
 imports pytest at module level.
 """
 
+from brokerlb.testing.builders import (
+    BANDWIDTH_LIMIT_KBPS,
+    CPU_LIMIT,
+    DIRECT_MEMORY_LIMIT_MB,
+    MEMORY_LIMIT_MB,
+    broker,
+    broker_id,
+    broker_load,
+    bundle_data,
+    bundle_stats,
+    load_data,
+    system_usage,
+    usage,
+)
 from brokerlb.testing.invariants import (
     InvariantViolation,
     assert_every_topic_in_one_bundle,
@@ -14,6 +28,18 @@ from brokerlb.testing.waiting import eventually
 from brokerlb.testing.zookeeper import ZooKeeperServer, zookeeper_available
 
 __all__ = [
+    "BANDWIDTH_LIMIT_KBPS",
+    "CPU_LIMIT",
+    "DIRECT_MEMORY_LIMIT_MB",
+    "MEMORY_LIMIT_MB",
+    "broker",
+    "broker_id",
+    "broker_load",
+    "bundle_data",
+    "bundle_stats",
+    "load_data",
+    "system_usage",
+    "usage",
     "InvariantViolation",
     "assert_every_topic_in_one_bundle",
     "assert_ring_covers_keyspace",
