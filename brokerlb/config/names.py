@@ -20,11 +20,9 @@ __all__ = [
     "MetadataStoreUrl",
     "parse_metadata_store_url",
     "metadata_store_url_problem",
-    "ZK_DEFAULT_PORT",
 ]
 
-ZK_DEFAULT_PORT = 2181
-_HOST = re.compile(r"[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:.]+\]")
+_HOST_PORT = re.compile(r"(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 
 
 def short_class_name(name: str, key: str = "className") -> str:
@@ -46,9 +44,10 @@ class MetadataStoreUrl:
     """A parsed ``metadataStoreUrl``.
 
     * ``memory:`` or ``memory:NAME`` -- brokerlb's embedded in-process store (Pulsar has
-      the same scheme for tests); brokers of one process that use the same NAME share it.
+      the same scheme for tests); stores of one process with the same NAME share one tree
+      (``memory:`` is the name ``default``).
     * ``zk:host:port[,host:port...][/chroot]`` -- ZooKeeper; a bare ``host:port,...``
-      means ZooKeeper too, as in Pulsar. A missing port is 2181.
+      means ZooKeeper too, as in Pulsar. Every host needs its port.
     """
 
     scheme: str
@@ -90,34 +89,27 @@ def parse_metadata_store_url(url: str) -> MetadataStoreUrl:
 
 
 def _parse(url: str) -> MetadataStoreUrl:
+    # Accepts exactly what brokerlb.coordination.open_store accepts (a unit test checks it).
     text = url.strip()
     if text.startswith("memory:"):
-        name = text[len("memory:"):]
-        if any(c.isspace() for c in name) or "/" in name:
-            raise ValueError("memory store name must not contain spaces or '/'")
-        return MetadataStoreUrl("memory", name=name)
-    if text.startswith("zk:"):
-        text = text[len("zk:"):]
-        if text.startswith("//"):
-            raise ValueError("write zk:host:port (no '//')")
-    elif re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:(?!\d)", text):
-        scheme = text.split(":", 1)[0]
-        raise ValueError(f"unsupported metadata store '{scheme}:'; brokerlb supports memory: and zk:")
-    hosts_part, slash, chroot = text.partition("/")
-    if not hosts_part:
-        raise ValueError("no ZooKeeper host given")
-    hosts = tuple(_host_port(item.strip()) for item in hosts_part.split(","))
-    return MetadataStoreUrl("zk", hosts=hosts, chroot=("/" + chroot.rstrip("/")) if slash and chroot else None)
+        return MetadataStoreUrl("memory", name=text[len("memory:"):].lstrip("/") or "default")
+    hosts_text = text[len("zk:"):] if text.startswith("zk:") else text
+    scheme = re.match(r"([a-z][a-z0-9+.\-]*):(?!\d)", hosts_text)
+    if scheme:
+        raise ValueError(f"unsupported metadata store '{scheme.group(1)}:'; brokerlb supports memory: and zk:")
+    servers, slash, chroot = hosts_text.partition("/")
+    hosts = tuple(_host_port(item.strip()) for item in servers.split(","))
+    segments = chroot.rstrip("/").split("/")
+    if chroot and any(part in ("", ".", "..") for part in segments):
+        raise ValueError(f"invalid chroot '/{chroot}'")
+    return MetadataStoreUrl("zk", hosts=hosts, chroot=("/" + "/".join(segments)) if chroot else None)
 
 
 def _host_port(item: str) -> tuple[str, int]:
-    if not item:
-        raise ValueError("empty host in the host list")
-    host, sep, port_text = item.rpartition(":") if not item.endswith("]") else (item, "", "")
-    if not sep:
-        host, port_text = item, str(ZK_DEFAULT_PORT)
-    if not _HOST.fullmatch(host):
-        raise ValueError(f"bad host '{host}'")
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ValueError(f"bad port '{port_text}' for host {host}")
-    return host, int(port_text)
+    match = _HOST_PORT.fullmatch(item)
+    if not match:
+        raise ValueError(f"'{item}' is not host:port")
+    port = int(match.group(2))
+    if not 0 < port < 65536:
+        raise ValueError(f"bad port {port} in '{item}'")
+    return match.group(1), port

@@ -61,11 +61,13 @@ BAD_TEXT = [
     ("loadBalancerServiceUnitTableViewSyncer", "Both", "expected one of"),
     # metadata store URL
     ("metadataStoreUrl", "etcd:http://localhost:2379", "unsupported metadata store"),
-    ("metadataStoreUrl", "zk://localhost:2181", "no '//'"),
-    ("metadataStoreUrl", "zk:localhost:notaport", "bad port"),
-    ("metadataStoreUrl", "zk:", "no ZooKeeper host"),
-    ("metadataStoreUrl", "zk:h1:2181,,h2:2181", "empty host"),
-    ("metadataStoreUrl", "memory:a b", "memory store name"),
+    ("metadataStoreUrl", "zk://localhost:2181", "is not host:port"),
+    ("metadataStoreUrl", "zk:localhost:notaport", "unsupported metadata store"),
+    ("metadataStoreUrl", "zk:localhost", "is not host:port"),
+    ("metadataStoreUrl", "zk:localhost:99999", "bad port"),
+    ("metadataStoreUrl", "zk:", "is not host:port"),
+    ("metadataStoreUrl", "zk:h1:2181,,h2:2181", "is not host:port"),
+    ("metadataStoreUrl", "zk:h1:2181/a//b", "invalid chroot"),
 ]
 
 

@@ -185,13 +185,13 @@ def test_short_class_name_of_defaults() -> None:
 
 
 @pytest.mark.parametrize(("url", "scheme", "hosts", "chroot", "text"), [
-    ("memory:", "memory", (), None, "memory:"),
+    ("memory:", "memory", (), None, "memory:default"),
     ("memory:local", "memory", (), None, "memory:local"),
+    ("memory:/local", "memory", (), None, "memory:local"),
     ("zk:127.0.0.1:2181", "zk", (("127.0.0.1", 2181),), None, "zk:127.0.0.1:2181"),
     ("zk:h1:2181,h2:2182/pulsar/lb/", "zk", (("h1", 2181), ("h2", 2182)), "/pulsar/lb",
      "zk:h1:2181,h2:2182/pulsar/lb"),
     ("localhost:2181", "zk", (("localhost", 2181),), None, "zk:localhost:2181"),
-    ("zk:zoo1", "zk", (("zoo1", 2181),), None, "zk:zoo1:2181"),
     ("zk:[::1]:2181", "zk", (("[::1]", 2181),), None, "zk:[::1]:2181"),
 ])
 def test_parse_metadata_store_url(url: str, scheme: str, hosts: tuple, chroot: str | None, text: str) -> None:
