@@ -18,6 +18,8 @@ checks; any bad value raises :class:`~brokerlb.errors.InvalidConfigError` naming
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -268,5 +270,12 @@ def _check_dynamic(config_key: ConfigKey, name: str, raw: Any, dynamic_only: boo
         raise InvalidConfigError(name, raw, "not a dynamic configuration; it can only be set in broker.conf")
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
 def _warn(category: type[Warning], message: str, source: str | None) -> None:
-    warnings.warn(f"{source}: {message}" if source else message, category, stacklevel=4)
+    # point the warning at the first caller outside brokerlb.config (the user's code)
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _PACKAGE_DIR:
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    warnings.warn(f"{source}: {message}" if source else message, category, stacklevel=level)

@@ -130,6 +130,7 @@ def test_unknown_key_warns_with_suggestion(tmp_path) -> None:
     assert any("loadBalancerSheddingEnable'" in m and "did you mean loadBalancerSheddingEnabled" in m
                for m in messages)
     assert any("totallyUnknownKey" in m and str(path) in m for m in messages)
+    assert {w.filename for w in record} == {__file__}  # points at the caller, not at brokerlb
     assert conf == ServiceConfig()  # nothing applied, nothing crashed
 
 
