@@ -113,11 +113,19 @@ class JsonObject:
     def rate(self, key: str, default: float = 0.0) -> float:
         """A finite, non-negative float (rates, throughputs)."""
         value = self.data.get(key)
-        return default if value is None else check_non_negative(value, self.field(key))
+        if value is None:
+            return default
+        if type(value) is float and 0.0 <= value < math.inf:  # fast path (NaN fails the comparison)
+            return value + 0.0
+        return check_non_negative(value, self.field(key))
 
     def count(self, key: str, default: int = 0) -> int:
         value = self.data.get(key)
-        return default if value is None else check_count(value, self.field(key))
+        if value is None:
+            return default
+        if type(value) is int and value >= 0:  # fast path
+            return value
+        return check_count(value, self.field(key))
 
     def timestamp(self, key: str, default: int = 0) -> int:
         """Milliseconds since the epoch: an integer ``>= 0``."""

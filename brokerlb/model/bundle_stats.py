@@ -142,11 +142,12 @@ class NamespaceBundleStats:
 
         Use ``sorted(stats, key=NamespaceBundleStats.sort_key, reverse=True)`` for heaviest first.
         """
+        floor = math.floor  # java_round inlined: this key is computed for every bundle of a report
         return (
-            java_round(self.msg_throughput_in / THROUGHPUT_RESOLUTION),
-            java_round(self.msg_throughput_out / THROUGHPUT_RESOLUTION),
-            java_round(self.total_msg_rate() / MSG_RATE_RESOLUTION),
-            self.topics_and_connections() // TOPIC_CONNECTION_RESOLUTION,
+            floor(self.msg_throughput_in / THROUGHPUT_RESOLUTION + 0.5),
+            floor(self.msg_throughput_out / THROUGHPUT_RESOLUTION + 0.5),
+            floor((self.msg_rate_in + self.msg_rate_out) / MSG_RATE_RESOLUTION + 0.5),
+            (self.topics + self.consumer_count + self.producer_count) // TOPIC_CONNECTION_RESOLUTION,
             self.cache_size // CACHE_SIZE_RESOLUTION,
         )
 
@@ -164,10 +165,10 @@ class NamespaceBundleStats:
     def from_json(cls, data: Mapping[str, Any], path: str = "") -> NamespaceBundleStats:
         """Read Pulsar's JSON; missing keys are 0, unknown keys are ignored."""
         obj = JsonObject(data, path)
-        values: dict[str, Any] = {}
+        stats = object.__new__(cls)  # every value is checked by the reader: skip __post_init__
         for attr, key, is_count in _FIELDS:
-            values[attr] = obj.count(key) if is_count else obj.rate(key)
-        return cls(**values)
+            object.__setattr__(stats, attr, obj.count(key) if is_count else obj.rate(key))
+        return stats
 
 
 def compare_with_thresholds(a: NamespaceBundleStats, b: NamespaceBundleStats) -> int:

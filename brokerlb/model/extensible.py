@@ -27,6 +27,7 @@ Worked example (Pulsar's ``BrokerLoadDataTest``: weights 0.5, h = 0.75): memory 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -296,19 +297,22 @@ def top_k_bundles(
     """
     k = int(k)
     excluded = set(excluded_namespaces)
-    eligible: list[tuple[str, NamespaceBundleStats]] = []
+    skip_namespace: dict[str, bool] = {}
+    ranked: list[tuple[tuple[int, ...], str, NamespaceBundleStats]] = []
     for bundle, stats in bundle_stats.items():
         namespace = bundle_namespace(bundle)
-        if is_system_service_namespace(namespace) or namespace in excluded:
+        skip = skip_namespace.get(namespace)
+        if skip is None:
+            skip = skip_namespace[namespace] = is_system_service_namespace(namespace) or namespace in excluded
+        if skip or (has_policies is not None and has_policies(bundle)):
             continue
-        if has_policies is not None and has_policies(bundle):
-            continue
-        eligible.append((bundle, stats))
-    # heaviest first; among equal keys the smaller name first
-    eligible.sort(key=lambda item: item[0])
-    eligible.sort(key=lambda item: item[1].sort_key(), reverse=True)
-    chosen = eligible if k < 0 else eligible[:k]
-    return [BundleLoadData(name, stats) for name, stats in reversed(chosen)]
+        # negated key: ascending order = heaviest first, then the smaller name (names are unique)
+        ranked.append((tuple(-part for part in stats.sort_key()), bundle, stats))
+    if 0 <= k < len(ranked):
+        ranked = heapq.nsmallest(k, ranked)
+    else:
+        ranked.sort()
+    return [BundleLoadData(bundle, stats) for _, bundle, stats in reversed(ranked)]
 
 
 @dataclass(slots=True)
