@@ -16,7 +16,13 @@ import json
 import platform
 import time
 
-from brokerlb.model import BundleData, LocalBrokerData, NamespaceBundleStats, SystemResourceUsage, top_k_bundles
+from brokerlb.model import (
+    BundleData,
+    LocalBrokerData,
+    NamespaceBundleStats,
+    SystemResourceUsage,
+    top_k_bundles,
+)
 from brokerlb.testing import system_usage
 
 
@@ -62,7 +68,9 @@ def main() -> None:
     histories = {name: BundleData.new_default() for name in stats}
     t_fold = best_of(lambda: [histories[name].update(sample) for name, sample in stats.items()])
 
-    t_sorted = best_of(lambda: sorted(stats.items(), key=lambda kv: kv[1].msg_throughput_in, reverse=True)[:10])
+    t_sorted = best_of(
+        lambda: sorted(stats.items(), key=lambda kv: kv[1].msg_throughput_in, reverse=True)[:10]
+    )
     t_topk = best_of(lambda: top_k_bundles(stats, 10))
 
     print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}")

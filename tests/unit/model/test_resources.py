@@ -178,3 +178,11 @@ def test_bad_weights_name_the_pulsar_key(bad):
     with pytest.raises(InvalidConfigError) as err:
         ResourceWeights(cpu=bad)
     assert err.value.key == "loadBalancerCPUResourceWeight"
+
+
+def test_weights_from_service_config():
+    from brokerlb.config import ServiceConfig
+
+    assert ResourceWeights.from_config(ServiceConfig()) == ResourceWeights()
+    conf = ServiceConfig(loadBalancerCPUResourceWeight=0.5, loadBalancerDirectMemoryResourceWeight=1.0)
+    assert ResourceWeights.from_config(conf) == ResourceWeights(0.5, 0.0, 1.0, 1.0, 1.0)
