@@ -105,11 +105,6 @@ class JsonObject:
         """The value at ``key``; ``None`` when missing or null."""
         return self.data.get(key)
 
-    def number(self, key: str, default: float = 0.0) -> float:
-        """A finite float (may be negative)."""
-        value = self.data.get(key)
-        return default if value is None else check_finite(value, self.field(key))
-
     def rate(self, key: str, default: float = 0.0) -> float:
         """A finite, non-negative float (rates, throughputs)."""
         value = self.data.get(key)

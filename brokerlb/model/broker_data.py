@@ -158,7 +158,7 @@ class LocalBrokerData:
             ("start_timestamp", "startTimestamp"),
         ):
             setattr(self, attr, check_count(getattr(self, attr), key))
-        self.last_stats = _checked_stats(self.last_stats)
+        self.last_stats = _checked_stats(self.last_stats, "lastStats")
         for attr, key in _SET_FIELDS:
             value = getattr(self, attr)
             if isinstance(value, str) or not all(isinstance(item, str) for item in value):
@@ -182,7 +182,7 @@ class LocalBrokerData:
         """
         if not isinstance(system_resource_usage, SystemResourceUsage):
             raise invalid("systemResourceUsage", system_resource_usage, "expected a SystemResourceUsage")
-        stats = _checked_stats(bundle_stats)
+        stats = _checked_stats(bundle_stats, "bundleStats")
         self._set_resources(
             system_resource_usage.cpu,
             system_resource_usage.memory,
@@ -417,16 +417,16 @@ class LocalBrokerData:
 _FIELD_NAMES = tuple(f.name for f in fields(LocalBrokerData))
 
 
-def _checked_stats(bundle_stats: Mapping[str, NamespaceBundleStats]) -> dict[str, NamespaceBundleStats]:
+def _checked_stats(
+    bundle_stats: Mapping[str, NamespaceBundleStats], field: str
+) -> dict[str, NamespaceBundleStats]:
     if not isinstance(bundle_stats, Mapping):
-        raise invalid(
-            "bundleStats", bundle_stats, "expected a mapping of bundle name to NamespaceBundleStats"
-        )
+        raise invalid(field, bundle_stats, "expected a mapping of bundle name to NamespaceBundleStats")
     stats: dict[str, NamespaceBundleStats] = {}
     for bundle, sample in bundle_stats.items():
         if not isinstance(bundle, str):
-            raise invalid("bundleStats", bundle, "bundle names must be strings")
+            raise invalid(field, bundle, "bundle names must be strings")
         if not isinstance(sample, NamespaceBundleStats):
-            raise invalid(f"bundleStats[{bundle}]", sample, "expected a NamespaceBundleStats")
+            raise invalid(f"{field}[{bundle}]", sample, "expected a NamespaceBundleStats")
         stats[bundle] = sample
     return stats

@@ -193,8 +193,9 @@ def test_constructor_validates_too():
         LocalBrokerData(cpu=0.5)  # type: ignore[arg-type]
     with pytest.raises(InvalidLoadDataError):
         LocalBrokerData(num_bundles=-1)
-    with pytest.raises(InvalidLoadDataError):
+    with pytest.raises(InvalidLoadDataError) as err:
         LocalBrokerData(last_stats={"b": {"msgRateIn": 1.0}})  # type: ignore[dict-item]
+    assert err.value.field == "lastStats[b]"
     assert LocalBrokerData(bundles=["a", "b"]).bundles == {"a", "b"}  # type: ignore[arg-type]
 
 
