@@ -22,8 +22,8 @@ Pulsar's rules (``TopicName``, ``NamespaceName``, ``NamedEntity`` in pulsar-comm
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from brokerlb.errors import InvalidNamespaceNameError, InvalidTopicNameError
