@@ -16,6 +16,7 @@ import typer
 SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("ring", "brokerlb.cli.ring", "Offline hash-ring tools: bundles, topic → bundle, split, merge."),
     ("config", "brokerlb.cli.config", "broker.conf keys (Pulsar names and defaults) and the effective config."),
+    ("kafka", "brokerlb.cli.kafka", "Producer partitioning and consumer-group assignors, offline."),
 ]
 
 #: (command name, module, function) -- single top-level commands.

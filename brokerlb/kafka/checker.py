@@ -1,0 +1,150 @@
+"""The one checker for consumer-group assignments, used by tests, benchmarks and the CLI.
+
+:func:`check_assignment` validates a target assignment:
+
+* every member named is a group member;
+* each partition is owned at most once, and only by a member subscribed to its topic;
+* (``complete``) every partition of every subscribed topic is owned;
+* balance, by kind:
+
+  - ``"count"`` -- KIP-54's definition: counts differ by at most one, or no
+    member holding two or more partitions more than another has a partition the
+    other could take;
+  - ``"per_topic"`` -- within each topic, its subscribers' counts differ by at
+    most one (Range's promise);
+  - ``"load"`` -- no single move of one partition to another subscribed member
+    lowers the larger of the two members' loads by more than ``tolerance``;
+  - ``"none"``.
+
+:func:`check_cooperative_round` adds KIP-429's rule for one round: nobody is
+given a partition another member still owns.
+
+Every failure raises :class:`~brokerlb.testing.invariants.InvariantViolation`
+whose message prints the whole input (group and assignment as JSON), so it can
+be replayed with ``brokerlb kafka assign``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Literal
+
+from brokerlb.kafka.assignors.base import GroupAssignment, GroupSnapshot, TopicPartition
+from brokerlb.testing.invariants import InvariantViolation
+
+__all__ = ["BalanceKind", "check_assignment", "check_cooperative_round"]
+
+BalanceKind = Literal["none", "count", "per_topic", "load"]
+
+
+def _fail(reason: str, group: GroupSnapshot, assignment: Mapping[str, Iterable[TopicPartition]]) -> None:
+    shown = {m: [str(tp) for tp in sorted(tps)] for m, tps in assignment.items()}
+    raise InvariantViolation(
+        f"{reason}\n  group: {json.dumps(group.to_json(), sort_keys=True)}"
+        f"\n  assignment: {json.dumps(shown, sort_keys=True)}")
+
+
+def check_assignment(group: GroupSnapshot, assignment: Mapping[str, Iterable[TopicPartition]], *,
+                     balance: BalanceKind = "none", complete: bool = True,
+                     rates: Mapping[TopicPartition, float] | None = None, tolerance: float = 0.0) -> None:
+    """Raise :class:`InvariantViolation` unless ``assignment`` is valid for ``group``."""
+    assignment = {m: list(tps) for m, tps in assignment.items()}
+    owner: dict[TopicPartition, str] = {}
+    for member, tps in assignment.items():
+        if member not in group.members:
+            _fail(f"member {member!r} is not in the group", group, assignment)
+        subscribed = set(group.members[member].topics)
+        for tp in tps:
+            if tp in owner:
+                _fail(f"partition {tp} is owned by both {owner[tp]!r} and {member!r}", group, assignment)
+            owner[tp] = member
+            if not group.exists(tp):
+                _fail(f"{member!r} owns {tp}, which does not exist", group, assignment)
+            if tp.topic not in subscribed:
+                _fail(f"{member!r} owns {tp} but does not subscribe to {tp.topic!r}", group, assignment)
+    if complete:
+        missing = [tp for tp in group.all_partitions() if tp not in owner]
+        if missing:
+            _fail(f"{len(missing)} partition(s) owned by nobody, first {[str(tp) for tp in missing[:10]]}",
+                  group, assignment)
+    if balance == "count":
+        _check_count_balance(group, assignment, owner)
+    elif balance == "per_topic":
+        _check_per_topic_balance(group, assignment)
+    elif balance == "load":
+        if rates is None:
+            raise ValueError("balance='load' needs the partition rates")
+        _check_load_balance(group, assignment, owner, rates, tolerance)
+    elif balance != "none":
+        raise ValueError(f"unknown balance kind {balance!r}")
+
+
+def _subscribers(group: GroupSnapshot) -> dict[str, list[str]]:
+    subs: dict[str, list[str]] = {t: [] for t in group.partitions_per_topic()}
+    for mid, m in group.members.items():
+        for t in m.topics:
+            if t in subs:
+                subs[t].append(mid)
+    return subs
+
+
+def _check_count_balance(group: GroupSnapshot, assignment: dict[str, list[TopicPartition]],
+                         owner: dict[TopicPartition, str]) -> None:
+    counts = {m: len(assignment.get(m, ())) for m in group.members}
+    for topic, members in _subscribers(group).items():
+        poorest = min(members, key=lambda m: counts[m])
+        for p in range(group.partitions[topic]):
+            holder = owner.get(TopicPartition(topic, p))
+            if holder is not None and counts[holder] >= counts[poorest] + 2:
+                _fail(f"unbalanced: {holder!r} has {counts[holder]} partitions and could hand {topic}-{p} to "
+                      f"{poorest!r} which has {counts[poorest]}", group, assignment)
+
+
+def _check_per_topic_balance(group: GroupSnapshot, assignment: dict[str, list[TopicPartition]]) -> None:
+    for topic, members in _subscribers(group).items():
+        per = {m: sum(1 for tp in assignment.get(m, ()) if tp.topic == topic) for m in members}
+        if per and max(per.values()) - min(per.values()) > 1:
+            _fail(f"topic {topic!r} unbalanced among its subscribers: {per}", group, assignment)
+
+
+def _check_load_balance(group: GroupSnapshot, assignment: dict[str, list[TopicPartition]],
+                        owner: dict[TopicPartition, str], rates: Mapping[TopicPartition, float],
+                        tolerance: float) -> None:
+    loads = {m: sum(rates[tp] for tp in assignment.get(m, ())) for m in group.members}
+    for topic, members in _subscribers(group).items():
+        by_load = sorted(members, key=lambda m: loads[m])[:2]
+        for p in range(group.partitions[topic]):
+            tp = TopicPartition(topic, p)
+            holder = owner.get(tp)
+            if holder is None:
+                continue
+            receiver = next((m for m in by_load if m != holder), None)
+            if receiver is None:
+                continue
+            rate = rates[tp]
+            if rate > tolerance and loads[receiver] + rate < loads[holder] - tolerance:
+                _fail(f"unbalanced load: moving {tp} (rate {rate:g}) from {holder!r} (load {loads[holder]:g}) to "
+                      f"{receiver!r} (load {loads[receiver]:g}) lowers the larger load by more than "
+                      f"{tolerance:g}", group, assignment)
+
+
+def check_cooperative_round(group: GroupSnapshot, result: GroupAssignment, *,
+                            balance: BalanceKind = "none", rates: Mapping[TopicPartition, float] | None = None,
+                            tolerance: float = 0.0) -> None:
+    """Check one cooperative round: the target is valid and nobody gets a partition still owned elsewhere."""
+    check_assignment(group, result.target(), balance=balance, rates=rates, tolerance=tolerance)
+    claimants: dict[TopicPartition, set[str]] = {}
+    for mid, m in group.members.items():
+        for tp in m.owned:
+            claimants.setdefault(tp, set()).add(mid)
+    for mid, tps in result.assignment.items():
+        for tp in tps:
+            others = claimants.get(tp, set()) - {mid}
+            if others:
+                _fail(f"{mid!r} is given {tp} while {sorted(others)} still own(s) it", group, result.assignment)
+    for mid, tps in result.pending.items():
+        for tp in tps:
+            if not claimants.get(tp, set()) - {mid}:
+                _fail(f"{tp} is withheld from {mid!r} although no other member owns it", group,
+                      result.assignment)
