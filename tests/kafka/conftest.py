@@ -1,8 +1,14 @@
-"""Fixtures and settings for the Kafka-style balancing tests."""
+"""Settings for the Kafka-style balancing tests."""
 
 from __future__ import annotations
 
+import warnings
 
-def pytest_configure(config):
-    # kafka-python 3.0.12 loads its protocol schemas with importlib.resources.open_text
-    config.addinivalue_line("filterwarnings", r"ignore:(open|read)_text is deprecated:DeprecationWarning")
+# kafka-python 3.0.12 loads its protocol schemas at import time with the deprecated
+# importlib.resources.open_text/read_text; import the parts we use once, quietly.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import kafka.coordinator.assignors.cooperative_sticky  # noqa: F401
+    import kafka.coordinator.assignors.range  # noqa: F401
+    import kafka.coordinator.assignors.roundrobin  # noqa: F401
+    import kafka.partitioner.default  # noqa: F401
