@@ -28,6 +28,8 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── BrokerNotFoundError
     │   └── TopicNotFoundError
     ├── ConflictError                            409  already exists / not empty
+    │   ├── ConsumerBusyError                    409  exclusive subscription taken, consumer limit
+    │   └── ConsumerAssignError                  409  Key_Shared hash range conflict / none left
     ├── PreconditionFailedError                  412
     ├── ServiceUnavailableError                  503  retriable
     │   ├── NoBrokerAvailableError
@@ -83,6 +85,8 @@ __all__ = [
     "BrokerNotFoundError",
     "TopicNotFoundError",
     "ConflictError",
+    "ConsumerBusyError",
+    "ConsumerAssignError",
     "PreconditionFailedError",
     "ServiceUnavailableError",
     "NoBrokerAvailableError",
@@ -244,6 +248,14 @@ class TopicNotFoundError(NotFoundError):
 
 class ConflictError(BrokerLBError):
     http_status = 409
+
+
+class ConsumerBusyError(ConflictError):
+    """Pulsar's ``ConsumerBusyException``: the subscription cannot take this consumer."""
+
+
+class ConsumerAssignError(ConflictError):
+    """Pulsar's ``ConsumerAssignException``: a Key_Shared consumer cannot be given hash ranges."""
 
 
 class PreconditionFailedError(BrokerLBError):

@@ -49,9 +49,10 @@ def check_assignment(group: GroupSnapshot, assignment: Mapping[str, Iterable[Top
                      balance: BalanceKind = "none", complete: bool = True,
                      rates: Mapping[TopicPartition, float] | None = None, tolerance: float = 0.0) -> None:
     """Raise :class:`InvariantViolation` unless ``assignment`` is valid for ``group``."""
-    assignment = {m: list(tps) for m, tps in assignment.items()}
+    listed: dict[str, list[TopicPartition]] = {m: list(tps) for m, tps in assignment.items()}
+    assignment = listed
     owner: dict[TopicPartition, str] = {}
-    for member, tps in assignment.items():
+    for member, tps in listed.items():
         if member not in group.members:
             _fail(f"member {member!r} is not in the group", group, assignment)
         subscribed = set(group.members[member].topics)
@@ -69,13 +70,13 @@ def check_assignment(group: GroupSnapshot, assignment: Mapping[str, Iterable[Top
             _fail(f"{len(missing)} partition(s) owned by nobody, first {[str(tp) for tp in missing[:10]]}",
                   group, assignment)
     if balance == "count":
-        _check_count_balance(group, assignment, owner)
+        _check_count_balance(group, listed, owner)
     elif balance == "per_topic":
-        _check_per_topic_balance(group, assignment)
+        _check_per_topic_balance(group, listed)
     elif balance == "load":
         if rates is None:
             raise ValueError("balance='load' needs the partition rates")
-        _check_load_balance(group, assignment, owner, rates, tolerance)
+        _check_load_balance(group, listed, owner, rates, tolerance)
     elif balance != "none":
         raise ValueError(f"unknown balance kind {balance!r}")
 

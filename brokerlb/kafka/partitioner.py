@@ -141,9 +141,10 @@ class StickyPartitionCache:
         elif len(available) == 1:
             new = available[0]
         else:
-            new = old
-            while new is None or new == old:
-                new = available[_random_positive(self._rng) % len(available)]
+            candidate = old
+            while candidate is None or candidate == old:
+                candidate = available[_random_positive(self._rng) % len(available)]
+            new = candidate
         self._index[topic] = new
         return new
 
