@@ -4,8 +4,38 @@ Recipes use the :class:`MetadataStore` interface only -- never kazoo -- so every
 one of them runs on the embedded store and on a real ZooKeeper alike.
 """
 
+from brokerlb.coordination.bundle_metadata import BundleMetadata, split_and_own
+from brokerlb.coordination.cache import TreeCache
+from brokerlb.coordination.cluster_policies import ClusterPolicies
+from brokerlb.coordination.election import ElectionState, LeaderElection, LeaderLease, LeadershipChange
 from brokerlb.coordination.factory import DEFAULT_OPERATION_TIMEOUT, DEFAULT_SESSION_TIMEOUT, open_store
+from brokerlb.coordination.load_data import LoadDataStore
+from brokerlb.coordination.lock import EphemeralLock, LockState
 from brokerlb.coordination.memory import MemoryMetadataStore, MemoryServer
+from brokerlb.coordination.ownership import (
+    AcquireResult,
+    OwnerInfo,
+    OwnershipCache,
+    OwnershipEvent,
+    OwnershipEventKind,
+    OwnershipManager,
+    bundle_name,
+)
+from brokerlb.coordination.records import (
+    AdvertisedListener,
+    AutoFailoverPolicy,
+    FailureDomain,
+    LeaderBroker,
+    LocalPolicies,
+    NamespaceEphemeralData,
+    NamespaceIsolationData,
+    NamespaceIsolationPolicies,
+    Policies,
+    decode_json,
+    encode_json,
+)
+from brokerlb.coordination.registry import BrokerRegistry, RegistryEvent, RegistryEventKind
+from brokerlb.coordination.retry import BUNDLE_UPDATE_RETRY, RetryPolicy, retry_async
 from brokerlb.coordination.store import (
     ANY_VERSION,
     CheckOp,
@@ -28,6 +58,41 @@ from brokerlb.coordination.watches import ChildrenWatch, DataWatch
 
 __all__ = [
     "ANY_VERSION",
+    "AcquireResult",
+    "AdvertisedListener",
+    "AutoFailoverPolicy",
+    "BUNDLE_UPDATE_RETRY",
+    "BrokerRegistry",
+    "BundleMetadata",
+    "ClusterPolicies",
+    "ElectionState",
+    "EphemeralLock",
+    "FailureDomain",
+    "LeaderBroker",
+    "LeaderElection",
+    "LeaderLease",
+    "LeadershipChange",
+    "LoadDataStore",
+    "LocalPolicies",
+    "LockState",
+    "NamespaceEphemeralData",
+    "NamespaceIsolationData",
+    "NamespaceIsolationPolicies",
+    "OwnerInfo",
+    "OwnershipCache",
+    "OwnershipEvent",
+    "OwnershipEventKind",
+    "OwnershipManager",
+    "Policies",
+    "RegistryEvent",
+    "RegistryEventKind",
+    "RetryPolicy",
+    "TreeCache",
+    "bundle_name",
+    "decode_json",
+    "encode_json",
+    "retry_async",
+    "split_and_own",
     "DEFAULT_OPERATION_TIMEOUT",
     "DEFAULT_SESSION_TIMEOUT",
     "CheckOp",

@@ -1,0 +1,273 @@
+"""Namespace bundles in the metadata store, changed only by compare-and-set.
+
+A namespace's bundles live in two places, as in Pulsar:
+
+* ``/admin/local-policies/{ns}`` (LocalPolicies ``bundles``) -- the authoritative
+  copy brokers read (Pulsar's ``NamespaceBundleFactory`` loads it; when it is
+  missing it is created from the global policies' bundles);
+* ``/admin/policies/{ns}`` (global Policies ``bundles``) -- what the admin API shows.
+
+A change (split, merge) is a read-modify-write of the local policies with the
+version read (compare-and-set). When another broker changed them first the write
+fails with ``BadVersion``; the change is then **recomputed from a fresh read** and
+written again, up to 7 retries 100 ms apart (Pulsar's
+``BUNDLE_SPLIT_RETRY_LIMIT``). So concurrent splits of different bundles of one
+namespace never lose an update; two splits of the *same* bundle end with one
+winner and a :class:`~brokerlb.errors.BundleNotFoundError` for the other.
+
+The global copy is then brought in line with a second compare-and-set that copies
+the local bundles read *after* the global version: a slow writer can never put
+back an older ring (Pulsar writes the bundles it computed itself, which can).
+
+:func:`split_and_own` is Pulsar's ``splitAndOwnBundle`` without the topic work:
+own the children, commit the split, release the parent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from brokerlb.coordination.ownership import OwnershipManager, bundle_name
+from brokerlb.coordination.paths import local_policies_path, policies_path
+from brokerlb.coordination.records import LocalPolicies, Policies
+from brokerlb.coordination.retry import BUNDLE_UPDATE_RETRY, RetryPolicy, Sleep, retry_async
+from brokerlb.coordination.store import MetadataStore, Node
+from brokerlb.errors import (
+    BadVersionError,
+    ConflictError,
+    LockBusyError,
+    NamespaceNotFoundError,
+    NodeExistsError,
+    OwnershipError,
+)
+from brokerlb.naming import NamespaceName
+from brokerlb.ring.bundles import NamespaceBundle, NamespaceBundles
+
+__all__ = ["BundleMetadata", "split_and_own"]
+
+logger = logging.getLogger(__name__)
+
+_CAS_LOST = (BadVersionError, NodeExistsError)
+
+
+class BundleMetadata:
+    """Read and change namespace bundles (local and global policies) on ``store``."""
+
+    def __init__(self, store: MetadataStore, *, default_num_bundles: int = 4,
+                 retry: RetryPolicy = BUNDLE_UPDATE_RETRY, sleep: Sleep = asyncio.sleep) -> None:
+        self.store = store
+        #: ``defaultNumberOfNamespaceBundles``: bundles of a namespace created without a count.
+        self.default_num_bundles = default_num_bundles
+        self.retry = retry
+        self._sleep = sleep
+
+    # ------------------------------------------------------------------ namespaces
+    async def create_namespace(self, namespace: NamespaceName | str, *, num_bundles: int | None = None,
+                               boundaries: Sequence[int | str] | None = None,
+                               anti_affinity_group: str | None = None,
+                               policies: dict[str, Any] | None = None) -> NamespaceBundles:
+        """Write the global and local policies of a new namespace (409 if it exists).
+
+        Bundles: ``boundaries`` if given, else ``num_bundles`` equal bundles, else
+        ``default_num_bundles`` -- Pulsar's rules (and its 400 errors) via
+        :class:`~brokerlb.ring.NamespaceBundles`. ``policies`` holds any other global
+        Policies fields, stored verbatim.
+        """
+        ns = NamespaceName.parse(namespace)
+        if boundaries is not None:
+            bundles = NamespaceBundles.from_boundaries(ns, boundaries)
+        else:
+            bundles = NamespaceBundles.create(ns, num_bundles if num_bundles is not None else self.default_num_bundles)
+        extra = {k: v for k, v in (policies or {}).items() if k != "bundles"}
+        try:
+            await self.store.create(policies_path(ns), Policies(bundles.to_json(), extra).to_bytes(),
+                                    make_parents=True)
+        except NodeExistsError as exc:
+            raise ConflictError(f"Namespace {ns} already exists") from exc
+        local = LocalPolicies(bundles=bundles.to_json(), namespace_anti_affinity_group=anti_affinity_group)
+        await self._put(local_policies_path(ns), local.to_bytes())
+        logger.info("Created namespace %s with %d bundles", ns, len(bundles))
+        return bundles
+
+    async def namespace_exists(self, namespace: NamespaceName | str) -> bool:
+        return await self.store.exists(policies_path(NamespaceName.parse(namespace))) is not None
+
+    async def read_policies(self, namespace: NamespaceName | str) -> tuple[Policies, int] | None:
+        path = policies_path(NamespaceName.parse(namespace))
+        node = await self.store.get_or_none(path)
+        return None if node is None else (Policies.from_bytes(node.data, path), node.stat.version)
+
+    async def read_local_policies(self, namespace: NamespaceName | str) -> tuple[LocalPolicies, int] | None:
+        path = local_policies_path(NamespaceName.parse(namespace))
+        node = await self.store.get_or_none(path)
+        return None if node is None else (LocalPolicies.from_bytes(node.data, path), node.stat.version)
+
+    # ------------------------------------------------------------------ bundles
+    async def get_bundles(self, namespace: NamespaceName | str) -> NamespaceBundles:
+        """The namespace's bundles: local policies, else global policies, else one full bundle.
+
+        (Pulsar's factory falls back to the single full bundle when no policies exist.)
+        """
+        ns = NamespaceName.parse(namespace)
+        local = await self.read_local_policies(ns)
+        if local is not None and local[0].bundles is not None:
+            return local[0].namespace_bundles(ns)
+        glob = await self.read_policies(ns)
+        if glob is not None:
+            return glob[0].namespace_bundles(ns, self.default_num_bundles)
+        return NamespaceBundles.create(ns, 1)
+
+    async def update_bundles(self, namespace: NamespaceName | str,
+                             change: Callable[[NamespaceBundles], NamespaceBundles],
+                             *, what: str = "bundle update") -> NamespaceBundles:
+        """Apply ``change`` to the current bundles by compare-and-set, retrying on a lost race.
+
+        ``change`` is called again on fresh data after each lost race, so it must be
+        a pure function of the bundles it is given. Errors it raises (invalid split,
+        unknown bundle) end the update at once. Returns the bundles written.
+        """
+        ns = NamespaceName.parse(namespace)
+        written = await retry_async(lambda: self._update_local(ns, change), policy=self.retry,
+                                    retry_on=_CAS_LOST, sleep=self._sleep, what=f"{what} of {ns}")
+        await self._sync_global(ns)
+        return written
+
+    async def split_bundle(self, bundle: NamespaceBundle | str,
+                           boundaries: Sequence[int | str]) -> list[NamespaceBundle]:
+        """Split ``bundle`` at ``boundaries``; returns the children (in ring order)."""
+        target = NamespaceBundle.parse(bundle_name(bundle))
+        children: list[NamespaceBundle] = []
+
+        def split(current: NamespaceBundles) -> NamespaceBundles:
+            updated = current.split(target, boundaries)
+            children[:] = [b for b in updated if target.lower <= b.lower and b.upper <= target.upper]
+            return updated
+
+        await self.update_bundles(target.namespace, split, what=f"split of {target.range}")
+        logger.info("Split bundle %s into %s", target, ", ".join(c.range for c in children))
+        return children
+
+    async def merge_bundles(self, namespace: NamespaceName | str,
+                            bundles: Sequence[NamespaceBundle | str]) -> NamespaceBundle:
+        """Merge adjacent bundles into one (beyond Pulsar); returns the merged bundle."""
+        ns = NamespaceName.parse(namespace)
+        merged: list[NamespaceBundle] = []
+
+        def merge(current: NamespaceBundles) -> NamespaceBundles:
+            merged[:] = [current.merged_bundle(bundles)]
+            return current.merge(bundles)
+
+        await self.update_bundles(ns, merge, what="merge")
+        return merged[0]
+
+    # ------------------------------------------------------------------ anti-affinity
+    async def get_anti_affinity_group(self, namespace: NamespaceName | str) -> str | None:
+        local = await self.read_local_policies(namespace)
+        return None if local is None else local[0].namespace_anti_affinity_group
+
+    async def set_anti_affinity_group(self, namespace: NamespaceName | str, group: str | None) -> None:
+        """Set (or clear with ``None``) the namespace's anti-affinity group, by compare-and-set."""
+        ns = NamespaceName.parse(namespace)
+        if not await self.namespace_exists(ns):
+            raise NamespaceNotFoundError(f"Namespace {ns} does not exist")
+
+        async def attempt() -> None:
+            node = await self.store.get_or_none(local_policies_path(ns))
+            local, version = await self._local_or_from_global(ns, node)
+            updated = LocalPolicies(local.bundles, local.bookie_affinity_group, group or None, local.extra)
+            await self._write_local(ns, updated, version)
+
+        await retry_async(attempt, policy=self.retry, retry_on=_CAS_LOST, sleep=self._sleep,
+                          what=f"anti-affinity update of {ns}")
+
+    # ------------------------------------------------------------------ internals
+    async def _update_local(self, ns: NamespaceName,
+                            change: Callable[[NamespaceBundles], NamespaceBundles]) -> NamespaceBundles:
+        node = await self.store.get_or_none(local_policies_path(ns))
+        local, version = await self._local_or_from_global(ns, node)
+        current = local.namespace_bundles(ns)
+        updated = change(current)
+        await self._write_local(ns, local.with_bundles(updated), version)
+        return updated
+
+    async def _local_or_from_global(self, ns: NamespaceName, node: Node | None) -> tuple[LocalPolicies, int | None]:
+        """The local policies and their version; ``None`` version = not stored yet (bundles from global)."""
+        if node is not None:
+            local = LocalPolicies.from_bytes(node.data, local_policies_path(ns))
+            if local.bundles is None:
+                local = local.with_bundles(await self._global_bundles(ns))
+            return local, node.stat.version
+        return LocalPolicies(bundles=(await self._global_bundles(ns)).to_json()), None
+
+    async def _global_bundles(self, ns: NamespaceName) -> NamespaceBundles:
+        glob = await self.read_policies(ns)
+        if glob is None:
+            raise NamespaceNotFoundError(f"Namespace {ns} does not exist (no policies at {policies_path(ns)})")
+        return glob[0].namespace_bundles(ns, self.default_num_bundles)
+
+    async def _write_local(self, ns: NamespaceName, local: LocalPolicies, version: int | None) -> None:
+        path = local_policies_path(ns)
+        if version is None:
+            await self.store.create(path, local.to_bytes(), make_parents=True)
+        else:
+            await self.store.set(path, local.to_bytes(), version=version)
+
+    async def _sync_global(self, ns: NamespaceName) -> None:
+        """Copy the local bundles into the global policies (CAS; read global first, then local)."""
+
+        async def attempt() -> None:
+            path = policies_path(ns)
+            glob = await self.store.get_or_none(path)
+            local = await self.read_local_policies(ns)
+            if local is None or local[0].bundles is None:
+                return
+            bundles = dict(local[0].bundles)
+            if glob is None:
+                await self.store.create(path, Policies(bundles).to_bytes(), make_parents=True)
+                return
+            policies = Policies.from_bytes(glob.data, path)
+            if policies.bundles == bundles:
+                return
+            await self.store.set(path, Policies(bundles, policies.extra).to_bytes(), version=glob.stat.version)
+
+        await retry_async(attempt, policy=self.retry, retry_on=_CAS_LOST, sleep=self._sleep,
+                          what=f"global policies update of {ns}")
+
+    async def _put(self, path: str, data: bytes) -> None:
+        try:
+            await self.store.create(path, data, make_parents=True)
+        except NodeExistsError:
+            await self.store.set(path, data)
+
+
+async def split_and_own(metadata: BundleMetadata, ownership: OwnershipManager, bundle: NamespaceBundle | str,
+                        boundaries: Sequence[int | str]) -> list[NamespaceBundle]:
+    """Pulsar's ``splitAndOwnBundle`` (metadata part): own the children, commit the split, release the parent.
+
+    The parent must be owned by ``ownership``'s broker. Children are acquired
+    first so that no other broker can take them between the commit and now; if the
+    commit fails, they are released again and the parent stays as it was.
+    """
+    parent = NamespaceBundle.parse(bundle_name(bundle))
+    if not ownership.is_owned(parent):
+        raise OwnershipError(f"Bundle {parent} is not owned by this broker; only its owner can split it")
+    current = await metadata.get_bundles(parent.namespace)
+    planned = [b for b in current.split(parent, boundaries)
+               if parent.lower <= b.lower and b.upper <= parent.upper]
+    taken = await ownership.acquire_many(planned)
+    try:
+        busy = [r for r in taken if not r.acquired]
+        if busy:
+            raise LockBusyError(f"Cannot split {parent}: child {busy[0].bundle} is owned by "
+                                f"{busy[0].owner.broker_id}", owner_session=busy[0].owner_session)
+        children = await metadata.split_bundle(parent, boundaries)
+    except BaseException:
+        await asyncio.gather(*(ownership.release(r.bundle) for r in taken if r.acquired), return_exceptions=True)
+        raise
+    extra = {str(b) for b in planned} - {str(c) for c in children}
+    await asyncio.gather(*(ownership.release(b) for b in extra))
+    await ownership.release(parent)
+    return children

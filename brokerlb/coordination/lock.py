@@ -1,0 +1,242 @@
+"""An ephemeral node holding a value: Pulsar's ``ResourceLock``, on the store interface.
+
+Broker registration and bundle ownership are both "the ephemeral node at this
+path, holding my value". The rules are Pulsar's (``ResourceLockImpl``):
+
+* **acquire** creates the ephemeral node. If it exists:
+
+  - same value, created by this session → already ours;
+  - same value, created by *another* session → a stale node of an earlier
+    incarnation of ours (e.g. a restart within the session timeout): delete it
+    (with its version) and create ours;
+  - different value, this session → replace it;
+  - different value, another session → :class:`~brokerlb.errors.LockBusyError`
+    carrying the holder's session id;
+  - a persistent node → :class:`~brokerlb.errors.LockBusyError`.
+
+* **update** writes a new value with the held version (compare-and-set).
+* **revalidation**: when the node disappears while held (deleted by someone, or
+  the session was LOST and a new one opened), the lock tries to take it again with
+  the same rules. If another session holds it now, the lock is **lost**: the
+  ``on_lost`` callback runs once and :attr:`EphemeralLock.lost` is set. While the
+  connection is merely SUSPENDED the lock is kept (Pulsar does the same); callers
+  that must not act without certainty check :attr:`EphemeralLock.confirmed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Callable
+
+from brokerlb.coordination.store import MetadataStore, Node, SessionEvent, SessionState
+from brokerlb.coordination.watches import DataWatch
+from brokerlb.errors import (
+    BadVersionError,
+    LockBusyError,
+    MetadataStoreError,
+    NodeExistsError,
+    NoNodeError,
+    StoreClosedError,
+)
+
+__all__ = ["EphemeralLock", "LockState"]
+
+logger = logging.getLogger(__name__)
+
+
+class LockState(enum.Enum):
+    INIT = "init"
+    HELD = "held"
+    RELEASING = "releasing"
+    #: Released by us, or lost to another session.
+    RELEASED = "released"
+
+
+class EphemeralLock:
+    """The ephemeral node ``path`` holding ``value`` for this store's session."""
+
+    def __init__(self, store: MetadataStore, path: str, value: bytes, *,
+                 on_lost: Callable[[EphemeralLock, str], None] | None = None,
+                 on_reacquired: Callable[[EphemeralLock], None] | None = None) -> None:
+        self.store = store
+        self.path = path
+        self._value = bytes(value)
+        self._version = -1
+        self._state = LockState.INIT
+        self._on_lost = on_lost
+        self._on_reacquired = on_reacquired
+        self._mutex = asyncio.Lock()
+        self._watch: DataWatch | None = None
+        self._remove_listener: Callable[[], None] | None = None
+        self._revalidating: asyncio.Task[None] | None = None
+        #: Set once the lock is released or lost.
+        self.lost = asyncio.Event()
+        #: Why the lock ended (``None`` while held).
+        self.lost_reason: str | None = None
+
+    # ------------------------------------------------------------------ views
+    @property
+    def value(self) -> bytes:
+        return self._value
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @property
+    def state(self) -> LockState:
+        return self._state
+
+    @property
+    def held(self) -> bool:
+        return self._state is LockState.HELD
+
+    @property
+    def confirmed(self) -> bool:
+        """Held and the session is connected (not merely hoped to be alive)."""
+        return self.held and self.store.connected
+
+    # ------------------------------------------------------------------ operations
+    async def acquire(self) -> None:
+        """Take the lock, or raise :class:`LockBusyError` (another session holds it)."""
+        async with self._mutex:
+            if self._state is LockState.RELEASED:
+                raise StoreClosedError(f"Lock on {self.path} was released; create a new one", self.path)
+            await self._take(self._value)
+            self._state = LockState.HELD
+        await self._start_watching()
+        logger.info("Acquired lock on %s (session 0x%x)", self.path, self.store.session_id or 0)
+
+    async def update(self, value: bytes) -> None:
+        """Write a new value into the held node (compare-and-set on the held version)."""
+        async with self._mutex:
+            if self._state is not LockState.HELD:
+                raise LockBusyError(f"Lock on {self.path} is not held ({self._state.value})", self.path)
+            try:
+                stat = await self.store.set(self.path, bytes(value), version=self._version)
+                self._value, self._version = bytes(value), stat.version
+            except (BadVersionError, NoNodeError):
+                await self._take(bytes(value))
+
+    async def release(self) -> None:
+        """Delete the node (if it is still ours) and stop watching. Idempotent."""
+        async with self._mutex:
+            if self._state in (LockState.RELEASED, LockState.INIT):
+                self._finish("released")
+                return
+            self._state = LockState.RELEASING
+            try:
+                await self.store.delete(self.path, version=self._version)
+            except (NoNodeError, StoreClosedError):
+                pass
+            except BadVersionError:
+                node = await self.store.get_or_none(self.path)
+                if node is not None and self.store.owns(node.stat):
+                    await self.store.delete(self.path)
+            self._finish("released")
+        logger.info("Released lock on %s", self.path)
+
+    def abandon(self) -> None:
+        """Forget the lock without touching the store (the process is going away)."""
+        self._finish("abandoned")
+
+    # ------------------------------------------------------------------ the rules
+    async def _take(self, value: bytes) -> None:
+        """Create the node with ``value``, or apply Pulsar's revalidation rules to an existing one."""
+        for _attempt in range(8):
+            try:
+                await self.store.create(self.path, value, ephemeral=True, make_parents=True)
+                self._value, self._version = value, 0
+                return
+            except NodeExistsError:
+                pass
+            node = await self.store.get_or_none(self.path)
+            if node is None:
+                continue  # vanished meanwhile: create again
+            if await self._adopt_or_clear(node, value):
+                return
+        raise LockBusyError(f"Could not take the lock on {self.path}: it keeps changing", self.path)
+
+    async def _adopt_or_clear(self, node: Node, value: bytes) -> bool:
+        """True if ``node`` is ours to keep; False after deleting a stale one; LockBusy otherwise."""
+        stat = node.stat
+        if not stat.is_ephemeral:
+            raise LockBusyError(f"Path {self.path} is already created as non-ephemeral", self.path)
+        mine = self.store.owns(stat)
+        if node.data == value and mine:
+            self._value, self._version = value, stat.version
+            return True
+        if node.data != value and not mine:
+            raise LockBusyError(
+                f"Resource at {self.path} is already locked by session 0x{stat.ephemeral_owner or 0:x}",
+                self.path, owner_session=stat.ephemeral_owner,
+            )
+        # Same value from an earlier session of ours (it may be expiring), or our own node with an
+        # old value: delete it and create ours.
+        logger.info("Deleting %s lock node at %s", "stale" if not mine else "outdated", self.path)
+        try:
+            await self.store.delete(self.path, version=stat.version)
+        except (NoNodeError, BadVersionError):
+            pass
+        return False
+
+    # ------------------------------------------------------------------ revalidation
+    async def _start_watching(self) -> None:
+        if self._watch is None:
+            self._remove_listener = self.store.add_session_listener(self._on_session)
+            self._watch = self.store.watch_data(self.path, self._on_node)
+            await self._watch.start()
+
+    def _on_node(self, node: Node | None) -> None:
+        if self._state is not LockState.HELD:
+            return
+        # A different value written by our own session is our update in flight: not a loss.
+        if node is None or not self.store.owns(node.stat):
+            self._schedule_revalidation("node deleted or taken by another session")
+
+    def _on_session(self, event: SessionEvent) -> None:
+        if self._state is LockState.HELD and event.state is SessionState.CONNECTED and event.new_session:
+            self._schedule_revalidation("session re-established")
+
+    def _schedule_revalidation(self, why: str) -> None:
+        if self._revalidating is None or self._revalidating.done():
+            self._revalidating = asyncio.create_task(self._revalidate(why), name=f"revalidate {self.path}")
+
+    async def _revalidate(self, why: str) -> None:
+        async with self._mutex:
+            if self._state is not LockState.HELD or not self.store.connected:
+                return
+            logger.info("Lock on %s was invalidated (%s): revalidating", self.path, why)
+            try:
+                await self._take(self._value)
+            except LockBusyError as exc:
+                logger.warning("Lost lock on %s: %s", self.path, exc)
+                self._finish(f"taken by another session: {exc}")
+                if self._on_lost is not None:
+                    self._on_lost(self, self.lost_reason or "")
+                return
+            except MetadataStoreError as exc:
+                # Connectivity trouble: keep assuming we hold it; the next reconnection retries.
+                logger.warning("Could not revalidate lock on %s (%s); retrying on reconnection", self.path, exc)
+                return
+        logger.info("Revalidated lock on %s", self.path)
+        if self._on_reacquired is not None:
+            self._on_reacquired(self)
+
+    def _finish(self, reason: str) -> None:
+        self._state = LockState.RELEASED
+        self.lost_reason = self.lost_reason or reason
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
+        if self._remove_listener is not None:
+            self._remove_listener()
+            self._remove_listener = None
+        if self._revalidating is not None and self._revalidating is not asyncio.current_task():
+            self._revalidating.cancel()
+        self.lost.set()
+
+    def __repr__(self) -> str:
+        return f"EphemeralLock({self.path!r}, {self._state.value}, version={self._version})"

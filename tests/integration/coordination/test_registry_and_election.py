@@ -1,0 +1,212 @@
+"""Broker registry, ephemeral locks and leader election -- on the embedded store and on ZooKeeper."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from brokerlb.coordination import (
+    BrokerRegistry,
+    ElectionState,
+    EphemeralLock,
+    LeaderBroker,
+    LeaderElection,
+    RegistryEventKind,
+)
+from brokerlb.coordination.paths import BROKERS_ROOT, LEADER_PATH
+from brokerlb.errors import LeadershipLostError, LockBusyError
+from brokerlb.testing.waiting import eventually
+
+
+def candidate(n: int) -> LeaderBroker:
+    return LeaderBroker(f"broker-{n}:8080", f"http://broker-{n}:8080")
+
+
+# --------------------------------------------------------------------------- ephemeral lock
+
+
+async def test_lock_rules(store, other):
+    mine = EphemeralLock(store, "/locks/a", b"me")
+    await mine.acquire()
+    assert mine.held and mine.version == 0
+    with pytest.raises(LockBusyError) as err:
+        await EphemeralLock(other, "/locks/a", b"someone else").acquire()
+    assert err.value.owner_session == store.session_id
+    await mine.update(b"me, updated")
+    assert (await other.get("/locks/a")).data == b"me, updated"
+    await mine.release()
+    assert await other.exists("/locks/a") is None and mine.lost.is_set()
+
+
+async def test_lock_takes_over_its_own_stale_value(store, other):
+    """Same value from an earlier session = an earlier incarnation of us: Pulsar deletes it and takes over."""
+    await EphemeralLock(store, "/locks/b", b"same").acquire()
+    again = EphemeralLock(other, "/locks/b", b"same")
+    await again.acquire()
+    stat = await other.exists("/locks/b")
+    assert other.owns(stat)
+
+
+async def test_lock_refuses_a_persistent_node(store):
+    await store.create("/locks/c", b"", make_parents=True)
+    with pytest.raises(LockBusyError, match="non-ephemeral"):
+        await EphemeralLock(store, "/locks/c", b"x").acquire()
+
+
+# --------------------------------------------------------------------------- registry
+
+
+async def test_registry_membership_events(store, other):
+    watcher = await BrokerRegistry(store).start()
+    events = []
+    watcher.add_listener(events.append)
+    joiner = await BrokerRegistry(other).start()
+    await joiner.register("b1:8080", {"webServiceUrl": "http://b1:8080", "numBundles": 0})
+    await watcher.wait_for(lambda ids: ids == ["b1:8080"])
+    assert watcher.broker_json("b1:8080")["webServiceUrl"] == "http://b1:8080"
+    await joiner.update({"webServiceUrl": "http://b1:8080", "numBundles": 3})
+    await eventually(lambda: (watcher.broker_json("b1:8080") or {}).get("numBundles") == 3, message="update seen")
+    await joiner.unregister()
+    await watcher.wait_for(lambda ids: ids == [])
+    kinds = [e.kind for e in events]
+    assert kinds[0] is RegistryEventKind.JOINED and RegistryEventKind.UPDATED in kinds
+    assert kinds[-1] is RegistryEventKind.LEFT
+    assert await store.exists(f"{BROKERS_ROOT}/b1:8080") is None
+
+
+async def test_second_registration_from_another_session_is_refused(store, other):
+    first = await BrokerRegistry(store).start()
+    await first.register("dup:8080", {"startTimestamp": 1})
+    second = await BrokerRegistry(other).start()
+    with pytest.raises(LockBusyError, match="already registered") as err:
+        await second.register("dup:8080", {"startTimestamp": 2})
+    assert err.value.owner_session == store.session_id
+    assert first.is_registered and not second.is_registered
+
+
+async def test_restarted_broker_waits_for_its_stale_registration(backend, store, other):
+    await (await BrokerRegistry(store).start()).register("r:8080", {"startTimestamp": 1})
+    second = await BrokerRegistry(other).start()
+
+    async def old_process_dies():
+        await asyncio.sleep(0.1)
+        await store.close()
+
+    asyncio.create_task(old_process_dies())
+    await second.register("r:8080", {"startTimestamp": 2}, wait_for_stale=10)
+    assert second.is_registered
+
+
+async def test_registry_reregisters_after_session_loss(backend, store, other):
+    registry = await BrokerRegistry(store).start()
+    events = []
+    registry.add_listener(events.append)
+    await registry.register("s:8080", {"n": 1})
+    observer = await BrokerRegistry(other).start()
+    await backend.expire(store)
+    await eventually(lambda: RegistryEventKind.REREGISTERED in [e.kind for e in events], timeout=10,
+                     message="re-registration")
+    stat = await other.exists(f"{BROKERS_ROOT}/s:8080")
+    assert stat is not None and stat.ephemeral_owner == store.session_id
+    assert registry.is_registered
+    await observer.wait_for(lambda ids: ids == ["s:8080"])
+
+
+async def test_registration_lost_when_another_session_took_the_id(backend, store, other):
+    registry = await BrokerRegistry(store).start()
+    events = []
+    registry.add_listener(events.append)
+    await registry.register("t:8080", {"n": 1})
+    store_paused_path = f"{BROKERS_ROOT}/t:8080"
+    # The other session deletes our node and puts its own (an operator error, or a twin broker).
+    await other.delete(store_paused_path)
+    await other.create(store_paused_path, b'{"n": 2}', ephemeral=True)
+    await eventually(lambda: RegistryEventKind.REGISTRATION_LOST in [e.kind for e in events],
+                     message="registration lost")
+    assert not registry.is_registered
+
+
+# --------------------------------------------------------------------------- election
+
+
+async def start_candidates(backend, n):
+    stores = [await backend.new_store() for _ in range(n)]
+    elections = [await LeaderElection(s, candidate(i)).start() for i, s in enumerate(stores)]
+    return stores, elections
+
+
+def leaders(elections):
+    return [e for e in elections if e.is_leader]
+
+
+async def test_exactly_one_leader_and_everyone_knows_it(backend):
+    stores, elections = await start_candidates(backend, 3)
+    await eventually(lambda: len(leaders(elections)) == 1, message="one leader")
+    leader = leaders(elections)[0]
+    await eventually(lambda: all(e.leader == leader.candidate for e in elections), message="leader known")
+    node = await stores[0].get(LEADER_PATH)
+    assert LeaderBroker.from_bytes(node.data) == leader.candidate
+    assert {e.state for e in elections if e is not leader} == {ElectionState.FOLLOWING}
+    assert await elections[1].get_leader() == leader.candidate
+
+
+async def test_closing_the_leader_hands_over_at_once(backend):
+    _stores, elections = await start_candidates(backend, 2)
+    first = leaders(elections)[0]
+    await first.close()
+    second = [e for e in elections if e is not first][0]
+    await second.wait_for_leadership(timeout=5)
+    assert second.epoch == 1
+
+
+async def test_leader_losing_its_session_stops_leader_work_and_says_so(backend, caplog):
+    stores, elections = await start_candidates(backend, 2)
+    first = leaders(elections)[0]
+    follower = [e for e in elections if e is not first][0]
+    lease = first.lease
+    lease.check()
+    work_cancelled = asyncio.Event()
+
+    async def leader_work(current):
+        try:
+            while True:
+                current.check()
+                await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            work_cancelled.set()
+            raise
+
+    first.run_while_leader(leader_work)
+    await asyncio.sleep(0.05)
+    caplog.set_level(logging.WARNING, logger="brokerlb.coordination.election")
+    await backend.expire(stores[elections.index(first)])
+    await asyncio.wait_for(work_cancelled.wait(), 10)
+    assert not lease.valid
+    with pytest.raises(LeadershipLostError):
+        lease.check()
+    assert any("lost leadership" in r.getMessage() for r in caplog.records)
+    # Someone leads again: the follower, or the old leader in its new session with a new epoch.
+    await eventually(lambda: len(leaders(elections)) == 1, timeout=10, message="a new leader")
+    await asyncio.sleep(0.2)
+    (now,) = leaders(elections)
+    assert now is follower or (now is first and first.epoch == 2)
+    assert not lease.valid
+
+
+async def test_stale_leader_node_of_a_previous_session_is_replaced(backend, store, other):
+    """A broker restarted within its session timeout finds its own old node: it deletes it and leads."""
+    await LeaderElection(store, candidate(7)).start()
+    restarted = await LeaderElection(other, candidate(7)).start()
+    assert restarted.is_leader
+    assert other.owns(await other.exists(LEADER_PATH))
+
+
+async def test_lease_has_a_deadline_renewed_by_heartbeats(backend):
+    stores, elections = await start_candidates(backend, 1)
+    election = elections[0]
+    lease = election.lease
+    deadline = election._deadline
+    await asyncio.sleep(backend.session_timeout * 0.6)
+    assert lease.valid and election._deadline > deadline

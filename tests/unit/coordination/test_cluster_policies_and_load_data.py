@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from brokerlb.coordination import (
+    ClusterPolicies,
+    FailureDomain,
+    LoadDataStore,
+    MemoryMetadataStore,
+    MemoryServer,
+    NamespaceIsolationData,
+)
+from brokerlb.errors import ConflictError, CorruptMetadataError, NotFoundError
+
+
+@pytest.fixture
+async def store():
+    s = MemoryMetadataStore(MemoryServer(f"cp-{uuid.uuid4().hex[:6]}"))
+    await s.start()
+    yield s
+    await s.close()
+
+
+async def test_isolation_policies_by_compare_and_set(store):
+    cluster = ClusterPolicies(store, "use")
+    assert (await cluster.isolation_policies()).policies == {}
+    policy = NamespaceIsolationData(namespaces=("t/.*",), primary=("b1.*",))
+    await cluster.set_isolation_policy("p1", policy)
+    await cluster.set_isolation_policy("p2", NamespaceIsolationData(namespaces=("x/.*",), primary=("b2.*",)))
+    stored = await cluster.isolation_policies()
+    assert sorted(stored.policies) == ["p1", "p2"] and stored.policies["p1"] == policy
+    await cluster.set_isolation_policy("p1", None)
+    assert sorted((await cluster.isolation_policies()).policies) == ["p2"]
+    with pytest.raises(NotFoundError):
+        await cluster.set_isolation_policy("p1", None)
+
+
+async def test_failure_domains(store):
+    cluster = ClusterPolicies(store, "use")
+    await cluster.set_failure_domain("rack-1", FailureDomain(frozenset({"b1:8080", "b2:8080"})))
+    await cluster.set_failure_domain("rack-2", FailureDomain(frozenset({"b3:8080"})))
+    assert await cluster.failure_domain_names() == ["rack-1", "rack-2"]
+    assert (await cluster.broker_domains())["b3:8080"] == "rack-2"
+    with pytest.raises(ConflictError, match="b1:8080 in rack-1"):
+        await cluster.set_failure_domain("rack-2", FailureDomain(frozenset({"b1:8080", "b3:8080"})))
+    await cluster.set_failure_domain("rack-1", FailureDomain(frozenset({"b1:8080"})))  # shrink is fine
+    await cluster.delete_failure_domain("rack-2")
+    with pytest.raises(NotFoundError):
+        await cluster.delete_failure_domain("rack-2")
+    assert await cluster.failure_domain("rack-2") is None
+
+
+async def test_load_data_round_trip(store):
+    load = LoadDataStore(store)
+    bundle = "t/ns/0x00000000_0x40000000"
+    await load.write_bundle_data(bundle, {"shortTermData": {"msgRateIn": 1.0}, "topics": 3})
+    await load.write_bundle_data(bundle, {"shortTermData": {"msgRateIn": 2.0}, "topics": 4})
+    assert (await load.read_bundle_data(bundle))["topics"] == 4
+    assert list(await load.namespace_bundle_data("t/ns")) == ["0x00000000_0x40000000"]
+    await load.write_broker_time_average("b1:8080", {"shortTermMsgRateIn": 5.0})
+    assert await load.brokers_with_time_average() == ["b1:8080"]
+    assert (await load.read_broker_time_average("b1:8080"))["shortTermMsgRateIn"] == 5.0
+    await load.delete_bundle_data(bundle)
+    assert await load.read_bundle_data(bundle) is None
+    await store.create("/loadbalance/broker-time-average/bad:1", b"not json")
+    with pytest.raises(CorruptMetadataError, match="bad:1"):
+        await load.read_broker_time_average("bad:1")
