@@ -142,6 +142,7 @@ class LeaderElection:
         self._heartbeat: asyncio.Task[None] | None = None
         self._elect_task: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
+        self._stale_rule = True
 
     # ------------------------------------------------------------------ views
     @property
@@ -308,6 +309,7 @@ class LeaderElection:
                 return
             try:
                 await self._try_elect()
+                self._stale_rule = False
             except MetadataStoreError as exc:
                 logger.warning("Leader election on %s failed (%s); retrying in %.1f s", self.path, exc,
                                self._retry_delay)
@@ -338,9 +340,10 @@ class LeaderElection:
             if existing == self.candidate and mine:
                 self._become_leader(sent_at, version=node.stat.version)
                 return
-            if existing == self.candidate or mine:
-                # Our value from an earlier session (it may be expiring), or our session with another
-                # value: delete it and try again (Pulsar's rule).
+            if (existing == self.candidate and self._stale_rule) or mine:
+                # Our value from an earlier process (its session may be expiring), or our session with
+                # another value: delete it and try again (Pulsar's rule). After the first election our
+                # own earlier sessions' nodes are gone, so our value from another session is a live twin.
                 with contextlib.suppress(NoNodeError, BadVersionError):
                     await self.store.delete(self.path, version=node.stat.version)
                 continue

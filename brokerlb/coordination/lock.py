@@ -17,7 +17,11 @@ path, holding my value". The rules are Pulsar's (``ResourceLockImpl``):
 * **update** writes a new value with the held version (compare-and-set).
 * **revalidation**: when the node disappears while held (deleted by someone, or
   the session was LOST and a new one opened), the lock tries to take it again with
-  the same rules. If another session holds it now, the lock is **lost**: the
+  the same rules but one: a node with our value from another session is *not*
+  treated as stale here (our own earlier session's ephemerals are already gone
+  when we learn it expired), so it is a live twin, and we yield to it. Pulsar
+  deletes it, and two live processes with the same value then take the node from
+  each other forever. If another session holds it now, the lock is **lost**: the
   ``on_lost`` callback runs once and :attr:`EphemeralLock.lost` is set. While the
   connection is merely SUSPENDED the lock is kept (Pulsar does the same); callers
   that must not act without certainty check :attr:`EphemeralLock.confirmed`.
@@ -104,7 +108,7 @@ class EphemeralLock:
         async with self._mutex:
             if self._state is LockState.RELEASED:
                 raise StoreClosedError(f"Lock on {self.path} was released; create a new one", self.path)
-            await self._take(self._value)
+            await self._take(self._value, stale_rule=True)
             self._state = LockState.HELD
         await self._start_watching()
         logger.info("Acquired lock on %s (session 0x%x)", self.path, self.store.session_id or 0)
@@ -118,7 +122,7 @@ class EphemeralLock:
                 stat = await self.store.set(self.path, bytes(value), version=self._version)
                 self._value, self._version = bytes(value), stat.version
             except (BadVersionError, NoNodeError):
-                await self._take(bytes(value))
+                await self._take(bytes(value), stale_rule=False)
 
     async def release(self) -> None:
         """Delete the node (if it is still ours) and stop watching. Idempotent."""
@@ -143,8 +147,12 @@ class EphemeralLock:
         self._finish("abandoned")
 
     # ------------------------------------------------------------------ the rules
-    async def _take(self, value: bytes) -> None:
-        """Create the node with ``value``, or apply Pulsar's revalidation rules to an existing one."""
+    async def _take(self, value: bytes, *, stale_rule: bool) -> None:
+        """Create the node with ``value``, or apply Pulsar's revalidation rules to an existing one.
+
+        ``stale_rule``: a node with ``value`` from another session is an earlier
+        incarnation of ours (acquire) -- or a live twin to yield to (revalidation).
+        """
         for _attempt in range(8):
             try:
                 await self.store.create(self.path, value, ephemeral=True, make_parents=True)
@@ -155,11 +163,11 @@ class EphemeralLock:
             node = await self.store.get_or_none(self.path)
             if node is None:
                 continue  # vanished meanwhile: create again
-            if await self._adopt_or_clear(node, value):
+            if await self._adopt_or_clear(node, value, stale_rule):
                 return
         raise LockBusyError(f"Could not take the lock on {self.path}: it keeps changing", self.path)
 
-    async def _adopt_or_clear(self, node: Node, value: bytes) -> bool:
+    async def _adopt_or_clear(self, node: Node, value: bytes, stale_rule: bool) -> bool:
         """True if ``node`` is ours to keep; False after deleting a stale one; LockBusy otherwise."""
         stat = node.stat
         if not stat.is_ephemeral:
@@ -168,7 +176,7 @@ class EphemeralLock:
         if node.data == value and mine:
             self._value, self._version = value, stat.version
             return True
-        if node.data != value and not mine:
+        if not mine and (node.data != value or not stale_rule):
             raise LockBusyError(
                 f"Resource at {self.path} is already locked by session 0x{stat.ephemeral_owner or 0:x}",
                 self.path, owner_session=stat.ephemeral_owner,
@@ -210,7 +218,7 @@ class EphemeralLock:
                 return
             logger.info("Lock on %s was invalidated (%s): revalidating", self.path, why)
             try:
-                await self._take(self._value)
+                await self._take(self._value, stale_rule=False)
             except LockBusyError as exc:
                 logger.warning("Lost lock on %s: %s", self.path, exc)
                 self._finish(f"taken by another session: {exc}")

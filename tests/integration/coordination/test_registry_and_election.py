@@ -42,11 +42,24 @@ async def test_lock_rules(store, other):
 
 async def test_lock_takes_over_its_own_stale_value(store, other):
     """Same value from an earlier session = an earlier incarnation of us: Pulsar deletes it and takes over."""
-    await EphemeralLock(store, "/locks/b", b"same").acquire()
+    old = EphemeralLock(store, "/locks/b", b"same")
+    await old.acquire()
+    old.abandon()  # the old process died; its session has not expired yet
     again = EphemeralLock(other, "/locks/b", b"same")
     await again.acquire()
     stat = await other.exists("/locks/b")
     assert other.owns(stat)
+
+
+async def test_live_twins_with_the_same_value_do_not_fight(store, other):
+    """Pulsar's lock would ping-pong here; ours yields during revalidation."""
+    first = EphemeralLock(store, "/locks/twin", b"same")
+    await first.acquire()
+    second = EphemeralLock(other, "/locks/twin", b"same")
+    await second.acquire()  # takes over by the stale-node rule
+    await eventually(lambda: first.lost.is_set(), message="first yields")
+    await asyncio.sleep(0.2)
+    assert second.held and other.owns(await other.exists("/locks/twin"))
 
 
 async def test_lock_refuses_a_persistent_node(store):
