@@ -22,6 +22,7 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── InvalidLoadDataError                 400  NaN, negative usage, broken report JSON
     │   ├── InvalidSnapshotError                 400
     │   └── UnknownStrategyError                 400
+    │       └── StrategyNotAvailableError        400  registered, but its module is missing
     ├── NotFoundError (LookupError)              404
     │   ├── NamespaceNotFoundError
     │   ├── BundleNotFoundError
@@ -79,6 +80,7 @@ __all__ = [
     "InvalidLoadDataError",
     "InvalidSnapshotError",
     "UnknownStrategyError",
+    "StrategyNotAvailableError",
     "NotFoundError",
     "NamespaceNotFoundError",
     "BundleNotFoundError",
@@ -208,7 +210,22 @@ class InvalidLoadDataError(InvalidInputError):
 
 
 class InvalidSnapshotError(InvalidInputError):
-    pass
+    """A cluster snapshot (planner input) is unusable.
+
+    ``path`` names the bad field in the snapshot's JSON (e.g.
+    ``brokers[b1:8080].localData.cpu.usage``), ``value`` is what was found there and
+    ``why`` what is wrong with it; ``path`` is ``None`` for a whole-document problem.
+    """
+
+    _UNSET: Any = object()
+
+    def __init__(self, why: str, *, path: str | None = None, value: Any = _UNSET) -> None:
+        self.why = why
+        self.path = path
+        self.value = None if value is InvalidSnapshotError._UNSET else value
+        where = f"{path}" if path else ""
+        shown = "" if value is InvalidSnapshotError._UNSET else f" = {value!r}"
+        super().__init__(f"Invalid snapshot: {where}{shown}: {why}" if where else f"Invalid snapshot: {why}")
 
 
 class UnknownStrategyError(InvalidInputError):
@@ -218,6 +235,15 @@ class UnknownStrategyError(InvalidInputError):
         self.known = list(known)
         hint = f"; known: {', '.join(self.known)}" if self.known else ""
         super().__init__(f"Unknown {kind} strategy '{name}'{hint}")
+
+
+class StrategyNotAvailableError(UnknownStrategyError):
+    """A registered strategy whose implementation cannot be loaded (its module is missing)."""
+
+    def __init__(self, name: str, kind: str, why: str) -> None:
+        super().__init__(name, kind)
+        self.why = why
+        self.args = (f"The {kind} strategy '{name}' is registered but not available: {why}",)
 
 
 # --------------------------------------------------------------------------- not found

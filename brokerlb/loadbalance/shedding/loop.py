@@ -1,0 +1,160 @@
+"""The leader's shedding loop around a strategy (Pulsar's ``doLoadShedding`` / ``UnloadScheduler``).
+
+One cycle, as the leader runs it every ``loadBalancerSheddingIntervalMinutes``:
+
+1. nothing unless ``loadBalancerEnabled`` and ``loadBalancerSheddingEnabled`` (``Disabled``);
+2. nothing with at most one available broker (``SingleBroker``: Pulsar logs "Only 1 broker
+   available: no load shedding will be performed");
+3. bundles unloaded more than ``loadBalancerSheddingGracePeriodMinutes`` ago are forgotten
+   (``recentlyUnloadedBundles`` entries older than ``now - grace`` are pruned before the
+   strategy runs; the others stay "recently unloaded" and strategies skip them);
+4. the strategy runs;
+5. modular strategies (``impl``), for each bundle they selected, in order:
+
+   * skip unless ``shouldNamespacePoliciesUnload`` -- some broker other than the owner may
+     own the bundle under its namespace isolation policy (``IsolationPolicy``);
+   * skip unless ``shouldAntiAffinityNamespaceUnload`` (``AntiAffinity``);
+   * choose the destination with the placement pipeline (Pulsar 3.x+); none -> ``Failure``
+     ``NoDestination``; the owner itself -> ``Skip`` ``NoDestination``;
+   * otherwise ``Success``: unload to that destination.
+
+   The extensible ``TransferShedder`` applies its own policy checks and destinations
+   (Pulsar's ``UnloadScheduler`` publishes its decisions as they are).
+
+The checks and the destination come from the placement pipeline
+(:mod:`brokerlb.loadbalance.placement.pipeline`), which provides
+``should_namespace_policies_unload(view, bundle, broker) -> bool``,
+``should_anti_affinity_namespace_unload(view, bundle, broker) -> bool`` and
+``select_broker_for_assignment(view, bundle, state, rng, *, strategy=None) -> PlacementDecision``.
+When that module is not installed the loop unloads without checks and without a destination
+(Pulsar 2.x behaviour) and says so in ``stats["placementPipeline"]``.
+
+The loop itself changes nothing: recording unloads (``recentlyUnloadedBundles[bundle] = now``,
+TransferShedder's ``recentlyUnloadedBrokers[broker] = now``) is the caller's job, with
+:func:`record_unloads`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+from collections.abc import Callable, MutableMapping
+from dataclasses import replace
+from typing import Any
+
+from brokerlb.loadbalance.decisions import Label, Reason, SheddingResult, UnloadDecision
+from brokerlb.loadbalance.registry import StrategyKind, StrategySpec, default_strategy_name, resolve
+from brokerlb.loadbalance.state import StrategyState
+from brokerlb.loadbalance.view import ClusterView
+from brokerlb.model import LoadData
+
+__all__ = ["run_shedding_cycle", "prune_recently_unloaded", "record_unloads"]
+
+_PIPELINE = "brokerlb.loadbalance.placement.pipeline"
+
+
+def run_shedding_cycle(
+    view: ClusterView,
+    state: StrategyState,
+    rng: random.Random,
+    *,
+    strategy: str | None = None,
+) -> SheddingResult:
+    """One shedding cycle (module docstring); ``strategy`` defaults to the configured one."""
+    spec = resolve(StrategyKind.SHEDDING, strategy or default_strategy_name(StrategyKind.SHEDDING, view.config))
+    conf = view.config
+    if not (conf.loadBalancerEnabled and conf.loadBalancerSheddingEnabled):
+        flag = "loadBalancerEnabled" if not conf.loadBalancerEnabled else "loadBalancerSheddingEnabled"
+        return SheddingResult.of([UnloadDecision.skip(Reason.DISABLED, f"{flag}=false")])
+    brokers = view.available_brokers
+    if len(brokers) <= 1:
+        return SheddingResult.of([UnloadDecision.skip(
+            Reason.SINGLE_BROKER, f"only {len(brokers)} broker available: no load shedding will be performed")])
+    pruned_view = _with_pruned_recently_unloaded(view)
+    result = spec.create().find_bundles_for_unloading(pruned_view, state, rng)
+    if spec.extensible:
+        return result
+    return _apply_modular_checks(pruned_view, state, rng, spec, result)
+
+
+def _with_pruned_recently_unloaded(view: ClusterView) -> ClusterView:
+    grace_ms = int(view.config.duration_seconds("loadBalancerSheddingGracePeriodMinutes") * 1000)
+    kept = prune_recently_unloaded(view.recently_unloaded_bundles, view.now_ms - grace_ms)
+    if len(kept) == len(view.recently_unloaded_bundles):
+        return view
+    load = view.load_data
+    return replace(view, load_data=LoadData(load.broker_data, load.bundle_data, kept))
+
+
+def prune_recently_unloaded(recently_unloaded: MutableMapping[str, int] | Any, cutoff_ms: int) -> dict[str, int]:
+    """Entries unloaded at or after ``cutoff_ms`` (Pulsar removes those ``< now - grace``)."""
+    return {bundle: at for bundle, at in recently_unloaded.items() if at >= cutoff_ms}
+
+
+def _pipeline_hook(name: str) -> Callable[..., Any] | None:
+    try:
+        module = importlib.import_module(_PIPELINE)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and _PIPELINE.startswith(exc.name):
+            return None
+        raise
+    return getattr(module, name, None)
+
+
+def _apply_modular_checks(
+    view: ClusterView, state: StrategyState, rng: random.Random, spec: StrategySpec, result: SheddingResult
+) -> SheddingResult:
+    policies_ok = _pipeline_hook("should_namespace_policies_unload")
+    anti_affinity_ok = _pipeline_hook("should_anti_affinity_namespace_unload")
+    select = _pipeline_hook("select_broker_for_assignment")
+    stats = dict(result.stats)
+    stats["placementPipeline"] = select is not None
+    decisions: list[UnloadDecision] = []
+    for decision in result.decisions:
+        if not decision.is_unload or decision.broker is None or decision.bundle is None:
+            decisions.append(decision)
+            continue
+        broker, bundle = decision.broker, decision.bundle
+        if policies_ok is not None and not policies_ok(view, bundle, broker):
+            decisions.append(_skip(decision, Reason.ISOLATION_POLICY,
+                                   "no other broker may own it under its namespace isolation policy"))
+            continue
+        if anti_affinity_ok is not None and not anti_affinity_ok(view, bundle, broker):
+            decisions.append(_skip(decision, Reason.ANTI_AFFINITY,
+                                   "unloading would not improve its anti-affinity group's spread"))
+            continue
+        if select is None:
+            decisions.append(decision)
+            continue
+        placement = select(view, bundle, state, rng)
+        if placement.broker is None:
+            decisions.append(replace(decision, label=Label.FAILURE, reason=Reason.NO_DESTINATION,
+                                     detail=f"{decision.detail}; no broker available to take it "
+                                            f"({placement.reason}: {placement.detail})".lstrip("; ")))
+        elif placement.broker == broker:
+            decisions.append(_skip(decision, Reason.NO_DESTINATION,
+                                   f"the destination chosen is the current owner {broker}"))
+        else:
+            decisions.append(replace(decision, destination=placement.broker))
+    return SheddingResult.of(decisions, stats)
+
+
+def _skip(decision: UnloadDecision, reason: Reason, why: str) -> UnloadDecision:
+    detail = f"{decision.detail}; {why}" if decision.detail else why
+    return replace(decision, label=Label.SKIP, reason=reason, detail=detail)
+
+
+def record_unloads(
+    result: SheddingResult,
+    now_ms: int,
+    recently_unloaded_bundles: MutableMapping[str, int],
+    recently_unloaded_brokers: MutableMapping[str, int] | None = None,
+) -> int:
+    """Remember the cycle's unloads as the leader does after executing them; returns their number."""
+    count = 0
+    for decision in result.unloads:
+        recently_unloaded_bundles[decision.bundle or ""] = now_ms
+        if recently_unloaded_brokers is not None and decision.broker is not None:
+            recently_unloaded_brokers[decision.broker] = now_ms
+        count += 1
+    return count

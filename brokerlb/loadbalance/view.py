@@ -1,0 +1,261 @@
+"""``ClusterView``: the read-only input every load-balancing strategy receives.
+
+One object carries everything Pulsar's strategies read from their ``LoadData``,
+``ServiceConfiguration`` and ``LoadManagerContext`` (broker registry, load-data stores,
+service-unit channel, policies), plus the clock value, so a strategy is a pure function
+of ``(view, state, rng)``:
+
+* ``config`` -- the broker configuration (:class:`~brokerlb.config.ServiceConfig`);
+* ``now_ms`` -- "now" for grace periods, cool-downs and staleness (never the wall clock);
+* ``load_data`` -- the modular leader's :class:`~brokerlb.model.LoadData`: per broker its
+  ``LocalBrokerData``, ``TimeAverageBrokerData`` and preallocations, the bundle histories
+  (``bundle_data``) and ``recently_unloaded_bundles``;
+* ``broker_load_data``, ``top_bundles``, ``broker_lookup_data``, ``ownership`` -- the
+  extensible load manager's inputs (load-data stores, broker registry, channel owners);
+* ``recently_unloaded_brokers`` -- TransferShedder's cool-down memory (broker -> time);
+* ``namespace_policies``, ``isolation_policies``, ``failure_domains`` -- policies.
+
+The view is immutable by convention: strategies must not change it or anything it holds
+(the leader's refresh, :mod:`brokerlb.loadbalance.refresh`, is what mutates ``LoadData``
+between cycles). Derived indexes (owners, namespace -> bundle ranges per broker, bundle
+counts) are computed once on first use.
+
+Ownership: ``ownership`` (bundle -> broker, the extensible manager's channel) wins where it
+names a bundle; otherwise a broker owns what it reports -- ``localData.bundles``, the keys of
+``localData.lastStats`` and its top-bundles list. Pulsar's modular strategies check
+``localData.getBundles().contains(bundle)``; its extensible tests mock the channel to say
+"the reporting broker owns it". Both fit this rule.
+
+>>> from brokerlb.testing import broker, load_data
+>>> view = ClusterView(load_data=load_data([broker("b1:8080", bundles=["t/ns/0x00000000_0x80000000"]),
+...                                         broker("b2:8080")]), now_ms=0)
+>>> view.available_brokers, view.owner_of("t/ns/0x00000000_0x80000000")
+(('b1:8080', 'b2:8080'), 'b1:8080')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from brokerlb.config import ServiceConfig, short_class_name
+from brokerlb.loadbalance.broker_lookup import BrokerLookupData
+from brokerlb.loadbalance.policies import FailureDomain, NamespaceIsolationData, NamespacePolicy
+from brokerlb.model import (
+    BrokerData,
+    BrokerLoadData,
+    BundleData,
+    LoadData,
+    TopBundlesLoadData,
+    bundle_namespace,
+)
+from brokerlb.naming import is_system_service_namespace
+
+__all__ = ["ClusterView", "EXTENSIBLE_LOAD_MANAGER", "bundle_range_of"]
+
+#: Simple class name of Pulsar's extensible load manager (PIP-192).
+EXTENSIBLE_LOAD_MANAGER = "ExtensibleLoadManagerImpl"
+
+
+def bundle_range_of(bundle: str) -> str:
+    """The range part of a bundle name (after the last ``/``): ``t/ns/0x0_0x1`` -> ``0x0_0x1``."""
+    return bundle.rpartition("/")[2]
+
+
+@dataclass(frozen=True, eq=False)
+class ClusterView:
+    """Everything a strategy may read about the cluster at one instant (see the module docstring)."""
+
+    #: broker configuration (Pulsar key names)
+    config: ServiceConfig = field(default_factory=ServiceConfig)
+    #: "now" in ms since the epoch
+    now_ms: int = 0
+    #: the modular leader's load data (brokers, bundle histories, recently unloaded bundles)
+    load_data: LoadData = field(default_factory=LoadData)
+    #: extensible LM: broker id -> BrokerLoadData (weightedMaxEMA, msgThroughputEMA, updatedAt ...)
+    broker_load_data: Mapping[str, BrokerLoadData] = field(default_factory=dict)
+    #: extensible LM: broker id -> its top-bundles report (Pulsar order: lightest of the K first)
+    top_bundles: Mapping[str, TopBundlesLoadData] = field(default_factory=dict)
+    #: extensible LM: broker id -> registry entry (version, flags, load manager class)
+    broker_lookup_data: Mapping[str, BrokerLookupData] = field(default_factory=dict)
+    #: extensible LM: bundle -> owning broker (service-unit channel)
+    ownership: Mapping[str, str] = field(default_factory=dict)
+    #: extensible LM: broker id -> time (ms) of the last unload from it (TransferShedder cool-down)
+    recently_unloaded_brokers: Mapping[str, int] = field(default_factory=dict)
+    #: namespace -> anti-affinity group / bundles
+    namespace_policies: Mapping[str, NamespacePolicy] = field(default_factory=dict)
+    #: isolation policy name -> policy
+    isolation_policies: Mapping[str, NamespaceIsolationData] = field(default_factory=dict)
+    #: failure domain name -> brokers
+    failure_domains: Mapping[str, FailureDomain] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ copies
+
+    def with_config(self, config: ServiceConfig) -> ClusterView:
+        """The same cluster under another configuration."""
+        return replace(self, config=config)
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> ClusterView:
+        """The same cluster with some config keys changed (``--set key=value``)."""
+        return replace(self, config=self.config.with_overrides(overrides, strict=True))
+
+    # ------------------------------------------------------------------ brokers
+
+    @property
+    def brokers(self) -> Mapping[str, BrokerData]:
+        """Modular brokers: id -> :class:`~brokerlb.model.BrokerData`."""
+        return self.load_data.broker_data
+
+    @cached_property
+    def available_brokers(self) -> tuple[str, ...]:
+        """Every broker the snapshot knows (keys of ``brokers``, ``broker_load_data``,
+        ``broker_lookup_data``), sorted."""
+        return tuple(sorted({*self.load_data.broker_data, *self.broker_load_data, *self.broker_lookup_data}))
+
+    @property
+    def is_extensible(self) -> bool:
+        """Whether ``loadManagerClassName`` names the extensible load manager."""
+        return short_class_name(self.config.loadManagerClassName) == EXTENSIBLE_LOAD_MANAGER
+
+    # ------------------------------------------------------------------ bundles and owners
+
+    @property
+    def bundle_data(self) -> Mapping[str, BundleData]:
+        return self.load_data.bundle_data
+
+    @property
+    def recently_unloaded_bundles(self) -> Mapping[str, int]:
+        """bundle -> time (ms) it was last unloaded by shedding."""
+        return self.load_data.recently_unloaded_bundles
+
+    @cached_property
+    def bundle_data_for_load_shedding(self) -> Mapping[str, BundleData]:
+        """``bundle_data`` without system-service namespaces (Pulsar's ``getBundleDataForLoadShedding``)."""
+        return self.load_data.bundle_data_for_load_shedding()
+
+    @staticmethod
+    def namespace_of(bundle: str) -> str:
+        """``tenant/ns`` of ``tenant/ns/0x…_0x…`` (everything before the last ``/``)."""
+        return bundle_namespace(bundle)
+
+    @staticmethod
+    def is_system_bundle(bundle: str) -> bool:
+        """Whether the bundle is in ``pulsar/system``, a heartbeat or an SLA-monitor namespace."""
+        return is_system_service_namespace(bundle_namespace(bundle))
+
+    @cached_property
+    def _reported(self) -> dict[str, frozenset[str]]:
+        reported: dict[str, set[str]] = {}
+        for broker, data in self.load_data.broker_data.items():
+            reported.setdefault(broker, set()).update(data.local_data.bundles, data.local_data.last_stats)
+        for broker, top in self.top_bundles.items():
+            reported.setdefault(broker, set()).update(top.bundle_names())
+        return {broker: frozenset(bundles) for broker, bundles in reported.items()}
+
+    def reported_bundles(self, broker: str) -> frozenset[str]:
+        """Bundles ``broker`` reports (``localData.bundles``, ``lastStats`` keys, top bundles)."""
+        return self._reported.get(broker, frozenset())
+
+    def is_owner(self, broker: str, bundle: str) -> bool:
+        """Whether ``broker`` owns ``bundle`` (``ownership`` first, else what the broker reports)."""
+        owner = self.ownership.get(bundle)
+        if owner is not None:
+            return owner == broker
+        return bundle in self.reported_bundles(broker)
+
+    @cached_property
+    def _owned(self) -> dict[str, frozenset[str]]:
+        owned: dict[str, set[str]] = {}
+        for broker, bundles in self._reported.items():
+            owned[broker] = {b for b in bundles if self.ownership.get(b, broker) == broker}
+        for bundle, broker in self.ownership.items():
+            owned.setdefault(broker, set()).add(bundle)
+        return {broker: frozenset(bundles) for broker, bundles in owned.items()}
+
+    def bundles_owned_by(self, broker: str) -> frozenset[str]:
+        """Bundles ``broker`` owns under the rule of :meth:`is_owner`."""
+        return self._owned.get(broker, frozenset())
+
+    @cached_property
+    def _owner_index(self) -> dict[str, str]:
+        index: dict[str, str] = {}
+        for broker in sorted(self._owned, reverse=True):  # first broker in sorted order wins
+            for bundle in self._owned[broker]:
+                index[bundle] = broker
+        return index
+
+    def owner_of(self, bundle: str) -> str | None:
+        """The owner of ``bundle``: ``ownership`` if it names it, else the (first, by id)
+        broker reporting it; ``None`` if nobody does."""
+        owner = self.ownership.get(bundle)
+        return owner if owner is not None else self._owner_index.get(bundle)
+
+    @cached_property
+    def namespace_bundle_ranges(self) -> Mapping[str, Mapping[str, frozenset[str]]]:
+        """broker -> namespace -> bundle ranges it holds: its ``lastStats`` keys plus its
+        preallocated bundles (Pulsar's ``brokerToNamespaceToBundleRange``)."""
+        out: dict[str, dict[str, set[str]]] = {}
+        for broker, data in self.load_data.broker_data.items():
+            per_ns = out.setdefault(broker, {})
+            for bundle in (*data.local_data.last_stats, *data.preallocated_bundle_data):
+                per_ns.setdefault(bundle_namespace(bundle), set()).add(bundle_range_of(bundle))
+        return {b: {ns: frozenset(r) for ns, r in per.items()} for b, per in out.items()}
+
+    @cached_property
+    def _bundles_by_namespace(self) -> dict[str, frozenset[str]]:
+        names: set[str] = set(self.load_data.bundle_data)
+        names.update(self.ownership)
+        for bundles in self._reported.values():
+            names.update(bundles)
+        for data in self.load_data.broker_data.values():
+            names.update(data.preallocated_bundle_data)
+        grouped: dict[str, set[str]] = {}
+        for bundle in names:
+            grouped.setdefault(bundle_namespace(bundle), set()).add(bundle)
+        return {ns: frozenset(b) for ns, b in grouped.items()}
+
+    def bundles_of_namespace(self, namespace: str) -> frozenset[str]:
+        """Every bundle of ``namespace`` the snapshot mentions (histories, reports, owners)."""
+        return self._bundles_by_namespace.get(namespace, frozenset())
+
+    def bundle_count(self, namespace: str) -> int:
+        """How many bundles ``namespace`` has: from its policies' ``bundles`` when given,
+        else the number of its bundles the snapshot mentions."""
+        policy = self.namespace_policies.get(namespace)
+        if policy is not None and policy.bundles is not None:
+            return policy.bundles.num_bundles
+        return len(self.bundles_of_namespace(namespace))
+
+    def knows_bundle(self, bundle: str) -> bool:
+        """Whether the snapshot mentions ``bundle``: a history, a report, an owner, a
+        preallocation, or a range of its namespace's ``bundles`` policy."""
+        namespace = bundle_namespace(bundle)
+        if bundle in self.bundles_of_namespace(namespace):
+            return True
+        policy = self.namespace_policies.get(namespace)
+        return policy is not None and policy.bundles is not None and bundle_range_of(bundle) in policy.bundles
+
+    # ------------------------------------------------------------------ policies
+
+    def anti_affinity_group(self, namespace: str) -> str | None:
+        """The namespace's ``namespaceAntiAffinityGroup`` (``None`` = none)."""
+        policy = self.namespace_policies.get(namespace)
+        return policy.anti_affinity_group if policy is not None else None
+
+    def isolation_policy_for(self, namespace: str) -> tuple[str, NamespaceIsolationData] | None:
+        """The first isolation policy (by name) whose ``namespaces`` regexes match ``namespace``."""
+        for name in sorted(self.isolation_policies):
+            policy = self.isolation_policies[name]
+            if policy.matches_namespace(namespace):
+                return name, policy
+        return None
+
+    def failure_domain_of(self, broker: str) -> str | None:
+        """The failure domain listing ``broker`` (first by name), ``None`` if none does."""
+        for name in sorted(self.failure_domains):
+            if broker in self.failure_domains[name].brokers:
+                return name
+        return None
+
