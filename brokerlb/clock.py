@@ -11,7 +11,6 @@ Times are milliseconds since the epoch (``int``), as in Pulsar's load data
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Protocol, runtime_checkable
 
@@ -40,6 +39,8 @@ class SystemClock:
         return time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
+        import asyncio  # only the shells sleep; the pure core never imports asyncio
+
         await asyncio.sleep(seconds)
 
     def __repr__(self) -> str:
@@ -77,6 +78,8 @@ class ManualClock:
         self._now_ms = int(now_ms)
 
     async def sleep(self, seconds: float) -> None:
+        import asyncio
+
         self.advance(max(0.0, seconds))
         await asyncio.sleep(0)
 

@@ -24,8 +24,23 @@ from brokerlb.testing.invariants import (
     assert_ring_covers_keyspace,
     assert_single_owner,
 )
-from brokerlb.testing.waiting import eventually
-from brokerlb.testing.zookeeper import ZooKeeperServer, zookeeper_available
+
+#: Names whose modules start processes or use asyncio: imported on first use (PEP 562), so the
+#: pure builders and invariant checkers can be used by the core without pulling in I/O libraries.
+_LAZY = {
+    "eventually": "brokerlb.testing.waiting",
+    "ZooKeeperServer": "brokerlb.testing.zookeeper",
+    "zookeeper_available": "brokerlb.testing.zookeeper",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'brokerlb.testing' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 __all__ = [
     "BANDWIDTH_LIMIT_KBPS",
