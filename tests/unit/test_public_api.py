@@ -59,8 +59,8 @@ FORBIDDEN = ["asyncio", "kazoo", "httpx", "fastapi", "starlette", "uvicorn", "py
 
 def _imported_after(module: str) -> set[str]:
     code = (
-        "import sys, importlib; before = set(sys.modules); importlib.import_module(%r); "
-        "print('\\n'.join(sorted(set(sys.modules) - before)))" % module
+        f"import sys, importlib; before = set(sys.modules); importlib.import_module({module!r}); "
+        "print('\\n'.join(sorted(set(sys.modules) - before)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     return set(out.split())
