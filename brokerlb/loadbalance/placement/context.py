@@ -1,0 +1,250 @@
+"""``PlacementContext``: the placement indexes of one cluster view, plus the leader's preallocations.
+
+Placing a bundle looks at every broker several times (isolation, topic counts,
+anti-affinity, even spread, scores). A :class:`PlacementContext` computes what does not
+change between placements once per :class:`~brokerlb.loadbalance.view.ClusterView` --
+per-broker usage and long-term rates, topic counts, the broker -> namespace -> bundle-range
+map, isolation answers per namespace, anti-affinity counts per group -- so one placement
+costs a few passes over the candidate list.
+
+It is also the leader's working memory between two refreshes: :meth:`PlacementContext.preallocate`
+records an assignment the way Pulsar's ``selectBrokerForAssignment`` does (the bundle's data
+is added to the broker's ``preallocatedBundleData``, its range to the broker -> namespace map),
+so the next placement counts it. The view itself is never modified.
+
+:func:`context_for` returns a cached, never-preallocated context per view (what the pure
+:func:`~brokerlb.loadbalance.placement.pipeline.select_broker_for_assignment` uses).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from brokerlb.loadbalance.placement.anti_affinity import DEFAULT_DOMAIN
+from brokerlb.loadbalance.placement.isolation import (
+    IsolationResult,
+    apply_namespace_policies,
+    broker_host,
+    is_shared_broker,
+)
+from brokerlb.loadbalance.placement.strategies.least_resource_usage_with_weight import (
+    restarts_history,
+    weighted_usage,
+)
+from brokerlb.loadbalance.view import ClusterView, bundle_range_of
+from brokerlb.model import BrokerData, BundleData, ResourceWeights, bundle_namespace
+
+if TYPE_CHECKING:
+    from brokerlb.loadbalance.broker_lookup import BrokerLookupData
+
+__all__ = ["PlacementContext", "context_for"]
+
+_MISSING = object()
+
+
+class PlacementContext:
+    """Per-view placement indexes (module docstring). Not thread-safe."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        conf = view.config
+        self.config = conf
+        self.weights = ResourceWeights.from_config(conf)
+        self.overload_threshold = conf.loadBalancerBrokerOverloadedThresholdPercentage / 100.0
+        brokers = view.brokers
+        #: modular available brokers: those with a load report (children of /loadbalance/brokers)
+        self.modular_brokers: tuple[str, ...] = tuple(b for b in view.available_brokers if b in brokers)
+        #: extensible available brokers: every broker the snapshot knows
+        self.extensible_brokers: tuple[str, ...] = view.available_brokers
+
+        self.max_usage: dict[str, float] = {}
+        self.weighted_usage: dict[str, float] = {}
+        self.long_term_rate: dict[str, float] = {}
+        self.reported_topics: dict[str, int] = {}
+        self.preallocated_rate: dict[str, float] = {}
+        self.preallocated_topics: dict[str, int] = {}
+        self.preallocated: dict[str, str] = {}
+        self.preallocated_data: dict[str, dict[str, BundleData]] = {}
+        w = self.weights
+        for broker, data in brokers.items():
+            local = data.local_data
+            self.max_usage[broker] = local.max_resource_usage()
+            self.weighted_usage[broker] = local.max_resource_usage_with_weight(
+                w.cpu, w.memory, w.direct_memory, w.bandwidth_in, w.bandwidth_out)
+            average = data.time_average_data
+            self.long_term_rate[broker] = average.long_term_msg_rate_in + average.long_term_msg_rate_out
+            self.reported_topics[broker] = local.num_topics
+            self.preallocated_data[broker] = dict(data.preallocated_bundle_data)
+            self.preallocated_rate[broker] = sum(
+                d.long_term_data.msg_rate_in + d.long_term_data.msg_rate_out
+                for d in data.preallocated_bundle_data.values())
+            self.preallocated_topics[broker] = sum(d.topics for d in data.preallocated_bundle_data.values())
+            for bundle in data.preallocated_bundle_data:
+                self.preallocated.setdefault(bundle, broker)
+
+        #: broker -> namespace -> ranges (lastStats keys + preallocated), copied so it can grow
+        self.broker_ranges: dict[str, dict[str, set[str]]] = {
+            broker: {ns: set(ranges) for ns, ranges in per_ns.items()}
+            for broker, per_ns in view.namespace_bundle_ranges.items()
+        }
+        #: namespace -> broker -> number of its ranges there (even spread)
+        self.namespace_counts: dict[str, dict[str, int]] = {}
+        for broker, per_ns in self.broker_ranges.items():
+            for ns, ranges in per_ns.items():
+                if ranges:
+                    self.namespace_counts.setdefault(ns, {})[broker] = len(ranges)
+
+        self._usage_samples: dict[str, object] = {}
+        self._shared_hosts: dict[str, bool] | None = None
+        self._isolation: dict[tuple[str, bool, bool], IsolationResult] = {}
+        self._group_counts: dict[str, dict[str, int]] = {}
+        self._group_of: dict[str, str | None] = {}
+        self.broker_domain: dict[str, str] = {}
+        for name in sorted(view.failure_domains, reverse=True):  # first domain by name wins
+            for broker in view.failure_domains[name].brokers:
+                self.broker_domain[broker] = name
+
+    # ------------------------------------------------------------------ per-broker values
+
+    def broker_data(self, broker: str) -> BrokerData | None:
+        return self.view.brokers.get(broker)
+
+    def lookup_data(self, broker: str) -> BrokerLookupData | None:
+        return self.view.broker_lookup_data.get(broker)
+
+    def topics_with_preallocated(self, broker: str) -> int:
+        """Reported topics plus preallocated topics (0 for a broker without load data)."""
+        if broker not in self.reported_topics:
+            return 0
+        return self.reported_topics[broker] + self.preallocated_topics.get(broker, 0)
+
+    def long_term_message_rate_score(self, broker: str) -> float:
+        """``LeastLongTermMessageRate``'s score (``+inf`` when overloaded or unknown)."""
+        usage = self.weighted_usage.get(broker)
+        if usage is None or usage > self.overload_threshold:
+            return math.inf
+        return self.preallocated_rate.get(broker, 0.0) + self.long_term_rate[broker]
+
+    def weighted_usage_sample(self, broker: str) -> tuple[float, bool] | None:
+        """``LeastResourceUsageWithWeight``'s input: (4-weight usage, restart its EMA?) or ``None``."""
+        sample = self._usage_samples.get(broker, _MISSING)
+        if sample is _MISSING:
+            data = self.view.brokers.get(broker)
+            sample = None if data is None else (weighted_usage(data, self.weights), restarts_history(data))
+            self._usage_samples[broker] = sample
+        return sample  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ policies
+
+    def group_of(self, namespace: str) -> str | None:
+        group = self._group_of.get(namespace, "")
+        if group == "":
+            group = self._group_of[namespace] = self.view.anti_affinity_group(namespace) or None
+        return group
+
+    def isolation(self, namespace: str, non_persistent: bool, *, extensible: bool) -> IsolationResult:
+        """``applyNamespacePolicies`` over the available brokers (cached per namespace)."""
+        key = (namespace, non_persistent, extensible)
+        result = self._isolation.get(key)
+        if result is None:
+            brokers = self.extensible_brokers if extensible else self.modular_brokers
+            policies = self._ordered_policies()
+            result = apply_namespace_policies(
+                namespace, brokers, policies, non_persistent=non_persistent,
+                serves_domain=self.serves_domain_extensible if extensible else self.serves_domain_modular,
+                shared_hosts=self._shared(),
+            )
+            self._isolation[key] = result
+        return result
+
+    def _ordered_policies(self) -> Mapping[str, object]:
+        policies = self.view.isolation_policies
+        return {name: policies[name] for name in sorted(policies)}
+
+    def _shared(self) -> dict[str, bool]:
+        if self._shared_hosts is None:
+            policies = self._ordered_policies()
+            hosts = {broker_host(b) for b in (*self.modular_brokers, *self.extensible_brokers)}
+            self._shared_hosts = {h: is_shared_broker(policies, h) if policies else True for h in hosts}  # type: ignore[arg-type]
+        return self._shared_hosts
+
+    def serves_domain_modular(self, broker: str, non_persistent: bool) -> bool:
+        data = self.view.brokers.get(broker)
+        if data is None:
+            return False
+        local = data.local_data
+        return local.non_persistent_topics_enabled if non_persistent else local.persistent_topics_enabled
+
+    def serves_domain_extensible(self, broker: str, non_persistent: bool) -> bool:
+        lookup = self.view.broker_lookup_data.get(broker)
+        if lookup is None:  # no registry entry in the snapshot: both domains
+            return True
+        return lookup.non_persistent_topics_enabled if non_persistent else lookup.persistent_topics_enabled
+
+    def domain_of(self, broker: str) -> str:
+        return self.broker_domain.get(broker, DEFAULT_DOMAIN)
+
+    def anti_affinity_counts(self, namespace: str) -> dict[str, int] | None:
+        """Modular ``getAntiAffinityNamespaceOwnedBrokers``: broker -> namespaces of the group it holds."""
+        group = self.group_of(namespace)
+        if not group:
+            return None
+        key = group.casefold()
+        counts = self._group_counts.get(key)
+        if counts is None:
+            counts = {}
+            for broker, per_ns in self.broker_ranges.items():
+                n = sum(1 for ns, ranges in per_ns.items()
+                        if ranges and (self.group_of(ns) or "").casefold() == key)
+                if n:
+                    counts[broker] = n
+            self._group_counts[key] = counts
+        return counts
+
+    # ------------------------------------------------------------------ preallocation
+
+    def preallocated_broker(self, bundle: str) -> str | None:
+        return self.preallocated.get(bundle)
+
+    def bundle_data(self, bundle: str) -> BundleData:
+        """``getBundleDataOrDefault``: the bundle's history, or Pulsar's default (50 msg/s, 50 KB/s)."""
+        data = self.view.bundle_data.get(bundle)
+        return data if data is not None else BundleData.new_default()
+
+    def preallocate(self, bundle: str, broker: str, data: BundleData | None = None) -> None:
+        """Record that ``bundle`` was assigned to ``broker`` (Pulsar's step after selection)."""
+        if bundle in self.preallocated:
+            return
+        data = data if data is not None else self.bundle_data(bundle)
+        self.preallocated[bundle] = broker
+        self.preallocated_data.setdefault(broker, {})[bundle] = data
+        self.preallocated_rate[broker] = (self.preallocated_rate.get(broker, 0.0)
+                                          + data.long_term_data.msg_rate_in + data.long_term_data.msg_rate_out)
+        self.preallocated_topics[broker] = self.preallocated_topics.get(broker, 0) + data.topics
+        namespace = bundle_namespace(bundle)
+        ranges = self.broker_ranges.setdefault(broker, {}).setdefault(namespace, set())
+        new_namespace_here = not ranges
+        before = len(ranges)
+        ranges.add(bundle_range_of(bundle))
+        if len(ranges) != before:
+            per_broker = self.namespace_counts.setdefault(namespace, {})
+            per_broker[broker] = per_broker.get(broker, 0) + 1
+        group = self.group_of(namespace)
+        if new_namespace_here and group:
+            counts = self._group_counts.get(group.casefold())
+            if counts is not None:
+                counts[broker] = counts.get(broker, 0) + 1
+
+
+_CONTEXTS: weakref.WeakKeyDictionary[ClusterView, PlacementContext] = weakref.WeakKeyDictionary()
+
+
+def context_for(view: ClusterView) -> PlacementContext:
+    """The view's cached context (never preallocated into: use a fresh one to preallocate)."""
+    context = _CONTEXTS.get(view)
+    if context is None:
+        context = _CONTEXTS[view] = PlacementContext(view)
+    return context

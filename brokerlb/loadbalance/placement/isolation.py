@@ -1,0 +1,190 @@
+"""Namespace isolation policies: which brokers may own a bundle (Pulsar's ``applyNamespacePolicies``).
+
+Goal: keep a namespace on the brokers its isolation policy names, fall back to its
+secondary brokers when too few primaries are up, and keep every other namespace off the
+brokers some policy reserves as primaries.
+
+Rules (``LoadManagerShared.applyNamespacePolicies``, ``SimpleResourceAllocationPolicies``,
+``NamespaceIsolationPolicies``, ``MinAvailablePolicy``):
+
+* A broker id ``host:port`` is matched by its **host** (text before the last ``:``).
+* The namespace's policy is the first policy whose ``namespaces`` regex matches the whole
+  namespace name.
+* **With a policy**: a broker whose host fully matches a ``primary`` regex is a primary;
+  else one matching a ``secondary`` regex is a secondary; else it is skipped. The result
+  is the primaries, plus the secondaries when ``len(primaries) < min_limit``
+  (``min_available`` failover). The persistent/non-persistent flags are not looked at.
+* **Without a policy**: a broker that does not serve the bundle's topic domain
+  (``persistentTopicsEnabled`` / ``nonPersistentTopicsEnabled`` of its report) is skipped;
+  else it is a candidate when it is *shared*: no policy of the cluster lists its host as a
+  primary (every broker is shared when there are no policies).
+
+Worked example (Pulsar's ``testNamespaceIsolationPoliciesForPrimaryAndSecondaryBrokers``):
+policy ``my-property/use/my-ns.*``, primary ``prod1-broker1``, secondary ``prod1-broker2``,
+``min_limit = 1``; brokers ``prod1-broker1:8080``, ``prod1-broker2:8080``, ``broker3:8080``
+give ``[prod1-broker1:8080]``; without ``prod1-broker1`` they give ``[prod1-broker2:8080]``
+(failover); with only ``broker3`` nothing. With ``min_limit = 2`` the first case gives both
+the primary and the secondary.
+
+Deviation (documented): Pulsar 3.x skips a broker id without ``:`` ("Invalid brokerId");
+brokerlb matches such an id as a host of its own (what Pulsar 2.x did with ``new URL``), so
+snapshots with opaque broker names (Pulsar's own tests use ``broker1``) still place.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+__all__ = [
+    "IsolationPolicy",
+    "IsolationResult",
+    "broker_host",
+    "host_matches",
+    "policy_for_namespace",
+    "is_shared_broker",
+    "apply_namespace_policies",
+]
+
+_PORT_SUFFIX = re.compile(r"^(.*):\d+$")
+
+
+class _FailoverPolicy(Protocol):
+    min_limit: int
+
+
+class IsolationPolicy(Protocol):
+    """What placement reads from a namespace isolation policy (``NamespaceIsolationData``)."""
+
+    primary: tuple[str, ...]
+    secondary: tuple[str, ...]
+
+    @property
+    def auto_failover_policy(self) -> _FailoverPolicy: ...
+
+    def matches_namespace(self, namespace: str) -> bool: ...
+
+
+def broker_host(broker_id: str) -> str:
+    """The host part of a broker id: text before the last ``:`` (IPv6-safe), or the whole id."""
+    pos = broker_id.rfind(":")
+    return broker_id[:pos] if pos > -1 else broker_id
+
+
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:  # validated when the policy was read; never match a broken one
+        return None
+
+
+def host_matches(patterns: Iterable[str], host: str) -> bool:
+    """Whether ``host`` fully matches one of the regexes (Java ``String.matches``).
+
+    As in Pulsar's newest matcher, a ``host:port`` value is also tried without a numeric port.
+    """
+    stripped = _PORT_SUFFIX.match(host)
+    for pattern in patterns:
+        compiled = _compiled(pattern)
+        if compiled is None:
+            continue
+        if compiled.fullmatch(host) or (stripped is not None and compiled.fullmatch(stripped.group(1))):
+            return True
+    return False
+
+
+def policy_for_namespace(
+    policies: Mapping[str, IsolationPolicy], namespace: str
+) -> tuple[str, IsolationPolicy] | None:
+    """The first policy (in the mapping's order) whose ``namespaces`` match ``namespace``."""
+    for name, policy in policies.items():
+        if policy.matches_namespace(namespace):
+            return name, policy
+    return None
+
+
+def is_shared_broker(policies: Mapping[str, IsolationPolicy], host: str) -> bool:
+    """True when no policy lists ``host`` as a primary (always true without policies)."""
+    return not any(host_matches(p.primary, host) for p in policies.values())
+
+
+@dataclass(frozen=True, slots=True)
+class IsolationResult:
+    """Outcome of :func:`apply_namespace_policies`.
+
+    ``candidates`` keeps the order of the available brokers. ``policy`` is the name of the
+    namespace's policy (``None`` when it has none); ``primaries`` / ``secondaries`` are the
+    brokers of each kind; ``failover`` tells whether the secondaries were added; ``skipped``
+    maps each excluded broker to why.
+    """
+
+    candidates: tuple[str, ...]
+    policy: str | None
+    primaries: tuple[str, ...] = ()
+    secondaries: tuple[str, ...] = ()
+    failover: bool = False
+    skipped: Mapping[str, str] | None = None
+
+    def describe(self) -> str:
+        """``no policy`` or ``policy 'p' (1 primary, 2 secondary, failover)``, for decision details."""
+        if self.policy is None:
+            return "no policy"
+        text = f"policy '{self.policy}' ({len(self.primaries)} primary, {len(self.secondaries)} secondary"
+        return text + (", failover)" if self.failover else ")")
+
+
+def apply_namespace_policies(
+    namespace: str,
+    brokers: Iterable[str],
+    policies: Mapping[str, IsolationPolicy],
+    *,
+    non_persistent: bool = False,
+    serves_domain: Callable[[str, bool], bool] | None = None,
+    shared_hosts: Mapping[str, bool] | None = None,
+) -> IsolationResult:
+    """The brokers allowed to own a bundle of ``namespace`` (see the module docstring).
+
+    ``serves_domain(broker, non_persistent)`` says whether the broker serves the topic domain
+    (default: every broker does). ``shared_hosts`` may carry precomputed
+    :func:`is_shared_broker` answers by host (placement caches them per snapshot).
+    """
+    found = policy_for_namespace(policies, namespace) if policies else None
+    skipped: dict[str, str] = {}
+    if found is not None:
+        name, policy = found
+        primaries: list[str] = []
+        secondaries: list[str] = []
+        for broker in brokers:
+            host = broker_host(broker)
+            if host_matches(policy.primary, host):
+                primaries.append(broker)
+            elif host_matches(policy.secondary, host):
+                secondaries.append(broker)
+            else:
+                skipped[broker] = f"neither primary nor secondary of policy '{name}'"
+        failover = len(primaries) < policy.auto_failover_policy.min_limit
+        ordered = tuple(primaries) + (tuple(secondaries) if failover else ())
+        if not failover:
+            for broker in secondaries:
+                skipped[broker] = f"secondary of policy '{name}', enough primaries available"
+        return IsolationResult(ordered, name, tuple(primaries), tuple(secondaries), failover, skipped)
+
+    candidates: list[str] = []
+    for broker in brokers:
+        if serves_domain is not None and not serves_domain(broker, non_persistent):
+            kind = "non-persistent" if non_persistent else "persistent"
+            skipped[broker] = f"{kind} topics disabled on the broker"
+            continue
+        host = broker_host(broker)
+        shared = shared_hosts.get(host) if shared_hosts is not None else None
+        if shared is None:
+            shared = is_shared_broker(policies, host) if policies else True
+        if shared:
+            candidates.append(broker)
+        else:
+            skipped[broker] = "primary broker of another namespace's isolation policy"
+    return IsolationResult(tuple(candidates), None, skipped=skipped)
