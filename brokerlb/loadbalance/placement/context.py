@@ -23,6 +23,7 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from brokerlb.config import short_class_name
 from brokerlb.loadbalance.placement.anti_affinity import DEFAULT_DOMAIN
 from brokerlb.loadbalance.placement.isolation import (
     IsolationResult,
@@ -34,7 +35,7 @@ from brokerlb.loadbalance.placement.strategies.least_resource_usage_with_weight 
     restarts_history,
     weighted_usage,
 )
-from brokerlb.loadbalance.view import ClusterView, bundle_range_of
+from brokerlb.loadbalance.view import EXTENSIBLE_LOAD_MANAGER, ClusterView, bundle_range_of
 from brokerlb.model import BrokerData, BundleData, ResourceWeights, bundle_namespace
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["PlacementContext", "context_for"]
 
 _MISSING = object()
+MODULAR_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
+EXTENSIBLE_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
 
 
 class PlacementContext:
@@ -106,6 +109,14 @@ class PlacementContext:
         for name in sorted(view.failure_domains, reverse=True):  # first domain by name wins
             for broker in view.failure_domains[name].brokers:
                 self.broker_domain[broker] = name
+
+    def running_load_manager(self, *, extensible: bool) -> str:
+        """The load manager whose pipeline runs: ``loadManagerClassName`` when it is of that kind,
+        else Pulsar's class of that kind (a planner asked for the other kind's strategy)."""
+        configured = self.config.loadManagerClassName
+        if (short_class_name(configured) == EXTENSIBLE_LOAD_MANAGER) == extensible:
+            return configured
+        return EXTENSIBLE_LOAD_MANAGER_CLASS if extensible else MODULAR_LOAD_MANAGER_CLASS
 
     # ------------------------------------------------------------------ per-broker values
 

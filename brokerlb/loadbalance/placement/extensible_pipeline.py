@@ -10,7 +10,8 @@ Config keys read: ``loadManagerClassName``, ``loadBalancerBrokerMaxTopics``,
 Filters, in Pulsar's order, each on what the previous ones left:
 
 1. ``BrokerLoadManagerClassFilter`` -- the registry entry's ``loadManagerClassName`` must be
-   the configured one (a null class name is dropped);
+   the configured one (a null class name is dropped; when ``loadManagerClassName`` names the
+   modular manager but the extensible strategy was asked for, ``ExtensibleLoadManagerImpl``);
 2. ``BrokerMaxTopicCountFilter`` -- drop brokers whose load data reports
    ``topics >= loadBalancerBrokerMaxTopics`` (no load data counts 0);
 3. ``BrokerVersionFilter`` -- with ``preferLaterVersions``, keep the newest ``brokerVersion``;
@@ -51,7 +52,7 @@ __all__ = ["select_extensible", "extensible_filter_pipeline"]
 
 
 def _class_filter(context: PlacementContext, candidates: list[str]) -> list[str]:
-    wanted = short_class_name(context.config.loadManagerClassName)
+    wanted = short_class_name(context.running_load_manager(extensible=True))
     kept = []
     for broker in candidates:
         lookup = context.lookup_data(broker)

@@ -104,7 +104,8 @@ def select_modular(
             candidates, context.namespace_counts.get(namespace, {}))
         steps.append(f"even spread of {namespace}: {len(candidates)}")
 
-    candidates = load_manager_class_filter(candidates, _class_of(context), conf.loadManagerClassName)
+    candidates = load_manager_class_filter(candidates, _class_of(context),
+                                           context.running_load_manager(extensible=False))
     steps.append(f"load manager class: {len(candidates)}")
     version = broker_version_filter(candidates, _version_of(context), conf.preferLaterVersions)
     if version.failure is not None:
