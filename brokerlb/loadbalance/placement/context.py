@@ -28,7 +28,6 @@ from brokerlb.loadbalance.placement.anti_affinity import DEFAULT_DOMAIN
 from brokerlb.loadbalance.placement.isolation import (
     IsolationResult,
     apply_namespace_policies,
-    broker_host,
     is_shared_broker,
 )
 from brokerlb.loadbalance.placement.strategies.least_resource_usage_with_weight import (
@@ -178,8 +177,8 @@ class PlacementContext:
     def _shared(self) -> dict[str, bool]:
         if self._shared_hosts is None:
             policies = self._ordered_policies()
-            hosts = {broker_host(b) for b in (*self.modular_brokers, *self.extensible_brokers)}
-            self._shared_hosts = {h: is_shared_broker(policies, h) if policies else True for h in hosts}  # type: ignore[arg-type]
+            ids = {*self.modular_brokers, *self.extensible_brokers}
+            self._shared_hosts = {b: is_shared_broker(policies, b) if policies else True for b in ids}  # type: ignore[arg-type]
         return self._shared_hosts
 
     def serves_domain_modular(self, broker: str, non_persistent: bool) -> bool:

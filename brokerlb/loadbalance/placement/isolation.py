@@ -7,7 +7,9 @@ brokers some policy reserves as primaries.
 Rules (``LoadManagerShared.applyNamespacePolicies``, ``SimpleResourceAllocationPolicies``,
 ``NamespaceIsolationPolicies``, ``MinAvailablePolicy``):
 
-* A broker id ``host:port`` is matched by its **host** (text before the last ``:``).
+* A broker id ``host:port`` matches a regex when the regex fully matches the id or its host
+  (the id without a numeric ``:port``), so policies may name hosts (``broker1.*``) or broker
+  ids (``broker1:8080``), as Pulsar's newest matcher allows.
 * The namespace's policy is the first policy whose ``namespaces`` regex matches the whole
   namespace name.
 * **With a policy**: a broker whose host fully matches a ``primary`` regex is a primary;
@@ -29,6 +31,7 @@ the primary and the secondary.
 Deviation (documented): Pulsar 3.x skips a broker id without ``:`` ("Invalid brokerId");
 brokerlb matches such an id as a host of its own (what Pulsar 2.x did with ``new URL``), so
 snapshots with opaque broker names (Pulsar's own tests use ``broker1``) still place.
+Regexes are Java regexes run by Python's :mod:`re` (the same for the usual host patterns).
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def _compiled(pattern: str) -> re.Pattern[str] | None:
 
 
 def host_matches(patterns: Iterable[str], host: str) -> bool:
-    """Whether ``host`` fully matches one of the regexes (Java ``String.matches``).
+    """Whether ``host`` (a host or a broker id) fully matches one of the regexes (Java ``String.matches``).
 
     As in Pulsar's newest matcher, a ``host:port`` value is also tried without a numeric port.
     """
@@ -108,7 +111,8 @@ def policy_for_namespace(
 
 
 def is_shared_broker(policies: Mapping[str, IsolationPolicy], host: str) -> bool:
-    """True when no policy lists ``host`` as a primary (always true without policies)."""
+    """True when no policy lists ``host`` (a host or a broker id) as a primary (always true
+    without policies)."""
     return not any(host_matches(p.primary, host) for p in policies.values())
 
 
@@ -150,7 +154,7 @@ def apply_namespace_policies(
 
     ``serves_domain(broker, non_persistent)`` says whether the broker serves the topic domain
     (default: every broker does). ``shared_hosts`` may carry precomputed
-    :func:`is_shared_broker` answers by host (placement caches them per snapshot).
+    :func:`is_shared_broker` answers by broker id (placement caches them per snapshot).
     """
     found = policy_for_namespace(policies, namespace) if policies else None
     skipped: dict[str, str] = {}
@@ -159,10 +163,9 @@ def apply_namespace_policies(
         primaries: list[str] = []
         secondaries: list[str] = []
         for broker in brokers:
-            host = broker_host(broker)
-            if host_matches(policy.primary, host):
+            if host_matches(policy.primary, broker):
                 primaries.append(broker)
-            elif host_matches(policy.secondary, host):
+            elif host_matches(policy.secondary, broker):
                 secondaries.append(broker)
             else:
                 skipped[broker] = f"neither primary nor secondary of policy '{name}'"
@@ -179,10 +182,9 @@ def apply_namespace_policies(
             kind = "non-persistent" if non_persistent else "persistent"
             skipped[broker] = f"{kind} topics disabled on the broker"
             continue
-        host = broker_host(broker)
-        shared = shared_hosts.get(host) if shared_hosts is not None else None
+        shared = shared_hosts.get(broker) if shared_hosts is not None else None
         if shared is None:
-            shared = is_shared_broker(policies, host) if policies else True
+            shared = is_shared_broker(policies, broker) if policies else True
         if shared:
             candidates.append(broker)
         else:

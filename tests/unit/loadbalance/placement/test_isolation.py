@@ -73,3 +73,13 @@ def test_policy_lookup_and_shared_brokers() -> None:
     assert policy_for_namespace(policies, "u/b") is None
     assert is_shared_broker(policies, "y") and not is_shared_broker(policies, "z")
     assert is_shared_broker({}, "anything")
+
+
+def test_policies_may_name_broker_ids() -> None:
+    """BrokerIsolationPoliciesFilterTest.testFilterWithNamespaceIsolationPoliciesUsingBrokerIds."""
+    policies = {"p": policy("broker1:8080", "broker2:8080", 1, "my-tenant/my-ns")}
+    ns = "my-tenant/my-ns"
+    all3 = ["broker1:8080", "broker2:8080", "broker3:8080"]
+    assert apply_namespace_policies(ns, all3, policies).candidates == ("broker1:8080",)
+    assert apply_namespace_policies(ns, all3[1:], policies).candidates == ("broker2:8080",)
+    assert not host_matches(["broker1:8080"], "broker1:8081")
