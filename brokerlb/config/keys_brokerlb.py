@@ -11,7 +11,7 @@ then regenerate the docs (``brokerlb config keys --markdown > docs/configuration
 
 from __future__ import annotations
 
-from brokerlb.config.kinds import OPTIONAL_STRING
+from brokerlb.config.kinds import BOOL, OPTIONAL_STRING
 from brokerlb.config.registry import KeyGroup, key
 
 __all__ = ["BrokerlbKeys"]
@@ -27,3 +27,13 @@ class BrokerlbKeys(KeyGroup):
         OPTIONAL_STRING, None,
         "Directory where load reports and decisions are appended for later analysis "
         "(simulator, Spark pipeline); unset = no history is written.")
+    brokerlbThresholdShedderSingleHistoryUpdate: bool = key(
+        BOOL, False,
+        "ThresholdShedder: when lower-boundary shedding runs, Pulsar recomputes the average and so "
+        "advances every broker's usage history a second time in the same cycle; true advances it "
+        "once per cycle.", dynamic=True)
+    brokerlbTransferShedderCountSwapGain: bool = key(
+        BOOL, False,
+        "TransferShedder: Pulsar adds the throughput a swap moves back to the max broker to the "
+        "'gained' traffic only when loadBalancerDebugModeEnabled is true (the statement sits inside "
+        "the debug-logging block); true always counts it.", dynamic=True)

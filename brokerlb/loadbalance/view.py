@@ -42,6 +42,7 @@ from typing import Any
 
 from brokerlb.config import ServiceConfig, short_class_name
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
+from brokerlb.loadbalance.java_order import JavaOrder, java_hash_map_order
 from brokerlb.loadbalance.policies import FailureDomain, NamespaceIsolationData, NamespacePolicy
 from brokerlb.model import (
     BrokerData,
@@ -134,6 +135,25 @@ class ClusterView:
     def bundle_data_for_load_shedding(self) -> Mapping[str, BundleData]:
         """``bundle_data`` without system-service namespaces (Pulsar's ``getBundleDataForLoadShedding``)."""
         return self.load_data.bundle_data_for_load_shedding()
+
+    @cached_property
+    def _shedding_bundle_order(self) -> JavaOrder:
+        return JavaOrder(self.bundle_data_for_load_shedding)
+
+    def bundle_order_key(self, bundle: str) -> tuple[int, int]:
+        """Where ``bundle`` comes when Pulsar iterates its bundle-data map (ties in sorts keep
+        this order; see :mod:`~brokerlb.loadbalance.java_order`)."""
+        return self._shedding_bundle_order.key(bundle)
+
+    @cached_property
+    def modular_broker_order(self) -> tuple[str, ...]:
+        """``brokers`` in the order Pulsar iterates its broker-data map."""
+        return tuple(java_hash_map_order(self.load_data.broker_data))
+
+    @cached_property
+    def broker_load_order(self) -> tuple[str, ...]:
+        """``broker_load_data`` brokers in the order Pulsar iterates its load-data store."""
+        return tuple(java_hash_map_order(self.broker_load_data))
 
     @staticmethod
     def namespace_of(bundle: str) -> str:

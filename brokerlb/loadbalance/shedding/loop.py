@@ -150,7 +150,15 @@ def record_unloads(
     recently_unloaded_bundles: MutableMapping[str, int],
     recently_unloaded_brokers: MutableMapping[str, int] | None = None,
 ) -> int:
-    """Remember the cycle's unloads as the leader does after executing them; returns their number."""
+    """Remember the cycle's unloads as the leader does after executing them; returns their number.
+
+    ``recently_unloaded_bundles[bundle] = now`` for each unload; with
+    ``recently_unloaded_brokers`` (extensible manager) also ``[source broker] = now``, after
+    forgetting the brokers TransferShedder found cooled down (``stats["cooledDownBrokers"]``).
+    """
+    if recently_unloaded_brokers is not None:
+        for broker in result.stats.get("cooledDownBrokers", ()):
+            recently_unloaded_brokers.pop(broker, None)
     count = 0
     for decision in result.unloads:
         recently_unloaded_bundles[decision.bundle or ""] = now_ms

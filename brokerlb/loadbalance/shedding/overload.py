@@ -4,7 +4,7 @@ Goal: no broker above ``loadBalancerBrokerOverloadedThresholdPercentage``. It do
 under-loaded brokers (ThresholdShedder does).
 
 Config keys: ``loadBalancerBrokerOverloadedThresholdPercentage`` (85),
-``atLeastOneBundleSelected`` (true). Memory: none.
+``atLeastOneBundleSelected`` (true). Memory between cycles: none.
 
 Rule (Pulsar's ``OverloadShedder.findBundlesForUnloading``), for every broker:
 
@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from brokerlb.loadbalance.decisions import Reason, SheddingResult, UnloadDecision
 from brokerlb.loadbalance.registry import IMPL
-from brokerlb.loadbalance.shedding.common import MB, select_by_short_term_throughput
+from brokerlb.loadbalance.shedding.common import MB, SkippedBrokers, finish, select_by_short_term_throughput
 from brokerlb.loadbalance.state import StrategyState
 from brokerlb.loadbalance.view import ClusterView
 
@@ -47,8 +47,9 @@ class OverloadShedder:
         conf = view.config
         threshold = conf.loadBalancerBrokerOverloadedThresholdPercentage / 100.0
         decisions: list[UnloadDecision] = []
+        skipped = SkippedBrokers()
         usage_of: dict[str, float] = {}
-        for broker in sorted(view.brokers):
+        for broker in view.modular_broker_order:
             local = view.brokers[broker].local_data
             usage = usage_of[broker] = local.max_resource_usage()
             if usage < threshold:
@@ -58,14 +59,12 @@ class OverloadShedder:
             selection = select_by_short_term_throughput(
                 view, broker, minimum, at_least_one=conf.atLeastOneBundleSelected)
             if selection.skip is not None:
-                decisions.append(selection.skip)
+                skipped.add(broker, *selection.skip)
                 continue
             detail = (f"max usage {usage:.3f} >= threshold {threshold:.3f}: offload at least "
                       f"{minimum / MB:.2f} MB/s ({share:.1%} of {local.total_msg_throughput() / MB:.2f} MB/s)")
             decisions.extend(UnloadDecision(broker, bundle, None, reason=Reason.OVERLOADED, detail=detail)
                              for bundle in selection.bundles)
-        if not any(d.is_unload for d in decisions):
-            decisions.append(UnloadDecision.skip(Reason.BALANCED, f"no broker at or above {threshold:.2f} max usage"
-                                                 if not decisions else "no bundle could be shed"))
-        return SheddingResult.of(decisions, {"overloadThreshold": threshold,
-                                             "brokerUsage": {b: round(u, 6) for b, u in usage_of.items()}})
+        return finish(decisions, skipped,
+                      {"overloadThreshold": threshold, "brokerUsage": {b: round(u, 6) for b, u in usage_of.items()}},
+                      balanced_detail=f"no broker at or above {threshold:.2f} max resource usage")

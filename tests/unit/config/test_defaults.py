@@ -129,6 +129,8 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
 BROKERLB_DEFAULTS: dict[str, object] = {
     "metadataStoreUrl": "memory:",   # Pulsar: unset (must be configured)
     "brokerlbLoadHistoryDir": None,  # brokerlb's own key
+    "brokerlbThresholdShedderSingleHistoryUpdate": False,  # brokerlb's own key (Pulsar behaviour by default)
+    "brokerlbTransferShedderCountSwapGain": False,  # brokerlb's own key (Pulsar behaviour by default)
 }
 
 

@@ -1,0 +1,84 @@
+"""The order in which Java's ``HashMap`` iterates string keys -- Pulsar's tie-breaker.
+
+Where Pulsar walks a hash map and keeps the first of equal candidates (the most loaded
+broker, equal-throughput bundles in a stable sort, brokers with equal load), the result
+depends on ``java.util.HashMap`` iteration order. brokerlb reproduces that order, so ties
+come out as in Pulsar (e.g. TransferShedderTest ``testOverloadOutlier``), and are
+deterministic. Where Pulsar draws a random number, brokerlb uses the seeded random source.
+
+A ``HashMap`` filled one key at a time from empty has capacity 16, doubled whenever the
+size exceeds 3/4 of it; a key's bucket is ``(h ^ (h >>> 16)) & (capacity - 1)`` with ``h``
+Java's ``String.hashCode``; iteration visits buckets in index order and a bucket's keys in
+insertion order (``ConcurrentHashMap`` uses the same bucket index). Insertion order is the
+order the keys are given in (a snapshot's JSON order).
+
+>>> java_string_hash("hello")  # "hello".hashCode() in Java
+99162322
+>>> java_hash_map_order([f"broker{i}:8080" for i in range(100)])[0]
+'broker83:8080'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+__all__ = ["java_string_hash", "hash_map_capacity", "java_hash_map_order", "JavaOrder"]
+
+_DEFAULT_CAPACITY = 16
+_LOAD_FACTOR = 0.75
+
+
+@lru_cache(maxsize=1 << 20)
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units) as an unsigned 32-bit int."""
+    h = 0
+    if text.isascii():
+        for ch in text.encode("ascii"):
+            h = (31 * h + ch) & 0xFFFFFFFF
+        return h
+    data = text.encode("utf-16-le")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
+    return h
+
+
+def hash_map_capacity(size: int) -> int:
+    """Table size of a ``HashMap`` that received ``size`` keys one by one."""
+    capacity = _DEFAULT_CAPACITY
+    while size > capacity * _LOAD_FACTOR:
+        capacity *= 2
+    return capacity
+
+
+def _bucket(key: str, capacity: int) -> int:
+    h = java_string_hash(key)
+    return (h ^ (h >> 16)) & (capacity - 1)
+
+
+def java_hash_map_order(keys: Iterable[str]) -> list[str]:
+    """``keys`` (insertion order) in the order a ``HashMap`` holding them iterates."""
+    ordered = list(dict.fromkeys(keys))
+    capacity = hash_map_capacity(len(ordered))
+    return [key for _, _, key in sorted((_bucket(k, capacity), i, k) for i, k in enumerate(ordered))]
+
+
+class JavaOrder:
+    """Sort keys for a subset of a map's keys, in the map's ``HashMap`` iteration order.
+
+    Built once per map (``keys`` in insertion order); ``key(name)`` is cheap, so a strategy
+    can order a few candidates of a 100 000-entry map without hashing all of them.
+    """
+
+    __slots__ = ("_index", "_capacity")
+
+    def __init__(self, keys: Sequence[str] | Iterable[str]) -> None:
+        self._index = {k: i for i, k in enumerate(keys)}
+        self._capacity = hash_map_capacity(len(self._index))
+
+    def key(self, name: str) -> tuple[int, int]:
+        """``(bucket, insertion index)`` -- compare to get the iteration order."""
+        return _bucket(name, self._capacity), self._index.get(name, len(self._index))
+
+    def order(self, names: Iterable[str]) -> list[str]:
+        return sorted(names, key=self.key)
