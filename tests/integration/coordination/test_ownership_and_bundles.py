@@ -8,6 +8,8 @@ import pytest
 
 from brokerlb.coordination import (
     BundleMetadata,
+    CreateOp,
+    DeleteOp,
     LocalPolicies,
     NamespaceEphemeralData,
     OwnershipCache,
@@ -89,8 +91,9 @@ async def test_ownership_lost_when_another_broker_took_the_bundle(store, other):
     mine.add_listener(events.append)
     bundle = f"{NS}/0x00000000_0x40000000"
     await mine.try_acquire(bundle)
-    await other.delete(ownership_path(bundle))
-    await other.create(ownership_path(bundle), broker_data(2).to_bytes(), ephemeral=True)
+    # Another session replaces the node in one transaction (our lock would re-create it in between).
+    await other.multi([DeleteOp(ownership_path(bundle)),
+                       CreateOp(ownership_path(bundle), broker_data(2).to_bytes(), ephemeral=True)])
     await eventually(lambda: OwnershipEventKind.LOST in [e.kind for e in events], message="loss reported")
     assert not mine.is_owned(bundle) and mine.owned_bundles() == []
 

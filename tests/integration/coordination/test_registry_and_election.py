@@ -9,6 +9,8 @@ import pytest
 
 from brokerlb.coordination import (
     BrokerRegistry,
+    CreateOp,
+    DeleteOp,
     ElectionState,
     EphemeralLock,
     LeaderBroker,
@@ -132,10 +134,9 @@ async def test_registration_lost_when_another_session_took_the_id(backend, store
     events = []
     registry.add_listener(events.append)
     await registry.register("t:8080", {"n": 1})
-    store_paused_path = f"{BROKERS_ROOT}/t:8080"
+    path = f"{BROKERS_ROOT}/t:8080"
     # The other session deletes our node and puts its own (an operator error, or a twin broker).
-    await other.delete(store_paused_path)
-    await other.create(store_paused_path, b'{"n": 2}', ephemeral=True)
+    await other.multi([DeleteOp(path), CreateOp(path, b'{"n": 2}', ephemeral=True)])
     await eventually(lambda: RegistryEventKind.REGISTRATION_LOST in [e.kind for e in events],
                      message="registration lost")
     assert not registry.is_registered
