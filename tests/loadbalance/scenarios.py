@@ -22,6 +22,17 @@ Expectation keys (all optional):
   (any order); ``split.count`` -- their number; ``split.reasons`` -- ``{bundle: reason}`` for
   any entry;
 * ``unload.success`` -- the unloads exactly, as ``[broker, bundle, destination]`` (any order);
+  ``unload.successInOrder`` -- the same, in order (Pulsar's per-broker lists);
+  ``unload.successOneOf`` -- one of several such lists (Pulsar accepts either);
+  ``unload.successWithReason`` -- ``[broker, bundle, destination, reason]`` (any order);
+* ``unload.count`` / ``unload.countAtLeast`` -- number of unloads; ``unload.brokers`` -- the set
+  of brokers shed; ``unload.perBroker`` -- ``{broker: unloads}``; ``unload.destinations`` --
+  ``{broker: destination}``; ``unload.reason`` -- the reason of every unload;
+* ``unload.skip`` -- nothing unloaded and the one ``Skip`` entry has this reason (Pulsar's
+  ``UnloadCounter`` breakdown); ``unload.stdAtMostTargetOrExhausted`` -- TransferShedder left
+  the spread at most the target, or ran out of brokers it could shed;
+* ``stats`` -- ``{key: value}`` equal exactly (Pulsar's doubles, bit for bit); ``statsApprox`` --
+  within 1e-5;
 * ``error`` -- the answer is an error containing this text.
 """
 
@@ -90,9 +101,52 @@ def check(answer: Mapping[str, Any], expect: Mapping[str, Any], where: str) -> N
         elif key == "split.reasons":
             reasons = {s["bundle"]: s["reason"] for s in answer["split"]}
             assert all(reasons.get(b) == r for b, r in value.items()), shown
-        elif key == "unload.success":
-            got = sorted([u["broker"], u["bundle"], u["destination"]] for u in answer["unload"]
-                         if u["label"] == "Success")
-            assert got == sorted(value), shown
+        elif key.startswith("unload.") or key in ("stats", "statsApprox"):
+            _check_unload(answer, key, value, shown)
         else:
             raise AssertionError(f"{where}: unknown expectation key {key!r}")
+
+
+def _check_unload(answer: Mapping[str, Any], key: str, value: Any, shown: str) -> None:  # noqa: C901
+    done = [u for u in answer["unload"] if u["label"] == "Success"]
+    triples = [[u["broker"], u["bundle"], u["destination"]] for u in done]
+    if key == "unload.success":
+        assert sorted(triples) == sorted(value), shown
+    elif key == "unload.successInOrder":
+        assert triples == value, shown
+    elif key == "unload.successOneOf":
+        assert sorted(triples) in [sorted(option) for option in value], shown
+    elif key == "unload.successWithReason":
+        got = sorted([u["broker"], u["bundle"], u["destination"], u["reason"]] for u in done)
+        assert got == sorted(value), shown
+    elif key == "unload.count":
+        assert len(done) == value, shown
+    elif key == "unload.countAtLeast":
+        assert len(done) >= value, shown
+    elif key == "unload.brokers":
+        assert {u["broker"] for u in done} == set(value), shown
+    elif key == "unload.perBroker":
+        counts: dict[str, int] = {}
+        for u in done:
+            counts[u["broker"]] = counts.get(u["broker"], 0) + 1
+        assert counts == value, shown
+    elif key == "unload.destinations":
+        assert {u["broker"]: u["destination"] for u in done} == value, shown
+    elif key == "unload.reason":
+        assert {u["reason"] for u in done} == {value}, shown
+    elif key == "unload.skip":
+        skips = [u["reason"] for u in answer["unload"] if u["label"] == "Skip"]
+        assert not done and skips == [value], shown
+    elif key == "unload.stdAtMostTargetOrExhausted":
+        stats = answer["stats"]
+        if value and "loadStdAfter" in stats:
+            target = 0.25
+            assert stats["loadStdAfter"] <= target or done or stats.get("skippedBrokers"), shown
+    elif key == "stats":
+        for name, expected in value.items():
+            assert answer["stats"].get(name) == expected, f"{shown} (stats.{name})"
+    elif key == "statsApprox":
+        for name, expected in value.items():
+            assert abs(answer["stats"][name] - expected) <= 1e-5, f"{shown} (stats.{name})"
+    else:
+        raise AssertionError(f"unknown expectation key {key!r}")

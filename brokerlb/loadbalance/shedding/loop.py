@@ -21,13 +21,10 @@ One cycle, as the leader runs it every ``loadBalancerSheddingIntervalMinutes``:
    The extensible ``TransferShedder`` applies its own policy checks and destinations
    (Pulsar's ``UnloadScheduler`` publishes its decisions as they are).
 
-The checks and the destination come from the placement pipeline
-(:mod:`brokerlb.loadbalance.placement.pipeline`), which provides
-``should_namespace_policies_unload(view, bundle, broker) -> bool``,
-``should_anti_affinity_namespace_unload(view, bundle, broker) -> bool`` and
-``select_broker_for_assignment(view, bundle, state, rng, *, strategy=None) -> PlacementDecision``.
-When that module is not installed the loop unloads without checks and without a destination
-(Pulsar 2.x behaviour) and says so in ``stats["placementPipeline"]``.
+The checks come from :mod:`brokerlb.loadbalance.placement.unload_checks`, the destination from
+:func:`brokerlb.loadbalance.placement.pipeline.select_broker_for_assignment` with the configured
+placement strategy (``loadBalancerLoadPlacementStrategy``; AvgShedder as placement strategy sends
+a bundle to the broker it was paired with).
 
 The loop itself changes nothing: recording unloads (``recentlyUnloadedBundles[bundle] = now``,
 TransferShedder's ``recentlyUnloadedBrokers[broker] = now``) is the caller's job, with
@@ -36,9 +33,8 @@ TransferShedder's ``recentlyUnloadedBrokers[broker] = now``) is the caller's job
 
 from __future__ import annotations
 
-import importlib
 import random
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from dataclasses import replace
 from typing import Any
 
@@ -49,9 +45,6 @@ from brokerlb.loadbalance.view import ClusterView
 from brokerlb.model import LoadData
 
 __all__ = ["run_shedding_cycle", "prune_recently_unloaded", "record_unloads"]
-
-_PIPELINE = "brokerlb.loadbalance.placement.pipeline"
-
 
 def run_shedding_cycle(
     view: ClusterView,
@@ -91,42 +84,30 @@ def prune_recently_unloaded(recently_unloaded: MutableMapping[str, int] | Any, c
     return {bundle: at for bundle, at in recently_unloaded.items() if at >= cutoff_ms}
 
 
-def _pipeline_hook(name: str) -> Callable[..., Any] | None:
-    try:
-        module = importlib.import_module(_PIPELINE)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and _PIPELINE.startswith(exc.name):
-            return None
-        raise
-    return getattr(module, name, None)
-
-
 def _apply_modular_checks(
     view: ClusterView, state: StrategyState, rng: random.Random, spec: StrategySpec, result: SheddingResult
 ) -> SheddingResult:
-    policies_ok = _pipeline_hook("should_namespace_policies_unload")
-    anti_affinity_ok = _pipeline_hook("should_anti_affinity_namespace_unload")
-    select = _pipeline_hook("select_broker_for_assignment")
-    stats = dict(result.stats)
-    stats["placementPipeline"] = select is not None
+    from brokerlb.loadbalance.placement.pipeline import select_broker_for_assignment
+    from brokerlb.loadbalance.placement.unload_checks import (
+        should_anti_affinity_namespace_unload,
+        should_namespace_policies_unload,
+    )
+
     decisions: list[UnloadDecision] = []
     for decision in result.decisions:
         if not decision.is_unload or decision.broker is None or decision.bundle is None:
             decisions.append(decision)
             continue
         broker, bundle = decision.broker, decision.bundle
-        if policies_ok is not None and not policies_ok(view, bundle, broker):
+        if not should_namespace_policies_unload(view, bundle, broker):
             decisions.append(_skip(decision, Reason.ISOLATION_POLICY,
                                    "no other broker may own it under its namespace isolation policy"))
             continue
-        if anti_affinity_ok is not None and not anti_affinity_ok(view, bundle, broker):
+        if not should_anti_affinity_namespace_unload(view, bundle, broker):
             decisions.append(_skip(decision, Reason.ANTI_AFFINITY,
                                    "unloading would not improve its anti-affinity group's spread"))
             continue
-        if select is None:
-            decisions.append(decision)
-            continue
-        placement = select(view, bundle, state, rng)
+        placement = select_broker_for_assignment(view, bundle, state, rng)
         if placement.broker is None:
             decisions.append(replace(decision, label=Label.FAILURE, reason=Reason.NO_DESTINATION,
                                      detail=f"{decision.detail}; no broker available to take it "
@@ -136,7 +117,7 @@ def _apply_modular_checks(
                                    f"the destination chosen is the current owner {broker}"))
         else:
             decisions.append(replace(decision, destination=placement.broker))
-    return SheddingResult.of(decisions, stats)
+    return SheddingResult.of(decisions, result.stats)
 
 
 def _skip(decision: UnloadDecision, reason: Reason, why: str) -> UnloadDecision:

@@ -60,10 +60,8 @@ broker2 the same way.
 
 from __future__ import annotations
 
-import importlib
 import math
 import random
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -161,7 +159,7 @@ class TransferShedder:
             return SheddingResult.of([UnloadDecision.skip(
                 Reason.HIT_COUNT, f"shedding condition hit count {memory.unload_condition_hit_count} "
                                   f"<= threshold {threshold} (std {stats.std:.4f}, target {target})")], out)
-        cycle = _Cycle(view, stats, _filter_hook())
+        cycle = _Cycle(view, stats)
         decisions = cycle.run()
         out["loadStdAfter"] = stats.std
         if cycle.skipped:
@@ -234,20 +232,12 @@ def _overloaded(view: ClusterView, broker: str, avg: float) -> bool:
             and load > avg + conf.loadBalancerBrokerLoadTargetStd)
 
 
-FilterHook = Callable[[ClusterView, str, Sequence[str]], Sequence[str]]
+def _filtered_candidates(view: ClusterView, bundle: str) -> list[str]:
+    """The extensible broker-filter pipeline for ``bundle`` (placement's ``extensible_filter_pipeline``)."""
+    from brokerlb.loadbalance.placement.context import context_for
+    from brokerlb.loadbalance.placement.extensible_pipeline import extensible_filter_pipeline
 
-
-def _filter_hook() -> FilterHook | None:
-    """The extensible broker-filter pipeline from placement, if installed."""
-    name = "brokerlb.loadbalance.placement.pipeline"
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and name.startswith(exc.name):
-            return None
-        raise
-    hook = getattr(module, "filter_extensible_candidates", None)
-    return hook if callable(hook) else None
+    return extensible_filter_pipeline(context_for(view), bundle)[0]
 
 
 def _divide(a: float, b: float) -> float:
@@ -266,8 +256,8 @@ def _throughput(data: BrokerLoadData) -> float:
 class _Cycle:
     """One pass of the unload loop (step 3 of the module docstring)."""
 
-    def __init__(self, view: ClusterView, stats: LoadStats, filter_hook: FilterHook | None) -> None:
-        self.view, self.stats, self.filter_hook = view, stats, filter_hook
+    def __init__(self, view: ClusterView, stats: LoadStats) -> None:
+        self.view, self.stats = view, stats
         conf = view.config
         self.transfer = conf.loadBalancerTransferEnabled
         self.count_gain = conf.loadBalancerDebugModeEnabled or conf.brokerlbTransferShedderCountSwapGain
@@ -379,10 +369,7 @@ class _Cycle:
             return False
         candidates = self._candidates.get(bundle)
         if candidates is None:
-            brokers: Sequence[str] = view.available_brokers
-            if self.filter_hook is not None:
-                brokers = self.filter_hook(view, bundle, brokers)
-            candidates = self._candidates[bundle] = frozenset(brokers)
+            candidates = self._candidates[bundle] = frozenset(_filtered_candidates(view, bundle))
         if destination not in candidates:
             return False
         others = candidates - {source}

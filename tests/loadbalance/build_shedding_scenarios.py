@@ -1,8 +1,9 @@
-"""Builds the Pulsar-test scenario fixtures of this folder (run: python -m tests.unit.loadbalance.pulsar_scenarios._build).
+"""Builds ``pulsar_scenarios/shedding/*.json`` (run: ``python -m tests.loadbalance.build_shedding_scenarios``).
 
-Each fixture ports one test class of Apache Pulsar's own suite: every test method becomes
-a scenario whose steps are `brokerlb plan batch` requests (snapshot + strategy + session)
-with the outcome Pulsar's test asserts. The helpers below mirror the Java tests' helpers
+Each fixture ports one test method of Apache Pulsar's shedding tests (OverloadShedderTest,
+ThresholdShedderTest, UniformLoadShedderTest, AvgShedderTest, TransferShedderTest): its
+requests are ``brokerlb plan batch`` requests (snapshot + strategy + session) and its
+expectations are what Pulsar's test asserts (format: :mod:`tests.loadbalance.scenarios`). The helpers below mirror the Java tests' helpers
 (``getCpuLoad``, ``getTopBundlesLoad``, ``initBrokerData`` ...), computing derived values
 (``weightedMaxEMA``, top-K order) with brokerlb's model, as Pulsar's classes do.
 """
@@ -22,7 +23,7 @@ from brokerlb.model import (
     TopBundlesLoadData,
 )
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent / "pulsar_scenarios" / "shedding"
 TESTS = "apache/pulsar pulsar-broker/src/test/java/org/apache/pulsar/broker/loadbalance"
 IMPL = "org.apache.pulsar.broker.loadbalance.impl"
 EXT = "org.apache.pulsar.broker.loadbalance.extensions"
@@ -30,23 +31,82 @@ NOW = 1_700_000_000_000
 MB = 1024 * 1024
 
 
+_KEYS = {"unloads": "unload.success", "unloadsInOrder": "unload.successInOrder",
+         "unloadsOneOf": "unload.successOneOf", "unloadsWithReason": "unload.successWithReason",
+         "count": "unload.count", "countAtLeast": "unload.countAtLeast", "brokers": "unload.brokers",
+         "perBroker": "unload.perBroker", "destinations": "unload.destinations", "reason": "unload.reason",
+         "skip": "unload.skip", "stats": "stats", "statsApprox": "statsApprox",
+         "stdAfterAtMostTargetOrExhausted": "unload.stdAtMostTargetOrExhausted"}
+
+
+def _expectation(expect: dict[str, Any], unloaded: set[str]) -> dict[str, Any]:
+    if "placement" in expect:
+        bundle = expect["ifUnloaded"]
+        return {"placement.broker": expect["placement"]} if bundle in unloaded else {}
+    out: dict[str, Any] = {}
+    for key, value in expect.items():
+        if key == "cooledDownBrokers":
+            out.setdefault("stats", {})["cooledDownBrokers"] = value
+        else:
+            out.setdefault(_KEYS[key], {}).update(value) if key == "stats" else out.__setitem__(_KEYS[key], value)
+    return out
+
+
+def _describe(cls: str, method: str, scenario: dict[str, Any], expects: list[dict[str, Any]]) -> str:
+    """A one-line summary when the scenario has no written description."""
+    steps = len(scenario["steps"])
+    parts = []
+    for expect in expects:
+        if "unload.skip" in expect:
+            parts.append(f"nothing unloaded ({expect['unload.skip']})")
+        elif "unload.success" in expect or "unload.successInOrder" in expect:
+            got = expect.get("unload.success") or expect.get("unload.successInOrder")
+            parts.append("unloads " + ", ".join(f"{b} from {s}" + (f" to {d}" if d else "") for s, b, d in got)
+                         if got else "nothing unloaded")
+        elif "unload.count" in expect:
+            parts.append(f"{expect['unload.count']} unloads")
+        elif "placement.broker" in expect:
+            parts.append(f"placed on {expect['placement.broker']}")
+    summary = "; ".join(dict.fromkeys(parts)) or "load statistics as Pulsar computes them"
+    return f"Pulsar's {cls}.{method} ({steps} step{'s' if steps > 1 else ''}): {summary}."
+
+
 def write(name: str, source: str, scenarios: list[dict[str, Any]]) -> None:
-    """Write a fixture; each scenario's distinct snapshots are stored once (``"$s0"`` references)."""
+    """One fixture per scenario (``<Class>.<method>.json``); distinct snapshots stored once (``@s0``).
+
+    AvgShedder placement steps expect the bound broker only for bundles the preceding shed
+    steps unloaded (as Pulsar's test checks only those); the set comes from running the steps.
+    """
+    from brokerlb.loadbalance.planner import Planner
+
+    HERE.mkdir(parents=True, exist_ok=True)
     for scenario in scenarios:
+        planner = Planner()
+        unloaded: set[str] = set()
         snapshots: dict[str, Any] = {}
+        requests, expects = [], []
         for step in scenario["steps"]:
-            text = json.dumps(step["request"]["snapshot"], sort_keys=True)
+            request = dict(step["request"])
+            answer = planner.run(dict(request))
+            text = json.dumps(request["snapshot"], sort_keys=True)
             ref = next((k for k, v in snapshots.items() if json.dumps(v, sort_keys=True) == text), None)
             if ref is None:
                 ref = f"s{len(snapshots)}"
-                snapshots[ref] = step["request"]["snapshot"]
-            step["request"]["snapshot"] = f"${ref}"
-        scenario["snapshots"] = snapshots
-    doc = {"source": source, "scenarios": scenarios}
-    text = json.dumps(doc, indent=1)
-    if len(text) > 100_000:  # big clusters: one line per scenario part keeps the file small
-        text = json.dumps(doc, separators=(",", ":"))
-    (HERE / f"{name}.json").write_text(text + "\n")
+                snapshots[ref] = request["snapshot"]
+            request["snapshot"] = f"@{ref}"
+            requests.append(request)
+            expects.append(_expectation(step["expect"], unloaded))
+            if answer["op"] == "shed":
+                unloaded |= {u["bundle"] for u in answer["unload"] if u["label"] == "Success"}
+        method = scenario["name"].split(" ")[0]
+        source_method = method.replace("DisabledShedding", "")
+        description = scenario.get("description") or _describe(name, method, scenario, expects)
+        doc = {"source": f"{source}#{source_method}", "description": description,
+               "snapshots": snapshots, "requests": requests, "expect": expects}
+        text = json.dumps(doc, indent=1)
+        if len(text) > 100_000:  # big clusters: compact, to keep the repository small
+            text = json.dumps(doc, separators=(",", ":"))
+        (HERE / f"{name}.{method}.json").write_text(text + "\n")
 
 
 def shed(snapshot: dict[str, Any], strategy: str, expect: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -240,7 +300,9 @@ def ext_snapshot(loads: dict[str, BrokerLoadData], tops: dict[str, TopBundlesLoa
     doc = {"now": NOW, "config": config,
            "brokerLoadData": {b: d.to_json() for b, d in loads.items()},
            "topBundlesLoadData": {b: [e.to_json() for e in t.top_bundles_load_data] for b, t in tops.items()},
-           "brokerLookupData": {b: {"persistentTopicsEnabled": True, "nonPersistentTopicsEnabled": True}
+           "brokerLookupData": {b: {"persistentTopicsEnabled": True, "nonPersistentTopicsEnabled": True,
+                                    "loadManagerClassName": f"{EXT}.ExtensibleLoadManagerImpl",
+                                    "brokerVersion": "3.0.0"}
                                 for b in (available if available is not None else list(loads))}}
     doc.update(extra)
     return doc
@@ -312,6 +374,14 @@ def build_transfer() -> None:
         "namespaces": ["my-tenant/.*"], "primary": [".*"], "secondary": [],
         "auto_failover_policy": {"policy_type": "min_available", "parameters": {"min_limit": "1",
                                                                                "usage_threshold": "100"}}}})
+    isolation_e = setup_context(
+        config={"loadBalancerSheddingBundlesWithPoliciesEnabled": True},
+        isolationPolicies={"e-on-broker5": {
+            "namespaces": ["my-tenant/my-namespaceE"], "primary": ["broker5:8080"], "secondary": [],
+            "auto_failover_policy": {"policy_type": "min_available",
+                                     "parameters": {"min_limit": "1", "usage_threshold": "100"}}}})
+    isolation_e_no_transfer = json.loads(json.dumps(isolation_e))
+    isolation_e_no_transfer["config"]["loadBalancerTransferEnabled"] = False
     policies_no_transfer = json.loads(json.dumps(policies))
     policies_no_transfer["config"]["loadBalancerTransferEnabled"] = False
     target_std = ext_snapshot(
@@ -378,7 +448,16 @@ def build_transfer() -> None:
             ts(setup_context(recentlyUnloadedBrokers={"broker1:8080": NOW}), {"skip": "CoolDown"}, session="s")]},
         {"name": "testRecentlyUnloadedBundles", "steps": [ts(recent_bundles, setup_expect(
             ("broker3:8080", "my-tenant/my-namespaceC/0x00000000_0x0FFFFFFF", "broker1:8080")))]},
-        {"name": "testBundlesWithIsolationPolicies (policies present, shedding them disabled)", "steps": [
+        {"name": "testBundlesWithIsolationPolicies", "description": (
+            "namespaceE may only live on broker5 (isolation policy, shedding such bundles enabled): "
+            "broker5 cannot give bundleE1 to broker1, so broker4 is shed instead; with transfers "
+            "disabled the same bundle is unloaded without a destination."), "steps": [
+            ts(isolation_e, setup_expect(("broker4:8080", D1, "broker1:8080")), session="s"),
+            ts(isolation_e_no_transfer, setup_expect(("broker4:8080", D1, None)), session="s")]},
+        {"name": "testBundlesWithIsolationPoliciesDisabledShedding", "description": (
+            "Every namespace has an isolation policy and loadBalancerSheddingBundlesWithPoliciesEnabled "
+            "is false: no bundle may move (NoBundles), with or without transfers (third part of "
+            "Pulsar's testBundlesWithIsolationPolicies)."), "steps": [
             ts(policies, {"skip": "NoBundles", "stats": {"loadAvg": SETUP_AVG, "loadStd": SETUP_STD}}, session="s"),
             ts(policies_no_transfer, {"skip": "NoBundles"}, session="s")]},
         {"name": "testTargetStd", "steps": [ts(target_std, {"skip": "HitCount", "stats": {
