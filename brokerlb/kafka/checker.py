@@ -12,8 +12,9 @@
     other could take;
   - ``"per_topic"`` -- within each topic, its subscribers' counts differ by at
     most one (Range's promise);
-  - ``"load"`` -- no single move of one partition to another subscribed member
-    lowers the larger of the two members' loads by more than ``tolerance``;
+  - ``"load"`` -- no partition (rate ``r > 0``) could move from its owner to
+    another subscribed member and leave that member more than ``tolerance``
+    below the owner's current load (``receiver + r < owner - tolerance``);
   - ``"none"``.
 
 :func:`check_cooperative_round` adds KIP-429's rule for one round: nobody is
@@ -124,10 +125,10 @@ def _check_load_balance(group: GroupSnapshot, assignment: dict[str, list[TopicPa
             if receiver is None:
                 continue
             rate = rates[tp]
-            if rate > tolerance and loads[receiver] + rate < loads[holder] - tolerance:
-                _fail(f"unbalanced load: moving {tp} (rate {rate:g}) from {holder!r} (load {loads[holder]:g}) to "
-                      f"{receiver!r} (load {loads[receiver]:g}) lowers the larger load by more than "
-                      f"{tolerance:g}", group, assignment)
+            if rate > 0 and loads[receiver] + rate < loads[holder] - tolerance:
+                _fail(f"unbalanced load: {tp} (rate {rate:g}) could move from {holder!r} (load {loads[holder]:g}) "
+                      f"to {receiver!r} (load {loads[receiver]:g}) and leave it more than {tolerance:g} below",
+                      group, assignment)
 
 
 def check_cooperative_round(group: GroupSnapshot, result: GroupAssignment, *,

@@ -22,6 +22,7 @@ Java's for them; member ids may be anything and are ordered as Java orders
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -61,6 +62,7 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}-{self.partition}"
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def java_order(text: str) -> bytes:
     """Sort key giving Java's ``String.compareTo`` order (UTF-16 code units)."""
     return text.encode("utf-16-be", "surrogatepass")
@@ -276,23 +278,28 @@ class OwnerResolution:
 
 
 def resolve_owners(group: GroupSnapshot) -> OwnerResolution:
-    topics = set(group.subscribed_topics())
-    claims: dict[TopicPartition, list[tuple[int, str]]] = {}
+    counts = group.partitions_per_topic()
     members = group.sorted_members()
     max_generation = max((m.generation_or_default for m in members), default=DEFAULT_GENERATION)
+    first: dict[TopicPartition, tuple[int, str]] = {}  # the only claim, in the usual case
+    conflicts: dict[TopicPartition, list[tuple[int, str]]] = {}
     previous: dict[TopicPartition, tuple[str, int]] = {}
     for m in members:
         gen = m.generation_or_default
         for tp in m.owned:
-            if tp.topic in topics and group.exists(tp):
-                claims.setdefault(tp, []).append((gen, m.member_id))
+            if 0 <= tp.partition < counts.get(tp.topic, 0):
+                claim = (gen, m.member_id)
+                if tp in first:
+                    conflicts.setdefault(tp, [first[tp]]).append(claim)
+                else:
+                    first[tp] = claim
             if gen < max_generation:
                 best = previous.get(tp)
                 if best is None or gen > best[1]:
                     previous[tp] = (m.member_id, gen)
-    winner: dict[TopicPartition, str] = {}
+    winner = {tp: claim[1] for tp, claim in first.items() if tp not in conflicts}
     multi: set[TopicPartition] = set()
-    for tp, cl in claims.items():
+    for tp, cl in conflicts.items():
         top = max(g for g, _ in cl)
         at_top = [mid for g, mid in cl if g == top]
         if len(at_top) == 1:
@@ -344,7 +351,7 @@ class GroupAssignment:
 
 
 def finish_assignment(group: GroupSnapshot, target: Mapping[str, Iterable[TopicPartition]],
-                      cooperative: bool = False) -> GroupAssignment:
+                      cooperative: bool = False, owners: OwnerResolution | None = None) -> GroupAssignment:
     """Turn a target ``{member: partitions}`` into a :class:`GroupAssignment`.
 
     ``moved`` counts partitions whose target owner differs from the valid owner
@@ -352,7 +359,7 @@ def finish_assignment(group: GroupSnapshot, target: Mapping[str, Iterable[TopicP
     target owner this round (``pending``) while any *other* member still claims
     it -- CooperativeStickyAssignor's ``adjustAssignment``.
     """
-    previous = resolve_owners(group).owner_of()
+    previous = (owners if owners is not None else resolve_owners(group)).owner_of()
     claimants: dict[TopicPartition, set[str]] = {}
     if cooperative:
         for mid, member in group.members.items():

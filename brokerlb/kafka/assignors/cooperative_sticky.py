@@ -20,7 +20,13 @@ B [t0-1]. Round 1: A [t0-0] (revokes t0-1), B [] with t0-1 pending; round 2
 
 from __future__ import annotations
 
-from brokerlb.kafka.assignors.base import GroupAssignment, GroupSnapshot, RebalanceProtocol, finish_assignment
+from brokerlb.kafka.assignors.base import (
+    GroupAssignment,
+    GroupSnapshot,
+    RebalanceProtocol,
+    finish_assignment,
+    resolve_owners,
+)
 from brokerlb.kafka.assignors.sticky import sticky_target
 
 __all__ = ["CooperativeStickyAssignor"]
@@ -34,4 +40,6 @@ class CooperativeStickyAssignor:
         self.constrained = constrained
 
     def assign(self, group: GroupSnapshot) -> GroupAssignment:
-        return finish_assignment(group, sticky_target(group, self.constrained), cooperative=True)
+        owners = resolve_owners(group)
+        return finish_assignment(group, sticky_target(group, self.constrained, owners), cooperative=True,
+                                 owners=owners)

@@ -10,16 +10,17 @@ Steps:
 1. keep every valid owned partition whose topic the owner still subscribes to;
 2. place the other partitions heaviest first, each on the subscribed member
    with the lowest (load, partition count, member id) -- LPT scheduling;
-3. local search: take the most loaded member; move one of its partitions to the
-   least loaded member subscribed to that topic when that lowers the larger of
-   the two loads by more than ``tolerance`` (choose the partition that lowers it
-   most; prefer one placed in step 2, then the smallest id); repeat until no
-   member has such a move.
+3. local search: take the most loaded member; move one of its partitions (rate
+   ``r > 0``) to the least loaded member subscribed to that topic when the
+   receiver stays more than ``tolerance`` below the donor's current load
+   (``receiver + r < donor - tolerance``); choose the partition whose move
+   lowers the larger of the two loads most, prefer one placed in step 2, then
+   the smallest id; repeat until no member has such a move.
 
-The result satisfies the checker's load condition: no single move lowers the
-larger load of the pair involved by more than ``tolerance``
-(:meth:`LoadAwareAssignor.tolerance_for`). Each move strictly lowers the sum of
-squared loads, so the search ends.
+The result satisfies the checker's load condition with the same ``tolerance``
+(:meth:`LoadAwareAssignor.tolerance_for`): no partition could move to another
+subscribed member and leave it more than ``tolerance`` below the donor. Each
+move strictly lowers the sum of squared loads, so the search ends.
 
 Rates: a topic without rates gets the mean of all given rates per partition
 (1.0 if none are given), so with no rates at all this balances counts.
@@ -46,6 +47,7 @@ from brokerlb.errors import InvalidConfigError
 from brokerlb.kafka.assignors.base import (
     GroupAssignment,
     GroupSnapshot,
+    OwnerResolution,
     RebalanceProtocol,
     TopicPartition,
     finish_assignment,
@@ -106,6 +108,51 @@ class _Placement:
         # member -> topic -> sorted [(rate, tp)]
         self.held: dict[str, dict[str, list[tuple[float, TopicPartition]]]] = {m: {} for m in self.members}
 
+    # bulk phase: place without keeping the sorted indexes, then rebuild them once
+
+    def _record(self, tp: TopicPartition, m: _Member) -> None:
+        rate = self.rates[tp]
+        m.load += rate
+        m.count += 1
+        self.held[m.member_id].setdefault(tp.topic, []).append((rate, tp))
+        self.owner[tp] = m.member_id
+
+    def keep(self, tp: TopicPartition, member_id: str) -> None:
+        self._record(tp, self.members[member_id])
+
+    def place_greedily(self, partitions: Iterable[TopicPartition]) -> None:
+        """Each partition (in the given order) to the least loaded subscribed member (LPT)."""
+        heaps: dict[frozenset[str], list[tuple[float, int, bytes, str]]] = {cls: [] for cls in self.classes}
+        for m in self.members.values():
+            heaps[m.topics].append(m.order() + (m.member_id,))
+        for heap in heaps.values():
+            heapq.heapify(heap)
+        for tp in partitions:
+            best: tuple[float, int, bytes, str] | None = None
+            best_heap: list[tuple[float, int, bytes, str]] | None = None
+            for cls in self.classes_of_topic.get(tp.topic, ()):
+                heap = heaps[cls]
+                if heap and (best is None or heap[0] < best):
+                    best, best_heap = heap[0], heap
+            if best is None or best_heap is None:
+                continue
+            m = self.members[best[3]]
+            self._record(tp, m)
+            heapq.heapreplace(best_heap, m.order() + (m.member_id,))
+
+    def rebuild_indexes(self) -> None:
+        for by_topic in self.held.values():
+            for lst in by_topic.values():
+                lst.sort()
+        for entries in self.classes.values():
+            entries.clear()
+        for m in self.members.values():
+            self.classes[m.topics].append(m.order() + (m.member_id,))
+        for entries in self.classes.values():
+            entries.sort()
+
+    # incremental phase: keep the indexes sorted
+
     def _reindex(self, m: _Member, load: float, count: int) -> None:
         entries = self.classes[m.topics]
         old = (m.load, m.count, m.key, m.member_id)
@@ -152,31 +199,31 @@ class LoadAwareAssignor:
     def protocol(self) -> RebalanceProtocol:
         return RebalanceProtocol.COOPERATIVE if self.cooperative else RebalanceProtocol.EAGER
 
-    def tolerance_for(self, group: GroupSnapshot) -> float:
+    def tolerance_for(self, group: GroupSnapshot, rates: Mapping[TopicPartition, float] | None = None) -> float:
         """The absolute hysteresis: ``tolerance_ratio`` x mean load per member (tiny floor)."""
-        rates = partition_rates(group)
+        rates = rates if rates is not None else partition_rates(group)
         members = [m for m in group.members.values() if any(t in group.partitions for t in m.topics)]
         mean = sum(rates.values()) / len(members) if members else 0.0
         return max(self.tolerance_ratio * mean, 1e-9 * max(mean, 1.0))
 
     def assign(self, group: GroupSnapshot) -> GroupAssignment:
-        return finish_assignment(group, self.target(group), cooperative=self.cooperative)
+        owners = resolve_owners(group)
+        return finish_assignment(group, self.target(group, owners), cooperative=self.cooperative, owners=owners)
 
-    def target(self, group: GroupSnapshot) -> dict[str, list[TopicPartition]]:
+    def target(self, group: GroupSnapshot, owners: OwnerResolution | None = None) -> dict[str, list[TopicPartition]]:
         rates = partition_rates(group)
         placement = _Placement(group, rates)
-        tolerance = self.tolerance_for(group)
+        tolerance = self.tolerance_for(group, rates)
         kept: set[TopicPartition] = set()
-        for mid, tps in resolve_owners(group).owned.items():
+        owners = owners if owners is not None else resolve_owners(group)
+        for mid, tps in owners.owned.items():
             for tp in tps:
                 if tp.topic in placement.members[mid].topics:
-                    placement.place(tp, mid)
+                    placement.keep(tp, mid)
                     kept.add(tp)
         fresh = sorted((tp for tp in rates if tp not in kept), key=lambda tp: (-rates[tp], tp))
-        for tp in fresh:
-            target = placement.least_loaded(tp.topic)
-            if target is not None:
-                placement.place(tp, target.member_id)
+        placement.place_greedily(fresh)
+        placement.rebuild_indexes()
         _improve(placement, kept, tolerance)
         out: dict[str, list[TopicPartition]] = {mid: [] for mid in group.members}
         for tp, mid in placement.owner.items():
@@ -194,15 +241,17 @@ def _best_move(p: _Placement, donor: _Member, kept: set[TopicPartition],
         if receiver is None:
             continue
         gap = donor.load - receiver.load
-        limit = gap - tolerance  # need tolerance < rate < limit
-        if limit <= tolerance:
+        limit = gap - tolerance  # need 0 < rate < limit
+        if limit <= 0:
             continue
-        i = bisect.bisect_left(held, (gap / 2.0,))
+        # new max = donor - r for r <= gap/2 (best: the largest such r), receiver + r above (best: the
+        # smallest such r); so look at the two partitions around min(gap/2, limit)
+        i = bisect.bisect_left(held, (min(gap / 2.0, limit),))
         for j in (i - 1, i):
             if not 0 <= j < len(held):
                 continue
             rate, tp = held[j]
-            if not tolerance < rate < limit:
+            if not 0 < rate < limit:
                 continue
             new_max = max(donor.load - rate, receiver.load + rate)
             candidate = (new_max, 1 if tp in kept else 0, tp, receiver.member_id)

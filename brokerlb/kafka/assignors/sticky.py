@@ -29,6 +29,7 @@ from __future__ import annotations
 from brokerlb.kafka.assignors.base import (
     GroupAssignment,
     GroupSnapshot,
+    OwnerResolution,
     RebalanceProtocol,
     TopicPartition,
     finish_assignment,
@@ -40,9 +41,10 @@ from brokerlb.kafka.assignors.sticky_general import GeneralStickyInput, general_
 __all__ = ["StickyAssignor", "sticky_target"]
 
 
-def sticky_target(group: GroupSnapshot, constrained: bool = True) -> dict[str, list[TopicPartition]]:
+def sticky_target(group: GroupSnapshot, constrained: bool = True,
+                  owners: OwnerResolution | None = None) -> dict[str, list[TopicPartition]]:
     """The sticky target assignment ``{member: partitions}`` (shared with cooperative-sticky)."""
-    owners = resolve_owners(group)
+    owners = owners if owners is not None else resolve_owners(group)
     per_topic = group.partitions_per_topic()
     if constrained and group.all_subscriptions_equal():
         return constrained_assign(list(group.members), per_topic, owners.owned)
@@ -68,4 +70,5 @@ class StickyAssignor:
         self.constrained = constrained
 
     def assign(self, group: GroupSnapshot) -> GroupAssignment:
-        return finish_assignment(group, sticky_target(group, self.constrained))
+        owners = resolve_owners(group)
+        return finish_assignment(group, sticky_target(group, self.constrained, owners), owners=owners)

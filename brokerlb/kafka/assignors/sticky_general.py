@@ -82,6 +82,9 @@ class _SortedMembers:
     def __iter__(self):  # members, least loaded first
         return (m for _, _, m in self._items)
 
+    def first(self) -> tuple[int, bytes, str] | None:
+        return self._items[0] if self._items else None
+
     def first_count(self) -> int:
         return self._items[0][0]
 
@@ -152,7 +155,12 @@ class _GeneralBuilder:
         # current assignment: member -> ordered set of partitions
         self.current: dict[str, dict[TopicPartition, None]] = {m: {} for m in self.subs}
         self.owner: dict[TopicPartition, str] = {}
+        #: topic -> {member: partitions of the topic it holds} (for the balance test)
+        self.holders: dict[str, dict[str, int]] = {t: {} for t in self.counts}
         self.sorted = _SortedMembers()
+        # the same order among each topic's subscribers: "the first member in sorted order
+        # subscribed to topic t" is the head of by_topic[t]
+        self.by_topic: dict[str, _SortedMembers] = {t: _SortedMembers() for t in self.counts}
         self.movements = _Movements()
         self.revocation_required = False
         self._balanced: bool | None = None
@@ -167,11 +175,35 @@ class _GeneralBuilder:
         self._balanced = None
         self._topic_min.clear()
 
+    def _index_add(self, member: str) -> None:
+        n = len(self.current[member])
+        self.sorted.add(n, member)
+        for topic in self.subs[member]:
+            self.by_topic[topic].add(n, member)
+
+    def _index_remove(self, member: str) -> None:
+        n = len(self.current[member])
+        self.sorted.remove(n, member)
+        for topic in self.subs[member]:
+            self.by_topic[topic].remove(n, member)
+
+    def first_subscribed(self, topic: str) -> str | None:
+        """The first member in sorted order subscribed to ``topic`` (Java scans the sorted set)."""
+        head = self.by_topic[topic].first()
+        return None if head is None else head[2]
+
+    def _hold(self, tp: TopicPartition, member: str, delta: int) -> None:
+        held = self.holders[tp.topic]
+        held[member] = held.get(member, 0) + delta
+        if not held[member]:
+            del held[member]
+
     def _set_owner(self, tp: TopicPartition, member: str) -> None:
-        self.sorted.remove(self.count(member), member)
+        self._index_remove(member)
         self.current[member][tp] = None
         self.owner[tp] = member
-        self.sorted.add(self.count(member), member)
+        self._hold(tp, member, 1)
+        self._index_add(member)
         self._touched()
 
     def sorted_all_partitions(self) -> list[TopicPartition]:
@@ -193,6 +225,7 @@ class _GeneralBuilder:
                     continue
                 self.current[member][tp] = None
                 self.owner[tp] = member
+                self._hold(tp, member, 1)
                 kept.add(tp)
         return kept
 
@@ -226,12 +259,9 @@ class _GeneralBuilder:
 
     def assign_unassigned(self, unassigned: list[TopicPartition]) -> None:
         for tp in unassigned:
-            if not self.topic_consumers[tp.topic]:
-                continue
-            for member in self.sorted:
-                if tp.topic in self.subs[member]:
-                    self._set_owner(tp, member)
-                    break
+            member = self.first_subscribed(tp.topic)
+            if member is not None:
+                self._set_owner(tp, member)
 
     def can_participate(self, member: str) -> bool:
         if self.count(member) < self.max_size[member]:
@@ -246,18 +276,16 @@ class _GeneralBuilder:
     def _compute_balanced(self) -> bool:
         if self.sorted.first_count() >= self.sorted.last_count() - 1:
             return True
-        # per topic: the two largest owner counts held by different owners
+        # per topic: the two largest partition counts among the members holding some of it
+        current = self.current
         best: dict[str, list[tuple[int, str]]] = {}
-        for tp, member in self.owner.items():
-            if member not in self.current:  # fixed consumer
-                continue
-            top = best.setdefault(tp.topic, [])
-            entry = (self.count(member), member)
-            if entry in top:
-                continue
-            top.append(entry)
+        for topic, held in self.holders.items():
+            top: list[tuple[int, str]] = []
+            for member in held:
+                if member in current:  # not a fixed consumer
+                    top.append((len(current[member]), member))
             top.sort(reverse=True)
-            del top[2:]
+            best[topic] = top[:2]
         for member in self.sorted:
             n = self.count(member)
             if n == self.max_size[member]:
@@ -292,7 +320,8 @@ class _GeneralBuilder:
                     performed = modified = True
                     continue
                 if n > self.min_count_on_topic(tp.topic) + 1:
-                    new = next(m for m in self.sorted if tp.topic in self.subs[m])
+                    new = self.first_subscribed(tp.topic)
+                    assert new is not None
                     self.reassign_to(tp, new)
                     performed = modified = True
             if not modified:
@@ -308,14 +337,16 @@ class _GeneralBuilder:
 
     def move(self, tp: TopicPartition, new: str) -> None:
         old = self.owner[tp]
-        self.sorted.remove(self.count(old), old)
-        self.sorted.remove(self.count(new), new)
+        self._index_remove(old)
+        self._index_remove(new)
         self.movements.move(tp, old, new)
         del self.current[old][tp]
         self.current[new][tp] = None
         self.owner[tp] = new
-        self.sorted.add(self.count(new), new)
-        self.sorted.add(self.count(old), old)
+        self._hold(tp, old, -1)
+        self._hold(tp, new, 1)
+        self._index_add(new)
+        self._index_add(old)
         self._touched()
 
     def balance_score(self) -> int:
@@ -332,7 +363,7 @@ class _GeneralBuilder:
             all_sorted = self.legacy_sorted_partitions(all_sorted)
         unassigned = [tp for tp in all_sorted if tp not in kept]
         for member in self.subs:
-            self.sorted.add(self.count(member), member)
+            self._index_add(member)
         if not self.sorted:
             return {}
         initializing = self.count(self.sorted.last_member()) == 0
@@ -344,7 +375,7 @@ class _GeneralBuilder:
         fixed: dict[str, dict[TopicPartition, None]] = {}
         for member in list(self.subs):
             if not self.can_participate(member):
-                self.sorted.remove(self.count(member), member)
+                self._index_remove(member)
                 fixed[member] = self.current.pop(member)
         self._touched()
         if self.current:

@@ -1,0 +1,138 @@
+"""Benchmark: seed 004's ZooKeeper-era rebalance vs the coordinator style, on a real ZooKeeper.
+
+Five consumers (``--consumers``) join one by one, then leave in a shuffled order.
+After each change the group must settle (every partition owned, each member
+fetching exactly what it owns); the invariants are checked throughout. For every
+change we report:
+
+* ``settle_s`` -- from the change to the last fetch start/stop or rebalance end;
+* ``moved`` -- partitions whose owner changed;
+* ``paused_partition_s`` / ``max_pause_s`` -- summed / longest time a partition was not fetched;
+* ``stop_the_world_s`` -- the longest stretch in which no partition was fetched;
+* ``rebalances`` / ``attempts`` -- member rebalances and their attempts (retries after
+  "owner node still exists").
+
+Styles: ``seed-004`` (range; every member rebalances itself), ``coordinator``
+(cooperative-sticky, incremental) and ``coordinator-eager`` (range, release all).
+The embedded store (``--store memory``) shows the protocol cost without network.
+
+Run: ``.venv/bin/python benchmarks/bench_group_protocols.py [--store zookeeper|memory] [--rounds 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import random
+import statistics
+import sys
+import uuid
+from collections.abc import Callable
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from brokerlb.coordination import MemoryMetadataStore, MemoryServer, MetadataStore  # noqa: E402
+from brokerlb.kafka.group import CoordinatedGroupConsumer, GroupRun, ZkRebalancingConsumer  # noqa: E402
+
+TOPICS = {"orders": 24, "payments": 12, "clicks": 12}
+
+
+def styles(backoff: float) -> dict[str, Callable]:
+    def seed(store, group, cid, tracker):
+        return ZkRebalancingConsumer(store, group, cid, list(TOPICS), assignor="range", tracker=tracker,
+                                     rebalance_backoff_s=backoff, rebalance_max_retries=50)
+
+    def coordinator(store, group, cid, tracker):
+        return CoordinatedGroupConsumer(store, group, cid, list(TOPICS), assignor="cooperative-sticky",
+                                        tracker=tracker)
+
+    def eager(store, group, cid, tracker):
+        return CoordinatedGroupConsumer(store, group, cid, list(TOPICS), assignor="range", incremental=False,
+                                        tracker=tracker)
+
+    return {"seed-004 (range)": seed, "coordinator (cooperative-sticky)": coordinator,
+            "coordinator-eager (range)": eager}
+
+
+async def one_round(new_store, make, consumers: int, seed: int) -> list[dict]:
+    run = GroupRun(f"bench-{uuid.uuid4().hex[:6]}", TOPICS, new_store, make, settle_timeout_s=60.0)
+    await run.setup()
+    try:
+        ids = [f"consumer-{i}" for i in range(1, consumers + 1)]
+        for cid in ids:
+            await run.join(cid)
+        order = ids[:]
+        random.Random(seed).shuffle(order)
+        for cid in order[:-1]:  # the last leave empties the group: nothing to measure
+            await run.leave(cid)
+        assert not run.tracker.violations
+        return [r.row() for r in run.reports]
+    finally:
+        await run.close()
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    stores: list[MetadataStore] = []
+    zk = None
+    if args.store == "zookeeper":
+        from brokerlb.coordination.zookeeper import ZooKeeperMetadataStore
+        from brokerlb.testing.zookeeper import ZooKeeperServer
+
+        zk = ZooKeeperServer().start()
+
+        async def new_store() -> MetadataStore:
+            store = ZooKeeperMetadataStore(zk.hosts, session_timeout=4.0, operation_timeout=10.0)
+            await store.start()
+            stores.append(store)
+            return store
+    else:
+        server = MemoryServer(f"bench-{uuid.uuid4().hex[:6]}")
+
+        async def new_store() -> MetadataStore:
+            store = MemoryMetadataStore(server, session_timeout=4.0, operation_timeout=10.0)
+            await store.start()
+            stores.append(store)
+            return store
+
+    try:
+        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+              f"load average {os.getloadavg()[0]:.1f}; store: {args.store}; topics {TOPICS}; "
+              f"{args.consumers} consumers; {args.rounds} rounds (median per change)\n")
+        header = (f"{'style':<34} {'change':<20} {'settle_s':>9} {'moved':>6} {'paused_p_s':>11} "
+                  f"{'max_pause':>10} {'stw_s':>8} {'rebal':>6} {'attempts':>8}")
+        for name, make in styles(args.backoff).items():
+            rounds = [await one_round(new_store, make, args.consumers, seed) for seed in range(args.rounds)]
+            print(header)
+            totals = {"settle_s": 0.0, "moved": 0, "paused_partition_s": 0.0, "stop_the_world_s": 0.0}
+            for i, row in enumerate(rounds[0]):
+                med = {k: statistics.median(r[i][k] for r in rounds) for k in
+                       ("settle_s", "moved", "paused_partition_s", "max_pause_s", "stop_the_world_s",
+                        "rebalances", "attempts")}
+                change = row["change"] if row["change"].startswith("join") else f"leave #{i - args.consumers + 1}"
+                print(f"{name:<34} {change:<20} {med['settle_s']:>9.4f} {med['moved']:>6.0f} "
+                      f"{med['paused_partition_s']:>11.4f} {med['max_pause_s']:>10.4f} "
+                      f"{med['stop_the_world_s']:>8.4f} {med['rebalances']:>6.0f} {med['attempts']:>8.0f}")
+                for k in totals:
+                    totals[k] += med[k]
+            print(f"{name:<34} {'TOTAL':<20} {totals['settle_s']:>9.4f} {totals['moved']:>6.0f} "
+                  f"{totals['paused_partition_s']:>11.4f} {'':>10} {totals['stop_the_world_s']:>8.4f}\n")
+    finally:
+        for store in stores:
+            await store.close()
+        if zk is not None:
+            zk.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--store", choices=("zookeeper", "memory"), default="zookeeper")
+    ap.add_argument("--consumers", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--backoff", type=float, default=0.2, help="seed-004 rebalance.backoff.ms, in seconds")
+    asyncio.run(main_async(ap.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
