@@ -1,0 +1,1 @@
+"""Small programs on the coordination API (process-level tests, demos)."""

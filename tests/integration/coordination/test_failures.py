@@ -1,0 +1,160 @@
+"""Brokers that die or freeze: ephemerals vanish, leadership moves, a frozen leader stops acting.
+
+On ZooKeeper each broker is a child process killed with SIGKILL or frozen with
+SIGSTOP; on the embedded store each broker is in-process and its session is
+crashed or paused. Every scenario ends with the coordination invariant check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+
+from brokerlb.coordination import MemoryMetadataStore, MemoryServer
+from brokerlb.coordination.paths import BROKERS_ROOT, LEADER_PATH, namespace_ownership_path
+from brokerlb.testing.coordination import check_coordination_invariants
+from brokerlb.testing.waiting import eventually
+
+from .members import InProcessMember, ProcessMember
+
+NS = "failures/ns"
+
+
+class Cluster:
+    def __init__(self, kind: str, zk=None) -> None:
+        self.kind = kind
+        self.members = []
+        if kind == "memory":
+            self.session_timeout = 1.0
+            self.server = MemoryServer(f"failures-{uuid.uuid4().hex[:8]}")
+        else:
+            self.session_timeout = 2.0
+            self.zk = zk
+            self.chroot = f"/failures-{uuid.uuid4().hex[:8]}"
+
+    async def setup(self) -> None:
+        if self.kind == "memory":
+            self.observer = MemoryMetadataStore(self.server, session_timeout=5)
+        else:
+            from brokerlb.coordination.zookeeper import ZooKeeperMetadataStore
+
+            async with ZooKeeperMetadataStore(self.zk.hosts, session_timeout=5) as root:
+                await root.ensure_path(self.chroot)
+            self.observer = ZooKeeperMetadataStore(f"{self.zk.hosts}{self.chroot}", session_timeout=5)
+        await self.observer.start()
+
+    async def member(self, broker_id: str, bundles: int = 0):
+        if self.kind == "memory":
+            m = InProcessMember(self.server, broker_id, self.session_timeout, NS if bundles else None, bundles)
+        else:
+            m = ProcessMember(f"zk:{self.zk.hosts}{self.chroot}", broker_id, self.session_timeout,
+                              NS if bundles else None, bundles)
+        self.members.append(m)
+        return await m.start()
+
+    async def owners(self) -> dict[str, int | None]:
+        try:
+            ranges = await self.observer.children(namespace_ownership_path(NS))
+        except Exception:
+            return {}
+        out = {}
+        for rng in ranges:
+            stat = await self.observer.exists(f"{namespace_ownership_path(NS)}/{rng}")
+            if stat is not None:
+                out[rng] = stat.ephemeral_owner
+        return out
+
+    async def close(self) -> None:
+        for m in self.members:
+            await m.cleanup()
+        await self.observer.close()
+
+
+@pytest.fixture(params=["memory", pytest.param("zookeeper", marks=pytest.mark.zookeeper)])
+async def cluster(request):
+    c = Cluster(request.param, request.getfixturevalue("zk_server") if request.param == "zookeeper" else None)
+    await c.setup()
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+async def test_killed_broker_loses_its_nodes_after_the_session_timeout(cluster):
+    await cluster.member("b1:8080", bundles=16)
+    observer = cluster.observer
+    assert await observer.exists(f"{BROKERS_ROOT}/b1:8080") is not None
+    assert len(await cluster.owners()) == 16
+    killed_at = time.monotonic()
+    cluster.members[0].kill()
+    await asyncio.sleep(cluster.session_timeout * 0.5)
+    assert len(await cluster.owners()) == 16, "ephemerals must outlive the process until the session expires"
+
+    async def gone():
+        return await observer.exists(f"{BROKERS_ROOT}/b1:8080") is None and not await cluster.owners()
+
+    await eventually(gone, timeout=cluster.session_timeout + 5, interval=0.05, message="nodes vanish")
+    elapsed = time.monotonic() - killed_at
+    # ZooKeeper expires sessions in tickTime (0.5 s) buckets.
+    assert cluster.session_timeout * 0.9 <= elapsed <= cluster.session_timeout + 1.5, elapsed
+    await check_coordination_invariants(observer, [NS])
+
+
+async def test_killed_leader_is_replaced_within_session_timeout_plus_one_second(cluster):
+    # Both start together and race for the leadership and the namespace's bundles.
+    members = await asyncio.gather(cluster.member("b1:8080", bundles=8), cluster.member("b2:8080", bundles=8))
+    await eventually(lambda: sum(bool(m.of("leader")) for m in members) == 1, message="one leader")
+    leader = next(m for m in members if m.of("leader"))
+    survivor = next(m for m in members if m is not leader)
+    killed_at = time.monotonic()
+    leader.kill()
+    took_over = await survivor.wait_event("leader", timeout=cluster.session_timeout + 5)
+    assert took_over["t"] - killed_at <= cluster.session_timeout + 1.0, took_over["t"] - killed_at
+    await survivor.wait_event("leader-work", after=took_over["t"])
+    survivor_session = (await cluster.observer.exists(f"{BROKERS_ROOT}/{survivor.broker_id}")).ephemeral_owner
+    owned = survivor.of("owned")[0]["bundles"]
+
+    async def only_survivor_owns():  # the dead broker's bundles are free, the survivor's kept
+        owners = await cluster.owners()
+        return len(owners) == len(owned) and set(owners.values()) <= {survivor_session}
+
+    await eventually(only_survivor_owns, timeout=cluster.session_timeout + 5, message="dead broker's bundles freed")
+    await check_coordination_invariants(cluster.observer, [NS], beliefs={survivor.broker_id: owned})
+
+
+async def test_paused_leader_knows_it_lost_leadership_and_does_no_leader_work(cluster):
+    first = await cluster.member("b1:8080", bundles=4)
+    second = await cluster.member("b2:8080")
+    await first.wait_event("leader-work")
+    paused_at = time.monotonic()
+    first.pause()
+    took_over = await second.wait_event("leader", timeout=cluster.session_timeout + 5)
+    assert took_over["t"] - paused_at <= cluster.session_timeout + 1.0
+    await second.wait_event("leader-work")
+    await asyncio.sleep(0.3)
+    resumed_at = time.monotonic()
+    first.resume()
+    lost = await first.wait_event("lost-leadership", timeout=10)
+    await first.wait_event("session", state="connected", after=resumed_at, timeout=10)  # its new session
+    await asyncio.sleep(0.5)  # time for any stray leader action to show up
+
+    work = first.of("leader-work")
+    assert work, "the leader worked before it was paused"
+    assert all(w["t_checked"] < resumed_at for w in work), "leader work after resuming"
+    first_work_of_second = min(w["t_checked"] for w in second.of("leader-work"))
+    assert max(w["t_checked"] for w in work) < first_work_of_second, "two leaders acted at the same time"
+    assert "lease expired" in lost["reason"] or "session" in lost["reason"]
+    assert any("lost leadership" in line for line in first.log), first.log[-10:]
+    assert not [e for e in first.events if e["event"] == "leader" and e["t"] > resumed_at]
+    leader = await cluster.observer.get(LEADER_PATH)
+    assert b"b2:8080" in leader.data
+    # Ownership after the freeze: the bundles were re-created in the new session (nobody took them).
+    await first.wait_event("ownership-reacquired", timeout=10)
+    owners = await cluster.owners()
+    first_session = (await cluster.observer.exists(f"{BROKERS_ROOT}/b1:8080")).ephemeral_owner
+    assert len(owners) == 4 and set(owners.values()) == {first_session}
+    await check_coordination_invariants(cluster.observer, [NS], beliefs={"b1:8080": first.of("owned")[0]["bundles"]},
+                                        require_all_owned=True)
