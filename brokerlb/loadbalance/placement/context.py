@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from brokerlb.config import short_class_name
-from brokerlb.loadbalance.placement.anti_affinity import DEFAULT_DOMAIN
+from brokerlb.loadbalance.placement.anti_affinity import DEFAULT_DOMAIN, anti_affinity_bundle_counts
 from brokerlb.loadbalance.placement.isolation import (
     IsolationResult,
     apply_namespace_policies,
@@ -87,6 +87,12 @@ class PlacementContext:
             for bundle in data.preallocated_bundle_data:
                 self.preallocated.setdefault(bundle, broker)
 
+        #: LeastLongTermMessageRate score and topic count (with preallocations) per broker
+        self.scores: dict[str, float] = {}
+        self.total_topics: dict[str, int] = {}
+        for broker in brokers:
+            self._rescore(broker)
+
         #: broker -> namespace -> ranges (lastStats keys + preallocated), copied so it can grow
         self.broker_ranges: dict[str, dict[str, set[str]]] = {
             broker: {ns: set(ranges) for ns, ranges in per_ns.items()}
@@ -99,9 +105,13 @@ class PlacementContext:
                 if ranges:
                     self.namespace_counts.setdefault(ns, {})[broker] = len(ranges)
 
-        self._usage_samples: dict[str, object] = {}
+        self._usage_samples: dict[str, tuple[float, bool]] | None = None
         self._shared_hosts: dict[str, bool] | None = None
-        self._isolation: dict[tuple[str, bool, bool], IsolationResult] = {}
+        self._isolation: dict[tuple[object, bool, bool], IsolationResult] = {}
+        self._policy_of: dict[str, object] = {}
+        self._policies: dict[str, object] | None = None
+        self._class_matches: dict[str, frozenset[str]] = {}
+        self._extensible_topics: dict[str, int] | None = None
         self._group_counts: dict[str, dict[str, int]] = {}
         self._group_of: dict[str, str | None] = {}
         self.broker_domain: dict[str, str] = {}
@@ -127,25 +137,25 @@ class PlacementContext:
 
     def topics_with_preallocated(self, broker: str) -> int:
         """Reported topics plus preallocated topics (0 for a broker without load data)."""
-        if broker not in self.reported_topics:
-            return 0
-        return self.reported_topics[broker] + self.preallocated_topics.get(broker, 0)
+        return self.total_topics.get(broker, 0)
 
     def long_term_message_rate_score(self, broker: str) -> float:
         """``LeastLongTermMessageRate``'s score (``+inf`` when overloaded or unknown)."""
-        usage = self.weighted_usage.get(broker)
-        if usage is None or usage > self.overload_threshold:
-            return math.inf
-        return self.preallocated_rate.get(broker, 0.0) + self.long_term_rate[broker]
+        return self.scores.get(broker, math.inf)
 
-    def weighted_usage_sample(self, broker: str) -> tuple[float, bool] | None:
-        """``LeastResourceUsageWithWeight``'s input: (4-weight usage, restart its EMA?) or ``None``."""
-        sample = self._usage_samples.get(broker, _MISSING)
-        if sample is _MISSING:
-            data = self.view.brokers.get(broker)
-            sample = None if data is None else (weighted_usage(data, self.weights), restarts_history(data))
-            self._usage_samples[broker] = sample
-        return sample  # type: ignore[return-value]
+    def _rescore(self, broker: str) -> None:
+        usage = self.weighted_usage[broker]
+        self.scores[broker] = (math.inf if usage > self.overload_threshold
+                               else self.preallocated_rate.get(broker, 0.0) + self.long_term_rate[broker])
+        self.total_topics[broker] = self.reported_topics[broker] + self.preallocated_topics.get(broker, 0)
+
+    @property
+    def usage_samples(self) -> dict[str, tuple[float, bool]]:
+        """``LeastResourceUsageWithWeight``'s input per broker: (4-weight usage, restart its EMA?)."""
+        if self._usage_samples is None:
+            self._usage_samples = {b: (weighted_usage(d, self.weights), restarts_history(d))
+                                   for b, d in self.view.brokers.items()}
+        return self._usage_samples
 
     # ------------------------------------------------------------------ policies
 
@@ -156,12 +166,20 @@ class PlacementContext:
         return group
 
     def isolation(self, namespace: str, non_persistent: bool, *, extensible: bool) -> IsolationResult:
-        """``applyNamespacePolicies`` over the available brokers (cached per namespace)."""
-        key = (namespace, non_persistent, extensible)
+        """``applyNamespacePolicies`` over the available brokers.
+
+        The answer depends only on the namespace's policy (or on having none), so it is cached
+        per policy: one pass over the brokers per policy and topic domain, not per namespace.
+        """
+        policies = self._ordered_policies()
+        found = self._policy_of.get(namespace, _MISSING)
+        if found is _MISSING:
+            match = self.view.isolation_policy_for(namespace) if policies else None
+            found = self._policy_of[namespace] = None if match is None else match[0]
+        key = (found, non_persistent, extensible)
         result = self._isolation.get(key)
         if result is None:
             brokers = self.extensible_brokers if extensible else self.modular_brokers
-            policies = self._ordered_policies()
             result = apply_namespace_policies(
                 namespace, brokers, policies, non_persistent=non_persistent,
                 serves_domain=self.serves_domain_extensible if extensible else self.serves_domain_modular,
@@ -171,8 +189,10 @@ class PlacementContext:
         return result
 
     def _ordered_policies(self) -> Mapping[str, object]:
-        policies = self.view.isolation_policies
-        return {name: policies[name] for name in sorted(policies)}
+        if self._policies is None:
+            policies = self.view.isolation_policies
+            self._policies = {name: policies[name] for name in sorted(policies)}
+        return self._policies
 
     def _shared(self) -> dict[str, bool]:
         if self._shared_hosts is None:
@@ -206,13 +226,56 @@ class PlacementContext:
         counts = self._group_counts.get(key)
         if counts is None:
             counts = {}
-            for broker, per_ns in self.broker_ranges.items():
-                n = sum(1 for ns, ranges in per_ns.items()
-                        if ranges and (self.group_of(ns) or "").casefold() == key)
-                if n:
-                    counts[broker] = n
+            for ns, policy in self.view.namespace_policies.items():
+                if policy.anti_affinity_group and policy.anti_affinity_group.casefold() == key:
+                    for broker, n in self.namespace_counts.get(ns, {}).items():
+                        if n:
+                            counts[broker] = counts.get(broker, 0) + 1
             self._group_counts[key] = counts
         return counts
+
+    def owned_bundle_group_counts(self, group: str) -> dict[str, int]:
+        """Extensible ``getAntiAffinityNamespaceOwnedBrokers``: broker -> owned bundles of the group
+        (from the service-unit channel, ``view.ownership``)."""
+        key = "ownership:" + group.casefold()
+        counts = self._group_counts.get(key)
+        if counts is None:
+            counts = anti_affinity_bundle_counts(group, self.view.ownership, self.group_of, bundle_namespace) or {}
+            self._group_counts[key] = counts
+        return counts
+
+    def registered_running(self, wanted: str) -> frozenset[str]:
+        """Extensible brokers whose registry entry names the load manager ``wanted`` (simple name);
+        a broker without an entry in the snapshot counts as running it."""
+        key = "lookup:" + wanted
+        matches = self._class_matches.get(key)
+        if matches is None:
+            lookup = self.view.broker_lookup_data
+            matches = frozenset(
+                b for b in self.extensible_brokers
+                if b not in lookup or ((name := lookup[b].load_manager_class_name)
+                                       and name.strip() and short_class_name(name) == wanted))
+            self._class_matches[key] = matches
+        return matches
+
+    @property
+    def extensible_topics(self) -> dict[str, int]:
+        """Topics each broker's extensible load data reports."""
+        if self._extensible_topics is None:
+            self._extensible_topics = {b: d.topics for b, d in self.view.broker_load_data.items()}
+        return self._extensible_topics
+
+    def brokers_running(self, load_manager: str) -> frozenset[str]:
+        """Modular brokers whose report names ``load_manager`` (simple class names compared)."""
+        wanted = short_class_name(load_manager)
+        matches = self._class_matches.get(wanted)
+        if matches is None:
+            matches = frozenset(
+                b for b in self.modular_brokers
+                if (name := self.view.brokers[b].local_data.load_manager_class_name)
+                and name.strip() and short_class_name(name) == wanted)
+            self._class_matches[wanted] = matches
+        return matches
 
     # ------------------------------------------------------------------ preallocation
 
@@ -234,6 +297,8 @@ class PlacementContext:
         self.preallocated_rate[broker] = (self.preallocated_rate.get(broker, 0.0)
                                           + data.long_term_data.msg_rate_in + data.long_term_data.msg_rate_out)
         self.preallocated_topics[broker] = self.preallocated_topics.get(broker, 0) + data.topics
+        if broker in self.weighted_usage:
+            self._rescore(broker)
         namespace = bundle_namespace(bundle)
         ranges = self.broker_ranges.setdefault(broker, {}).setdefault(namespace, set())
         new_namespace_here = not ranges

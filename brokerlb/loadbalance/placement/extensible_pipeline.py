@@ -38,13 +38,9 @@ from typing import Any
 
 from brokerlb.config import short_class_name
 from brokerlb.loadbalance.decisions import PlacementDecision, Reason
-from brokerlb.loadbalance.placement.anti_affinity import (
-    anti_affinity_bundle_counts,
-    filter_anti_affinity_group_owned_brokers,
-)
+from brokerlb.loadbalance.placement.anti_affinity import filter_anti_affinity_group_owned_brokers
 from brokerlb.loadbalance.placement.context import PlacementContext
 from brokerlb.loadbalance.placement.filters import broker_version_filter
-from brokerlb.loadbalance.placement.isolation import apply_namespace_policies
 from brokerlb.loadbalance.state import StrategyState
 from brokerlb.model import bundle_namespace
 
@@ -53,22 +49,36 @@ __all__ = ["select_extensible", "extensible_filter_pipeline"]
 
 def _class_filter(context: PlacementContext, candidates: list[str]) -> list[str]:
     wanted = short_class_name(context.running_load_manager(extensible=True))
-    kept = []
-    for broker in candidates:
-        lookup = context.lookup_data(broker)
-        if lookup is None:
-            kept.append(broker)
-            continue
-        reported = lookup.load_manager_class_name
-        if reported is not None and reported.strip() and short_class_name(reported) == wanted:
-            kept.append(broker)
-    return kept
+    running = context.registered_running(wanted)
+    return [b for b in candidates if b in running]
 
 
 def _max_topic_filter(context: PlacementContext, candidates: list[str]) -> list[str]:
     limit = context.config.loadBalancerBrokerMaxTopics
-    loads = context.view.broker_load_data
-    return [b for b in candidates if (loads[b].topics if b in loads else 0) < limit]
+    topics = context.extensible_topics
+    return [b for b in candidates if topics.get(b, 0) < limit]
+
+
+def _isolation_filter(context: PlacementContext, namespace: str, candidates: list[str],
+                      non_persistent: bool) -> tuple[list[str], str]:
+    """``BrokerIsolationPoliciesFilter`` on the remaining brokers.
+
+    Each broker's class (primary, secondary, shared, excluded) does not depend on the others, so
+    the classes come from the cached pass over all brokers; only the ``min_available`` failover is
+    decided on what is left.
+    """
+    full = context.isolation(namespace, non_persistent, extensible=True)
+    if full.policy is None:
+        allowed = set(full.candidates)
+        return [b for b in candidates if b in allowed], f"isolation {full.describe()}"
+    primary, secondary = set(full.primaries), set(full.secondaries)
+    primaries = [b for b in candidates if b in primary]
+    min_limit = context.view.isolation_policies[full.policy].auto_failover_policy.min_limit
+    failover = len(primaries) < min_limit
+    kept = set(primaries) | ({b for b in candidates if b in secondary} if failover else set())
+    note = (f"isolation policy '{full.policy}' ({len(primaries)} primary"
+            f"{', failover to secondaries' if failover else ''})")
+    return [b for b in candidates if b in kept], note
 
 
 def extensible_filter_pipeline(
@@ -76,7 +86,6 @@ def extensible_filter_pipeline(
 ) -> tuple[list[str], list[str]]:
     """The brokers left by the five filters, and a note per filter."""
     conf = context.config
-    view = context.view
     namespace = bundle_namespace(bundle)
     candidates = list(context.extensible_brokers)
     notes = [f"available: {len(candidates)}"]
@@ -101,20 +110,15 @@ def extensible_filter_pipeline(
 
     group = context.group_of(namespace)
     if group and candidates:
-        counts = anti_affinity_bundle_counts(group, view.ownership, context.group_of, bundle_namespace)
+        counts = context.owned_bundle_group_counts(group)
         candidates = filter_anti_affinity_group_owned_brokers(
             candidates, counts, broker_domain=context.broker_domain,
             failure_domains_enabled=conf.failureDomainsEnabled)
         notes.append(f"anti-affinity group '{group}': {len(candidates)}")
 
     if candidates:
-        isolation = apply_namespace_policies(
-            namespace, candidates, {n: view.isolation_policies[n] for n in sorted(view.isolation_policies)},
-            non_persistent=non_persistent, serves_domain=context.serves_domain_extensible,
-        )
-        allowed = set(isolation.candidates)
-        candidates = [b for b in candidates if b in allowed]
-        notes.append(f"isolation {isolation.describe()}: {len(candidates)}")
+        candidates, note = _isolation_filter(context, namespace, candidates, non_persistent)
+        notes.append(f"{note}: {len(candidates)}")
     return candidates, notes
 
 

@@ -50,14 +50,15 @@ class FilterResult:
 
 
 def filter_brokers_with_large_topic_count(
-    candidates: Sequence[str], topics_of: Callable[[str], int], max_topics: int
+    candidates: Sequence[str], topics: Mapping[str, int], max_topics: int
 ) -> list[str]:
-    """Brokers with ``topics_of(broker) <= max_topics``, or all candidates if none qualifies.
+    """Brokers with ``topics[broker] <= max_topics`` (absent = 0), or all candidates if none qualifies.
 
-    ``topics_of`` is the broker's reported ``numTopics`` plus the topics of its preallocated
-    bundles (0 for a broker without load data), as in Pulsar.
+    ``topics`` holds each broker's reported ``numTopics`` plus the topics of its preallocated
+    bundles (a broker without load data counts 0), as in Pulsar.
     """
-    kept = [b for b in candidates if topics_of(b) <= max_topics]
+    get = topics.get
+    kept = [b for b in candidates if get(b, 0) <= max_topics]
     return kept if kept else list(candidates)
 
 
@@ -67,8 +68,9 @@ def remove_most_servicing_brokers_for_namespace(
     """The candidates holding the fewest bundles of the namespace (absent = 0)."""
     if not candidates:
         return []
-    least = min(namespace_bundle_counts.get(b, 0) for b in candidates)
-    return [b for b in candidates if namespace_bundle_counts.get(b, 0) <= least]
+    get = namespace_bundle_counts.get
+    least = min(get(b, 0) for b in candidates)
+    return [b for b in candidates if get(b, 0) <= least]
 
 
 def load_manager_class_filter(

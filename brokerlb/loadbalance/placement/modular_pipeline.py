@@ -48,7 +48,6 @@ from brokerlb.loadbalance.placement.context import PlacementContext
 from brokerlb.loadbalance.placement.filters import (
     broker_version_filter,
     filter_brokers_with_large_topic_count,
-    load_manager_class_filter,
     remove_most_servicing_brokers_for_namespace,
 )
 from brokerlb.loadbalance.state import StrategyState
@@ -88,8 +87,7 @@ def select_modular(
     isolation = context.isolation(namespace, non_persistent, extensible=False)
     base = list(isolation.candidates)
     steps.append(f"isolation {isolation.describe()}: {len(base)}")
-    candidates = filter_brokers_with_large_topic_count(
-        base, context.topics_with_preallocated, conf.loadBalancerBrokerMaxTopics)
+    candidates = filter_brokers_with_large_topic_count(base, context.total_topics, conf.loadBalancerBrokerMaxTopics)
     steps.append(f"max topics {conf.loadBalancerBrokerMaxTopics}: {len(candidates)}")
 
     counts = context.anti_affinity_counts(namespace)
@@ -104,8 +102,8 @@ def select_modular(
             candidates, context.namespace_counts.get(namespace, {}))
         steps.append(f"even spread of {namespace}: {len(candidates)}")
 
-    candidates = load_manager_class_filter(candidates, _class_of(context),
-                                           context.running_load_manager(extensible=False))
+    running = context.brokers_running(context.running_load_manager(extensible=False))
+    candidates = [b for b in candidates if b in running]  # BrokerLoadManagerClassFilter
     steps.append(f"load manager class: {len(candidates)}")
     version = broker_version_filter(candidates, _version_of(context), conf.preferLaterVersions)
     if version.failure is not None:
@@ -137,13 +135,6 @@ def select_modular(
             broker = second
             candidates = list(base)
     return PlacementDecision(bundle, broker, tuple(sorted(candidates)), Reason.SELECTED, "; ".join(steps))
-
-
-def _class_of(context: PlacementContext):  # type: ignore[no-untyped-def]
-    def class_of(broker: str) -> str | None:
-        data = context.broker_data(broker)
-        return None if data is None else data.local_data.load_manager_class_name
-    return class_of
 
 
 def _version_of(context: PlacementContext):  # type: ignore[no-untyped-def]

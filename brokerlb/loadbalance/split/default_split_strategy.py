@@ -42,7 +42,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brokerlb.loadbalance.decisions import Label, Reason, SplitDecision
-from brokerlb.loadbalance.split.thresholds import SplitThresholds, parse_bundle, split_boundaries
+from brokerlb.loadbalance.split.thresholds import (
+    SplitThresholds,
+    parse_bundle,
+    range_bounds,
+    split_boundaries,
+)
 from brokerlb.model import NamespaceBundleStats, bundle_namespace
 
 __all__ = ["NAME", "SplitHitCounts", "find_bundles_to_split_extensible", "broker_split_cycle"]
@@ -115,20 +120,21 @@ def broker_split_cycle(
         throughput = stats.msg_throughput_in + stats.msg_throughput_out
         sessions = stats.consumer_count + stats.producer_count
         reason = thresholds.reason(stats.topics, sessions, rate, throughput)
-        numbers = thresholds.describe(stats.topics, sessions, rate, throughput)
         if stats.topics < 2:
             if reason is not None:
+                numbers = thresholds.describe(stats.topics, sessions, rate, throughput)
                 decisions.append(SplitDecision(bundle, (), Label.SKIP, Reason.SINGLE_TOPIC,
                                                f"fewer than 2 topics; {numbers}"))
             continue
         if not is_owner(bundle):
             if reason is not None:
+                numbers = thresholds.describe(stats.topics, sessions, rate, throughput)
                 decisions.append(SplitDecision(bundle, (), Label.SKIP, Reason.NOT_OWNED,
                                                f"{broker} does not own the bundle; {numbers}"))
             continue
-        parsed = parse_bundle(bundle)
-        if parsed is None or not parsed.can_split:
-            what = "is not a bundle range" if parsed is None else f"range {parsed.range} cannot be divided"
+        bounds = range_bounds(bundle)
+        if bounds is None or bounds[1] - bounds[0] <= 1:
+            what = "is not a bundle range" if bounds is None else "has a range that cannot be divided"
             decisions.append(SplitDecision(bundle, (), Label.FAILURE, Reason.INVALID_BUNDLE,
                                            f"{bundle} {what}"))
             continue
@@ -137,6 +143,7 @@ def broker_split_cycle(
         else:
             hits.pop(bundle, None)
             continue
+        numbers = thresholds.describe(stats.topics, sessions, rate, throughput)
         count = hits[bundle]
         if count <= hit_threshold:
             decisions.append(SplitDecision(
@@ -157,6 +164,11 @@ def broker_split_cycle(
         if parent is not None:
             decisions.append(SplitDecision(bundle, (), Label.SKIP, Reason.SPLITTING,
                                            f"bundle {parent} is being split; {numbers}"))
+            continue
+        parsed = parse_bundle(bundle)
+        if parsed is None:  # a range form the fast path took but the full parser refuses
+            decisions.append(SplitDecision(bundle, (), Label.FAILURE, Reason.INVALID_BUNDLE,
+                                           f"{bundle} is not a bundle range"))
             continue
         boundaries = split_boundaries(parsed, conf)
         algorithm = conf.defaultNamespaceBundleSplitAlgorithm

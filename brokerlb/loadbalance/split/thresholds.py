@@ -20,6 +20,7 @@ names and per-topic rates, which a snapshot does not carry -- then no boundary i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ from brokerlb.loadbalance.decisions import Reason
 from brokerlb.ring.bundles import NamespaceBundle
 from brokerlb.ring.split_algorithms import BundleSplitOption, TopicRates, resolve_split_algorithm
 
-__all__ = ["MIBI", "SplitThresholds", "parse_bundle", "split_boundaries"]
+__all__ = ["MIBI", "SplitThresholds", "parse_bundle", "range_bounds", "split_boundaries"]
 
 #: Bytes in a MiB (``LoadManagerShared.MIBI``).
 MIBI = 1024 * 1024
@@ -74,6 +75,23 @@ class SplitThresholds:
             f"Message Rate: {msg_rate:.2f}/{self.max_msg_rate:g} (msgs/s), "
             f"Message Throughput: {throughput / MIBI:.2f}/{self.max_bandwidth_bytes / MIBI:g} (MB/s)"
         )
+
+
+_CANONICAL_RANGE = re.compile(r"0[xX]([0-9a-fA-F]{1,8})_0[xX]([0-9a-fA-F]{1,8})")
+
+
+def range_bounds(bundle: str) -> tuple[int, int] | None:
+    """``(lower, upper)`` of a bundle name's range, or ``None`` when it is not a valid range.
+
+    Fast path for the usual ``0x%08x_0x%08x`` form (the split checks look at every bundle);
+    other spellings (``Long.decode`` forms) go through :func:`parse_bundle`.
+    """
+    match = _CANONICAL_RANGE.fullmatch(bundle, bundle.rfind("/") + 1)
+    if match is not None:
+        lower, upper = int(match.group(1), 16), int(match.group(2), 16)
+        return (lower, upper) if lower < upper else None
+    parsed = parse_bundle(bundle)
+    return None if parsed is None else (parsed.lower, parsed.upper)
 
 
 def parse_bundle(bundle: str) -> NamespaceBundle | None:

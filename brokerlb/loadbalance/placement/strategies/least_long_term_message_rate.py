@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from brokerlb.loadbalance.state import StrategyState
@@ -69,17 +69,20 @@ def long_term_message_rate_score(
 
 
 def select_min_score(
-    candidates: Sequence[str], score_of: Callable[[str], float], rng: random.Random
+    candidates: Sequence[str], scores: Mapping[str, float], rng: random.Random
 ) -> str | None:
-    """The candidate with the lowest score; ties at random; all ``+inf``: any candidate at random."""
+    """The candidate with the lowest score (absent = ``+inf``); ties at random; all ``+inf``:
+    any candidate at random."""
+    get = scores.get
+    inf = math.inf
     best: list[str] = []
-    min_score = math.inf
+    min_score = inf
     for broker in candidates:
-        score = score_of(broker)
+        score = get(broker, inf)
         if score < min_score:
             best = [broker]
             min_score = score
-        elif score == min_score and score != math.inf:
+        elif score == min_score and score != inf:
             best.append(broker)
     if not best:
         best = list(candidates)
@@ -101,11 +104,9 @@ def select_least_long_term_message_rate(
     A candidate without :class:`BrokerData` scores ``+inf`` (Pulsar would fail on it).
     """
 
-    def score(broker: str) -> float:
-        data = brokers.get(broker)
-        return math.inf if data is None else long_term_message_rate_score(data, overload_threshold, weights)
-
-    return select_min_score(candidates, score, rng)
+    scores = {b: long_term_message_rate_score(brokers[b], overload_threshold, weights)
+              for b in candidates if b in brokers}
+    return select_min_score(candidates, scores, rng)
 
 
 class LeastLongTermMessageRate:
@@ -122,4 +123,4 @@ class LeastLongTermMessageRate:
     def select_in_context(self, context: PlacementContext, candidates: Sequence[str], bundle: str,
                           state: StrategyState, rng: random.Random) -> str | None:
         """As :meth:`select_broker`, counting the context's preallocations."""
-        return select_min_score(candidates, context.long_term_message_rate_score, rng)
+        return select_min_score(candidates, context.scores, rng)

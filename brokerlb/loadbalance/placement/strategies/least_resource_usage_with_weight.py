@@ -29,7 +29,7 @@ diff = 0.05): usages 10 %, 30 %, 60 % give EMAs 0.1, 0.3, 0.6, avg 0.333; only b
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -101,29 +101,34 @@ def select_least_resource_usage_with_weight(
     candidates: Sequence[str],
     history: ResourceUsageHistory,
     *,
-    usage_of: Callable[[str], tuple[float, bool] | None],
+    samples: Mapping[str, tuple[float, bool]],
     history_percentage: float,
     diff_threshold: float,
     rng: random.Random,
 ) -> str | None:
     """``selectBroker``: update every candidate's EMA, then pick among those ``diff`` below average.
 
-    ``usage_of(broker)`` gives ``(weighted usage, restarts_history)`` or ``None`` for a broker
-    without load data (brokerlb skips its EMA update; Pulsar would fail on it). ``diff_threshold``
-    is a fraction (0.10).
+    ``samples[broker]`` is ``(weighted usage, restarts_history)``; a broker missing from it has no
+    load data (brokerlb skips its EMA update; Pulsar would fail on it). ``diff_threshold`` is a
+    fraction (0.10).
     """
     if not candidates:
         return None
+    ema = history.ema
+    h = history_percentage
     total = 0.0
     for broker in candidates:
-        sample = usage_of(broker)
+        sample = samples.get(broker)
         if sample is None:
-            total += history.ema.get(broker, MAX_RESOURCE_USAGE)
+            total += ema.get(broker, MAX_RESOURCE_USAGE)
             continue
         usage, restart = sample
-        total += history.update(broker, usage, restart, history_percentage)
+        previous = None if restart else ema.get(broker)
+        value = usage if previous is None else previous * h + (1 - h) * usage
+        ema[broker] = value
+        total += value
     average = total / len(candidates)
-    best = [b for b in candidates if history.ema.get(b, MAX_RESOURCE_USAGE) + diff_threshold <= average]
+    best = [b for b in candidates if ema.get(b, MAX_RESOURCE_USAGE) + diff_threshold <= average]
     if not best:
         best = list(candidates)
     return best[rng.randrange(len(best))]
@@ -146,7 +151,7 @@ class LeastResourceUsageWithWeight:
         return select_least_resource_usage_with_weight(
             candidates,
             state.get(NAME, ResourceUsageHistory),
-            usage_of=context.weighted_usage_sample,
+            samples=context.usage_samples,
             history_percentage=conf.loadBalancerHistoryResourcePercentage,
             diff_threshold=conf.loadBalancerAverageResourceUsageDifferenceThresholdPercentage / 100.0,
             rng=rng,

@@ -17,8 +17,8 @@ EXTENSIBLE = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadMana
 
 def test_large_topic_count_filter_keeps_all_when_all_are_over() -> None:
     topics = {"b1": 10, "b2": 60, "b3": 50}
-    assert filter_brokers_with_large_topic_count(["b1", "b2", "b3"], topics.get, 50) == ["b1", "b3"]
-    assert filter_brokers_with_large_topic_count(["b2"], topics.get, 50) == ["b2"]
+    assert filter_brokers_with_large_topic_count(["b1", "b2", "b3", "b4"], topics, 50) == ["b1", "b3", "b4"]
+    assert filter_brokers_with_large_topic_count(["b2"], topics, 50) == ["b2"]
 
 
 def test_remove_most_servicing_brokers() -> None:

@@ -51,13 +51,14 @@ def test_least_long_term_message_rate() -> None:
 
 def test_min_score_ties_and_all_overloaded_are_random_but_seeded() -> None:
     scores = {"a": 1.0, "b": 1.0, "c": 2.0}
-    picks = {select_min_score(list(scores), scores.get, random.Random(seed)) for seed in range(20)}
+    picks = {select_min_score(list(scores), scores, random.Random(seed)) for seed in range(20)}
     assert picks == {"a", "b"}
     inf = {"a": math.inf, "b": math.inf}
-    assert {select_min_score(list(inf), inf.get, random.Random(seed)) for seed in range(20)} == {"a", "b"}
-    assert select_min_score([], inf.get, random.Random(0)) is None
-    assert select_min_score(["a", "b"], scores.get, random.Random(5)) == select_min_score(
-        ["a", "b"], scores.get, random.Random(5))
+    assert {select_min_score(list(inf), inf, random.Random(seed)) for seed in range(20)} == {"a", "b"}
+    assert {select_min_score(["a", "z"], {}, random.Random(seed)) for seed in range(20)} == {"a", "z"}
+    assert select_min_score([], inf, random.Random(0)) is None
+    assert select_min_score(["a", "b"], scores, random.Random(5)) == select_min_score(
+        ["a", "b"], scores, random.Random(5))
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def test_least_resource_usage_with_weight(lruww_conf: ServiceConfig) -> None:
 
     def pick(candidates: list[str]) -> str | None:
         return select_least_resource_usage_with_weight(
-            candidates, history, usage_of=lambda b: (weighted_usage(data[b], weights), restarts_history(data[b])),
+            candidates, history, samples={b: (weighted_usage(d, weights), restarts_history(d)) for b, d in data.items()},
             history_percentage=0.5, diff_threshold=0.05, rng=rng)
 
     pick(["1", "2", "3", "4"])  # broker 4 gets an EMA
@@ -102,7 +103,7 @@ def test_least_resource_usage_with_weight_uses_injected_history(lruww_conf: Serv
     history = ResourceUsageHistory({"1": 0.1, "2": 0.3, "4": 0.05})
     broker = select_least_resource_usage_with_weight(
         ["1", "2", "3"], history,
-        usage_of=lambda b: (weighted_usage(data[b], weights), restarts_history(data[b])),
+        samples={b: (weighted_usage(d, weights), restarts_history(d)) for b, d in data.items()},
         history_percentage=0.5, diff_threshold=0.05, rng=random.Random(0))
     assert broker == "1"
     history.forget_inactive(["1", "2", "3"])
