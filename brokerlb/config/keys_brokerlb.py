@@ -37,3 +37,9 @@ class BrokerlbKeys(KeyGroup):
         "TransferShedder: Pulsar adds the throughput a swap moves back to the max broker to the "
         "'gained' traffic only when loadBalancerDebugModeEnabled is true (the statement sits inside "
         "the debug-logging block); true always counts it.", dynamic=True)
+    brokerlbTransferShedderCheckSwapCandidates: bool = key(
+        BOOL, False,
+        "TransferShedder: Pulsar swaps bundles of the least loaded broker back to the most loaded one "
+        "without checking that the least loaded broker owns them or that they were not just unloaded "
+        "(a bundle transferred there may bounce straight back); true skips such swap candidates.",
+        dynamic=True)

@@ -89,6 +89,11 @@ class StrategyState:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __bool__(self) -> bool:
+        """Always true: an empty state is still a state (``state or StrategyState()`` must not
+        silently replace a caller's fresh state)."""
+        return True
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-able picture of every entry (dataclasses as dicts, objects via ``to_json()``),
         for inspection and logs; not meant to be read back."""

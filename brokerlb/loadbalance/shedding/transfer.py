@@ -13,7 +13,7 @@ Config keys: ``loadBalancerBrokerLoadTargetStd`` (0.25),
 (180), ``loadBalancerBrokerLoadDataTTLInSeconds`` (1800),
 ``loadBalancerBrokerOverloadedThresholdPercentage`` (85),
 ``loadBalancerSheddingBundlesWithPoliciesEnabled`` (false), ``loadBalancerDebugModeEnabled``;
-brokerlb option ``brokerlbTransferShedderCountSwapGain``.
+brokerlb options ``brokerlbTransferShedderCountSwapGain``, ``brokerlbTransferShedderCheckSwapCandidates``.
 
 Memory between cycles (:class:`TransferShedderState`): the consecutive hit count.
 
@@ -48,8 +48,10 @@ Rule (Pulsar's ``TransferShedder``, current version):
 4. No decision -> ``Skip`` with ``NoLoadData`` / ``NoBundles`` / ``HitCount``; a decision resets
    the hit count.
 
-Faithful quirk (documented option): Pulsar counts the swapped-back traffic ("gain") only when
-``loadBalancerDebugModeEnabled`` is on; ``brokerlbTransferShedderCountSwapGain=true`` always counts it.
+Faithful quirks (each with a documented option): Pulsar counts the swapped-back traffic ("gain")
+only when ``loadBalancerDebugModeEnabled`` is on (``brokerlbTransferShedderCountSwapGain=true``
+always counts it); Pulsar swaps min-broker bundles without checking their owner or whether they
+were just unloaded (``brokerlbTransferShedderCheckSwapCandidates=true`` checks both).
 
 Worked example (Pulsar's TransferShedderTest set-up): five brokers at cpu 2, 4, 6, 80, 90 % ->
 avg 0.364, std 0.398 > 0.25. After three more hits the loop pairs broker5 (0.90) with broker1
@@ -345,7 +347,11 @@ class _Cycle:
         min_new = min_tput + marked - gained + tput
         swaps: list[UnloadDecision] = []
         swap_tput = 0.0
+        check = self.view.config.brokerlbTransferShedderCheckSwapCandidates
         for entry in min_iter:  # shared iterator: each min-broker bundle is considered once per broker
+            if check and (not self.view.is_owner(min_broker, entry.bundle_name)
+                          or entry.bundle_name in self.view.recently_unloaded_bundles):
+                continue
             if not self._transferable(entry.bundle_name, min_broker, max_broker):
                 continue
             other = entry.stats.msg_throughput_in + entry.stats.msg_throughput_out

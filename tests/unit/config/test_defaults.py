@@ -131,6 +131,7 @@ BROKERLB_DEFAULTS: dict[str, object] = {
     "brokerlbLoadHistoryDir": None,  # brokerlb's own key
     "brokerlbThresholdShedderSingleHistoryUpdate": False,  # brokerlb's own key (Pulsar behaviour by default)
     "brokerlbTransferShedderCountSwapGain": False,  # brokerlb's own key (Pulsar behaviour by default)
+    "brokerlbTransferShedderCheckSwapCandidates": False,  # brokerlb's own key (Pulsar behaviour by default)
 }
 
 

@@ -1,0 +1,93 @@
+"""The leader's shedding loop: flags, one broker, grace period, policy checks, destinations."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from brokerlb.loadbalance import NamespaceIsolationData, NamespacePolicy, StrategyState, new_rng
+from brokerlb.loadbalance.decisions import Label, Reason, SheddingResult, UnloadDecision
+from brokerlb.loadbalance.policies import AutoFailoverPolicy
+from brokerlb.loadbalance.shedding.loop import prune_recently_unloaded, record_unloads, run_shedding_cycle
+from tests.unit.loadbalance.shedding.helpers import NOW, heavy, view
+
+A, B = "t/ns/0x00000000_0x80000000", "t/ns/0x80000000_0xffffffff"
+C = "t/other/0x00000000_0xffffffff"
+
+
+def cycle(v, strategy: str = "OverloadShedder") -> SheddingResult:
+    return run_shedding_cycle(v, StrategyState(), new_rng(), strategy=strategy)
+
+
+def hot_cluster(**conf):
+    return view([heavy("b1:8080", 95, {A: 60, B: 30}), heavy("b2:8080", 10, {C: 1})], **conf)
+
+
+def test_disabled_and_single_broker() -> None:
+    (d,) = cycle(hot_cluster(loadBalancerSheddingEnabled=False)).decisions
+    assert (d.label, d.reason, d.detail) == (Label.SKIP, Reason.DISABLED, "loadBalancerSheddingEnabled=false")
+    (d,) = cycle(hot_cluster(loadBalancerEnabled=False)).decisions
+    assert d.reason is Reason.DISABLED and "loadBalancerEnabled" in d.detail
+    (d,) = cycle(view([heavy("b1:8080", 95, {A: 60, B: 30})])).decisions
+    assert d.reason is Reason.SINGLE_BROKER
+
+
+def test_unload_gets_a_destination_from_the_placement_pipeline() -> None:
+    result = cycle(hot_cluster())
+    (unload,) = result.unloads
+    assert (unload.broker, unload.bundle, unload.destination) == ("b1:8080", A, "b2:8080")
+
+
+def test_grace_period_prunes_old_entries_before_the_strategy_runs() -> None:
+    grace_ms = 30 * 60_000
+    fresh = cycle(view([heavy("b1:8080", 95, {A: 60, B: 30}), heavy("b2:8080", 10, {C: 1})],
+                       recently={A: NOW - grace_ms + 1}))
+    assert [u.bundle for u in fresh.unloads] == [B]
+    expired = cycle(view([heavy("b1:8080", 95, {A: 60, B: 30}), heavy("b2:8080", 10, {C: 1})],
+                         recently={A: NOW - grace_ms - 1}))
+    assert [u.bundle for u in expired.unloads] == [A]
+    assert prune_recently_unloaded({"x": 5, "y": 10}, 10) == {"y": 10}
+
+
+def test_isolation_policy_that_pins_the_namespace_keeps_the_bundle() -> None:
+    pinned = NamespaceIsolationData(("t/ns",), ("b1:8080",), (), AutoFailoverPolicy(min_limit=1))
+    v = replace(hot_cluster(), isolation_policies={"pin": pinned})
+    decisions = [d for d in cycle(v).decisions if d.bundle == A]
+    assert [(d.label, d.reason) for d in decisions] == [(Label.SKIP, Reason.ISOLATION_POLICY)]
+
+
+def test_anti_affinity_skip() -> None:
+    # one namespace of the group on each broker: moving one cannot improve the spread
+    v = view([heavy("b1:8080", 95, {A: 60, B: 30}), heavy("b2:8080", 10, {C: 1})])
+    v = replace(v, namespace_policies={"t/ns": NamespacePolicy("g"), "t/other": NamespacePolicy("g")})
+    decisions = [d for d in cycle(v).decisions if d.bundle == A]
+    assert [(d.label, d.reason) for d in decisions] == [(Label.SKIP, Reason.ANTI_AFFINITY)]
+
+
+def test_destination_equal_to_the_owner_is_skipped() -> None:
+    # apache/pulsar#21722: b2 already serves more bundles of t/ns than b1, so "distribute bundles
+    # evenly" leaves only b1 as a candidate and the bundle would land back where it was
+    # (ThresholdShedder: b1 is above the average but not overloaded, so no overload re-check)
+    others = {f"t/ns/0x{i:x}0000000_0x{i:x}8000000": 1 for i in range(1, 4)}
+    v = view([heavy("b1:8080", 60, {A: 60, B: 30}), heavy("b2:8080", 10, others)])
+    (decision,) = [d for d in cycle(v, "ThresholdShedder").decisions if d.bundle == A]
+    assert (decision.label, decision.reason) == (Label.SKIP, Reason.NO_DESTINATION)
+    assert "current owner b1:8080" in decision.detail
+    # with even distribution switched off the bundle goes to the idle broker
+    v = view([heavy("b1:8080", 60, {A: 60, B: 30}), heavy("b2:8080", 10, others)],
+             loadBalancerDistributeBundlesEvenlyEnabled=False)
+    assert [(u.bundle, u.destination) for u in cycle(v, "ThresholdShedder").unloads] == [(A, "b2:8080")]
+
+
+def test_extensible_strategy_decisions_pass_through() -> None:
+    v = hot_cluster()
+    result = run_shedding_cycle(v, StrategyState(), new_rng(), strategy="TransferShedder")
+    assert [d.reason for d in result.decisions] == [Reason.NO_BROKERS]  # no extensible load data here
+
+
+def test_record_unloads() -> None:
+    result = SheddingResult.of([UnloadDecision("b1", "x/y/0x0_0x1", "b2", reason=Reason.OVERLOADED),
+                                UnloadDecision.skip(Reason.BALANCED)], {"cooledDownBrokers": ["b3"]})
+    bundles: dict[str, int] = {}
+    brokers = {"b3": 1}
+    assert record_unloads(result, 42, bundles, brokers) == 1
+    assert bundles == {"x/y/0x0_0x1": 42} and brokers == {"b1": 42}
