@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import platform
 import random
@@ -126,6 +127,7 @@ async def main_async(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.ERROR)  # kazoo warns "connection dropped" when sessions close
     ap = argparse.ArgumentParser()
     ap.add_argument("--store", choices=("zookeeper", "memory"), default="zookeeper")
     ap.add_argument("--consumers", type=int, default=5)
