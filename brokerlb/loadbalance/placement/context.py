@@ -112,6 +112,7 @@ class PlacementContext:
         self._policies: dict[str, object] | None = None
         self._class_matches: dict[str, frozenset[str]] = {}
         self._extensible_topics: dict[str, int] | None = None
+        self._owners: dict[str, str] | None = None
         self._group_counts: dict[str, dict[str, int]] = {}
         self._group_of: dict[str, str | None] = {}
         self.broker_domain: dict[str, str] = {}
@@ -235,14 +236,31 @@ class PlacementContext:
         return counts
 
     def owned_bundle_group_counts(self, group: str) -> dict[str, int]:
-        """Extensible ``getAntiAffinityNamespaceOwnedBrokers``: broker -> owned bundles of the group
-        (from the service-unit channel, ``view.ownership``)."""
-        key = "ownership:" + group.casefold()
+        """Extensible ``getAntiAffinityNamespaceOwnedBrokers``: broker -> owned bundles of the group.
+
+        Owners follow the view's rule: the service-unit channel (``ownership``) where it names a
+        bundle, else the broker reporting it.
+        """
+        key = "owned:" + group.casefold()
         counts = self._group_counts.get(key)
         if counts is None:
-            counts = anti_affinity_bundle_counts(group, self.view.ownership, self.group_of, bundle_namespace) or {}
+            counts = anti_affinity_bundle_counts(group, self.owners, self.group_of, bundle_namespace) or {}
             self._group_counts[key] = counts
         return counts
+
+    @property
+    def owners(self) -> dict[str, str]:
+        """bundle -> owner under the view's ownership rule (channel first, else the reporter)."""
+        if self._owners is None:
+            view = self.view
+            brokers = sorted({*view.available_brokers, *view.ownership.values()}, reverse=True)
+            owners: dict[str, str] = {}
+            for broker in brokers:  # the first broker by id wins a bundle two brokers report
+                for bundle in view.bundles_owned_by(broker):
+                    owners[bundle] = broker
+            owners.update(view.ownership)
+            self._owners = owners
+        return self._owners
 
     def registered_running(self, wanted: str) -> frozenset[str]:
         """Extensible brokers whose registry entry names the load manager ``wanted`` (simple name);

@@ -17,7 +17,7 @@ Filters, in Pulsar's order, each on what the previous ones left:
 3. ``BrokerVersionFilter`` -- with ``preferLaterVersions``, keep the newest ``brokerVersion``;
    a missing or unparsable version makes the filter fail (ignored, nothing removed);
 4. ``AntiAffinityGroupPolicyFilter`` -- as the modular rule, counting the group's *owned
-   bundles* per broker from the service-unit channel (``ownership``);
+   bundles* per broker (service-unit channel ``ownership``, else what the broker reports);
 5. ``BrokerIsolationPoliciesFilter`` -- ``applyNamespacePolicies`` over the remaining brokers
    (topic-domain flags from the registry entries).
 

@@ -67,7 +67,7 @@ def anti_affinity_can_unload(view: ClusterView, bundle: str, source_broker: str,
     group = context.group_of(namespace)
     if not group:
         return True
-    counts = anti_affinity.anti_affinity_bundle_counts(group, view.ownership, context.group_of, bundle_namespace)
+    counts = context.owned_bundle_group_counts(group)
     remaining = anti_affinity.filter_anti_affinity_group_owned_brokers(
         list(view.available_brokers), counts, broker_domain=context.broker_domain,
         failure_domains_enabled=view.config.failureDomainsEnabled)
