@@ -14,7 +14,8 @@ Config keys read: ``loadBalancerHistoryResourcePercentage`` (``h``, 0.9),
 State kept between calls (:class:`ResourceUsageHistory`): per broker an EMA of the weighted
 usage, ``ema = ema·h + usage·(1-h)``, updated for **every candidate on every call**. A broker
 that owns no bundle or reports no message rate restarts its EMA at the current usage (a
-restarted broker must not look busy because of its history).
+restarted broker must not look busy because of its history). Brokers no longer in the cluster
+are forgotten (``onActiveBrokersChange``).
 
 Selection: ``avg`` = mean EMA of the candidates; the best brokers are those with
 ``ema + diff <= avg`` (``diff`` = threshold / 100); none: every candidate. One of them is
@@ -148,9 +149,11 @@ class LeastResourceUsageWithWeight:
     def select_in_context(self, context: PlacementContext, candidates: Sequence[str], bundle: str,
                           state: StrategyState, rng: random.Random) -> str | None:
         conf = context.config
+        history = state.get(NAME, ResourceUsageHistory)
+        history.forget_inactive(context.view.available_brokers)  # onActiveBrokersChange
         return select_least_resource_usage_with_weight(
             candidates,
-            state.get(NAME, ResourceUsageHistory),
+            history,
             samples=context.usage_samples,
             history_percentage=conf.loadBalancerHistoryResourcePercentage,
             diff_threshold=conf.loadBalancerAverageResourceUsageDifferenceThresholdPercentage / 100.0,

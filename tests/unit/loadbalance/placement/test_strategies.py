@@ -143,3 +143,20 @@ def test_round_robin() -> None:
     assert select_round_robin(brokers, state) == str(JAVA_INT_MAX % 3 + 1)
     assert state.count == 0
     assert RoundRobinState.from_json(state.to_json()) == state
+
+
+def test_least_resource_usage_with_weight_forgets_brokers_that_left() -> None:
+    from brokerlb.loadbalance.placement.strategies import LeastResourceUsageWithWeight
+    from brokerlb.loadbalance.state import StrategyState
+    from brokerlb.loadbalance.view import ClusterView
+    from brokerlb.testing import broker, load_data
+
+    state = StrategyState()
+    strategy = LeastResourceUsageWithWeight()
+    three = ClusterView(load_data=load_data([broker("b1", cpu=10), broker("b2", cpu=20), broker("b3", cpu=30)]))
+    strategy.select_broker(three, ["b1", "b2", "b3"], "t/n/0x00000000_0xffffffff", state, random.Random(0))
+    history = state.find(strategy.class_name)
+    assert set(history.ema) == {"b1", "b2", "b3"}
+    two = ClusterView(load_data=load_data([broker("b1", cpu=10), broker("b2", cpu=20)]))
+    strategy.select_broker(two, ["b1", "b2"], "t/n/0x00000000_0xffffffff", state, random.Random(0))
+    assert set(history.ema) == {"b1", "b2"}
