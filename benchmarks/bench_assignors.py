@@ -39,9 +39,8 @@ from brokerlb.kafka.assignors import (  # noqa: E402
     GroupSnapshot,
     Member,
     get_assignor,
-    partition_rates,
 )
-from brokerlb.kafka.checker import check_assignment, check_cooperative_round  # noqa: E402
+from brokerlb.kafka.checker import check_assignor_result  # noqa: E402
 
 
 def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -78,18 +77,7 @@ def owning(group: GroupSnapshot, result: GroupAssignment, join: bool, leave: boo
 
 
 def validate(name: str, group: GroupSnapshot, result: GroupAssignment) -> None:
-    if name == "load-aware":
-        assignor = get_assignor(name)
-        check_cooperative_round(group, result, balance="load", rates=partition_rates(group),
-                                tolerance=assignor.tolerance_for(group))  # type: ignore[attr-defined]
-    elif name == "cooperative-sticky":
-        check_cooperative_round(group, result, balance="count")
-    elif name == "sticky":
-        check_assignment(group, result.assignment, balance="count")
-    elif name == "range":
-        check_assignment(group, result.assignment, balance="per_topic")
-    else:
-        check_assignment(group, result.assignment, balance="count" if group.all_subscriptions_equal() else "none")
+    check_assignor_result(get_assignor(name), group, result)
 
 
 def run_scenarios(args: argparse.Namespace) -> list[tuple[str, str, float, int]]:

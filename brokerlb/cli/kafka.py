@@ -78,23 +78,8 @@ def assign_cmd(
         chosen = get_assignor(assignor, **options)
         result = chosen.assign(snapshot)
         if check:
-            _check(assignor, chosen, snapshot, result)
+            from brokerlb.kafka.checker import check_assignor_result
+
+            check_assignor_result(chosen, snapshot, result)
         print_json(result.to_json())
 
-
-def _check(name: str, assignor: Any, group: Any, result: Any) -> None:
-    from brokerlb.kafka.assignors import partition_rates
-    from brokerlb.kafka.checker import check_assignment, check_cooperative_round
-
-    if name == "load-aware":
-        check_cooperative_round(group, result, balance="load", rates=partition_rates(group),
-                                tolerance=assignor.tolerance_for(group))
-    elif name == "cooperative-sticky":
-        check_cooperative_round(group, result, balance="count")
-    elif name == "sticky":
-        check_assignment(group, result.assignment, balance="count")
-    elif name == "range":
-        check_assignment(group, result.assignment, balance="per_topic")
-    else:
-        check_assignment(group, result.assignment,
-                         balance="count" if group.all_subscriptions_equal() else "none")

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from brokerlb.errors import InvalidInputError
+from brokerlb.errors import ConsumerBusyError, InvalidInputError
 from brokerlb.kafka.hashing import INT_MAX, murmur3_32
 
 __all__ = [
@@ -38,6 +38,8 @@ __all__ = [
     "DispatchResult",
     "Dispatcher",
     "sticky_key_hash",
+    "connect",
+    "disconnect",
 ]
 
 #: ``Commands.NONE_KEY``: the sticky key of a message with neither ordering key nor key.
@@ -133,6 +135,27 @@ class Message:
 def sticky_key_hash(sticky_key: bytes) -> int:
     """``StickyKeyConsumerSelector.makeStickyKeyHash``: Murmur3_32 & ``Integer.MAX_VALUE``."""
     return murmur3_32(sticky_key) & INT_MAX
+
+
+def connect(consumers: list[DispatchConsumer], consumer: DispatchConsumer, max_consumers: int = 0) -> None:
+    """Append ``consumer`` (compared by identity); connecting it twice is an error.
+
+    ``max_consumers`` > 0 is ``maxConsumersPerSubscription``: a consumer beyond it is refused.
+    """
+    if any(c is consumer for c in consumers):
+        raise InvalidInputError(f"{consumer!r} is already connected")
+    if 0 < max_consumers <= len(consumers):
+        raise ConsumerBusyError("Subscription reached max consumers limit")
+    consumers.append(consumer)
+
+
+def disconnect(consumers: list[DispatchConsumer], consumer: DispatchConsumer) -> None:
+    """Remove ``consumer`` (by identity); removing one that is not connected is an error."""
+    for i, c in enumerate(consumers):
+        if c is consumer:
+            del consumers[i]
+            return
+    raise InvalidInputError(f"{consumer!r} is not connected")
 
 
 @dataclass

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from brokerlb.dispatch.base import DispatchConsumer, DispatchResult, Message
+from brokerlb.dispatch.base import DispatchConsumer, DispatchResult, Message, connect, disconnect
 from brokerlb.errors import ConsumerBusyError, InvalidInputError
 
 __all__ = ["FailoverDispatcher", "active_consumer_index"]
@@ -77,22 +77,16 @@ class FailoverDispatcher:
 
     def add_consumer(self, consumer: DispatchConsumer) -> bool:
         """Connect ``consumer``; returns True if the active consumer changed."""
-        if any(c is consumer for c in self._consumers):
-            raise InvalidInputError(f"{consumer!r} is already connected")
-        if self.subscription_type == "Exclusive" and self._consumers:
+        if self.subscription_type == "Exclusive" and self._consumers and not any(c is consumer
+                                                                                for c in self._consumers):
             raise ConsumerBusyError("Exclusive consumer is already connected")
-        if self.subscription_type == "Failover" and 0 < self.max_consumers <= len(self._consumers):
-            raise ConsumerBusyError("Subscription reached max consumers limit")
-        self._consumers.append(consumer)
+        connect(self._consumers, consumer, self.max_consumers if self.subscription_type == "Failover" else 0)
         return self._pick()
 
     def remove_consumer(self, consumer: DispatchConsumer) -> bool:
         """Disconnect ``consumer``; returns True if the active consumer changed."""
-        for i, c in enumerate(self._consumers):
-            if c is consumer:
-                del self._consumers[i]
-                return self._pick()
-        raise InvalidInputError(f"{consumer!r} is not connected")
+        disconnect(self._consumers, consumer)
+        return self._pick()
 
     def select(self, message: Message) -> DispatchConsumer | None:
         """The active consumer if it can take a message now, else ``None`` (nobody else may)."""

@@ -22,7 +22,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 
-from brokerlb.dispatch.base import DispatchConsumer, DispatchResult, Message, sticky_key_hash
+from brokerlb.dispatch.base import (
+    DispatchConsumer,
+    DispatchResult,
+    Message,
+    connect,
+    disconnect,
+    sticky_key_hash,
+)
 from brokerlb.dispatch.selectors import (
     DEFAULT_REPLICA_POINTS,
     ConsistentHashingSelector,
@@ -60,20 +67,16 @@ class KeySharedDispatcher:
 
     def add_consumer(self, consumer: DispatchConsumer) -> None:
         if any(c is consumer for c in self._consumers):
-            raise InvalidInputError(f"{consumer!r} is already connected")
+            raise InvalidInputError(f"{consumer!r} is already connected")  # before touching the selector
         if self.mode is KeySharedMode.AUTO_SPLIT and consumer.hash_ranges:
             raise ConsumerBusyError(f"Subscription is of different type: Key_Shared AUTO_SPLIT, consumer "
                                     f"{consumer.consumer_name} brings STICKY hash ranges")
         self.selector.add_consumer(consumer)  # may raise ConsumerAssignError; nothing changed then
-        self._consumers.append(consumer)
+        connect(self._consumers, consumer)
 
     def remove_consumer(self, consumer: DispatchConsumer) -> None:
-        for i, c in enumerate(self._consumers):
-            if c is consumer:
-                del self._consumers[i]
-                self.selector.remove_consumer(consumer)
-                return
-        raise InvalidInputError(f"{consumer!r} is not connected")
+        disconnect(self._consumers, consumer)
+        self.selector.remove_consumer(consumer)
 
     def owner_of(self, message: Message) -> DispatchConsumer | None:
         """The consumer ``message``'s key belongs to, whatever its permits."""

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from brokerlb.dispatch.base import DispatchConsumer, DispatchResult, Message
-from brokerlb.errors import ConsumerBusyError, InvalidInputError
+from brokerlb.dispatch.base import DispatchConsumer, DispatchResult, Message, connect, disconnect
+from brokerlb.errors import InvalidInputError
 
 __all__ = ["SharedDispatcher"]
 
@@ -59,20 +59,12 @@ class SharedDispatcher:
         return tuple(self._consumers)
 
     def add_consumer(self, consumer: DispatchConsumer) -> None:
-        if any(c is consumer for c in self._consumers):
-            raise InvalidInputError(f"{consumer!r} is already connected")
-        if self.max_consumers > 0 and len(self._consumers) >= self.max_consumers:
-            raise ConsumerBusyError("Subscription reached max consumers limit")
-        self._consumers.append(consumer)
+        connect(self._consumers, consumer, self.max_consumers)
         if len(self._consumers) > 1 and consumer.priority_level < self._consumers[-2].priority_level:
             self._consumers.sort(key=lambda c: c.priority_level)  # stable: keeps connection order
 
     def remove_consumer(self, consumer: DispatchConsumer) -> None:
-        for i, c in enumerate(self._consumers):
-            if c is consumer:
-                del self._consumers[i]
-                return
-        raise InvalidInputError(f"{consumer!r} is not connected")
+        disconnect(self._consumers, consumer)
 
     # ------------------------------------------------------------------ selection
 

@@ -31,10 +31,10 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from brokerlb.kafka.assignors.base import GroupAssignment, GroupSnapshot, TopicPartition
+from brokerlb.kafka.assignors.base import GroupAssignment, GroupSnapshot, PartitionAssignor, TopicPartition
 from brokerlb.testing.invariants import InvariantViolation
 
-__all__ = ["BalanceKind", "check_assignment", "check_cooperative_round"]
+__all__ = ["BalanceKind", "check_assignment", "check_cooperative_round", "check_assignor_result"]
 
 BalanceKind = Literal["none", "count", "per_topic", "load"]
 
@@ -150,3 +150,28 @@ def check_cooperative_round(group: GroupSnapshot, result: GroupAssignment, *,
             if not claimants.get(tp, set()) - {mid}:
                 _fail(f"{tp} is withheld from {mid!r} although no other member owns it", group,
                       result.assignment)
+
+
+def check_assignor_result(assignor: PartitionAssignor, group: GroupSnapshot, result: GroupAssignment) -> None:
+    """Check ``result`` against what ``assignor`` promises (its balance kind and protocol).
+
+    Range: balanced per topic; RoundRobin: balanced when all subscriptions are
+    equal; Sticky: KIP-54 balance; CooperativeSticky: a valid cooperative round
+    towards a KIP-54-balanced target; load-aware: a valid round towards a
+    load-balanced target with the assignor's own tolerance.
+    """
+    from brokerlb.kafka.assignors.load_aware import LoadAwareAssignor, partition_rates
+
+    if isinstance(assignor, LoadAwareAssignor):
+        check_cooperative_round(group, result, balance="load", rates=partition_rates(group),
+                                tolerance=assignor.tolerance_for(group))
+    elif assignor.name == "cooperative-sticky":
+        check_cooperative_round(group, result, balance="count")
+    elif assignor.name == "sticky":
+        check_assignment(group, result.assignment, balance="count")
+    elif assignor.name == "range":
+        check_assignment(group, result.assignment, balance="per_topic")
+    elif assignor.name == "roundrobin":
+        check_assignment(group, result.assignment, balance="count" if group.all_subscriptions_equal() else "none")
+    else:
+        check_cooperative_round(group, result)

@@ -37,7 +37,7 @@ import enum
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.errors import InvalidConfigError, InvalidInputError, UnknownStrategyError
@@ -56,6 +56,17 @@ __all__ = [
 ]
 
 
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def _parse_enum(cls: type[_E], name: str, kind: str) -> _E:
+    """The member whose Java name (``RoundRobinPartition``) or Python name matches ``name``."""
+    for member in cls:
+        if name == member.value or name.upper() == member.name:
+            return member
+    raise UnknownStrategyError(name, kind, [m.value for m in cls])
+
+
 class HashingScheme(enum.Enum):
     """``org.apache.pulsar.client.api.HashingScheme``."""
 
@@ -64,10 +75,7 @@ class HashingScheme(enum.Enum):
 
     @classmethod
     def parse(cls, name: str) -> HashingScheme:
-        for scheme in cls:
-            if name == scheme.value or name.upper() == scheme.name:
-                return scheme
-        raise UnknownStrategyError(name, "hashing scheme", [s.value for s in cls])
+        return _parse_enum(cls, name, "hashing scheme")
 
 
 class MessageRoutingMode(enum.Enum):
@@ -79,10 +87,7 @@ class MessageRoutingMode(enum.Enum):
 
     @classmethod
     def parse(cls, name: str) -> MessageRoutingMode:
-        for mode in cls:
-            if name == mode.value or name.upper() == mode.name:
-                return mode
-        raise UnknownStrategyError(name, "message routing mode", [m.value for m in cls])
+        return _parse_enum(cls, name, "message routing mode")
 
 
 def make_hash(key: str, scheme: HashingScheme) -> int:

@@ -72,3 +72,22 @@ def test_cooperative_round_rules():
                                {}, {"B": [T("t", 1)], "C": [T("t", 5)]}, 0)
     with pytest.raises(InvariantViolation, match="withheld from 'B' although no other member owns it"):
         check_cooperative_round(GROUP, needless)
+
+
+def test_check_assignor_result_knows_each_assignors_promise():
+    import random
+
+    from brokerlb.kafka.assignors import ASSIGNORS, get_assignor
+    from brokerlb.kafka.checker import check_assignor_result
+    from tests.kafka.groups import random_group
+
+    rng = random.Random(30)
+    for _ in range(50):
+        group = random_group(rng, rates=0.5, stale=0.2)
+        for name in ASSIGNORS:
+            assignor = get_assignor(name)
+            check_assignor_result(assignor, group, assignor.assign(group))
+    lopsided = GroupAssignment({"A": [T("t", p) for p in range(6)] + [T("u", 0)], "B": [], "C": []},
+                               {}, {}, 0)
+    with pytest.raises(InvariantViolation, match="could hand"):
+        check_assignor_result(get_assignor("sticky"), GROUP, lopsided)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
@@ -14,12 +15,14 @@ from brokerlb.kafka.group.layout import (
     GroupPaths,
     decode_subscription,
     decode_topic_partitions,
+    encode_subscription,
     thread_id,
     topic_path,
 )
 
 __all__ = [
     "RebalanceListener",
+    "register_consumer",
     "read_members",
     "read_partitions",
     "read_owners",
@@ -37,6 +40,22 @@ class RebalanceListener(Protocol):
     def before_releasing_partitions(self, owned: Mapping[str, set[int]]) -> None: ...
 
     def before_starting_fetchers(self, consumer_id: str, assignment: Mapping[str, list[TopicPartition]]) -> None: ...
+
+
+async def register_consumer(store: MetadataStore, paths: GroupPaths, consumer_id: str,
+                            topics: Iterable[str]) -> None:
+    """Create the ephemeral ``/consumers/{group}/ids/{id}`` node (``registerConsumerInZK``).
+
+    An existing node of this session (a retried create that had succeeded) is fine;
+    one of another session means the id is taken.
+    """
+    data = encode_subscription(topics, int(time.time() * 1000))
+    try:
+        await store.create(paths.consumer(consumer_id), data, ephemeral=True)
+    except NodeExistsError:
+        node = await store.get_or_none(paths.consumer(consumer_id))
+        if node is None or not store.owns(node.stat):
+            raise
 
 
 async def read_members(store: MetadataStore, paths: GroupPaths) -> dict[str, tuple[str, ...]]:

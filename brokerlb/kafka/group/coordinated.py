@@ -39,8 +39,13 @@ from brokerlb.errors import (
     NoNodeError,
 )
 from brokerlb.kafka.assignors import PartitionAssignor, TopicPartition, get_assignor
-from brokerlb.kafka.group.common import RebalanceListener, read_snapshot, release_partitions
-from brokerlb.kafka.group.layout import GroupPaths, decode_json, encode_subscription, thread_id, topic_path
+from brokerlb.kafka.group.common import (
+    RebalanceListener,
+    read_snapshot,
+    register_consumer,
+    release_partitions,
+)
+from brokerlb.kafka.group.layout import GroupPaths, decode_json, thread_id, topic_path
 from brokerlb.kafka.group.tracker import FetchTracker, RebalanceRecord
 
 __all__ = ["CoordinatedGroupConsumer", "encode_assignment", "decode_assignment"]
@@ -123,13 +128,7 @@ class CoordinatedGroupConsumer:
         return self
 
     async def _register(self) -> None:
-        data = encode_subscription(self.topics, int(time.time() * 1000))
-        try:
-            await self.store.create(self.paths.consumer(self.consumer_id), data, ephemeral=True)
-        except NodeExistsError:
-            node = await self.store.get_or_none(self.paths.consumer(self.consumer_id))
-            if node is None or not self.store.owns(node.stat):
-                raise
+        await register_consumer(self.store, self.paths, self.consumer_id, self.topics)
         self._election_node = await self.store.create(join_path(self.paths.coordinator, "member-"),
                                                       self.consumer_id.encode(), ephemeral=True, sequential=True)
 

@@ -34,15 +34,16 @@ import time
 from collections.abc import Callable, Sequence
 
 from brokerlb.coordination import MetadataStore, SessionEvent, SessionState
-from brokerlb.errors import InvalidConfigError, MetadataStoreError, NodeExistsError
+from brokerlb.errors import InvalidConfigError, MetadataStoreError
 from brokerlb.kafka.assignors import TopicPartition, get_assignor
 from brokerlb.kafka.group.common import (
     RebalanceListener,
     claim_partitions,
     read_snapshot,
+    register_consumer,
     release_partitions,
 )
-from brokerlb.kafka.group.layout import GroupPaths, encode_subscription, topic_path
+from brokerlb.kafka.group.layout import GroupPaths, topic_path
 from brokerlb.kafka.group.tracker import FetchTracker, RebalanceRecord
 
 __all__ = ["ZkRebalancingConsumer", "STATELESS_ASSIGNORS"]
@@ -111,13 +112,7 @@ class ZkRebalancingConsumer:
         return self
 
     async def _register(self) -> None:
-        data = encode_subscription(self.topics, int(time.time() * 1000))
-        try:
-            await self.store.create(self.paths.consumer(self.consumer_id), data, ephemeral=True)
-        except NodeExistsError:
-            node = await self.store.get_or_none(self.paths.consumer(self.consumer_id))
-            if node is None or not self.store.owns(node.stat):
-                raise
+        await register_consumer(self.store, self.paths, self.consumer_id, self.topics)
 
     def _on_session(self, event: SessionEvent) -> None:
         if event.new_session and not self._closed:  # ZKSessionExpireListener: register again, rebalance
