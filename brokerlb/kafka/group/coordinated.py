@@ -109,6 +109,7 @@ class CoordinatedGroupConsumer:
         self._pending: tuple[int, frozenset[TopicPartition]] | None = None
         self._triggered_at: float | None = None
         self._remove_session_listener: Callable[[], None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ life cycle
 
@@ -138,7 +139,9 @@ class CoordinatedGroupConsumer:
             self.owned = frozenset()  # our owner nodes are gone with the session
             self.generation_applied = -1
         if event.new_session and not self._closed:
-            asyncio.get_running_loop().create_task(self._register())
+            task = asyncio.get_running_loop().create_task(self._register())
+            self._background.add(task)  # keep a reference until it is done
+            task.add_done_callback(self._background.discard)
 
     async def stop(self) -> None:
         self._closed = True

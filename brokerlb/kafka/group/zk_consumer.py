@@ -89,6 +89,7 @@ class ZkRebalancingConsumer:
         self._task: asyncio.Task[None] | None = None
         self._watches: list = []
         self._remove_session_listener: Callable[[], None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ life cycle
 
@@ -116,7 +117,9 @@ class ZkRebalancingConsumer:
 
     def _on_session(self, event: SessionEvent) -> None:
         if event.new_session and not self._closed:  # ZKSessionExpireListener: register again, rebalance
-            asyncio.get_running_loop().create_task(self._reregister())
+            task = asyncio.get_running_loop().create_task(self._reregister())
+            self._background.add(task)  # keep a reference until it is done
+            task.add_done_callback(self._background.discard)
         elif event.state is SessionState.LOST:
             self._stop_fetching("session lost")
 
