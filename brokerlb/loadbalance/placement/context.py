@@ -61,6 +61,8 @@ class PlacementContext:
         self.modular_brokers: tuple[str, ...] = tuple(b for b in view.available_brokers if b in brokers)
         #: extensible available brokers: every broker the snapshot knows
         self.extensible_brokers: tuple[str, ...] = view.available_brokers
+        #: every broker of the snapshot, as a set
+        self.available_set: frozenset[str] = frozenset(view.available_brokers)
 
         self.max_usage: dict[str, float] = {}
         self.weighted_usage: dict[str, float] = {}

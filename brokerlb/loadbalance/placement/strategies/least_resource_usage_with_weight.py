@@ -150,7 +150,9 @@ class LeastResourceUsageWithWeight:
                           state: StrategyState, rng: random.Random) -> str | None:
         conf = context.config
         history = state.get(NAME, ResourceUsageHistory)
-        history.forget_inactive(context.view.available_brokers)  # onActiveBrokersChange
+        active = context.available_set
+        if not history.ema.keys() <= active:
+            history.forget_inactive(active)  # onActiveBrokersChange
         return select_least_resource_usage_with_weight(
             candidates,
             history,
