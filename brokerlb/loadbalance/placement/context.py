@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from brokerlb.config import short_class_name
 from brokerlb.loadbalance.placement.anti_affinity import DEFAULT_DOMAIN, anti_affinity_bundle_counts
 from brokerlb.loadbalance.placement.isolation import (
+    IsolationPolicy,
     IsolationResult,
     apply_namespace_policies,
     is_shared_broker,
@@ -111,7 +112,7 @@ class PlacementContext:
         self._shared_hosts: dict[str, bool] | None = None
         self._isolation: dict[tuple[object, bool, bool], IsolationResult] = {}
         self._policy_of: dict[str, object] = {}
-        self._policies: dict[str, object] | None = None
+        self._policies: dict[str, IsolationPolicy] | None = None
         self._class_matches: dict[str, frozenset[str]] = {}
         self._extensible_topics: dict[str, int] | None = None
         self._owners: dict[str, str] | None = None
@@ -191,7 +192,7 @@ class PlacementContext:
             self._isolation[key] = result
         return result
 
-    def _ordered_policies(self) -> Mapping[str, object]:
+    def _ordered_policies(self) -> Mapping[str, IsolationPolicy]:
         if self._policies is None:
             policies = self.view.isolation_policies
             self._policies = {name: policies[name] for name in sorted(policies)}

@@ -56,14 +56,18 @@ _PORT_SUFFIX = re.compile(r"^(.*):\d+$")
 
 
 class _FailoverPolicy(Protocol):
-    min_limit: int
+    @property
+    def min_limit(self) -> int: ...
 
 
 class IsolationPolicy(Protocol):
     """What placement reads from a namespace isolation policy (``NamespaceIsolationData``)."""
 
-    primary: tuple[str, ...]
-    secondary: tuple[str, ...]
+    @property
+    def primary(self) -> tuple[str, ...]: ...
+
+    @property
+    def secondary(self) -> tuple[str, ...]: ...
 
     @property
     def auto_failover_policy(self) -> _FailoverPolicy: ...

@@ -37,6 +37,7 @@ one split per cycle, two hot bundles): cycles 1-3 split nothing (hits 1, 2, 3); 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -211,7 +212,7 @@ def find_bundles_to_split_extensible(
     for broker, stats in reports.items():
         decisions.extend(broker_split_cycle(
             broker, stats, state.of(broker),
-            is_owner=lambda bundle, me=broker: is_owner(me, bundle),
+            is_owner=functools.partial(is_owner, broker),
             splitting=splitting, bundle_count_of=bundle_count_of, conf=conf,
         ))
     return decisions
