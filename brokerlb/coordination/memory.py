@@ -501,20 +501,25 @@ class MemoryMetadataStore(MetadataStore):
             await self._resumed.wait()
             if self._sid != sid:
                 raise ConnectionLossError("Connection lost while the client was paused", path)
+        return self._ready_session(path)
+
+    async def _run(self, path: str | None, body: Callable[[int], Any]) -> Any:
+        if self._delay or not self._resumed.is_set():
+            async def op() -> Any:
+                sid = await self._gate(path)
+                return body(sid)
+
+            return await self._with_timeout(op(), path)
+        return body(self._ready_session(path))  # nothing to wait for: run now, no timer
+
+    def _ready_session(self, path: str | None) -> int:
+        self._check_open(path)
         if self._conn == "crashed":
             raise StoreClosedError("The client crashed", path)
-        self._check_open(path)
         if self._conn == "disconnected":
             raise ConnectionLossError(f"Not connected to {self.url}", path)
         assert self._sid is not None
         return self._sid
-
-    async def _run(self, path: str | None, body: Callable[[int], Any]) -> Any:
-        async def op() -> Any:
-            sid = await self._gate(path)
-            return body(sid)
-
-        return await self._with_timeout(op(), path)
 
     def _write(self, sid: int, ops: Sequence[Op], make_parents: bool = False) -> list[Any]:
         notes: list[_Notification] = []
