@@ -17,6 +17,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("ring", "brokerlb.cli.ring", "Offline hash-ring tools: bundles, topic → bundle, split, merge."),
     ("config", "brokerlb.cli.config", "broker.conf keys (Pulsar names and defaults) and the effective config."),
     ("kafka", "brokerlb.cli.kafka", "Producer partitioning and consumer-group assignors, offline."),
+    ("metadata", "brokerlb.cli.metadata", "Metadata store in Pulsar's layout: brokers, leader, owners, bundles; a local ZooKeeper."),
     ("plan", "brokerlb.cli.plan", "Offline planner: what shedding, split and placement would do on a snapshot."),
 ]
 

@@ -8,7 +8,12 @@ from brokerlb.coordination.bundle_metadata import BundleMetadata, split_and_own
 from brokerlb.coordination.cache import TreeCache
 from brokerlb.coordination.cluster_policies import ClusterPolicies
 from brokerlb.coordination.election import ElectionState, LeaderElection, LeaderLease, LeadershipChange
-from brokerlb.coordination.factory import DEFAULT_OPERATION_TIMEOUT, DEFAULT_SESSION_TIMEOUT, open_store
+from brokerlb.coordination.factory import (
+    DEFAULT_OPERATION_TIMEOUT,
+    DEFAULT_SESSION_TIMEOUT,
+    open_store,
+    open_store_from_config,
+)
 from brokerlb.coordination.load_data import LoadDataStore
 from brokerlb.coordination.lock import EphemeralLock, LockState
 from brokerlb.coordination.memory import MemoryMetadataStore, MemoryServer
@@ -113,6 +118,7 @@ __all__ = [
     "WatchEvent",
     "join_path",
     "open_store",
+    "open_store_from_config",
     "parent_path",
     "validate_path",
 ]

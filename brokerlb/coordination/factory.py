@@ -12,12 +12,13 @@ and closes it, or call ``await store.start()`` yourself.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from brokerlb.coordination.memory import MemoryMetadataStore
 from brokerlb.coordination.store import MetadataStore
 from brokerlb.errors import InvalidConfigError
 
-__all__ = ["open_store", "DEFAULT_SESSION_TIMEOUT", "DEFAULT_OPERATION_TIMEOUT"]
+__all__ = ["open_store", "open_store_from_config", "DEFAULT_SESSION_TIMEOUT", "DEFAULT_OPERATION_TIMEOUT"]
 
 #: Pulsar's ``metadataStoreSessionTimeoutMillis`` default (30000 ms).
 DEFAULT_SESSION_TIMEOUT = 30.0
@@ -46,6 +47,17 @@ def open_store(url: str, *, session_timeout: float = DEFAULT_SESSION_TIMEOUT,
     from brokerlb.coordination.zookeeper import ZooKeeperMetadataStore
 
     return ZooKeeperMetadataStore(hosts, session_timeout=session_timeout, operation_timeout=operation_timeout)
+
+
+def open_store_from_config(conf: Any) -> MetadataStore:
+    """A store from a :class:`~brokerlb.config.ServiceConfig` (or anything with Pulsar's keys).
+
+    Reads ``metadataStoreUrl``, ``metadataStoreSessionTimeoutMillis`` and
+    ``metadataStoreOperationTimeoutSeconds`` (the config resolves the old
+    ``zookeeperServers`` / ``zooKeeperSessionTimeoutMillis`` names into these).
+    """
+    return open_store(conf.metadataStoreUrl, session_timeout=conf.metadataStoreSessionTimeoutMillis / 1000.0,
+                      operation_timeout=float(conf.metadataStoreOperationTimeoutSeconds))
 
 
 def _check_hosts(url: str, hosts: str) -> None:

@@ -61,6 +61,7 @@ import itertools
 from collections import OrderedDict, deque
 from dataclasses import dataclass, replace
 from functools import singledispatchmethod
+from typing import Any
 
 from brokerlb.errors import InvalidConfigError, InvalidTransitionError
 from brokerlb.ownership.events import (
@@ -171,6 +172,14 @@ class OwnershipMachine:
         self._logs: OrderedDict[str, deque[Transition]] = OrderedDict()
         self._log: deque[Transition] = deque(maxlen=log_total)
         self._seq = itertools.count()
+
+    @classmethod
+    def from_config(cls, conf: Any, **kwargs: Any) -> OwnershipMachine:
+        """Timeouts from Pulsar's keys: ``loadBalancerInFlightServiceUnitStateWaitingTimeInMillis`` and
+        ``loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds`` (a ServiceConfig or alike)."""
+        return cls(in_flight_timeout_ms=int(conf.loadBalancerInFlightServiceUnitStateWaitingTimeInMillis),
+                   tombstone_delay_ms=int(conf.loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds * 1000),
+                   **kwargs)
 
     # ------------------------------------------------------------------ reading
     def record(self, bundle: str) -> BundleRecord:

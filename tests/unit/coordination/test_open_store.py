@@ -28,3 +28,14 @@ def test_zookeeper_urls(url, hosts):
 def test_bad_urls_name_the_config_key(url):
     with pytest.raises(InvalidConfigError, match="metadataStoreUrl"):
         open_store(url)
+
+
+def test_store_from_broker_config():
+    from brokerlb.config import ServiceConfig
+    from brokerlb.coordination import open_store_from_config
+
+    conf = ServiceConfig().with_overrides({"metadataStoreUrl": "memory:from-conf",
+                                           "metadataStoreSessionTimeoutMillis": 4500,
+                                           "metadataStoreOperationTimeoutSeconds": 7})
+    store = open_store_from_config(conf)
+    assert store.url == "memory:from-conf" and store.session_timeout == 4.5 and store.operation_timeout == 7

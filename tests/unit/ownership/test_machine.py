@@ -322,3 +322,12 @@ def test_watchdog_finishes_a_committed_split_even_when_a_child_is_busy(m):
     m.handle(Tick(stimulus_id="tick", at_ms=40_000))
     assert m.state(FULL) is S.DELETED and m.owner(LEFT) == "b2" and m.owner(RIGHT) == "b1"
     assert "children left as they were" in m.story(FULL)[-1].reason
+
+
+def test_timeouts_from_broker_config():
+    from brokerlb.config import ServiceConfig
+
+    conf = ServiceConfig().with_overrides({"loadBalancerInFlightServiceUnitStateWaitingTimeInMillis": 5000,
+                                           "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds": 60})
+    machine = OwnershipMachine.from_config(conf)
+    assert machine.in_flight_timeout_ms == 5000 and machine.tombstone_delay_ms == 60_000
