@@ -21,6 +21,7 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   │   └── UnknownConfigKeyError (KeyError)  400  no such config key (suggests close names)
     │   ├── InvalidLoadDataError                 400  NaN, negative usage, broken report JSON
     │   ├── InvalidSnapshotError                 400
+    │   ├── InvalidScenarioError                 400  simulator scenario: names the file and the field
     │   └── UnknownStrategyError                 400
     │       └── StrategyNotAvailableError        400  registered, but its module is missing
     ├── NotFoundError (LookupError)              404
@@ -79,6 +80,7 @@ __all__ = [
     "UnknownConfigKeyError",
     "InvalidLoadDataError",
     "InvalidSnapshotError",
+    "InvalidScenarioError",
     "UnknownStrategyError",
     "StrategyNotAvailableError",
     "NotFoundError",
@@ -226,6 +228,21 @@ class InvalidSnapshotError(InvalidInputError):
         where = f"{path}" if path else ""
         shown = "" if value is InvalidSnapshotError._UNSET else f" = {value!r}"
         super().__init__(f"Invalid snapshot: {where}{shown}: {why}" if where else f"Invalid snapshot: {why}")
+
+
+class InvalidScenarioError(InvalidInputError):
+    """A simulator scenario (YAML) or recorded workload is unusable.
+
+    ``field`` is the path of the bad value in the scenario (e.g. ``events[2].at``),
+    ``source`` the file it came from; either is ``None`` when not known.
+    """
+
+    def __init__(self, why: str, *, field: str | None = None, source: str | None = None) -> None:
+        self.why = why
+        self.field = field
+        self.source = source
+        where = ": ".join(part for part in (source, field) if part)
+        super().__init__(f"scenario {where}: {why}" if where else f"scenario: {why}")
 
 
 class UnknownStrategyError(InvalidInputError):

@@ -1,0 +1,628 @@
+"""The discrete-time cluster simulation: traffic, brokers, ownership and the real leader.
+
+One :meth:`Simulation.step` is one cycle of ``scenario.tick`` seconds on a
+:class:`~brokerlb.clock.ManualClock`:
+
+1. everything due on the timeline up to the end of the cycle runs in time order, with the
+   clock set to its instant: scenario events (broker added / restarted / failed, config
+   changes), unloads and transfers completing, lookups placing free bundles, sessions of
+   dead brokers expiring;
+2. the workload gives every topic's traffic; it is summed per bundle (the bundle each topic
+   hashes into) and per broker (the broker serving each bundle);
+3. the resource model turns each broker's traffic into the usage it measures; each live
+   broker decides with the real report-update rule whether to write its load report;
+4. the leader -- the real decision engine -- refreshes its load data when reports changed,
+   runs the shedding loop every ``loadBalancerSheddingIntervalMinutes`` and the split check,
+   and its decisions are executed: unloads and transfers take ``timing.unload`` /
+   ``timing.transfer``; an unloaded bundle is placed at the clients' next lookup
+   (``timing.lookup``) by the leader's placement pipeline; split bundles are replaced by
+   their children on the ring (and unloaded if ``loadBalancerAutoUnloadSplitBundlesEnabled``);
+5. the metrics of the cycle are recorded (:mod:`brokerlb.sim.metrics`).
+
+Leadership: the leader is the longest-registered live broker. A crashed leader keeps
+its registration until its session expires; meanwhile lookups redirected to it fail (they
+are retried) and nothing is shed. The next leader starts with empty strategy memory and
+reads the bundle histories last persisted (every
+``loadBalancerResourceQuotaUpdateIntervalMinutes``), as a new Pulsar leader does.
+
+With ``validate=True`` every cycle checks the invariants of :mod:`brokerlb.testing.simulation`
+(load conservation, topics in live bundles) and :func:`~brokerlb.testing.assert_ring_covers_keyspace`
+after splits.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from brokerlb.clock import ManualClock
+from brokerlb.config import ServiceConfig, short_class_name
+from brokerlb.model import LocalBrokerData, ResourceWeights
+from brokerlb.sim.brokers import BundleTraffic, ReportWriter, SimBroker
+from brokerlb.sim.leader import ClusterInputs, Leader, LeaderFactory, SimLeader
+from brokerlb.sim.metrics import CycleMetrics, MetricsRecorder, lower_bound
+from brokerlb.sim.ownership import BundleState, Move, OwnershipTable
+from brokerlb.sim.recorded import RecordedWorkload
+from brokerlb.sim.resources import BrokerUsage, Capacities, ResourceModel
+from brokerlb.sim.spec import (
+    AddBroker,
+    BrokerSpec,
+    FailBroker,
+    RestartBroker,
+    Scenario,
+    SetConfig,
+)
+from brokerlb.sim.topology import Topology
+from brokerlb.sim.workloads import SyntheticWorkload, TopicTraffic, Workload
+
+__all__ = ["Simulation", "DEFAULT_START_MS"]
+
+#: Simulated time 0 (2023-11-14T22:13:20Z), unless a recorded workload says otherwise.
+DEFAULT_START_MS = 1_700_000_000_000
+
+_MAX_LOOKUP_BACKOFF_S = 60.0
+
+
+class Simulation:
+    """One run of a scenario under one configuration (see the module docstring).
+
+    ``config_overrides`` apply over the scenario's ``config`` (e.g. the strategy under test);
+    ``workload`` replaces the synthetic workload with recorded topic traffic; ``seed``
+    replaces the scenario's seed. ``on_cycle(done, total)`` is called after each cycle
+    (progress bars). ``history`` receives what the cluster wrote (see
+    :mod:`brokerlb.sim.history`). ``leader_factory`` replaces the real engine (tests of the
+    simulator's own mechanics only).
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        config_overrides: Mapping[str, Any] | None = None,
+        workload: RecordedWorkload | None = None,
+        seed: int | None = None,
+        validate: bool = False,
+        on_cycle: Callable[[int, int], None] | None = None,
+        history: Any | None = None,
+        leader_factory: LeaderFactory | None = None,
+        label: str | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else int(seed)
+        self.config = ServiceConfig.from_mapping({**scenario.config, **(config_overrides or {})}, strict=True)
+        self.validate = validate
+        self.label = label or short_class_name(self.config.loadBalancerLoadSheddingStrategy)
+        self.on_cycle = on_cycle
+        self.history = history
+        streams = np.random.SeedSequence(self.seed).spawn(3)
+        workload_rng, noise_rng = (np.random.default_rng(s) for s in streams[:2])
+        self._leader_seed = int(streams[2].generate_state(1)[0])
+
+        if workload is None and scenario.recorded_workload is not None:
+            workload = RecordedWorkload.from_jsonl(scenario.recorded_workload)
+        self.workload: Workload
+        if workload is not None:
+            self.workload = workload.player()
+            start_ms = workload.start_ms
+        else:
+            self.workload = SyntheticWorkload(scenario, workload_rng)
+            start_ms = DEFAULT_START_MS
+        self.clock = ManualClock(start_ms)
+        self.start_ms = start_ms
+
+        self.topology = Topology(self._namespace_bundles(), self.workload.topics)
+        self.anti_affinity = {ns.name: ns.anti_affinity_group for ns in scenario.namespaces
+                              if ns.anti_affinity_group}
+
+        specs: list[BrokerSpec] = list(scenario.brokers)
+        specs += [e.broker for e in scenario.events if isinstance(e, AddBroker)]
+        self.brokers = [SimBroker(i, spec) for i, spec in enumerate(specs)]
+        self.broker_index = {b.broker_id: b.index for b in self.brokers}
+        self.broker_ids = [b.broker_id for b in self.brokers]
+        self.caps = Capacities.of(specs)
+        self.model = ResourceModel(scenario.resources, noise_rng)
+        self.writer = ReportWriter(self.caps, scenario.resources)
+        self._registration_order: list[int] = []
+
+        grace_s = self.config.duration_seconds("loadBalancerSheddingGracePeriodMinutes")
+        self.ownership = OwnershipTable(self.topology.bundle_names, self.broker_ids, grace_s * 1000)
+        self.ownership.grow(self.topology.num_bundle_ids)
+        self.metrics = MetricsRecorder(self.broker_ids, grace_s)
+        self._affinity: dict[int, int] = {}
+        self._lookup_attempts: dict[int, int] = {}
+
+        from brokerlb.sim.timeline import Timeline
+
+        self.timeline = Timeline()
+        for event in scenario.events:
+            self.timeline.schedule(start_ms + event.at * 1000, "scenario", event)
+
+        self._leader_factory: LeaderFactory = leader_factory or SimLeader
+        self.leader: Leader | None = None
+        self._leader_broker = -1
+        self._stored_bundle_data: dict[str, Any] = {}
+        self._next_persist_ms = 0.0
+        self._next_shed_ms = 0.0
+        self._next_split_ms = 0.0
+        self._reports_changed = True
+        self._cycle = 0
+        self._cycle_decisions: Counter[str] = Counter()
+        self._cycle_moves: list[Move] = []
+        self._cycle_splits = 0
+        self._bundle_traffic: BundleTraffic | None = None
+        self.engine_seconds = 0.0
+        self.wall_seconds = 0.0
+
+        for broker in self.brokers[: len(scenario.brokers)]:
+            self._start_broker(broker)
+        self._elect_leader()
+        self._request_lookups(self.workload.traffic(0.0))
+
+    # ------------------------------------------------------------------ set-up helpers
+
+    def _namespace_bundles(self) -> list[tuple[str, int]]:
+        declared = {ns.name: ns.bundles for ns in self.scenario.namespaces}
+        default = self.config.defaultNumberOfNamespaceBundles
+        return [(ns, declared.get(ns, default)) for ns in self.workload.topics]
+
+    @property
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    @property
+    def cycles(self) -> int:
+        return self.scenario.cycles
+
+    @property
+    def cycle(self) -> int:
+        return self._cycle
+
+    @property
+    def broker_up(self) -> np.ndarray:
+        return np.asarray([b.up for b in self.brokers], dtype=bool)
+
+    # ------------------------------------------------------------------ running
+
+    def run(self) -> Any:
+        """Run every cycle; returns the :class:`~brokerlb.sim.result.SimulationResult`."""
+        from brokerlb.sim.result import SimulationResult
+
+        started = time.perf_counter()
+        while self._cycle < self.cycles:
+            self.step()
+        self.wall_seconds += time.perf_counter() - started
+        return SimulationResult.of(self)
+
+    def step(self) -> None:
+        """Run one cycle (module docstring)."""
+        tick_ms = self.scenario.tick * 1000
+        cycle_start = self.start_ms + self._cycle * tick_ms
+        cycle_end = cycle_start + tick_ms
+        self.ownership.start_cycle(cycle_start)
+        self._cycle_decisions = Counter()
+        self._cycle_moves = []
+        self._cycle_splits = 0
+        self._run_timeline(cycle_end)
+        self.clock.set_ms(int(round(cycle_end)))
+        self._cycle += 1
+
+        t = (cycle_end - self.start_ms) / 1000
+        traffic = self.workload.traffic(t)
+        self._request_lookups(traffic)
+        bundle = self._bundle_sums(traffic)
+        self._bundle_traffic = bundle
+        up = self.broker_up
+        served = self.ownership.served_mask(up)
+        broker_totals = self._broker_sums(bundle, served)
+        usage = self.model.broker_usage(self.caps, broker_totals["rate"], broker_totals["tput_in"],
+                                        broker_totals["tput_out"], up)
+        if self.validate:
+            self._check_invariants(traffic, served, broker_totals)
+        written = self._write_reports(usage, broker_totals, served, bundle)
+        self._leader_cycle()
+
+        unowned_ms = self.ownership.end_cycle(self.now_ms)
+        true_usage = self.model.broker_usage(self.caps, broker_totals["rate"], broker_totals["tput_in"],
+                                             broker_totals["tput_out"], up, noise=False)
+        base = self.model.broker_usage(self.caps, *(np.zeros(len(self.brokers)),) * 3, up, noise=False)
+        offered = float(bundle.throughput.sum())
+        served_tput = float(bundle.throughput[served].sum())
+        live_bundles = bundle.topics > 0  # this cycle's bundles (computed before any split below)
+        self.metrics.record(CycleMetrics(
+            time_s=t,
+            broker_load=true_usage.load(self.caps, self.scenario.resources),
+            broker_throughput=broker_totals["tput_in"] + broker_totals["tput_out"],
+            live=up,
+            lower_bound=lower_bound(self.caps, base, up, self.model,
+                                    (bundle.msg_rate_in + bundle.msg_rate_out)[live_bundles],
+                                    bundle.msg_throughput_in[live_bundles], bundle.msg_throughput_out[live_bundles]),
+            moves=self._cycle_moves,
+            unowned_seconds=unowned_ms / 1000,
+            unserved_throughput=offered - served_tput,
+            offered_throughput=offered,
+            served_throughput=served_tput,
+            splits=self._cycle_splits,
+            reports_written=written,
+            bundles=self.topology.num_live_bundles,
+            decisions=self._cycle_decisions,
+        ))
+        if self.history is not None:
+            self.history.cycle(self, traffic, bundle, served)
+        if self.on_cycle is not None:
+            self.on_cycle(self._cycle, self.cycles)
+
+    # ------------------------------------------------------------------ traffic
+
+    def _bundle_sums(self, traffic: TopicTraffic) -> BundleTraffic:
+        n = self.topology.num_bundle_ids
+        tb = self.topology.topic_bundle
+
+        def total(values: np.ndarray) -> np.ndarray:
+            return np.bincount(tb, weights=values, minlength=n)
+
+        return BundleTraffic(
+            msg_rate_in=total(traffic.msg_rate_in),
+            msg_rate_out=total(traffic.msg_rate_out),
+            msg_throughput_in=total(traffic.msg_throughput_in),
+            msg_throughput_out=total(traffic.msg_throughput_out),
+            producers=np.bincount(tb, weights=traffic.producers, minlength=n).astype(np.int64),
+            consumers=np.bincount(tb, weights=traffic.consumers, minlength=n).astype(np.int64),
+            topics=np.bincount(tb, weights=traffic.active, minlength=n).astype(np.int64),
+        )
+
+    def _broker_sums(self, bundle: BundleTraffic, served: np.ndarray) -> dict[str, np.ndarray]:
+        owner = self.ownership.owner[served]
+        n = len(self.brokers)
+
+        def total(values: np.ndarray) -> np.ndarray:
+            return np.bincount(owner, weights=values[served], minlength=n)
+
+        rate_in, rate_out = total(bundle.msg_rate_in), total(bundle.msg_rate_out)
+        return {
+            "rate_in": rate_in,
+            "rate_out": rate_out,
+            "rate": rate_in + rate_out,
+            "tput_in": total(bundle.msg_throughput_in),
+            "tput_out": total(bundle.msg_throughput_out),
+            "bundles": np.bincount(owner, minlength=n),
+            "topics": total(bundle.topics.astype(float)),
+        }
+
+    def _check_invariants(self, traffic: TopicTraffic, served: np.ndarray, totals: dict[str, np.ndarray]) -> None:
+        from brokerlb.testing.simulation import assert_load_conserved, assert_topics_in_live_bundles
+
+        topo = self.topology
+        assert_topics_in_live_bundles(topo.topic_bundle, topo.topic_ns, topo.bundle_live, topo.bundle_ns)
+        assert_load_conserved(
+            {"rate_in": traffic.msg_rate_in, "rate_out": traffic.msg_rate_out,
+             "tput_in": traffic.msg_throughput_in, "tput_out": traffic.msg_throughput_out},
+            topo.topic_bundle, np.maximum(self.ownership.owner, 0), served,
+            {q: totals[q] for q in ("rate_in", "rate_out", "tput_in", "tput_out")},
+            label=f"cycle {self._cycle}",
+        )
+
+    # ------------------------------------------------------------------ reports
+
+    def _write_reports(self, usage: BrokerUsage, totals: dict[str, np.ndarray], served: np.ndarray,
+                       bundle: BundleTraffic) -> int:
+        conf = self.config
+        written = 0
+        now = self.now_ms
+        owner = self.ownership.owner
+        served_ids = np.flatnonzero(served)
+        by_broker = {i: served_ids[owner[served_ids] == i] for i in range(len(self.brokers))} \
+            if self.leader is not None and self.leader.extensible else None
+        weights = ResourceWeights.from_config(conf)
+        k = conf.loadBalancerMaxNumberOfBundlesInBundleLoadReport
+        for b in self.brokers:
+            if not b.up:
+                continue
+            i = b.index
+            system = self.writer.usage_of(i, usage)
+            sums = (float(totals["rate_in"][i]), float(totals["rate_out"][i]), float(totals["tput_in"][i]),
+                    float(totals["tput_out"][i]), int(totals["bundles"][i]))
+            mine = None
+            if by_broker is not None:
+                mine = by_broker[i]
+                self.writer.publish_load_data(b, now, system, sums, int(totals["topics"][i]), conf, weights)
+                self.writer.publish_top_bundles(b, mine, bundle, self.topology.bundle_names, k,
+                                                self._has_policies if not
+                                                conf.loadBalancerSheddingBundlesWithPoliciesEnabled else None)
+            if mine is None:
+                mine = served_ids[owner[served_ids] == i]
+            if self.writer.write_local_data(b, now, system, sums, mine, bundle, self.topology.bundle_names, conf):
+                written += 1
+                self._reports_changed = True
+                if self.history is not None:
+                    self.history.report(b)
+        return written
+
+    def _has_policies(self, bundle: str) -> bool:
+        return bundle.rpartition("/")[0] in self.anti_affinity
+
+    def _reports(self) -> dict[str, LocalBrokerData | None]:
+        """What the leader reads under ``/loadbalance/brokers``: registered brokers' reports."""
+        return {b.broker_id: b.report for b in self.brokers if b.registered}
+
+    # ------------------------------------------------------------------ leader
+
+    def _elect_leader(self) -> None:
+        candidates = [i for i in self._registration_order if self.brokers[i].registered]
+        new = candidates[0] if candidates else -1
+        if new == self._leader_broker and self.leader is not None:
+            return
+        self._leader_broker = new
+        if new < 0:
+            self.leader = None
+            return
+        rng = random.Random(self._leader_seed + len(self._registration_order) * 7919 + new)
+        self.leader = self._leader_factory(self.broker_ids[new], self.config, rng, dict(self._stored_bundle_data))
+        self._reports_changed = True
+        now = self.now_ms
+        self._next_shed_ms = now + self.config.duration_seconds("loadBalancerSheddingIntervalMinutes") * 1000
+        self._next_split_ms = now + self.config.duration_seconds("loadBalancerSplitIntervalMinutes") * 1000
+
+    @property
+    def leader_available(self) -> bool:
+        return self.leader is not None and self.brokers[self._leader_broker].up
+
+    def _inputs(self) -> ClusterInputs:
+        registered = [b for b in self.brokers if b.registered]
+        topo = self.topology
+        return ClusterInputs(
+            reports=self._reports(),
+            broker_load_data={b.broker_id: b.published_load_data for b in registered
+                              if b.published_load_data is not None},
+            top_bundles={b.broker_id: b.top_bundles for b in registered if b.top_bundles is not None},
+            brokers={b.broker_id: b.spec for b in registered},
+            ownership=self.ownership.ownership_map,  # computed only if the leader asks
+            namespace_bundles={ns: topo.ns_bundles[i] for ns, i in topo.ns_index.items()},
+            anti_affinity=self.anti_affinity,
+        )
+
+    def _leader_cycle(self) -> None:
+        if not self.leader_available:
+            return
+        leader = self.leader
+        assert leader is not None
+        now = self.now_ms
+        conf = self.config
+        if now >= self._next_persist_ms:
+            self._stored_bundle_data = leader.persisted_bundle_data()
+            self._next_persist_ms = now + conf.duration_seconds("loadBalancerResourceQuotaUpdateIntervalMinutes") * 1000
+        inputs = self._inputs()
+        started = time.perf_counter()
+        refreshed = self._ensure_refreshed(inputs)
+        if now >= self._next_shed_ms:
+            self._next_shed_ms += conf.duration_seconds("loadBalancerSheddingIntervalMinutes") * 1000
+            result = leader.shed(now, inputs)
+            self._count("unload", result.decisions)
+            self._execute_unloads(result.unloads)
+        split_due = refreshed if not leader.extensible else now >= self._next_split_ms
+        if leader.extensible and split_due:
+            self._next_split_ms += conf.duration_seconds("loadBalancerSplitIntervalMinutes") * 1000
+        if split_due and conf.loadBalancerAutoBundleSplitEnabled:
+            split = leader.split(now, inputs)
+            self._count("split", split.decisions)
+            self._execute_splits(split.splits)
+        self.engine_seconds += time.perf_counter() - started
+
+    def _ensure_refreshed(self, inputs: ClusterInputs) -> bool:
+        """The leader's ``updateAll`` runs on every change under ``/loadbalance/brokers``;
+        changes since its last run are folded in before it decides anything."""
+        if not self._reports_changed or self.leader is None:
+            return False
+        self.leader.refresh(self.now_ms, inputs)
+        self._reports_changed = False
+        return True
+
+    def _count(self, kind: str, decisions: Any) -> None:
+        for d in decisions:
+            self._cycle_decisions[f"{kind}/{d.label}/{d.reason}"] += 1
+
+    # ------------------------------------------------------------------ executing decisions
+
+    def _execute_unloads(self, unloads: list[Any]) -> None:
+        now = self.now_ms
+        timing = self.scenario.timing
+        assert self.leader is not None and self._bundle_traffic is not None
+        for decision in unloads:
+            b = self.topology.bundle_index.get(decision.bundle)
+            if b is None or self.ownership.state[b] != BundleState.OWNED:
+                continue  # split or moved meanwhile: Pulsar's unload of an unowned bundle is a no-op
+            if not self.brokers[int(self.ownership.owner[b])].up:
+                continue
+            dest = self.broker_index.get(decision.destination, -1) if decision.destination else -1
+            transfer = self.leader.extensible and dest >= 0 and self.config.loadBalancerTransferEnabled
+            cause = "transfer" if transfer else "shed"
+            self.ownership.release(b, now, cause, float(self._bundle_traffic.throughput[b]),
+                                   destination=dest if transfer else -1,
+                                   detail=f"{decision.reason}: {decision.detail}".strip(": "))
+            if dest >= 0 and not transfer:
+                self._affinity[b] = dest
+            delay = timing.transfer if transfer else timing.unload
+            self.timeline.schedule(now + delay * 1000, "release_done", (b, dest if transfer else -1))
+
+    def _execute_splits(self, splits: list[Any]) -> None:
+        now = self.now_ms
+        assert self.leader is not None and self._bundle_traffic is not None
+        for decision in splits:
+            parent = self.topology.bundle_index.get(decision.bundle)
+            if parent is None or not decision.boundaries:
+                continue
+            owner = int(self.ownership.owner[parent])
+            owned = self.ownership.state[parent] == BundleState.OWNED and owner >= 0 and self.brokers[owner].up
+            children = self.topology.split(parent, decision.boundaries)
+            self.ownership.grow(self.topology.num_bundle_ids)
+            self._cycle_splits += 1
+            detail = f"{decision.reason}: into {', '.join(self.topology.bundle_names[c] for c in children)}"
+            self.ownership.delete(parent, now, detail)
+            self.leader.bundle_split(decision.bundle, [self.topology.bundle_names[c] for c in children])
+            self._reports_changed = True
+            if self.validate:
+                from brokerlb.testing import assert_ring_covers_keyspace
+
+                ns = int(self.topology.bundle_ns[parent])
+                assert_ring_covers_keyspace(self.topology.ns_bundles[ns])
+            if not owned:
+                continue
+            for child in children:
+                self.ownership.assign(child, owner, now, "split")
+                if self.config.loadBalancerAutoUnloadSplitBundlesEnabled:
+                    self.ownership.release(child, now, "split", 0.0)
+                    self.timeline.schedule(now + self.scenario.timing.unload * 1000, "release_done", (child, -1))
+
+    # ------------------------------------------------------------------ timeline
+
+    def _run_timeline(self, until_ms: float) -> None:
+        handlers = {
+            "scenario": self._on_scenario_event,
+            "release_done": self._on_release_done,
+            "lookup": self._on_lookup,
+            "session_expired": self._on_session_expired,
+            "broker_up": self._on_broker_up,
+        }
+        for time_ms, kind, payload in self.timeline.pop_due(until_ms):
+            self.clock.set_ms(max(time_ms, self.clock.now_ms()))
+            handlers[kind](payload)
+
+    def _on_scenario_event(self, event: Any) -> None:
+        if isinstance(event, AddBroker):
+            self._start_broker(self.brokers[self.broker_index[event.broker.broker_id]])
+        elif isinstance(event, RestartBroker):
+            self._restart_broker(self.brokers[self.broker_index[event.broker]], event.downtime)
+        elif isinstance(event, FailBroker):
+            self._fail_broker(self.brokers[self.broker_index[event.broker]])
+        elif isinstance(event, SetConfig):
+            self.config = self.config.with_overrides(dict(event.config), strict=True)
+            if self.leader is not None:
+                self.leader.config = self.config
+        self._elect_leader()
+
+    def _start_broker(self, broker: SimBroker) -> None:
+        """Register a (re)started broker; it writes its first report at once (no bundles yet)."""
+        now = self.now_ms
+        broker.start(now)
+        if broker.index in self._registration_order:
+            self._registration_order.remove(broker.index)
+        self._registration_order.append(broker.index)
+        zero = np.zeros(len(self.brokers))
+        up = np.zeros(len(self.brokers), dtype=bool)
+        up[broker.index] = True
+        idle = self.model.broker_usage(self.caps, zero, zero, zero, up, noise=False)
+        system = self.writer.usage_of(broker.index, idle)
+        n = self.topology.num_bundle_ids
+        empty = BundleTraffic(*(np.zeros(n) for _ in range(4)), *(np.zeros(n, dtype=np.int64) for _ in range(3)))
+        self.writer.write_local_data(broker, now, system, (0.0, 0.0, 0.0, 0.0, 0), np.zeros(0, dtype=np.int64),
+                                     empty, self.topology.bundle_names, self.config, force=True)
+        if self.history is not None:
+            self.history.report(broker)
+        self._reports_changed = True
+
+    def _on_broker_up(self, index: int) -> None:
+        self._start_broker(self.brokers[index])
+        self._elect_leader()
+
+    def _restart_broker(self, broker: SimBroker, downtime: float) -> None:
+        if not broker.up:
+            return
+        now = self.now_ms
+        assert self._bundle_traffic is not None or self._cycle == 0
+        tput = self._bundle_traffic.throughput if self._bundle_traffic is not None else None
+        for b in self.ownership.owned_by(broker.index):
+            self.ownership.release(int(b), now, "restart", float(tput[b]) if tput is not None else 0.0)
+            self.timeline.schedule(now + self.scenario.timing.unload * 1000, "release_done", (int(b), -1))
+        broker.stop()
+        self._reports_changed = True
+        self.timeline.schedule(now + downtime * 1000, "broker_up", broker.index)
+
+    def _fail_broker(self, broker: SimBroker) -> None:
+        if not broker.up:
+            return
+        broker.up = False  # still registered until its session expires
+        tput = self._bundle_traffic.throughput if self._bundle_traffic is not None else \
+            np.zeros(self.topology.num_bundle_ids)
+        self.ownership.owner_lost(self.ownership.owned_by(broker.index), self.now_ms, tput)
+        timeout = self.scenario.timing.session_timeout
+        if timeout is None:
+            timeout = self.config.metadataStoreSessionTimeoutMillis / 1000
+        self.timeline.schedule(self.now_ms + timeout * 1000, "session_expired", broker.index)
+
+    def _on_session_expired(self, index: int) -> None:
+        broker = self.brokers[index]
+        if broker.up:
+            return  # came back meanwhile
+        broker.registered = False
+        now = self.now_ms
+        for b in self.ownership.owned_by(index):
+            self.ownership.free(int(b), now, "failure", f"session of {broker.broker_id} expired")
+            self._schedule_lookup(int(b), now)
+        self._reports_changed = True
+        self._elect_leader()
+
+    def _on_release_done(self, payload: tuple[int, int]) -> None:
+        b, dest = payload
+        if not self.topology.bundle_live[b] or self.ownership.state[b] != BundleState.RELEASING:
+            return
+        now = self.now_ms
+        if dest >= 0 and self.brokers[dest].up and self.brokers[dest].registered:
+            self.ownership.free(b, now, "transfer")
+            self._moved(self.ownership.assign(b, dest, now, "transfer"))
+            return
+        self.ownership.free(b, now, "unloaded")
+        self._schedule_lookup(b, now)
+
+    def _schedule_lookup(self, b: int, now: float) -> None:
+        if self.ownership.lookup_pending[b]:
+            return
+        self.ownership.request_lookup(b, now)
+        self.timeline.schedule(now + self.scenario.timing.lookup * 1000, "lookup", b)
+
+    def _request_lookups(self, traffic: TopicTraffic) -> None:
+        """Clients of topics in bundles nobody owns or looks up yet do a lookup now."""
+        topo = self.topology
+        wanted = np.zeros(topo.num_bundle_ids, dtype=bool)
+        wanted[topo.topic_bundle[traffic.active]] = True
+        free = wanted & topo.bundle_live & (self.ownership.state == BundleState.FREE) & ~self.ownership.lookup_pending
+        for b in np.flatnonzero(free):
+            self._schedule_lookup(int(b), self.now_ms)
+
+    def _on_lookup(self, b: int) -> None:
+        own = self.ownership
+        if not self.topology.bundle_live[b] or own.state[b] != BundleState.FREE:
+            own.lookup_pending[b] = False
+            return
+        now = self.now_ms
+        own.lookup_pending[b] = False
+        target = -1
+        affinity = self._affinity.pop(b, -1)
+        if affinity >= 0 and self.brokers[affinity].registered and self.brokers[affinity].up:
+            target = affinity
+        elif self.leader_available:
+            assert self.leader is not None
+            started = time.perf_counter()
+            inputs = self._inputs()
+            self._ensure_refreshed(inputs)
+            decision = self.leader.place(now, self.topology.bundle_names[b], inputs)
+            self.engine_seconds += time.perf_counter() - started
+            self._cycle_decisions[f"placement/{decision.label}/{decision.reason}"] += 1
+            if decision.broker is not None:
+                target = self.broker_index.get(decision.broker, -1)
+        if target < 0 or not self.brokers[target].up:
+            attempts = self._lookup_attempts.get(b, 0) + 1
+            self._lookup_attempts[b] = attempts
+            backoff = min(self.scenario.timing.lookup * 2**attempts, _MAX_LOOKUP_BACKOFF_S)
+            own.lookup_pending[b] = True
+            self.timeline.schedule(now + max(backoff, 0.001) * 1000, "lookup", b)
+            return
+        self._lookup_attempts.pop(b, None)
+        self._moved(own.assign(b, target, now, "lookup"))
+
+    def _moved(self, move: Move | None) -> None:
+        if move is not None:
+            self._cycle_moves.append(move)

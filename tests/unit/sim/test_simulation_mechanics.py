@@ -1,0 +1,135 @@
+"""The simulator's mechanics with a scripted leader (the engine itself is exercised in tests/sim)."""
+
+import numpy as np
+import pytest
+
+from brokerlb.sim.loader import parse_scenario
+from brokerlb.sim.ownership import BundleState
+from brokerlb.sim.simulation import DEFAULT_START_MS, Simulation
+from tests.unit.sim.scripted_leader import Decision, ScriptedLeader
+
+T0 = DEFAULT_START_MS
+
+
+def scenario(events=(), brokers=3, minutes=30, **extra):
+    return parse_scenario({
+        "seed": 11, "duration": f"{minutes}m", "tick": "1m",
+        "timing": {"unload": "50ms", "transfer": "20ms", "lookup": "500ms", "session_timeout": "30s"},
+        "brokers": [{"name": "b{i}", "count": brokers}],
+        "workload": {"msg_rate": 40_000, "zipf": 0.8, "noise": 0.05},
+        "namespaces": [{"name": "t/ns-{i}", "count": 2, "bundles": 8, "topics": 120}],
+        "events": list(events), **extra,
+    })
+
+
+@pytest.fixture(autouse=True)
+def fresh_leader():
+    ScriptedLeader.reset()
+
+
+def run(s, **kw):
+    sim = Simulation(s, leader_factory=ScriptedLeader, validate=True, **kw)
+    return sim, sim.run()
+
+
+def test_initial_placement_spreads_every_bundle_and_conserves_load():
+    sim, result = run(scenario())
+    assert (sim.ownership.state[sim.topology.bundle_live] == BundleState.OWNED).all()
+    assert np.bincount(sim.ownership.owner, minlength=3).tolist() == [6, 5, 5]
+    served = result.series["served_throughput"]
+    assert np.allclose(served, result.series["offered_throughput"])
+    assert result.summary["moves"] == 0 and result.summary["unowned_seconds"] == pytest.approx(16 * 0.5)
+
+
+def test_same_seed_same_result_other_seed_other_traffic():
+    events = [{"at": "10m", "type": "fail_broker", "broker": "b2"}]
+    _, a = run(scenario(events))
+    ScriptedLeader.reset()
+    _, b = run(scenario(events))
+    assert a.same_outcome(b)
+    ScriptedLeader.reset()
+    _, c = run(scenario(events), seed=12)
+    assert not np.array_equal(a.series["offered_throughput"], c.series["offered_throughput"])
+
+
+def test_crash_orphans_bundles_until_the_session_expires():
+    sim, result = run(scenario([{"at": "10m", "type": "fail_broker", "broker": "b2"}]))
+    moves = result.moves
+    assert len(moves) == 5 and {m["cause"] for m in moves} == {"failure"}
+    assert all(m["unownedMs"] == 30_500 for m in moves)  # session timeout + next lookup
+    assert {m["to"] for m in moves} <= {"b1:8080", "b3:8080"}
+    cycle_10 = result.series["unowned_seconds"][9]  # the cycle that ends at 10m: crash at its end
+    assert cycle_10 == 0 and result.series["unowned_seconds"][10] == pytest.approx(5 * 30.5)
+    assert result.series["unserved_throughput"][9] > 0  # sampled at the crash instant
+    assert np.isnan(result.broker_load[-1, 1]) and result.series["live_brokers"][-1] == 2
+
+
+def test_restarted_broker_comes_back_idle():
+    sim, result = run(scenario([{"at": "5m", "type": "restart_broker", "broker": "b1", "downtime": "2m"}]))
+    assert {m["cause"] for m in result.moves} == {"restart"} and len(result.moves) == 6
+    assert all(m["unownedMs"] == 550 for m in result.moves)  # unload + lookup
+    assert sim.brokers[0].up and len(sim.ownership.owned_by(0)) == 0
+    assert result.broker_throughput[-1, 0] == 0 and np.isnan(result.broker_throughput[5, 0])
+    # the restarted broker was the leader: leadership moved to b2 and back never
+    assert ScriptedLeader.created == ["b1:8080", "b2:8080"]
+
+
+def test_leader_crash_stops_placement_until_its_session_expires():
+    sim, result = run(scenario([{"at": "10m", "type": "fail_broker", "broker": "b1"}]))
+    assert ScriptedLeader.created == ["b1:8080", "b2:8080"]
+    assert all(m["unownedMs"] >= 30_000 for m in result.moves)
+    # cycles 1-9 shed; the crash at 10m leaves no leader until 10m30s; the new leader's first
+    # shedding is due one interval after its election (11m30s), so at the 12m cycle: 9 + 19
+    assert result.summary["decisions"]["unload/Skip/Balanced"] == 28
+
+
+def test_scale_out_broker_gets_nothing_without_shedding():
+    sim, result = run(scenario([{"at": "5m", "type": "add_broker", "broker": "b9"}]))
+    assert sim.brokers[3].up and result.broker_throughput[-1, 3] == 0
+    assert result.series["live_brokers"][-1] == 4
+
+
+def test_scripted_unload_moves_a_bundle_at_the_next_lookup_and_counts_returns():
+    s = scenario()
+    sim = Simulation(s, leader_factory=ScriptedLeader, validate=True)
+    bundle = sim.topology.bundle_names[0]
+    owner = sim.broker_ids[0]
+    ScriptedLeader.sheds[T0 + 3 * 60_000] = [Decision(broker=owner, bundle=bundle, reason="Overloaded")]
+    result = sim.run()
+    [move] = result.moves
+    assert move["cause"] == "shed" and move["from"] == owner and move["unownedMs"] == 550
+    assert move["returned"] == (move["to"] == owner)
+    assert result.series["moves"][3] == 1 and result.series["moves_shed"][3] == 1
+    assert result.summary["decisions"]["unload/Success/Overloaded"] == 1
+    story = [(t.new, t.cause) for t in sim.ownership.story(bundle)]
+    assert story[-3:] == [("Releasing", "shed"), ("Free", "unloaded"), ("Owned", "lookup")]
+
+
+def test_transfer_goes_straight_to_the_destination():
+    ScriptedLeader.reset(extensible=True)
+    s = scenario()
+    sim = Simulation(s, leader_factory=ScriptedLeader, validate=True,
+                     config_overrides={"loadManagerClassName": "ExtensibleLoadManagerImpl"})
+    bundle = sim.topology.bundle_names[0]
+    ScriptedLeader.sheds[T0 + 2 * 60_000] = [
+        Decision(broker=sim.broker_ids[0], bundle=bundle, destination=sim.broker_ids[2])]
+    result = sim.run()
+    [move] = result.moves
+    assert (move["cause"], move["to"], move["unownedMs"]) == ("transfer", "b3:8080", 20)
+    assert all(b.top_bundles is not None for b in sim.brokers)
+    tops = sim.brokers[2].top_bundles.bundle_names()
+    assert bundle in tops and len(tops) <= 10
+
+
+def test_split_replaces_the_bundle_on_the_ring_and_unloads_the_children():
+    s = scenario()
+    sim = Simulation(s, leader_factory=ScriptedLeader, validate=True)
+    parent = sim.topology.bundle_names[0]  # t/ns-1/0x00000000_0x20000000
+    ScriptedLeader.splits[T0 + 60_000] = [Decision(bundle=parent, reason="Topics", boundaries=(0x10000000,))]
+    result = sim.run()
+    assert result.series["splits"][0] == 1 and sim.topology.num_live_bundles == 17
+    assert sim.ownership.state[0] == BundleState.DELETED
+    children = [m for m in result.moves if m["cause"] == "split"]
+    assert len(children) == 2 and {m["bundle"] for m in children} == {
+        "t/ns-1/0x00000000_0x10000000", "t/ns-1/0x10000000_0x20000000"}
+    assert result.summary["final_bundles"] == 17
