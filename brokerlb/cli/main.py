@@ -24,6 +24,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
 #: (command name, module, function) -- single top-level commands.
 COMMANDS: list[tuple[str, str, str]] = [
     ("demo", "brokerlb.cli.demo", "demo"),
+    ("simulate", "brokerlb.cli.simulate", "simulate"),
 ]
 
 

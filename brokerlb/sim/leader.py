@@ -84,7 +84,14 @@ LeaderFactory = Callable[[str, ServiceConfig, random.Random, Mapping[str, Bundle
 
 
 class SimLeader:
-    """One leader's load manager (module docstring)."""
+    """One leader's load manager (module docstring).
+
+    Placements between two refreshes share one
+    :class:`~brokerlb.loadbalance.placement.context.PlacementContext` and are preallocated
+    (Pulsar's step 11 of ``selectBrokerForAssignment``): recorded in the context, so the next
+    placement counts them, and in the leader's ``LoadData`` (``preallocatedBundleData``), where
+    the next refresh drops them once the broker reports the bundle.
+    """
 
     def __init__(self, broker_id: str, config: ServiceConfig, rng: random.Random,
                  stored_bundle_data: Mapping[str, BundleData] | None = None) -> None:
@@ -98,6 +105,7 @@ class SimLeader:
         self.load_state = LeaderLoadState()
         self.recently_unloaded_brokers: dict[str, int] = {}
         self._stored = dict(stored_bundle_data or {})
+        self._context: Any = None
 
     @property
     def extensible(self) -> bool:
@@ -138,6 +146,7 @@ class SimLeader:
         from brokerlb.loadbalance.refresh import refresh
 
         refresh(self.load_state, inputs.reports, stored_bundle_data=self._stored.get)
+        self._context = None
 
     def shed(self, now_ms: int, inputs: ClusterInputs) -> Any:
         from brokerlb.loadbalance.shedding.loop import record_unloads, run_shedding_cycle
@@ -148,23 +157,39 @@ class SimLeader:
         return result
 
     def split(self, now_ms: int, inputs: ClusterInputs) -> Any:
-        from brokerlb.loadbalance.decisions import SplitResult
-        from brokerlb.loadbalance.registry import StrategyKind, default_strategy_name
         from brokerlb.loadbalance.split import find_bundles_to_split
 
-        strategy = default_strategy_name(StrategyKind.SPLIT, self.config)
-        result = find_bundles_to_split(self.view(now_ms, inputs), self.state, strategy)
-        return result if isinstance(result, SplitResult) else SplitResult.of(result)
+        return find_bundles_to_split(self.view(now_ms, inputs), self.state)
 
     def place(self, now_ms: int, bundle: str, inputs: ClusterInputs) -> Any:
-        from brokerlb.loadbalance.placement.pipeline import select_broker_for_assignment
+        from brokerlb.loadbalance.decisions import Reason
+        from brokerlb.loadbalance.placement.context import PlacementContext
+        from brokerlb.loadbalance.placement.pipeline import place_bundle
 
-        return select_broker_for_assignment(self.view(now_ms, inputs), bundle, self.state, self.rng)
+        if self._context is None or self.extensible:
+            # the extensible channel changes with every assignment: a fresh view each time
+            self._context = PlacementContext(self.view(now_ms, inputs))
+        context = self._context
+        decision = place_bundle(context, bundle, self.state, self.rng, preallocate=not self.extensible)
+        if not self.extensible and decision.broker is not None and decision.reason is Reason.SELECTED:
+            self._remember_preallocation(bundle, decision.broker, context)
+        return decision
+
+    def _remember_preallocation(self, bundle: str, broker: str, context: Any) -> None:
+        load_data = self.load_state.load_data
+        data = context.preallocated_data.get(broker, {}).get(bundle)
+        broker_data = load_data.broker_data.get(broker)
+        if data is None or broker_data is None:
+            return
+        load_data.bundle_data.setdefault(bundle, data)
+        broker_data.preallocated_bundle_data[bundle] = data
+        self.load_state.preallocated_bundle_to_broker[bundle] = broker
 
     def bundle_split(self, parent: str, children: list[str]) -> None:
         """Forget the split parent's history (Pulsar's ``checkNamespaceBundleSplit``)."""
         self.load_state.load_data.bundle_data.pop(parent, None)
         self._stored.pop(parent, None)
+        self._context = None
 
     def persisted_bundle_data(self) -> dict[str, BundleData]:
         """The bundle histories as the leader persists them (``/loadbalance/bundle-data``)."""

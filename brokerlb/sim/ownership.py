@@ -1,28 +1,34 @@
 """Who owns every bundle, how ownership moves, and the trail it leaves.
 
-The simulator's ownership table follows the life cycle of a bundle in Pulsar,
-with Pulsar's state names (``ServiceUnitState``):
+Every ownership change goes through the real bundle state machine
+(:class:`~brokerlb.ownership.OwnershipMachine`, Pulsar's ``ServiceUnitState``), so an invalid
+move fails loudly and :meth:`OwnershipTable.story` answers "what happened to this bundle"
+with the machine's transition log. Beside it, numpy arrays mirror the state per bundle id
+for the vectorised traffic sums:
 
-* ``Free`` -- nobody owns it; the next lookup places it (leader's placement);
-* ``Owned`` -- a broker serves it (if that broker dies, the bundle stays ``Owned`` by the dead
-  broker until its session expires, exactly as the ephemeral ownership node stays);
+* ``Free`` -- nobody owns it; the next lookup places it (Assign + AssignmentDone);
+* ``Owned`` -- a broker serves it (if that broker crashes, the bundle stays ``Owned`` by the
+  dead broker until its session expires -- ``BrokerLost`` -- exactly as the ephemeral
+  ownership node stays);
 * ``Releasing`` -- being unloaded (topics closing) or transferred to a named destination;
-* ``Deleted`` -- split into children.
+* ``Assigning`` -- a transfer whose source is done, until the destination owns it;
+* ``Deleted`` -- split into children (Split + SplitDone: the children are Owned by the
+  parent's owner).
 
-Every change is appended to a transition log with a cause (``shed``, ``transfer``,
-``split``, ``restart``, ``failure``, ``lookup``, ``initial``), so :meth:`OwnershipTable.story`
-answers "what happened to this bundle" like the ownership state machine's ``story(bundle)``.
+Stimulus ids name the cause (``lookup-17``, ``shed-3``, ``transfer-5``, ``split-2``,
+``restart-9``, ``failure-1``).
 
-A bundle is **unavailable** (counted as "time without an owner") from the moment it
-loses a serving owner -- unload started, owner crashed, or first lookup requested -- until
-a live broker owns it again. A **move** is completed when a bundle that had an owner gets
-one again: ``returned`` when the new owner is the broker it was shed from (Pulsar issue
-#21722), ``flap`` when the previous balancer move of the bundle finished less than the
-grace period earlier.
+A bundle is **unavailable** (counted as "time without an owner") from the moment it loses a
+serving owner -- unload started, owner crashed, or first lookup requested -- until a live
+broker owns it again. A **move** is completed when a bundle that had an owner gets one
+again: ``returned`` when the new owner is the broker it was shed from (Pulsar issue #21722),
+``flap`` when the previous balancer move of the bundle finished less than the grace period
+earlier.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,39 +36,33 @@ from enum import IntEnum
 
 import numpy as np
 
-__all__ = ["BundleState", "Transition", "Move", "OwnershipTable", "BALANCER_CAUSES"]
+from brokerlb.ownership import (
+    Assign,
+    AssignmentDone,
+    BrokerLost,
+    OwnershipMachine,
+    ReleaseDone,
+    Split,
+    SplitDone,
+    Transition,
+    Unload,
+)
+
+__all__ = ["BundleState", "Move", "OwnershipTable", "BALANCER_CAUSES"]
 
 
 class BundleState(IntEnum):
+    """Mirror of the machine's state per bundle id (only the states the simulator uses)."""
+
     FREE = 0
     OWNED = 1
     RELEASING = 2
-    DELETED = 3
-
-    @property
-    def label(self) -> str:
-        return self.name.capitalize()
+    ASSIGNING = 3
+    DELETED = 4
 
 
 #: causes of moves made by the load balancer (as opposed to failures and restarts)
 BALANCER_CAUSES = frozenset({"shed", "transfer", "split"})
-
-
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """One line of a bundle's story."""
-
-    time_ms: int
-    bundle: str
-    old: str
-    new: str
-    broker: str | None
-    cause: str
-    detail: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return {"time": self.time_ms, "bundle": self.bundle, "from": self.old, "to": self.new,
-                "broker": self.broker, "cause": self.cause, "detail": self.detail}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,7 @@ class Move:
 
 
 class OwnershipTable:
-    """Per-bundle ownership arrays (indexed by bundle id) plus the transition log.
+    """Per-bundle ownership arrays (indexed by bundle id) over the real state machine.
 
     ``brokers`` are broker ids by index. Times are ms since the epoch.
     """
@@ -90,6 +90,7 @@ class OwnershipTable:
         self.bundle_names = bundle_names  # shared with the topology: grows with splits
         self.brokers = brokers
         self.grace_ms = grace_ms
+        self.machine = OwnershipMachine(log_per_bundle=64, log_total=1000)
         n = len(bundle_names)
         self.state = np.zeros(n, dtype=np.int8)
         self.owner = np.full(n, -1, dtype=np.int32)
@@ -99,16 +100,16 @@ class OwnershipTable:
         self._release_cause: list[str] = [""] * n
         self._release_throughput = np.zeros(n)
         self._last_balancer_move = np.full(n, -np.inf)
-        self.log: list[Transition] = []
         self.moves: list[Move] = []
         self.unowned_ms_total = 0.0
         self._cycle_start_ms = 0.0
         self._cycle_unowned_ms = 0.0
+        self._ids = itertools.count(1)
 
     # ------------------------------------------------------------------ size
 
     def grow(self, n: int) -> None:
-        """Make room for bundle ids up to ``n`` (new bundles after a split start ``Free``)."""
+        """Make room for bundle ids up to ``n`` (new bundles start ``Free``)."""
         extra = n - len(self.state)
         if extra <= 0:
             return
@@ -134,13 +135,14 @@ class OwnershipTable:
         return up
 
     def story(self, bundle: str) -> list[Transition]:
-        """Every transition of ``bundle``, oldest first."""
-        return [t for t in self.log if t.bundle == bundle]
+        """The bundle's transitions, oldest first (the state machine's log)."""
+        return self.machine.story(bundle)
 
     def ownership_map(self) -> dict[str, str]:
         """``bundle -> broker`` for every owned bundle (the extensible load manager's channel view)."""
         ids = np.flatnonzero(self.state == BundleState.OWNED)
-        return {self.bundle_names[i]: self.brokers[self.owner[i]] for i in ids}
+        names, brokers = self.bundle_names, self.brokers
+        return {names[i]: brokers[o] for i, o in zip(ids, self.owner[ids], strict=True)}
 
     # ------------------------------------------------------------------ cycle accounting
 
@@ -169,13 +171,10 @@ class OwnershipTable:
         if math.isnan(self.unavailable_since[b]):
             self.unavailable_since[b] = now_ms
 
-    # ------------------------------------------------------------------ transitions
+    def _stimulus(self, cause: str) -> str:
+        return f"{cause}-{next(self._ids)}"
 
-    def _record(self, now_ms: float, b: int, new: BundleState, broker: int, cause: str, detail: str = "") -> None:
-        old = BundleState(int(self.state[b]))
-        self.log.append(Transition(int(now_ms), self.bundle_names[b], old.label, new.label,
-                                   self.brokers[broker] if broker >= 0 else None, cause, detail))
-        self.state[b] = new
+    # ------------------------------------------------------------------ transitions
 
     def request_lookup(self, b: int, now_ms: float) -> None:
         """Clients want a ``Free`` bundle: it waits for an owner from now on."""
@@ -183,8 +182,15 @@ class OwnershipTable:
         self._unavailable(b, now_ms)
 
     def assign(self, b: int, broker: int, now_ms: float, cause: str = "lookup", detail: str = "") -> Move | None:
-        """``broker`` now owns the bundle. Returns the completed :class:`Move`, if it was one."""
-        self._record(now_ms, b, BundleState.OWNED, broker, cause, detail)
+        """``broker`` now owns the bundle (placed at a lookup, or the end of a transfer).
+        Returns the completed :class:`Move`, if it was one."""
+        name, target, at = self.bundle_names[b], self.brokers[broker], int(now_ms)
+        stimulus = self._stimulus(cause)
+        if self.state[b] != BundleState.ASSIGNING:
+            self.machine.handle(Assign(bundle=name, broker=target, stimulus_id=stimulus, at_ms=at, by="leader",
+                                       reason=detail or cause))
+        self.machine.handle(AssignmentDone(bundle=name, broker=target, stimulus_id=stimulus, at_ms=at))
+        self.state[b] = BundleState.OWNED
         self.owner[b] = broker
         self.lookup_pending[b] = False
         waited = self._became_available(b, now_ms)
@@ -195,7 +201,7 @@ class OwnershipTable:
         flap = release_cause in BALANCER_CAUSES and now_ms - self._last_balancer_move[b] < self.grace_ms
         if release_cause in BALANCER_CAUSES:
             self._last_balancer_move[b] = now_ms
-        move = Move(int(now_ms), self.bundle_names[b], self.brokers[source], self.brokers[broker], release_cause,
+        move = Move(int(now_ms), name, self.brokers[source], target, release_cause,
                     float(self._release_throughput[b]), int(waited), bool(flap),
                     release_cause in ("shed", "transfer") and broker == source)
         self._released_from[b] = -1
@@ -206,30 +212,66 @@ class OwnershipTable:
                 detail: str = "") -> None:
         """Start unloading (or transferring to ``destination``) an owned bundle."""
         source = int(self.owner[b])
-        self._record(now_ms, b, BundleState.RELEASING, destination if destination >= 0 else source, cause, detail)
+        self.machine.handle(Unload(bundle=self.bundle_names[b],
+                                   to=self.brokers[destination] if destination >= 0 else None,
+                                   stimulus_id=self._stimulus(cause), at_ms=int(now_ms),
+                                   by=self.brokers[source], reason=detail or cause))
+        self.state[b] = BundleState.RELEASING
         self._released_from[b] = source
         self._release_cause[b] = cause
         self._release_throughput[b] = throughput
         self._unavailable(b, now_ms)
 
-    def free(self, b: int, now_ms: float, cause: str, detail: str = "") -> None:
-        """The bundle has no owner any more (unload done, or its dead owner's session expired)."""
-        if self.state[b] == BundleState.OWNED and self._released_from[b] < 0:
-            # lost without a release first (owner's session expired)
-            self._released_from[b] = self.owner[b]
-            self._release_cause[b] = cause
-        self._record(now_ms, b, BundleState.FREE, -1, cause, detail)
+    def release_done(self, b: int, now_ms: float) -> bool:
+        """The source closed the bundle. Returns True if it is now being assigned to the
+        transfer destination (then :meth:`assign` it), False if it is ``Free``."""
+        self.machine.handle(ReleaseDone(bundle=self.bundle_names[b], stimulus_id=self._stimulus("released"),
+                                        at_ms=int(now_ms)))
+        record = self.machine.record(self.bundle_names[b])
+        if record.dst is not None:
+            self.state[b] = BundleState.ASSIGNING
+            self.owner[b] = self.brokers.index(record.dst)
+            return True
+        self.state[b] = BundleState.FREE
         self.owner[b] = -1
+        return False
 
     def owner_lost(self, bundles: Iterable[int], now_ms: float, throughput: np.ndarray) -> None:
-        """The owner of ``bundles`` stopped serving (crash): they are unavailable from now on."""
+        """The owner of ``bundles`` stopped serving (crash): they are unavailable from now on,
+        though still Owned by it until its session expires."""
         for b in bundles:
             self._unavailable(int(b), now_ms)
             self._release_throughput[b] = throughput[b]
 
-    def delete(self, b: int, now_ms: float, detail: str = "") -> None:
-        """The bundle was split away."""
-        self._record(now_ms, b, BundleState.DELETED, int(self.owner[b]), "split", detail)
-        self.owner[b] = -1
-        self.lookup_pending[b] = False
-        self._became_available(b, now_ms)
+    def broker_lost(self, broker: int, now_ms: float, detail: str = "") -> list[int]:
+        """The broker's session expired (``BrokerLost``): what it owned or was taking is ``Free``.
+        Returns those bundle ids."""
+        lost = np.flatnonzero((self.owner == broker)
+                              & np.isin(self.state, (BundleState.OWNED, BundleState.ASSIGNING)))
+        self.machine.handle(BrokerLost(broker=self.brokers[broker], stimulus_id=self._stimulus("failure"),
+                                       at_ms=int(now_ms), by="leader", reason=detail))
+        for b in lost:
+            if self._released_from[b] < 0:
+                self._released_from[b] = broker
+                self._release_cause[b] = "failure"
+            self.state[b] = BundleState.FREE
+            self.owner[b] = -1
+        return [int(b) for b in lost]
+
+    def split(self, parent: int, children: list[int], now_ms: float, detail: str = "") -> None:
+        """Split an owned bundle: the parent is ``Deleted``, the children ``Owned`` by its owner."""
+        owner = int(self.owner[parent])
+        stimulus, at = self._stimulus("split"), int(now_ms)
+        child_names = tuple(self.bundle_names[c] for c in children)
+        name = self.bundle_names[parent]
+        self.machine.handle(
+            Split(bundle=name, children=child_names, stimulus_id=stimulus, at_ms=at, by="leader", reason=detail),
+            SplitDone(bundle=name, stimulus_id=stimulus, at_ms=at),
+        )
+        self.state[parent] = BundleState.DELETED
+        self.owner[parent] = -1
+        self.lookup_pending[parent] = False
+        self._became_available(parent, now_ms)
+        for c in children:
+            self.state[c] = BundleState.OWNED
+            self.owner[c] = owner

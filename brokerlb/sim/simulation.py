@@ -449,32 +449,32 @@ class Simulation:
             self.timeline.schedule(now + delay * 1000, "release_done", (b, dest if transfer else -1))
 
     def _execute_splits(self, splits: list[Any]) -> None:
+        """Split bundles on the ring. Pulsar's split runs on the owner; a bundle without a live
+        owner right now (in transit) is left alone -- the next check will see it again."""
         now = self.now_ms
-        assert self.leader is not None and self._bundle_traffic is not None
+        assert self.leader is not None
         for decision in splits:
             parent = self.topology.bundle_index.get(decision.bundle)
             if parent is None or not decision.boundaries:
                 continue
             owner = int(self.ownership.owner[parent])
-            owned = self.ownership.state[parent] == BundleState.OWNED and owner >= 0 and self.brokers[owner].up
+            if self.ownership.state[parent] != BundleState.OWNED or not self.brokers[owner].up:
+                self._cycle_decisions["split/NotExecuted/NoOwner"] += 1
+                continue
             children = self.topology.split(parent, decision.boundaries)
             self.ownership.grow(self.topology.num_bundle_ids)
+            names = [self.topology.bundle_names[c] for c in children]
+            self.ownership.split(parent, children, now, f"{decision.reason}: {decision.detail}".strip(": "))
             self._cycle_splits += 1
-            detail = f"{decision.reason}: into {', '.join(self.topology.bundle_names[c] for c in children)}"
-            self.ownership.delete(parent, now, detail)
-            self.leader.bundle_split(decision.bundle, [self.topology.bundle_names[c] for c in children])
+            self.leader.bundle_split(decision.bundle, names)
             self._reports_changed = True
             if self.validate:
                 from brokerlb.testing import assert_ring_covers_keyspace
 
-                ns = int(self.topology.bundle_ns[parent])
-                assert_ring_covers_keyspace(self.topology.ns_bundles[ns])
-            if not owned:
-                continue
-            for child in children:
-                self.ownership.assign(child, owner, now, "split")
-                if self.config.loadBalancerAutoUnloadSplitBundlesEnabled:
-                    self.ownership.release(child, now, "split", 0.0)
+                assert_ring_covers_keyspace(self.topology.ns_bundles[int(self.topology.bundle_ns[parent])])
+            if self.config.loadBalancerAutoUnloadSplitBundlesEnabled:
+                for child in children:
+                    self.ownership.release(child, now, "split", 0.0, detail=f"unload after splitting {decision.bundle}")
                     self.timeline.schedule(now + self.scenario.timing.unload * 1000, "release_done", (child, -1))
 
     # ------------------------------------------------------------------ timeline
@@ -559,22 +559,22 @@ class Simulation:
             return  # came back meanwhile
         broker.registered = False
         now = self.now_ms
-        for b in self.ownership.owned_by(index):
-            self.ownership.free(int(b), now, "failure", f"session of {broker.broker_id} expired")
-            self._schedule_lookup(int(b), now)
+        for b in self.ownership.broker_lost(index, now, f"session of {broker.broker_id} expired"):
+            self._schedule_lookup(b, now)
         self._reports_changed = True
         self._elect_leader()
 
     def _on_release_done(self, payload: tuple[int, int]) -> None:
-        b, dest = payload
+        b, _ = payload
         if not self.topology.bundle_live[b] or self.ownership.state[b] != BundleState.RELEASING:
             return
         now = self.now_ms
-        if dest >= 0 and self.brokers[dest].up and self.brokers[dest].registered:
-            self.ownership.free(b, now, "transfer")
-            self._moved(self.ownership.assign(b, dest, now, "transfer"))
+        if self.ownership.release_done(b, now):
+            dest = int(self.ownership.owner[b])
+            if self.brokers[dest].up:
+                self._moved(self.ownership.assign(b, dest, now, "transfer"))
+            # else: Assigning to a crashed broker until its session expires (BrokerLost frees it)
             return
-        self.ownership.free(b, now, "unloaded")
         self._schedule_lookup(b, now)
 
     def _schedule_lookup(self, b: int, now: float) -> None:

@@ -158,7 +158,7 @@ class ResourceModelSpec:
     heap_mb: float = 4096.0
     heap_used_mb: float = 1024.0
     direct_memory_mb: float = 4096.0
-    direct_memory_base_mb: float = 256.0
+    direct_memory_base_mb: float = 64.0
     direct_memory_mb_per_mbps: float = 2.0
 
 

@@ -101,8 +101,10 @@ def test_scripted_unload_moves_a_bundle_at_the_next_lookup_and_counts_returns():
     assert move["returned"] == (move["to"] == owner)
     assert result.series["moves"][3] == 1 and result.series["moves_shed"][3] == 1
     assert result.summary["decisions"]["unload/Success/Overloaded"] == 1
-    story = [(t.new, t.cause) for t in sim.ownership.story(bundle)]
-    assert story[-3:] == [("Releasing", "shed"), ("Free", "unloaded"), ("Owned", "lookup")]
+    story = [(str(t.finish), t.stimulus_id.split("-")[0]) for t in sim.ownership.story(bundle)]
+    assert story[-4:] == [("Releasing", "shed"), ("Free", "released"), ("Assigning", "lookup"),
+                          ("Owned", "lookup")]
+    assert sim.ownership.story(bundle)[-4].reason == "Overloaded"
 
 
 def test_transfer_goes_straight_to_the_destination():

@@ -1,0 +1,159 @@
+"""``brokerlb simulate``: run a cluster scenario through the real decision engine.
+
+``brokerlb simulate SCENARIO`` runs a scenario (a YAML file or a library name, see
+``--list``) under one or several strategies, shows a progress bar while it runs and prints
+a summary table (one column per strategy). With ``--report DIR`` it also writes PNG plots,
+an HTML page comparing the strategies side by side (``DIR/index.html``), ``summary.json``,
+and the simulated cluster's load history and topic stats in the data pipeline's input
+format (``DIR/history/<strategy>/``).
+
+Which strategies run: ``--compare A,B,...``, else ``--strategy S``, else the scenario's
+``strategies`` list. A strategy is ``SHEDDER[+PLACEMENT]`` with Pulsar class names or short
+names (``ThresholdShedder+LeastResourceUsageWithWeight``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from brokerlb.cli.common import cli_errors, console, err_console
+
+__all__ = ["simulate"]
+
+
+_SCENARIO = typer.Argument(None, help="scenario YAML file or library name (see --list)")
+_STRATEGY = typer.Option(None, "--strategy", "-s", help="SHEDDER[+PLACEMENT]: Pulsar class or short names")
+_COMPARE = typer.Option(None, "--compare", "-c", help="comma-separated strategies, side by side")
+_SET = typer.Option(None, "--set", help="key=value: broker.conf key, or seed / duration / tick / timing.* / "
+                                        "resources.* (repeatable)")
+_SEED = typer.Option(None, "--seed", help="replace the scenario's seed")
+_REPORT = typer.Option(None, "--report", "-r", help="write plots, HTML and history into DIR")
+_WORKLOAD = typer.Option(None, "--workload", help="replay recorded topic samples (JSON Lines) instead of the "
+                                                  "scenario's workloads")
+_JOBS = typer.Option(1, "--jobs", "-j", min=1, help="run strategies in this many processes")
+_HISTORY = typer.Option(True, "--history/--no-history",
+                        help="with --report, write the load history (pipeline format)")
+_VALIDATE = typer.Option(False, "--validate", help="check the simulator's invariants every cycle")
+_JSON = typer.Option(False, "--json", help="print the summaries as JSON instead of a table")
+_LIST = typer.Option(False, "--list", help="list the library's scenarios and exit")
+
+
+def simulate(
+    scenario: str | None = _SCENARIO,
+    strategy: str | None = _STRATEGY,
+    compare: str | None = _COMPARE,
+    set_: list[str] | None = _SET,
+    seed: int | None = _SEED,
+    report: Path | None = _REPORT,
+    workload: Path | None = _WORKLOAD,
+    jobs: int = _JOBS,
+    history: bool = _HISTORY,
+    validate: bool = _VALIDATE,
+    as_json: bool = _JSON,
+    list_: bool = _LIST,
+) -> None:
+    """Simulate a cluster scenario under load-balancing strategies and compare them."""
+    with cli_errors():
+        if list_:
+            _list_scenarios(as_json)
+            return
+        if scenario is None:
+            from brokerlb.errors import InvalidInputError
+
+            raise InvalidInputError("give a SCENARIO (a YAML file or a library name; see --list)")
+        _run(scenario, strategy, compare, set_ or [], seed, report, workload, jobs, history, validate, as_json)
+
+
+def _list_scenarios(as_json: bool) -> None:
+    from rich.table import Table
+
+    from brokerlb.sim import list_scenarios
+    from brokerlb.sim.units import format_duration
+
+    items = list_scenarios()
+    if as_json:
+        sys.stdout.write(json.dumps([{"name": s.name, "description": s.description, "path": str(s.path),
+                                      "duration": s.duration, "brokers": s.brokers, "bundles": s.bundles}
+                                     for s in items], indent=2) + "\n")
+        return
+    table = Table(title="brokerlb scenario library", show_lines=True)
+    for column in ("name", "duration", "brokers", "bundles", "what it shows"):
+        table.add_column(column)
+    for s in items:
+        table.add_row(s.name, format_duration(s.duration), str(s.brokers), str(s.bundles), s.description)
+    console.print(table)
+
+
+def _run(scenario_arg: str, strategy: str | None, compare: str | None, set_: list[str], seed: int | None,
+         report: Path | None, workload_path: Path | None, jobs: int, history: bool, validate: bool,
+         as_json: bool) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from brokerlb.config import parse_overrides
+    from brokerlb.sim import RecordedWorkload, resolve_scenario
+    from brokerlb.sim import compare as run_compare
+    from brokerlb.sim.runner import prepare
+    from brokerlb.sim.strategies import strategy_label
+
+    overrides = parse_overrides(set_)
+    scenario = resolve_scenario(scenario_arg)
+    if compare:
+        labels = [part.strip() for part in compare.split(",") if part.strip()]
+    elif strategy:
+        labels = [strategy]
+    else:
+        labels = list(scenario.strategies)
+    labels = [strategy_label(label) for label in labels]  # unknown names fail here, before any run
+    prepared, _, _ = prepare(scenario, labels[0], overrides, seed)
+    recorded = RecordedWorkload.from_jsonl(workload_path) if workload_path is not None else None
+    history_dir = (report / "history") if report is not None and history and _history_available() else None
+
+    with Progress(TextColumn("[bold]{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("cycles"), TimeElapsedColumn(), console=err_console, transient=False,
+                  disable=not err_console.is_terminal and jobs > 1) as progress:
+        tasks = {label: progress.add_task(label, total=prepared.cycles) for label in labels}
+
+        def on_cycle(label: str, done: int, total: int) -> None:
+            progress.update(tasks[label], completed=done, total=total)
+
+        results = run_compare(scenario, labels, overrides, seed, workload=recorded, jobs=jobs, validate=validate,
+                              on_cycle=on_cycle, history_dir=history_dir)
+
+    if as_json:
+        sys.stdout.write(json.dumps({r.label: r.to_json()["summary"] for r in results}, indent=2) + "\n")
+    else:
+        _print_summary(prepared.name, results)
+    if report is not None:
+        from brokerlb.sim.report import write_report
+
+        links = {"load history and topic stats (pipeline input)": "history/"} if history_dir else {}
+        index = write_report(prepared, results, report, extra_links=links)
+        err_console.print(f"report: {index}")
+
+
+def _history_available() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("brokerlb.history") is None:
+        err_console.print("note: brokerlb.history is not installed; no load history written")
+        return False
+    return True
+
+
+def _print_summary(name: str, results: list) -> None:  # type: ignore[type-arg]
+    from rich.table import Table
+
+    from brokerlb.sim.report import summary_table
+
+    table = Table(title=f"{name}: summary")
+    table.add_column("metric")
+    for r in results:
+        table.add_column(r.label, justify="right")
+    for row, values, best in summary_table(results):
+        cells = [f"[green]{v}[/green]" if i == best else v for i, v in enumerate(values)]
+        table.add_row(row.title, *cells)
+    console.print(table)

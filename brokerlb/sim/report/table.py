@@ -1,0 +1,97 @@
+"""The summary table: which numbers compare strategies, and how they are shown.
+
+One row per metric, one column per strategy. Shared by the CLI (rich table) and the HTML
+report, so both say the same thing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from brokerlb.sim.result import SimulationResult
+from brokerlb.sim.units import format_duration
+
+__all__ = ["SummaryRow", "SUMMARY_ROWS", "summary_table", "decision_table"]
+
+
+def _pct(value: float) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value * 100:.1f}%"
+
+
+def _int(value: float) -> str:
+    return "-" if value is None else f"{int(value):,}"
+
+
+def _bytes(value: float) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B/s"
+
+
+def _seconds(value: float) -> str:
+    return "-" if value is None or math.isnan(value) else format_duration(value) if value >= 1 else f"{value:.2f}s"
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    key: str
+    title: str
+    explanation: str
+    fmt: Callable[[Any], str]
+    better: str = "lower"  # or "higher" or ""
+
+    def value(self, result: SimulationResult) -> Any:
+        if self.key.startswith("moves_by_cause."):
+            return result.summary["moves_by_cause"][self.key.split(".", 1)[1]]
+        return result.summary.get(self.key)
+
+
+SUMMARY_ROWS: tuple[SummaryRow, ...] = (
+    SummaryRow("load_max_mean", "max broker load (mean)", "the busiest broker's load, averaged over cycles", _pct),
+    SummaryRow("load_max_peak", "max broker load (peak)", "the highest load any broker reached", _pct),
+    SummaryRow("load_std_mean", "load std-dev (mean)", "spread of broker loads, averaged over cycles", _pct),
+    SummaryRow("distance_mean", "distance from lower bound (mean)",
+               "max load minus max(average load, largest bundle): 0 is as balanced as possible", _pct),
+    SummaryRow("distance_final", "distance from lower bound (end)", "the same at the last cycle", _pct),
+    SummaryRow("load_min_final", "min broker load (end)", "the idlest live broker at the end (0 = idle)", _pct,
+               "higher"),
+    SummaryRow("moves", "bundle moves", "completed ownership moves, all causes", _int),
+    SummaryRow("moves_by_cause.shed", "  by shedding", "unloads decided by the shedder", _int),
+    SummaryRow("moves_by_cause.transfer", "  by transfer", "transfers with a destination (extensible)", _int),
+    SummaryRow("moves_by_cause.split", "  after splits", "split children unloaded", _int),
+    SummaryRow("moved_throughput", "moved throughput", "sum of the moved bundles' throughput", _bytes),
+    SummaryRow("flaps", "flaps", "moved again within the shedding grace period", _int),
+    SummaryRow("returns", "returns", "shed bundles placed back on the broker they left", _int),
+    SummaryRow("unowned_seconds", "time without owner", "bundle-seconds without a serving broker", _seconds),
+    SummaryRow("splits", "splits", "bundles split", _int, ""),
+    SummaryRow("wall_seconds", "wall time", "simulation run time", _seconds, ""),
+)
+
+
+def summary_table(results: Sequence[SimulationResult]) -> list[tuple[SummaryRow, list[str], int | None]]:
+    """Rows of ``(row, formatted values per result, index of the best result or None)``."""
+    out = []
+    for row in SUMMARY_ROWS:
+        values = [row.value(r) for r in results]
+        best = None
+        numeric = [(v, i) for i, v in enumerate(values) if isinstance(v, int | float) and not math.isnan(v)]
+        if row.better and len(numeric) > 1 and len({v for v, _ in numeric}) > 1:
+            pick = min if row.better == "lower" else max
+            best = pick(numeric)[1]
+        out.append((row, [row.fmt(v) for v in values], best))
+    return out
+
+
+def decision_table(result: SimulationResult) -> list[tuple[str, str, str, int]]:
+    """``(kind, label, reason, count)`` of every decision the engine made, most frequent first."""
+    rows = []
+    for key, count in result.summary.get("decisions", {}).items():
+        kind, label, reason = (key.split("/") + ["", ""])[:3]
+        rows.append((kind, label, reason, int(count)))
+    return sorted(rows, key=lambda r: (r[0], -r[3], r[1], r[2]))
