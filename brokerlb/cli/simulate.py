@@ -152,7 +152,7 @@ def _print_summary(name: str, results: list) -> None:  # type: ignore[type-arg]
     table = Table(title=f"{name}: summary")
     table.add_column("metric")
     for r in results:
-        table.add_column(r.label, justify="right")
+        table.add_column(r.label, justify="right", overflow="fold")
     for row, values, best in summary_table(results):
         cells = [f"[green]{v}[/green]" if i == best else v for i, v in enumerate(values)]
         table.add_row(row.title, *cells)

@@ -99,7 +99,8 @@ class SimLeader:
         from brokerlb.loadbalance.state import StrategyState
 
         self.broker_id = broker_id
-        self.config = config
+        self._config = config
+        self._extensible = is_extensible(config)
         self.rng = rng
         self.state = StrategyState()
         self.load_state = LeaderLoadState()
@@ -108,8 +109,19 @@ class SimLeader:
         self._context: Any = None
 
     @property
+    def config(self) -> ServiceConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: ServiceConfig) -> None:
+        """A dynamic configuration change (the next view uses it)."""
+        self._config = config
+        self._extensible = is_extensible(config)
+        self._context = None
+
+    @property
     def extensible(self) -> bool:
-        return is_extensible(self.config)
+        return self._extensible
 
     # ------------------------------------------------------------------ view
 

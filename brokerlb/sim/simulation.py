@@ -146,10 +146,10 @@ class Simulation:
         self.leader: Leader | None = None
         self._leader_broker = -1
         self._stored_bundle_data: dict[str, Any] = {}
-        self._next_persist_ms = 0.0
         self._next_shed_ms = 0.0
         self._next_split_ms = 0.0
         self._reports_changed = True
+        self._cached_inputs: ClusterInputs | None = None
         self._cycle = 0
         self._cycle_decisions: Counter[str] = Counter()
         self._cycle_moves: list[Move] = []
@@ -311,30 +311,33 @@ class Simulation:
     def _write_reports(self, usage: BrokerUsage, totals: dict[str, np.ndarray], served: np.ndarray,
                        bundle: BundleTraffic) -> int:
         conf = self.config
-        written = 0
         now = self.now_ms
+        bundle.check()
         owner = self.ownership.owner
         served_ids = np.flatnonzero(served)
-        by_broker = {i: served_ids[owner[served_ids] == i] for i in range(len(self.brokers))} \
-            if self.leader is not None and self.leader.extensible else None
-        weights = ResourceWeights.from_config(conf)
+        owners_of_served = owner[served_ids]
+        up = self.broker_up
+        extensible = self.leader is not None and self.leader.extensible
+        if extensible:
+            decide = np.flatnonzero(up)
+        else:
+            decide = self.writer.candidates(now, up, self.writer.max_usage(usage), totals["rate"],
+                                            totals["tput_in"] + totals["tput_out"], totals["bundles"], conf)
+        weights = ResourceWeights.from_config(conf) if extensible else None
         k = conf.loadBalancerMaxNumberOfBundlesInBundleLoadReport
-        for b in self.brokers:
-            if not b.up:
-                continue
-            i = b.index
-            system = self.writer.usage_of(i, usage)
+        policies = None if conf.loadBalancerSheddingBundlesWithPoliciesEnabled else self._has_policies
+        written = 0
+        for i in decide:
+            b = self.brokers[int(i)]
+            system = self.writer.usage_of(b.index, usage)
             sums = (float(totals["rate_in"][i]), float(totals["rate_out"][i]), float(totals["tput_in"][i]),
                     float(totals["tput_out"][i]), int(totals["bundles"][i]))
-            mine = None
-            if by_broker is not None:
-                mine = by_broker[i]
-                self.writer.publish_load_data(b, now, system, sums, int(totals["topics"][i]), conf, weights)
-                self.writer.publish_top_bundles(b, mine, bundle, self.topology.bundle_names, k,
-                                                self._has_policies if not
-                                                conf.loadBalancerSheddingBundlesWithPoliciesEnabled else None)
-            if mine is None:
-                mine = served_ids[owner[served_ids] == i]
+            mine = served_ids[owners_of_served == i]
+            if extensible:
+                assert weights is not None
+                if self.writer.publish_load_data(b, now, system, sums, int(totals["topics"][i]), conf, weights):
+                    self._reports_changed = True
+                self.writer.publish_top_bundles(b, mine, bundle, self.topology.bundle_names, k, policies)
             if self.writer.write_local_data(b, now, system, sums, mine, bundle, self.topology.bundle_names, conf):
                 written += 1
                 self._reports_changed = True
@@ -356,6 +359,11 @@ class Simulation:
         new = candidates[0] if candidates else -1
         if new == self._leader_broker and self.leader is not None:
             return
+        if self.leader is not None:
+            # Pulsar's leader persists bundle histories (/loadbalance/bundle-data) every
+            # loadBalancerResourceQuotaUpdateIntervalMinutes; the next leader reads them. The
+            # simulator hands over the latest histories (not up to 15 minutes older ones).
+            self._stored_bundle_data = self.leader.persisted_bundle_data()
         self._leader_broker = new
         if new < 0:
             self.leader = None
@@ -372,9 +380,12 @@ class Simulation:
         return self.leader is not None and self.brokers[self._leader_broker].up
 
     def _inputs(self) -> ClusterInputs:
+        """What the leader reads now. Rebuilt only after reports, registrations or bundles changed."""
+        if self._cached_inputs is not None and not self._reports_changed:
+            return self._cached_inputs
         registered = [b for b in self.brokers if b.registered]
         topo = self.topology
-        return ClusterInputs(
+        inputs = ClusterInputs(
             reports=self._reports(),
             broker_load_data={b.broker_id: b.published_load_data for b in registered
                               if b.published_load_data is not None},
@@ -384,6 +395,8 @@ class Simulation:
             namespace_bundles={ns: topo.ns_bundles[i] for ns, i in topo.ns_index.items()},
             anti_affinity=self.anti_affinity,
         )
+        self._cached_inputs = inputs
+        return inputs
 
     def _leader_cycle(self) -> None:
         if not self.leader_available:
@@ -392,9 +405,6 @@ class Simulation:
         assert leader is not None
         now = self.now_ms
         conf = self.config
-        if now >= self._next_persist_ms:
-            self._stored_bundle_data = leader.persisted_bundle_data()
-            self._next_persist_ms = now + conf.duration_seconds("loadBalancerResourceQuotaUpdateIntervalMinutes") * 1000
         inputs = self._inputs()
         started = time.perf_counter()
         refreshed = self._ensure_refreshed(inputs)
@@ -430,7 +440,7 @@ class Simulation:
     def _execute_unloads(self, unloads: list[Any]) -> None:
         now = self.now_ms
         timing = self.scenario.timing
-        assert self.leader is not None and self._bundle_traffic is not None
+        assert self.leader is not None
         for decision in unloads:
             b = self.topology.bundle_index.get(decision.bundle)
             if b is None or self.ownership.state[b] != BundleState.OWNED:
@@ -440,7 +450,7 @@ class Simulation:
             dest = self.broker_index.get(decision.destination, -1) if decision.destination else -1
             transfer = self.leader.extensible and dest >= 0 and self.config.loadBalancerTransferEnabled
             cause = "transfer" if transfer else "shed"
-            self.ownership.release(b, now, cause, float(self._bundle_traffic.throughput[b]),
+            self.ownership.release(b, now, cause, self._throughput_of(b),
                                    destination=dest if transfer else -1,
                                    detail=f"{decision.reason}: {decision.detail}".strip(": "))
             if dest >= 0 and not transfer:
@@ -532,10 +542,8 @@ class Simulation:
         if not broker.up:
             return
         now = self.now_ms
-        assert self._bundle_traffic is not None or self._cycle == 0
-        tput = self._bundle_traffic.throughput if self._bundle_traffic is not None else None
         for b in self.ownership.owned_by(broker.index):
-            self.ownership.release(int(b), now, "restart", float(tput[b]) if tput is not None else 0.0)
+            self.ownership.release(int(b), now, "restart", self._throughput_of(int(b)))
             self.timeline.schedule(now + self.scenario.timing.unload * 1000, "release_done", (int(b), -1))
         broker.stop()
         self._reports_changed = True
@@ -545,8 +553,10 @@ class Simulation:
         if not broker.up:
             return
         broker.up = False  # still registered until its session expires
-        tput = self._bundle_traffic.throughput if self._bundle_traffic is not None else \
-            np.zeros(self.topology.num_bundle_ids)
+        tput = np.zeros(self.topology.num_bundle_ids)
+        if self._bundle_traffic is not None:
+            known = self._bundle_traffic.throughput
+            tput[: len(known)] = known
         self.ownership.owner_lost(self.ownership.owned_by(broker.index), self.now_ms, tput)
         timeout = self.scenario.timing.session_timeout
         if timeout is None:
@@ -622,6 +632,13 @@ class Simulation:
             return
         self._lookup_attempts.pop(b, None)
         self._moved(own.assign(b, target, now, "lookup"))
+
+    def _throughput_of(self, b: int) -> float:
+        """Bundle ``b``'s throughput at the last sample (0 for a bundle created since, by a split)."""
+        traffic = self._bundle_traffic
+        if traffic is None or b >= len(traffic.throughput):
+            return 0.0
+        return float(traffic.throughput[b])
 
     def _moved(self, move: Move | None) -> None:
         if move is not None:

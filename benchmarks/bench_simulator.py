@@ -1,0 +1,98 @@
+"""Benchmark: one simulated day at 1-minute cycles, 100 brokers, 10,000 bundles (goal: <= 60 s wall).
+
+Wall time depends on what else the machine runs; the CPU time of the process is printed
+too (on an otherwise idle machine the two agree). The scenario is the library's ``large-day`` (100 namespaces x 100 bundles, 50,000 topics
+with Zipf skew, a diurnal curve and noise; one broker restart, one crash and one scale-out
+during the day). The run reports:
+
+* wall time and cycles per second;
+* the share spent inside the decision engine (refresh, shedding loop, split check,
+  placement) -- another part of brokerlb -- measured around every engine call;
+* with ``--profile``, the 25 most expensive functions and the time per package
+  (``brokerlb.sim``, ``brokerlb.loadbalance``, ``brokerlb.model``, ``brokerlb.ownership``, numpy).
+
+Baseline measured in the same run: the same day with ``loadBalancerSheddingEnabled=false``
+and ``loadBalancerAutoBundleSplitEnabled=false`` (traffic, reports, refreshes and lookups
+only), so the cost of the strategy itself shows as a difference.
+
+Run: ``.venv/bin/python benchmarks/bench_simulator.py [--strategy ThresholdShedder] [--hours 24] [--profile]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import platform
+import pstats
+import time
+from collections import defaultdict
+
+from brokerlb.sim import run_scenario
+
+
+def run(strategy: str, hours: float, extra: dict[str, str], profile: bool) -> tuple[float, float, object, object]:
+    """Wall seconds, CPU seconds of this process, the result, the profiler."""
+    overrides = {"duration": f"{hours}h", **extra}
+    profiler = cProfile.Profile() if profile else None
+    t0, c0 = time.perf_counter(), time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    result = run_scenario("large-day", strategy, overrides)
+    if profiler is not None:
+        profiler.disable()
+    return time.perf_counter() - t0, time.process_time() - c0, result, profiler
+
+
+def by_package(profiler: cProfile.Profile) -> dict[str, float]:
+    stats = pstats.Stats(profiler)
+    totals: dict[str, float] = defaultdict(float)
+    for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        path = filename.replace(os.sep, "/")
+        for package in ("brokerlb/sim", "brokerlb/loadbalance", "brokerlb/model", "brokerlb/ownership",
+                        "brokerlb/ring", "brokerlb/config", "numpy"):
+            if f"/{package}/" in path:
+                totals[package] += tottime
+                break
+        else:
+            totals["other (builtins, stdlib)"] += tottime
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strategy", default="ThresholdShedder")
+    ap.add_argument("--hours", type=float, default=24.0)
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--no-baseline", action="store_true")
+    args = ap.parse_args()
+
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    wall, cpu, result, profiler = run(args.strategy, args.hours, {}, args.profile)
+    s = result.summary
+    cycles = result.cycles
+    print(f"{args.strategy}: {cycles} cycles, {len(result.brokers)} brokers, {s['final_bundles']} bundles at the end")
+    print(f"  wall {wall:.1f} s ({cycles / wall:.1f} cycles/s), CPU {cpu:.1f} s; inside the simulation loop "
+          f"{result.wall_seconds:.1f} s, of which in the decision engine {result.engine_seconds:.1f} s "
+          f"({100 * result.engine_seconds / max(result.wall_seconds, 1e-9):.0f}%)")
+    print(f"  moves {s['moves']}, splits {s['splits']}, reports written {s['reports_written']}, "
+          f"max load {100 * s['load_max_mean']:.1f}% (mean), distance from bound {100 * s['distance_mean']:.1f}%")
+    if profiler is not None:
+        print("  time per package (cProfile tottime; profiling slows the run down):")
+        for package, seconds in by_package(profiler).items():
+            print(f"    {package:<28} {seconds:7.1f} s")
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+    if not args.no_baseline:
+        base_wall, base_cpu, base, _ = run(args.strategy, args.hours, {
+            "loadBalancerSheddingEnabled": "false", "loadBalancerAutoBundleSplitEnabled": "false"}, False)
+        print(f"baseline (no shedding, no split): wall {base_wall:.1f} s, CPU {base_cpu:.1f} s, engine "
+              f"{base.engine_seconds:.1f} s; the strategy and splits add {cpu - base_cpu:+.1f} s of CPU "
+              f"({cpu / base_cpu:.2f}x)")
+    goal = 60.0 * args.hours / 24.0
+    print(f"goal: <= {goal:.0f} s wall for {args.hours:g} h -> {'met' if wall <= goal else 'NOT met'} "
+          f"(CPU {cpu:.1f} s: on a busy machine wall time includes waiting for a core)")
+
+
+if __name__ == "__main__":
+    main()

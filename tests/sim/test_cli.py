@@ -1,0 +1,62 @@
+"""``brokerlb simulate``."""
+
+import json
+
+import yaml
+from typer.testing import CliRunner
+
+from brokerlb.cli.main import build_app
+from brokerlb.sim import scenario_to_dict
+from tests.sim.conftest import small_scenario
+
+runner = CliRunner()
+
+
+def simulate(*args):
+    return runner.invoke(build_app(), ["simulate", *args])
+
+
+def scenario_file(tmp_path, **kw):
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(scenario_to_dict(small_scenario(**kw))))
+    return path
+
+
+def test_list_shows_the_library():
+    result = simulate("--list", "--json")
+    assert result.exit_code == 0, result.output
+    names = {item["name"] for item in json.loads(result.stdout)}
+    assert {"ten-busy-one-idle", "large-day"} <= names
+    table = simulate("--list")
+    assert "ten-busy-one-idle" in table.stdout
+
+
+def test_compare_prints_one_column_per_strategy(tmp_path):
+    path = scenario_file(tmp_path, minutes=4)
+    result = simulate(str(path), "--compare", "OverloadShedder,OverloadShedder+RoundRobinBrokerSelector",
+                      "--set", "loadBalancerSheddingGracePeriodMinutes=5", "--seed", "3")
+    assert result.exit_code == 0, result.output
+    assert "RoundRobin" in result.stdout and "bundle moves" in result.stdout and "…" not in result.stdout
+
+
+def test_json_summary_and_report(tmp_path):
+    path = scenario_file(tmp_path, minutes=3)
+    out = tmp_path / "report"
+    result = simulate(str(path), "--strategy", "org.apache.pulsar.broker.loadbalance.impl.OverloadShedder",
+                      "--json", "--report", str(out))
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert list(summary) == ["OverloadShedder"] and summary["OverloadShedder"]["cycles"] == 3
+    assert (out / "index.html").is_file() and (out / "summary.json").is_file()
+
+
+def test_errors_are_one_line_and_exit_2(tmp_path):
+    bad = simulate(str(scenario_file(tmp_path, minutes=3)), "--strategy", "FastShedder")
+    assert bad.exit_code == 2 and "Unknown shedding strategy 'FastShedder'" in bad.output
+    missing = simulate("no-such-scenario")
+    assert missing.exit_code == 2 and "no scenario file or library scenario named 'no-such-scenario'" in missing.output
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("seed: 1\nduration: 1h\nbrokers: [b]\nnamespaces: [{name: t/ns, bundles: zero}]\n")
+    result = simulate(str(broken))
+    assert result.exit_code == 2 and "namespaces[0].bundles" in result.output
+    assert simulate().exit_code == 2
