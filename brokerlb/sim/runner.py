@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from brokerlb.sim.library import resolve_scenario
@@ -107,6 +106,8 @@ def compare(
     dirs = [None if history_dir is None else os.path.join(history_dir, label.replace("+", "_"))
             for label in labels]
     if jobs > 1 and len(labels) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
         args = [(s, label, overrides, seed, workload, validate, d) for label, d in zip(labels, dirs, strict=True)]
         with ProcessPoolExecutor(max_workers=min(jobs, len(labels))) as pool:
             results = []
