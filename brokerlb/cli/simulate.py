@@ -80,11 +80,12 @@ def _list_scenarios(as_json: bool) -> None:
                                       "duration": s.duration, "brokers": s.brokers, "bundles": s.bundles}
                                      for s in items], indent=2) + "\n")
         return
-    table = Table(title="brokerlb scenario library", show_lines=True)
+    table = Table(title="brokerlb scenario library (full descriptions: --list --json)", show_lines=True)
     for column in ("name", "duration", "brokers", "bundles", "what it shows"):
         table.add_column(column)
     for s in items:
-        table.add_row(s.name, format_duration(s.duration), str(s.brokers), str(s.bundles), s.description)
+        first = s.description.split(". ")[0].rstrip(".") + "."
+        table.add_row(s.name, format_duration(s.duration), str(s.brokers), str(s.bundles), first)
     console.print(table)
 
 

@@ -25,6 +25,7 @@ A scenario file, with every field (only ``seed``, ``duration``, ``brokers`` and
       - {at: 2h, type: restart_broker, broker: broker-3, downtime: 5m}
       - {at: 3h, type: fail_broker, broker: broker-4}
       - {at: 1h, type: hot_topic, namespace: tenant/ns-1, topic: 0, factor: 20, ramp: 5m, duration: 1h}
+      - {at: 3h, type: hot_topic, namespace: tenant/ns-2, topic: 5, rate: 40k}   # to 40,000 msg/s
       - {at: 1h, type: namespace_growth, namespace: tenant/ns-2, topics: 500, over: 2h}
       - {at: 4h, type: scale_traffic, namespace: tenant/ns-3, factor: 2, ramp: 10m}
       - {at: 5h, type: set_config, config: {loadBalancerSheddingEnabled: false}}
@@ -372,7 +373,7 @@ _EVENT_KEYS: dict[str, tuple[str, ...]] = {
     "add_broker": ("broker",),
     "restart_broker": ("broker", "downtime"),
     "fail_broker": ("broker",),
-    "hot_topic": ("namespace", "topic", "factor", "ramp", "duration"),
+    "hot_topic": ("namespace", "topic", "factor", "rate", "ramp", "duration"),
     "namespace_growth": ("namespace", "topics", "over"),
     "scale_traffic": ("namespace", "factor", "ramp"),
     "set_config": ("config",),
@@ -411,6 +412,7 @@ def _hot_topic(n: _Node, at: float, known: set[str]) -> Event:
         factor=n.get("factor", parse_quantity, 10.0),
         ramp=n.get("ramp", parse_duration, 0.0),
         duration=n.get("duration", parse_duration, None),
+        rate=n.get("rate", _positive(parse_quantity), None),
     )
 
 

@@ -206,9 +206,10 @@ class FailBroker(Event):
 
 @dataclass(frozen=True, slots=True)
 class HotTopic(Event):
-    """One topic's traffic rises to ``factor`` times its rate over ``ramp`` seconds and
-    stays there for ``duration`` seconds (``None``: until the end). ``topic`` is the
-    topic's index in the namespace (``persistent://{namespace}/topic-{index}``)."""
+    """One topic's traffic rises to ``factor`` times its rate -- or to ``rate`` msg/s published,
+    when given -- over ``ramp`` seconds and stays there for ``duration`` seconds (``None``: until
+    the end). ``topic`` is the topic's index in the namespace
+    (``persistent://{namespace}/topic-{index}``)."""
 
     kind: ClassVar[str] = "hot_topic"
     at: float
@@ -217,6 +218,7 @@ class HotTopic(Event):
     factor: float = 10.0
     ramp: float = 0.0
     duration: float | None = None
+    rate: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -132,7 +132,11 @@ class SyntheticWorkload:
                     raise InvalidScenarioError(
                         f"hot_topic: namespace {e.namespace} has {len(self.topics[e.namespace])} topics, "
                         f"no topic {e.topic}", field="events", source=scenario.source)
-                self._hot.append((int(offsets[ns_index[e.namespace]] + e.topic), e))
+                topic = int(offsets[ns_index[e.namespace]] + e.topic)
+                if e.rate is not None:  # a target rate: the factor that reaches it from the base rate
+                    base = float(self._base_rate[topic])
+                    e = replace(e, factor=e.rate / base if base > 0 else 1.0)
+                self._hot.append((topic, e))
         self._scales = [e for e in scenario.events if isinstance(e, ScaleTraffic)]
         self._ns_index = ns_index
 

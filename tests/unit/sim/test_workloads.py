@@ -79,3 +79,10 @@ def test_noise_is_mean_one_and_seeded():
         assert not np.array_equal(ta.msg_rate_in, tc.msg_rate_in)
     big = workload(scenario({"msg_rate": 100_000, "noise": 0.3}, topics=20_000))
     assert big.traffic(0).msg_rate_in[:20_000].sum() == pytest.approx(100_000, rel=0.02)
+
+
+def test_hot_topic_to_a_target_rate():
+    hot = {"at": "1h", "type": "hot_topic", "namespace": "t/a", "topic": 7, "rate": "40k"}
+    w = workload(scenario({"msg_rate": 2000, "zipf": 1.0}, [hot]))
+    assert w.traffic(3600).msg_rate_in[7] == pytest.approx(40_000)
+    assert w.traffic(0).msg_rate_in[7] < 2000
