@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from brokerlb.errors import BrokerLBError
 
@@ -25,7 +26,7 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except BrokerLBError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2 if isinstance(exc, ValueError) else 1) from None
 
 
