@@ -95,8 +95,12 @@ async def retry_async(
     After ``policy.max_retries`` retries the last error is raised, with a note
     saying how many attempts were made. Other errors propagate at once.
     """
-    should_retry = retry_on if callable(retry_on) and not isinstance(retry_on, tuple) else (
-        lambda exc: isinstance(exc, retry_on))  # type: ignore[arg-type]
+    should_retry: Callable[[BaseException], bool]
+    if isinstance(retry_on, tuple):
+        kinds = retry_on
+        should_retry = lambda exc: isinstance(exc, kinds)  # noqa: E731
+    else:
+        should_retry = retry_on
     retry = 0
     while True:
         try:

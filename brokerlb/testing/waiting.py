@@ -26,7 +26,7 @@ async def eventually(condition: Callable[[], T | Awaitable[T]], timeout: float =
         if inspect.isawaitable(value):
             value = await value
         if value:
-            return value  # type: ignore[return-value]
+            return value
         last = value
         if time.monotonic() >= deadline:
             raise AssertionError(f"{message} did not hold within {timeout} s (last value: {last!r})")

@@ -162,3 +162,19 @@ async def test_named_servers_are_shared_in_process():
 async def test_session_ids_are_deterministic(server):
     a, b = await pair(server)
     assert (a.session_id, b.session_id) == (0x100000001, 0x100000002)
+
+
+async def test_a_suspended_leader_stops_at_once_and_leads_again_after_reconnecting(server):
+    from brokerlb.coordination import LeaderBroker, LeaderElection
+
+    a, b = await pair(server, timeout=5)
+    election = await LeaderElection(a, LeaderBroker("b1:8080", "http://b1:8080")).start()
+    follower = await LeaderElection(b, LeaderBroker("b2:8080", "http://b2:8080")).start()
+    lease = election.lease
+    a.drop_connection()
+    assert not lease.valid and not election.is_leader
+    await asyncio.sleep(0.05)
+    assert not follower.is_leader  # the session (and its node) is still alive on the server
+    a.restore_connection()
+    await eventually(lambda: election.is_leader, message="leads again")
+    assert election.epoch == 2
