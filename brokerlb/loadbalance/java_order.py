@@ -20,6 +20,7 @@ order the keys are given in (a snapshot's JSON order).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
@@ -29,18 +30,28 @@ _DEFAULT_CAPACITY = 16
 _LOAD_FACTOR = 0.75
 
 
+_POWERS: list[int] = [1]
+
+
+def _powers(n: int) -> list[int]:
+    """``31**k mod 2**32`` for ``k < n``."""
+    while len(_POWERS) < n:
+        _POWERS.append(_POWERS[-1] * 31 & 0xFFFFFFFF)
+    return _POWERS
+
+
 @lru_cache(maxsize=1 << 20)
 def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units) as an unsigned 32-bit int."""
-    h = 0
+    """Java's ``String.hashCode`` (over UTF-16 code units) as an unsigned 32-bit int:
+    ``sum(c[i] * 31**(n-1-i)) mod 2**32``."""
     if text.isascii():
-        for ch in text.encode("ascii"):
-            h = (31 * h + ch) & 0xFFFFFFFF
-        return h
-    data = text.encode("utf-16-le")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
-    return h
+        units: Sequence[int] = text.encode("ascii")
+    else:
+        raw = text.encode("utf-16-le")
+        units = [raw[i] | raw[i + 1] << 8 for i in range(0, len(raw), 2)]
+    n = len(units)
+    powers = _powers(n)
+    return sum(map(operator.mul, units, reversed(powers[:n]))) & 0xFFFFFFFF
 
 
 def hash_map_capacity(size: int) -> int:

@@ -31,7 +31,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from brokerlb.config import ServiceConfig
+from brokerlb.loadbalance.view import ClusterView
 from brokerlb.model import (
     NUM_LONG_SAMPLES,
     NUM_SHORT_SAMPLES,
@@ -42,7 +45,6 @@ from brokerlb.model import (
     NamespaceBundleStats,
     ResourceQuota,
     TimeAverageBrokerData,
-    bundle_namespace,
 )
 
 __all__ = [
@@ -69,6 +71,11 @@ class LeaderLoadState:
     load_data: LoadData = field(default_factory=LoadData)
     preallocated_bundle_to_broker: dict[str, str] = field(default_factory=dict)
     namespace_bundle_ranges: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+
+    def view(self, config: ServiceConfig, now_ms: int, **extra: Any) -> ClusterView:
+        """The view strategies get after this refresh (``extra``: policies, extensible inputs ...)."""
+        return ClusterView(config=config, now_ms=now_ms, load_data=self.load_data,
+                           bundle_ranges=self.namespace_bundle_ranges, **extra)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,16 +125,16 @@ def refresh(
     bundle_data = state.load_data.bundle_data
     for broker, data in state.load_data.broker_data.items():
         stats_map = data.local_data.last_stats
-        for bundle, stats in stats_map.items():
-            history = bundle_data.get(bundle)
-            if history is None:
-                history = bundle_data[bundle] = bundle_data_or_default(bundle, stored_bundle_data, stored_quota)
+        for bundle in stats_map:
+            if bundle not in bundle_data:
+                bundle_data[bundle] = bundle_data_or_default(bundle, stored_bundle_data, stored_quota)
                 new_bundles.append(bundle)
-            history.update(stats)
+        ranges = _fold_broker(stats_map, bundle_data, data.time_average_data)
         cleared.extend(_clean_preallocations(state, data))
-        data.time_average_data.reset(stats_map.keys(), bundle_data, _DEFAULT_STATS)
-        state.namespace_bundle_ranges[broker] = namespace_to_bundle_ranges(
-            [*stats_map, *data.preallocated_bundle_data])
+        for bundle in data.preallocated_bundle_data:
+            namespace, _, bundle_range = bundle.rpartition("/")
+            ranges.setdefault(namespace, set()).add(bundle_range)
+        state.namespace_bundle_ranges[broker] = ranges
     for broker in removed:
         state.namespace_bundle_ranges.pop(broker, None)
     return RefreshResult(tuple(added), tuple(removed), tuple(new_bundles), tuple(cleared))
@@ -178,5 +185,65 @@ def namespace_to_bundle_ranges(bundles: Iterable[str]) -> dict[str, set[str]]:
     """``namespace -> {range}`` of bundle names (``LoadManagerShared.fillNamespaceToBundlesMap``)."""
     out: dict[str, set[str]] = {}
     for bundle in bundles:
-        out.setdefault(bundle_namespace(bundle), set()).add(bundle.rpartition("/")[2])
+        namespace, _, bundle_range = bundle.rpartition("/")
+        ranges = out.get(namespace)
+        if ranges is None:
+            ranges = out[namespace] = set()
+        ranges.add(bundle_range)
     return out
+
+
+# _fold_broker is BundleData.update, TimeAverageBrokerData.reset and fillNamespaceToBundlesMap
+# for one broker, in one pass: the leader runs it for every bundle of the cluster on every
+# refresh (100,000 bundles on a large cluster). test_refresh.py checks it against the model.
+
+
+def _fold_broker(stats_map: Mapping[str, NamespaceBundleStats], bundle_data: Mapping[str, BundleData],
+                 average: TimeAverageBrokerData) -> dict[str, set[str]]:
+    """Fold each sample into its bundle's windows (every bundle has a history by now), set the
+    broker's time averages to the sums of those windows, and return namespace -> ranges."""
+    s_tin = s_tout = s_rin = s_rout = l_tin = l_tout = l_rin = l_rout = 0.0
+    ranges: dict[str, set[str]] = {}
+    for bundle, stats in stats_map.items():
+        history = bundle_data[bundle]
+        tput_in, tput_out = stats.msg_throughput_in, stats.msg_throughput_out
+        rate_in, rate_out = stats.msg_rate_in, stats.msg_rate_out
+        w = history.short_term_data
+        n = w.num_samples + 1
+        if n > w.max_samples:
+            n = w.max_samples
+        w.num_samples = n
+        k = n - 1
+        s_tin += (v := (k * w.msg_throughput_in + tput_in) / n)
+        w.msg_throughput_in = v
+        s_tout += (v := (k * w.msg_throughput_out + tput_out) / n)
+        w.msg_throughput_out = v
+        s_rin += (v := (k * w.msg_rate_in + rate_in) / n)
+        w.msg_rate_in = v
+        s_rout += (v := (k * w.msg_rate_out + rate_out) / n)
+        w.msg_rate_out = v
+        w = history.long_term_data
+        n = w.num_samples + 1
+        if n > w.max_samples:
+            n = w.max_samples
+        w.num_samples = n
+        k = n - 1
+        l_tin += (v := (k * w.msg_throughput_in + tput_in) / n)
+        w.msg_throughput_in = v
+        l_tout += (v := (k * w.msg_throughput_out + tput_out) / n)
+        w.msg_throughput_out = v
+        l_rin += (v := (k * w.msg_rate_in + rate_in) / n)
+        w.msg_rate_in = v
+        l_rout += (v := (k * w.msg_rate_out + rate_out) / n)
+        w.msg_rate_out = v
+        history.topics = stats.topics
+        namespace, _, bundle_range = bundle.rpartition("/")
+        members = ranges.get(namespace)
+        if members is None:
+            members = ranges[namespace] = set()
+        members.add(bundle_range)
+    average.short_term_msg_throughput_in, average.short_term_msg_throughput_out = s_tin, s_tout
+    average.short_term_msg_rate_in, average.short_term_msg_rate_out = s_rin, s_rout
+    average.long_term_msg_throughput_in, average.long_term_msg_throughput_out = l_tin, l_tout
+    average.long_term_msg_rate_in, average.long_term_msg_rate_out = l_rin, l_rout
+    return ranges

@@ -35,7 +35,9 @@ names a bundle; otherwise a broker owns what it reports -- ``localData.bundles``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -91,6 +93,9 @@ class ClusterView:
     isolation_policies: Mapping[str, NamespaceIsolationData] = field(default_factory=dict)
     #: failure domain name -> brokers
     failure_domains: Mapping[str, FailureDomain] = field(default_factory=dict)
+    #: broker -> namespace -> bundle ranges, when the caller keeps it (a leader's refresh does);
+    #: ``None``: computed from ``load_data`` on first use
+    bundle_ranges: Mapping[str, Mapping[str, AbstractSet[str]]] | None = None
 
     # ------------------------------------------------------------------ copies
 
@@ -134,7 +139,16 @@ class ClusterView:
     @cached_property
     def bundle_data_for_load_shedding(self) -> Mapping[str, BundleData]:
         """``bundle_data`` without system-service namespaces (Pulsar's ``getBundleDataForLoadShedding``)."""
-        return self.load_data.bundle_data_for_load_shedding()
+        system: dict[str, bool] = {}
+        out: dict[str, BundleData] = {}
+        for bundle, data in self.load_data.bundle_data.items():
+            namespace = bundle.rpartition("/")[0]
+            excluded = system.get(namespace)
+            if excluded is None:
+                excluded = system[namespace] = is_system_service_namespace(namespace)
+            if not excluded:
+                out[bundle] = data
+        return out
 
     @cached_property
     def _shedding_bundle_order(self) -> JavaOrder:
@@ -166,17 +180,42 @@ class ClusterView:
         return is_system_service_namespace(bundle_namespace(bundle))
 
     @cached_property
-    def _reported(self) -> dict[str, frozenset[str]]:
-        reported: dict[str, set[str]] = {}
-        for broker, data in self.load_data.broker_data.items():
-            reported.setdefault(broker, set()).update(data.local_data.bundles, data.local_data.last_stats)
-        for broker, top in self.top_bundles.items():
-            reported.setdefault(broker, set()).update(top.bundle_names())
-        return {broker: frozenset(bundles) for broker, bundles in reported.items()}
+    def _reported_cache(self) -> dict[str, frozenset[str]]:
+        return {}
+
+    @cached_property
+    def _system_namespaces(self) -> dict[str, bool]:
+        return {}
+
+    def is_system_namespace(self, namespace: str) -> bool:
+        """:func:`~brokerlb.naming.is_system_service_namespace`, memoised per view."""
+        cache = self._system_namespaces
+        excluded = cache.get(namespace)
+        if excluded is None:
+            excluded = cache[namespace] = is_system_service_namespace(namespace)
+        return excluded
+
+    def shedding_bundle_data(self, bundle: str) -> BundleData | None:
+        """``bundle_data_for_load_shedding.get(bundle)`` without building that map."""
+        data = self.load_data.bundle_data.get(bundle)
+        if data is None or self.is_system_namespace(bundle.rpartition("/")[0]):
+            return None
+        return data
 
     def reported_bundles(self, broker: str) -> frozenset[str]:
         """Bundles ``broker`` reports (``localData.bundles``, ``lastStats`` keys, top bundles)."""
-        return self._reported.get(broker, frozenset())
+        cache = self._reported_cache
+        reported = cache.get(broker)
+        if reported is None:
+            names: set[str] = set()
+            data = self.load_data.broker_data.get(broker)
+            if data is not None:
+                names.update(data.local_data.bundles, data.local_data.last_stats)
+            top = self.top_bundles.get(broker)
+            if top is not None:
+                names.update(top.bundle_names())
+            reported = cache[broker] = frozenset(names)
+        return reported
 
     def is_owner(self, broker: str, bundle: str) -> bool:
         """Whether ``broker`` owns ``bundle`` (``ownership`` first, else what the broker reports)."""
@@ -186,23 +225,40 @@ class ClusterView:
         return bundle in self.reported_bundles(broker)
 
     @cached_property
-    def _owned(self) -> dict[str, frozenset[str]]:
+    def _owned_cache(self) -> dict[str, frozenset[str]]:
+        return {}
+
+    @cached_property
+    def _owned_by_map(self) -> dict[str, set[str]]:
         owned: dict[str, set[str]] = {}
-        for broker, bundles in self._reported.items():
-            owned[broker] = {b for b in bundles if self.ownership.get(b, broker) == broker}
         for bundle, broker in self.ownership.items():
             owned.setdefault(broker, set()).add(bundle)
-        return {broker: frozenset(bundles) for broker, bundles in owned.items()}
+        return owned
 
     def bundles_owned_by(self, broker: str) -> frozenset[str]:
         """Bundles ``broker`` owns under the rule of :meth:`is_owner`."""
-        return self._owned.get(broker, frozenset())
+        cache = self._owned_cache
+        owned = cache.get(broker)
+        if owned is None:
+            reported = self.reported_bundles(broker)
+            ownership = self.ownership
+            if ownership:
+                owned = frozenset({b for b in reported if ownership.get(b, broker) == broker}
+                                  | self._owned_by_map.get(broker, set()))
+            else:
+                owned = reported
+            cache[broker] = owned
+        return owned
+
+    @cached_property
+    def _reporting_brokers(self) -> tuple[str, ...]:
+        return tuple(sorted({*self.load_data.broker_data, *self.top_bundles, *self._owned_by_map}))
 
     @cached_property
     def _owner_index(self) -> dict[str, str]:
         index: dict[str, str] = {}
-        for broker in sorted(self._owned, reverse=True):  # first broker in sorted order wins
-            for bundle in self._owned[broker]:
+        for broker in reversed(self._reporting_brokers):  # first broker in sorted order wins
+            for bundle in self.bundles_owned_by(broker):
                 index[bundle] = broker
         return index
 
@@ -213,32 +269,60 @@ class ClusterView:
         return owner if owner is not None else self._owner_index.get(bundle)
 
     @cached_property
-    def namespace_bundle_ranges(self) -> Mapping[str, Mapping[str, frozenset[str]]]:
+    def namespace_bundle_ranges(self) -> Mapping[str, Mapping[str, AbstractSet[str]]]:
         """broker -> namespace -> bundle ranges it holds: its ``lastStats`` keys plus its
-        preallocated bundles (Pulsar's ``brokerToNamespaceToBundleRange``)."""
+        preallocated bundles (Pulsar's ``brokerToNamespaceToBundleRange``). A leader passes the
+        map its refresh keeps (``bundle_ranges``); otherwise it is computed here. Read-only."""
+        if self.bundle_ranges is not None:
+            return self.bundle_ranges
         out: dict[str, dict[str, set[str]]] = {}
         for broker, data in self.load_data.broker_data.items():
-            per_ns = out.setdefault(broker, {})
-            for bundle in (*data.local_data.last_stats, *data.preallocated_bundle_data):
-                per_ns.setdefault(bundle_namespace(bundle), set()).add(bundle_range_of(bundle))
-        return {b: {ns: frozenset(r) for ns, r in per.items()} for b, per in out.items()}
+            per_ns = out[broker] = {}
+            for names in (data.local_data.last_stats, data.preallocated_bundle_data):
+                for bundle in names:
+                    namespace, _, bundle_range = bundle.rpartition("/")
+                    ranges = per_ns.get(namespace)
+                    if ranges is None:
+                        ranges = per_ns[namespace] = set()
+                    ranges.add(bundle_range)
+        return out
 
     @cached_property
-    def _bundles_by_namespace(self) -> dict[str, frozenset[str]]:
-        names: set[str] = set(self.load_data.bundle_data)
-        names.update(self.ownership)
-        for bundles in self._reported.values():
-            names.update(bundles)
-        for data in self.load_data.broker_data.values():
-            names.update(data.preallocated_bundle_data)
+    def _bundles_by_namespace(self) -> dict[str, set[str]]:
         grouped: dict[str, set[str]] = {}
-        for bundle in names:
-            grouped.setdefault(bundle_namespace(bundle), set()).add(bundle)
-        return {ns: frozenset(b) for ns, b in grouped.items()}
 
-    def bundles_of_namespace(self, namespace: str) -> frozenset[str]:
-        """Every bundle of ``namespace`` the snapshot mentions (histories, reports, owners)."""
+        def add(names: Iterable[str]) -> None:
+            for bundle in names:
+                namespace = bundle.rpartition("/")[0]
+                members = grouped.get(namespace)
+                if members is None:
+                    members = grouped[namespace] = set()
+                members.add(bundle)
+
+        known = self.load_data.bundle_data
+        add(known)  # a leader's bundle data already holds every reported and preallocated bundle
+        add(b for b in self.ownership if b not in known)
+        for broker in self._reporting_brokers:
+            add(b for b in self.reported_bundles(broker) if b not in known)
+        for data in self.load_data.broker_data.values():
+            add(b for b in data.preallocated_bundle_data if b not in known)
+        return grouped
+
+    def bundles_of_namespace(self, namespace: str) -> AbstractSet[str]:
+        """Every bundle of ``namespace`` the snapshot mentions (histories, reports, owners). Read-only."""
         return self._bundles_by_namespace.get(namespace, frozenset())
+
+    @cached_property
+    def _namespace_bundle_counts(self) -> dict[str, int]:
+        known = self.load_data.bundle_data
+        counts = Counter(bundle.rpartition("/")[0] for bundle in known)
+        extra: set[str] = {b for b in self.ownership if b not in known}
+        for broker in self._reporting_brokers:
+            extra.update(b for b in self.reported_bundles(broker) if b not in known)
+        for data in self.load_data.broker_data.values():
+            extra.update(b for b in data.preallocated_bundle_data if b not in known)
+        counts.update(bundle.rpartition("/")[0] for bundle in extra)
+        return counts
 
     def bundle_count(self, namespace: str) -> int:
         """How many bundles ``namespace`` has: from its policies' ``bundles`` when given,
@@ -246,13 +330,15 @@ class ClusterView:
         policy = self.namespace_policies.get(namespace)
         if policy is not None and policy.bundles is not None:
             return policy.bundles.num_bundles
-        return len(self.bundles_of_namespace(namespace))
+        return self._namespace_bundle_counts.get(namespace, 0)
 
     def knows_bundle(self, bundle: str) -> bool:
         """Whether the snapshot mentions ``bundle``: a history, a report, an owner, a
         preallocation, or a range of its namespace's ``bundles`` policy."""
         namespace = bundle_namespace(bundle)
-        if bundle in self.bundles_of_namespace(namespace):
+        if (bundle in self.load_data.bundle_data or bundle in self.ownership
+                or any(bundle in self.reported_bundles(b) for b in self._reporting_brokers)
+                or any(bundle in d.preallocated_bundle_data for d in self.load_data.broker_data.values())):
             return True
         policy = self.namespace_policies.get(namespace)
         return policy is not None and policy.bundles is not None and bundle_range_of(bundle) in policy.bundles

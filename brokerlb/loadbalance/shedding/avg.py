@@ -128,10 +128,9 @@ class AvgShedder:
                         f"pair with {low}: {msg_need:.1f} msg/s <= {conf.minUnloadMessage} and "
                         f"{tput_need / MB:.2f} MB/s <= {conf.minUnloadMessageThroughput / MB:.2f} MB/s")
             return []
-        shedding_data = view.bundle_data_for_load_shedding
         values: list[tuple[float, str]] = []
         for bundle in view.bundles_owned_by(high):
-            data = shedding_data.get(bundle)
+            data = view.shedding_bundle_data(bundle)
             if data is None or bundle in view.recently_unloaded_bundles:
                 continue
             short = data.short_term_data

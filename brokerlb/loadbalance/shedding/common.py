@@ -82,11 +82,10 @@ def select_largest_first(
     view: ClusterView, broker: str, bundles: Iterable[str], minimum_to_offload: float, *, at_least_one: bool
 ) -> BundleSelection:
     """Largest short-term throughput first until ``minimum_to_offload`` is marked (at least one)."""
-    shedding_data = view.bundle_data_for_load_shedding
     recently_unloaded = view.recently_unloaded_bundles
     candidates: list[tuple[float, str]] = []
     for bundle in bundles:
-        data = shedding_data.get(bundle)
+        data = view.shedding_bundle_data(bundle)
         if data is None or bundle in recently_unloaded:
             continue
         short = data.short_term_data
@@ -107,8 +106,19 @@ def select_largest_first(
 
 
 def sort_largest_first(view: ClusterView, values: list[tuple[float, str]]) -> None:
-    """Sort ``(value, bundle)`` pairs by value, largest first; equal values keep Pulsar's map order."""
-    values.sort(key=lambda item: (-item[0], view.bundle_order_key(item[1])))
+    """Sort ``(value, bundle)`` pairs by value, largest first; equal values keep Pulsar's map order.
+
+    Ties are rare, so the map order is computed only for runs of equal values.
+    """
+    values.sort(key=lambda item: -item[0])
+    start = 0
+    while start < len(values):
+        end = start + 1
+        while end < len(values) and values[end][0] == values[start][0]:
+            end += 1
+        if end - start > 1:
+            values[start:end] = sorted(values[start:end], key=lambda item: view.bundle_order_key(item[1]))
+        start = end
 
 
 def finish(

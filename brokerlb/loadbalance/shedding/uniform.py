@@ -112,11 +112,10 @@ class UniformLoadShedder:
     def _select(view: ClusterView, broker: str, owned: frozenset[str], need: int,
                 by_rate: bool) -> list[UnloadDecision]:
         limit = view.config.maxUnloadBundleNumPerShedding
-        shedding_data = view.bundle_data_for_load_shedding
         recently_unloaded = view.recently_unloaded_bundles
         values: list[tuple[float, str]] = []
         for bundle in owned:
-            data = shedding_data.get(bundle)
+            data = view.shedding_bundle_data(bundle)
             if data is None or bundle in recently_unloaded:
                 continue
             short = data.short_term_data

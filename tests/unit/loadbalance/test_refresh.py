@@ -77,3 +77,25 @@ def test_preallocations_are_cleared_once_the_broker_reports_one() -> None:
     result = refresh(state, {"b1": broker("b1", bundles=[A, B])})  # now reports B
     # Pulsar's loop then removes every preallocation that has bundle data: C goes too
     assert data.preallocated_bundle_data == {} and set(result.cleared_preallocations) == {B, C}
+
+
+def test_the_one_pass_fold_agrees_with_the_model() -> None:
+    import random
+
+    from brokerlb.model import NamespaceBundleStats, TimeAverageBrokerData
+
+    rng = random.Random(3)
+    state = LeaderLoadState()
+    reference: dict[str, BundleData] = {}
+    bundles = [A, B, C]
+    for _ in range(1200):  # past both window sizes
+        samples = {b: NamespaceBundleStats(msg_rate_in=rng.uniform(0, 1e4), msg_rate_out=rng.uniform(0, 1e4),
+                                           msg_throughput_in=rng.uniform(0, 1e8),
+                                           msg_throughput_out=rng.uniform(0, 1e8), topics=rng.randint(0, 99))
+                   for b in bundles}
+        for bundle, sample in samples.items():
+            reference.setdefault(bundle, bundle_data_or_default(bundle)).update(sample)
+        refresh(state, {"b1": broker("b1", bundles=samples)})
+    assert state.load_data.bundle_data == reference
+    expected = TimeAverageBrokerData.of(bundles, reference, NamespaceBundleStats.new_default())
+    assert state.load_data.broker_data["b1"].time_average_data == expected
