@@ -172,8 +172,10 @@ def main() -> None:
     line("shedding loop (ThresholdShedder + checks + destinations)", *best["shed"], baseline,
          f"{len(shed.unloads)} unloads")
     line("split check (BundleSplitterTask)", *best["split"], baseline, f"{len(split.splits)} splits")
-    line("FULL CYCLE refresh + shed + split", *best["cycle"], baseline,
-         "goal <= 1000 ms: " + ("met" if best["cycle"][0] <= 1.0 else "NOT met"))
+    wall, cpu = best["cycle"]
+    line("FULL CYCLE refresh + shed + split", wall, cpu, baseline,
+         f"goal <= 1000 ms: {'met' if cpu <= 1.0 else 'NOT met'} on CPU time, "
+         f"{'met' if wall <= 1.0 else 'not met'} on wall time at load average {os.getloadavg()[0]:.1f}")
 
     print("  shedding strategies on the same view (raw = strategy alone; loop = with checks/destinations):")
     for name in ("OverloadShedder", "ThresholdShedder", "UniformLoadShedder", "AvgShedder"):

@@ -96,14 +96,13 @@ class PlacementContext:
         for broker in brokers:
             self._rescore(broker)
 
-        #: broker -> namespace -> ranges (lastStats keys + preallocated), copied so it can grow
-        self.broker_ranges: dict[str, dict[str, set[str]]] = {
-            broker: {ns: set(ranges) for ns, ranges in per_ns.items()}
-            for broker, per_ns in view.namespace_bundle_ranges.items()
-        }
+        #: broker -> namespace -> ranges (lastStats keys + preallocated): the view's map, with a
+        #: broker's entry copied the first time a bundle is preallocated to it (copy on write)
+        self._view_ranges = view.namespace_bundle_ranges
+        self.broker_ranges: dict[str, dict[str, set[str]]] = {}
         #: namespace -> broker -> number of its ranges there (even spread)
         self.namespace_counts: dict[str, dict[str, int]] = {}
-        for broker, per_ns in self.broker_ranges.items():
+        for broker, per_ns in self._view_ranges.items():
             for ns, ranges in per_ns.items():
                 if ranges:
                     self.namespace_counts.setdefault(ns, {})[broker] = len(ranges)
@@ -321,7 +320,11 @@ class PlacementContext:
         if broker in self.weighted_usage:
             self._rescore(broker)
         namespace = bundle_namespace(bundle)
-        ranges = self.broker_ranges.setdefault(broker, {}).setdefault(namespace, set())
+        per_ns = self.broker_ranges.get(broker)
+        if per_ns is None:
+            per_ns = self.broker_ranges[broker] = {
+                ns: set(ranges) for ns, ranges in self._view_ranges.get(broker, {}).items()}
+        ranges = per_ns.setdefault(namespace, set())
         new_namespace_here = not ranges
         before = len(ranges)
         ranges.add(bundle_range_of(bundle))

@@ -53,17 +53,27 @@ def find_bundles_to_split_modular(
     ``bundle_count_of(namespace)`` the namespace's current number of bundles.
     """
     thresholds = SplitThresholds.from_config(conf)
+    # the limits as locals: this loop visits every bundle of the cluster each cycle
+    max_topics, max_sessions = thresholds.max_topics, thresholds.max_sessions
+    max_rate, max_bytes = thresholds.max_msg_rate, thresholds.max_bandwidth_bytes
     picked_per_namespace: dict[str, int] = {}
     seen: set[str] = set()
     decisions: list[SplitDecision] = []
     for local in reports.values():
         for bundle, stats in local.last_stats.items():
+            history = bundle_data.get(bundle)
+            if history is not None:
+                window = history.long_term_data
+                rate = window.msg_rate_in + window.msg_rate_out
+                throughput = window.msg_throughput_in + window.msg_throughput_out
+            else:
+                rate = throughput = 0.0
+            sessions = stats.consumer_count + stats.producer_count
+            if (stats.topics <= max_topics and (max_sessions <= 0 or sessions <= max_sessions)
+                    and rate <= max_rate and throughput <= max_bytes):
+                continue  # below every threshold (the common case)
             if bundle in seen:
                 continue
-            history = bundle_data.get(bundle)
-            rate = history.long_term_data.total_msg_rate() if history is not None else 0.0
-            throughput = history.long_term_data.total_msg_throughput() if history is not None else 0.0
-            sessions = stats.consumer_count + stats.producer_count
             reason = thresholds.reason(stats.topics, sessions, rate, throughput)
             if reason is None:
                 continue
