@@ -102,8 +102,10 @@ class AvgShedder:
             if not _hit(memory, conf.loadBalancerAvgShedderHitCountHighThreshold,
                         conf.loadBalancerAvgShedderHitCountLowThreshold, low, high):
                 skipped.add(high, Reason.HIT_COUNT,
-                            f"pair with {low}: hit counts high {memory.high_hits.get(high, 0)}/"
-                            f"{memory.low_hits.get(high, 0)} low not reached yet")
+                            f"pair with {low}: high hits {memory.high_hits.get(high, 0)}/"
+                            f"{conf.loadBalancerAvgShedderHitCountHighThreshold}, low hits "
+                            f"{memory.low_hits.get(high, 0)}/{conf.loadBalancerAvgShedderHitCountLowThreshold}"
+                            " (not reached yet)")
                 continue
             for broker in (low, high):
                 memory.high_hits.pop(broker, None)
