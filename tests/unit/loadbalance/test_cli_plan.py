@@ -71,3 +71,30 @@ def test_snapshot_from_load_reports(tmp_path: Path) -> None:
     shed = _plan("shed", "--load-reports", str(tmp_path), "--strategy", "OverloadShedder", "--raw")
     assert shed.exit_code == 0, shed.output
     assert any(u["label"] == "Success" for u in json.loads(shed.stdout)["unload"])
+
+
+def test_split_and_place_end_to_end() -> None:
+    split = _plan("split", "-s", str(EXAMPLE))
+    assert split.exit_code == 0, split.output
+    answer = json.loads(split.stdout)
+    assert answer["strategy"].endswith("impl.BundleSplitterTask")
+    assert [(s["bundle"], s["boundaries"], s["reason"]) for s in answer["split"] if s["label"] == "Success"] == [
+        ("telemetry/metrics/0x00000000_0x40000000", ["0x20000000"], "Topics")]
+    place = _plan("place", "-s", str(EXAMPLE), "--bundle", "orders/payments/0x00000000_0x40000000")
+    assert place.exit_code == 0, place.output
+    placement = json.loads(place.stdout)["placement"]
+    assert placement["broker"] == "broker-4:8080" and placement["reason"] == "Selected"
+    table = _plan("place", "-s", str(EXAMPLE), "--bundle", "orders/payments/0x00000000_0x40000000",
+                  "--raw", "--strategy", "RoundRobinBrokerSelector", "--format", "table")
+    assert table.exit_code == 0 and "RoundRobinBrokerSelector" in table.stdout
+
+
+def test_shed_loop_gives_destinations_and_batch_sessions_remember() -> None:
+    shed = json.loads(_plan("shed", "-s", str(EXAMPLE)).stdout)
+    assert {(u["bundle"], u["destination"]) for u in shed["unload"] if u["label"] == "Success"} == {
+        ("telemetry/metrics/0x00000000_0x40000000", "broker-4:8080"),
+        ("orders/payments/0x00000000_0x40000000", "broker-4:8080")}
+    lines = "\n".join(json.dumps({"op": "shed", "strategy": "AvgShedder", "session": "s"}) for _ in range(2))
+    answers = [json.loads(x) for x in _plan("batch", "-s", str(EXAMPLE), input=lines + "\n").stdout.splitlines()]
+    assert answers[0]["unload"][0]["reason"] == "HitCount"  # first cycle: one high hit, two needed
+    assert any(u["label"] == "Success" for u in answers[1]["unload"])
