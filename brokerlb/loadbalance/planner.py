@@ -61,6 +61,8 @@ __all__ = ["OPS", "PlanRequest", "PlannerSession", "Planner", "empty_answer"]
 #: Operations the planner answers.
 OPS = ("shed", "split", "place")
 _REQUEST_KEYS = frozenset({"op", "snapshot", "strategy", "bundle", "session", "seed", "raw", "set"})
+#: Keys a request may carry for its author (ignored), besides any key starting with ``_``.
+_NOTE_KEYS = frozenset({"id", "name", "comment", "description", "expect", "expected"})
 
 
 def empty_answer(op: str, strategy: str | None) -> dict[str, Any]:
@@ -90,6 +92,11 @@ class PlanRequest:
         """A batch line's request; bad fields raise :class:`InvalidInputError`."""
         if not isinstance(data, Mapping):
             raise InvalidInputError("a batch request must be a JSON object")
+        unknown = sorted(k for k in data if k not in _REQUEST_KEYS and k not in _NOTE_KEYS
+                         and not str(k).startswith("_"))
+        if unknown:
+            raise InvalidInputError(f"unknown request key(s) {', '.join(map(repr, unknown))}; "
+                                    f"known: {', '.join(sorted(_REQUEST_KEYS))}")
         op = data.get("op")
         if op not in OPS:
             raise InvalidInputError(f"'op' must be one of {', '.join(OPS)}, got {op!r}")

@@ -229,8 +229,10 @@ def _bundle_data(item: Any, path: str) -> BundleData:
 
 def _broker(item: Any, path: str, bundle_data: Mapping[str, BundleData]) -> BrokerData:
     obj = _object(item, path)
-    if "localData" not in obj:  # a bare LocalBrokerData
-        obj = {"localData": obj}
+    if "localData" not in obj:
+        if any(key in obj for key in _BROKER_KEYS):
+            raise InvalidSnapshotError("'localData' is required", path=f"{path}.localData")
+        obj = {"localData": obj}  # a bare LocalBrokerData
     unknown = [k for k in obj if k not in _BROKER_KEYS and not k.startswith("_")]
     if unknown:
         raise InvalidSnapshotError(f"unknown key(s) {', '.join(map(repr, sorted(unknown)))}; "

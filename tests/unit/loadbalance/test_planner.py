@@ -49,6 +49,7 @@ def test_overrides_apply_over_the_snapshot_config() -> None:
         ({"op": "shed", "snapshot": EXAMPLE, "seed": "1"}, InvalidInputError, "seed"),
         ({"op": "shed", "snapshot": EXAMPLE, "raw": 1}, InvalidInputError, "raw"),
         ({"op": "shed", "snapshot": EXAMPLE, "set": {"noSuchKey": 1}}, InvalidInputError, "noSuchKey"),
+        ({"op": "shed", "snapshot": EXAMPLE, "strategey": "AvgShedder"}, InvalidInputError, "'strategey'"),
     ],
 )
 def test_errors(request_, error, match: str) -> None:
@@ -79,6 +80,12 @@ def test_sessions_keep_state_and_rng() -> None:
     planner.session("s1", seed=5)  # reseeding restarts the sequence
     assert first.rng.random() == value
     assert planner.session(None) is not planner.session(None)
+
+
+def test_notes_in_a_request_are_ignored() -> None:
+    answer = Planner().run({"op": "shed", "snapshot": EXAMPLE, "strategy": "OverloadShedder", "id": 7,
+                            "expect": {"x": 1}, "_note": "from a fixture"})
+    assert answer["op"] == "shed"
 
 
 def test_default_snapshot_and_clock() -> None:

@@ -83,6 +83,7 @@ def test_now_from_the_caller_when_missing() -> None:
         (lambda d: d.update(brokerLookupData={"b1:8080": {"persistentTopicsEnabled": "yes"}}),
          "brokerLookupData[b1:8080].persistentTopicsEnabled"),
         (lambda d: d["brokers"]["b1:8080"].update(timeAverage={}), "brokers[b1:8080]"),
+        (lambda d: d["brokers"].update({"b2:8080": {"timeAverageData": {}}}), "brokers[b2:8080].localData"),
     ],
 )
 def test_errors_name_the_bad_field(mutate, path: str) -> None:
