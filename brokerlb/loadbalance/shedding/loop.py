@@ -87,13 +87,17 @@ def prune_recently_unloaded(recently_unloaded: MutableMapping[str, int] | Any, c
 def _apply_modular_checks(
     view: ClusterView, state: StrategyState, rng: random.Random, spec: StrategySpec, result: SheddingResult
 ) -> SheddingResult:
-    from brokerlb.loadbalance.placement.pipeline import select_broker_for_assignment
+    from brokerlb.loadbalance.placement.context import PlacementContext
+    from brokerlb.loadbalance.placement.pipeline import place_bundle
     from brokerlb.loadbalance.placement.unload_checks import (
         should_anti_affinity_namespace_unload,
         should_namespace_policies_unload,
     )
 
     decisions: list[UnloadDecision] = []
+    # One placement context per cycle: each destination is preallocated in it (as Pulsar's
+    # selectBroker does), so two unloads of one cycle see each other's load.
+    context: PlacementContext | None = None
     for decision in result.decisions:
         if not decision.is_unload or decision.broker is None or decision.bundle is None:
             decisions.append(decision)
@@ -107,7 +111,9 @@ def _apply_modular_checks(
             decisions.append(_skip(decision, Reason.ANTI_AFFINITY,
                                    "unloading would not improve its anti-affinity group's spread"))
             continue
-        placement = select_broker_for_assignment(view, bundle, state, rng)
+        if context is None:
+            context = PlacementContext(view)
+        placement = place_bundle(context, bundle, state, rng, preallocate=True)
         if placement.broker is None:
             decisions.append(replace(decision, label=Label.FAILURE, reason=Reason.NO_DESTINATION,
                                      detail=f"{decision.detail}; no broker available to take it "

@@ -91,3 +91,15 @@ def test_record_unloads() -> None:
     brokers = {"b3": 1}
     assert record_unloads(result, 42, bundles, brokers) == 1
     assert bundles == {"x/y/0x0_0x1": 42} and brokers == {"b1": 42}
+
+
+def test_destinations_of_one_cycle_see_each_other() -> None:
+    # Two bundles leave b1 in one cycle. Without preallocation both would go to b2 (lowest
+    # long-term rate); Pulsar preallocates each destination, so the second goes to b3.
+    hot = {f"t/ns/0x{i:x}0000000_0x{i + 1:x}0000000": 5 for i in range(10)}
+    v = view([heavy("b1:8080", 99, hot), heavy("b2:8080", 10, {"t/a/0x00000000_0xffffffff": 1}),
+              heavy("b3:8080", 10, {"t/b/0x00000000_0xffffffff": 2})],
+             loadBalancerDistributeBundlesEvenlyEnabled=False)
+    result = cycle(v)
+    assert len(result.unloads) == 2
+    assert sorted(u.destination for u in result.unloads) == ["b2:8080", "b3:8080"]
