@@ -22,6 +22,7 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── InvalidLoadDataError                 400  NaN, negative usage, broken report JSON
     │   ├── InvalidSnapshotError                 400
     │   ├── InvalidScenarioError                 400  simulator scenario: names the file and the field
+    │   ├── NotAcceptableError                   406  a value out of range (e.g. partitions <= 0)
     │   └── UnknownStrategyError                 400
     │       └── StrategyNotAvailableError        400  registered, but its module is missing
     ├── NotFoundError (LookupError)              404
@@ -35,7 +36,10 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     ├── PreconditionFailedError                  412
     ├── ServiceUnavailableError                  503  retriable
     │   ├── NoBrokerAvailableError
-    │   └── TooManyRequestsError
+    │   ├── TooManyRequestsError
+    │   ├── StaleBundleError                     the bundle was split or merged meanwhile
+    │   └── BrokerUnreachableError               an HTTP call to a broker failed (connection, timeout)
+    ├── RemoteBrokerError                        a broker answered an admin/lookup call with an error
     ├── MetadataStoreError                       500/503 (see subclasses)
     │   ├── BadVersionError                      409  compare-and-set lost
     │   ├── NoNodeError                          404
@@ -81,6 +85,7 @@ __all__ = [
     "InvalidLoadDataError",
     "InvalidSnapshotError",
     "InvalidScenarioError",
+    "NotAcceptableError",
     "UnknownStrategyError",
     "StrategyNotAvailableError",
     "NotFoundError",
@@ -95,6 +100,9 @@ __all__ = [
     "ServiceUnavailableError",
     "NoBrokerAvailableError",
     "TooManyRequestsError",
+    "StaleBundleError",
+    "BrokerUnreachableError",
+    "RemoteBrokerError",
     "MetadataStoreError",
     "BadVersionError",
     "NoNodeError",
@@ -245,6 +253,12 @@ class InvalidScenarioError(InvalidInputError):
         super().__init__(f"scenario {where}: {why}" if where else f"scenario: {why}")
 
 
+class NotAcceptableError(InvalidInputError):
+    """A well-formed value the request cannot accept (Pulsar answers 406 Not Acceptable)."""
+
+    http_status = 406
+
+
 class UnknownStrategyError(InvalidInputError):
     def __init__(self, name: str, kind: str, known: Sequence[str] = ()) -> None:
         self.name = name
@@ -316,6 +330,35 @@ class NoBrokerAvailableError(ServiceUnavailableError):
 
 class TooManyRequestsError(ServiceUnavailableError):
     pass
+
+
+class StaleBundleError(ServiceUnavailableError):
+    """A bundle named by a request was split or merged meanwhile; ask again."""
+
+
+class BrokerUnreachableError(ServiceUnavailableError):
+    """An HTTP request to a broker failed before an answer came (refused, reset, timed out)."""
+
+
+class RemoteBrokerError(BrokerLBError):
+    """A broker answered an HTTP call with an error status; ``status`` and ``reason`` are its answer.
+
+    ``http_status`` is the remote status, so a broker relaying the answer gives the client the
+    same code. ``retriable`` is true for 503.
+    """
+
+    def __init__(self, status: int, reason: str, method: str = "", url: str = "") -> None:
+        self.status = status
+        self.http_status = status
+        self.retriable = status == 503
+        self.reason = reason
+        self.method = method
+        self.url = url
+        where = f" ({method} {url})" if method else ""
+        super().__init__(f"HTTP {status}: {reason}{where}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reason": self.reason}
 
 
 # --------------------------------------------------------------------------- metadata store

@@ -43,3 +43,8 @@ class BrokerlbKeys(KeyGroup):
         "without checking that the least loaded broker owns them or that they were not just unloaded "
         "(a bundle transferred there may bounce straight back); true skips such swap candidates.",
         dynamic=True)
+    brokerlbReportOwnedIdleBundles: bool = key(
+        BOOL, True,
+        "List every owned bundle in the load report (lastStats, bundles), idle or not. Pulsar lists "
+        "only bundles with loaded topics, so a newly elected leader cannot see idle bundles; false "
+        "restores Pulsar's behaviour.")

@@ -1,0 +1,297 @@
+"""A client of the broker REST API (lookup v2 and admin v2), in pulsar-admin's shape.
+
+Two flavours share every method: :class:`AdminClient` (blocking, for the CLI,
+scripts and ``brokerlb plan apply``) and :class:`AsyncAdminClient` (``await``-able,
+used by brokers to call each other and by tests). Both follow 307 redirects (up
+to 20, Pulsar's ``maxLookupRedirects``), so any broker can be addressed.
+
+Errors: an error answer raises :class:`~brokerlb.errors.RemoteBrokerError` with the
+status and Pulsar's ``reason``; a failed connection raises
+:class:`~brokerlb.errors.BrokerUnreachableError`.
+
+>>> with AdminClient("http://127.0.0.1:8080") as admin:        # doctest: +SKIP
+...     admin.create_namespace("public/demo", num_bundles=8)
+...     admin.lookup_topic("persistent://public/demo/t1")["brokerUrl"]
+'pulsar://127.0.0.1:6650'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from brokerlb.errors import BrokerUnreachableError, RemoteBrokerError
+from brokerlb.naming import NamespaceName, TopicName
+
+__all__ = ["AdminClient", "AsyncAdminClient", "DEFAULT_URL", "MAX_REDIRECTS"]
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+#: Pulsar's client default ``maxLookupRedirects``.
+MAX_REDIRECTS = 20
+_ADMIN = "/admin/v2"
+
+Parse = Callable[[Any], Any]
+
+
+def _json(response: Any) -> Any:
+    return response.json() if response.content else None
+
+
+def _text(response: Any) -> str:
+    return str(response.text)
+
+
+def _none(_response: Any) -> None:
+    return None
+
+
+def _ns(namespace: NamespaceName | str) -> str:
+    return str(NamespaceName.parse(namespace))
+
+
+def _seg(value: str) -> str:
+    return quote(str(value), safe="")
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _reason(response: Any) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip() or response.reason_phrase
+    if isinstance(body, dict) and "reason" in body:
+        return str(body["reason"])
+    return json.dumps(body)
+
+
+class _Api:
+    """Every endpoint, as ``self._call(method, path, ...)``; the subclass decides sync or async."""
+
+    def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None,
+              parse: Parse = _json) -> Any:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ lookup
+    def lookup_topic(self, topic: TopicName | str, *, authoritative: bool = False,
+                     listener: str | None = None) -> Any:
+        """``GET /lookup/v2/topic/{lookupName}`` → LookupData (redirects followed)."""
+        params: dict[str, Any] = {"authoritative": _flag(authoritative)}
+        if listener:
+            params["listenerName"] = listener
+        return self._call("GET", f"/lookup/v2/topic/{TopicName.parse(topic).lookup_name}", params=params)
+
+    def topic_bundle_range(self, topic: TopicName | str) -> Any:
+        """``GET /lookup/v2/topic/{lookupName}/bundle`` → the bundle range string."""
+        return self._call("GET", f"/lookup/v2/topic/{TopicName.parse(topic).lookup_name}/bundle", parse=_text)
+
+    def get_partitioned_topic_metadata(self, topic: TopicName | str) -> Any:
+        """``GET /admin/v2/{domain}/{tenant}/{ns}/{topic}/partitions`` → ``{"partitions": N}``."""
+        return self._call("GET", f"{_ADMIN}/{TopicName.parse(topic).rest_path}/partitions")
+
+    def create_partitioned_topic(self, topic: TopicName | str, partitions: int) -> Any:
+        """``PUT /admin/v2/{domain}/{tenant}/{ns}/{topic}/partitions`` with the partition count."""
+        return self._call("PUT", f"{_ADMIN}/{TopicName.parse(topic).rest_path}/partitions", body=partitions,
+                          parse=_none)
+
+    # ------------------------------------------------------------------ namespaces
+    def get_namespaces(self, tenant: str) -> Any:
+        return self._call("GET", f"{_ADMIN}/namespaces/{_seg(tenant)}")
+
+    def create_namespace(self, namespace: NamespaceName | str, *, num_bundles: int | None = None,
+                         boundaries: Sequence[str] | None = None) -> Any:
+        """``PUT /admin/v2/namespaces/{ns}`` with ``{"bundles": {...}}`` when a count or boundaries are given."""
+        body: dict[str, Any] | None = None
+        if boundaries is not None:
+            body = {"bundles": {"boundaries": list(boundaries), "numBundles": len(boundaries) - 1}}
+        elif num_bundles is not None:
+            body = {"bundles": {"numBundles": num_bundles}}
+        return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}", body=body, parse=_none)
+
+    def get_bundles(self, namespace: NamespaceName | str) -> Any:
+        """BundlesData: ``{"boundaries": [...], "numBundles": N}``."""
+        return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/bundles")
+
+    def unload_namespace(self, namespace: NamespaceName | str) -> Any:
+        return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/unload", parse=_none)
+
+    def unload_bundle(self, namespace: NamespaceName | str, bundle: str, *,
+                      destination_broker: str | None = None) -> Any:
+        params = {"destinationBroker": destination_broker} if destination_broker else None
+        return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/unload", params=params,
+                          parse=_none)
+
+    def split_bundle(self, namespace: NamespaceName | str, bundle: str, *, unload: bool = False,
+                     algorithm: str | None = None, boundaries: Sequence[int | str] | None = None) -> Any:
+        """``bundle`` is a range, ``LARGEST`` or ``HOT``; ``boundaries`` go in the body."""
+        params: dict[str, Any] = {"unload": _flag(unload)}
+        if algorithm:
+            params["splitAlgorithmName"] = algorithm
+        return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/split", params=params,
+                          body=list(boundaries) if boundaries is not None else None, parse=_none)
+
+    def merge_bundles(self, namespace: NamespaceName | str, bundles: Iterable[str]) -> Any:
+        """brokerlb extension: merge adjacent bundles; answers ``{"bundle", "broker"}``."""
+        return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/merge", body=list(bundles))
+
+    def delete_bundle(self, namespace: NamespaceName | str, bundle: str, *, force: bool = False) -> Any:
+        return self._call("DELETE", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}",
+                          params={"force": _flag(force)}, parse=_none)
+
+    def acquire_bundle(self, namespace: NamespaceName | str, bundle: str) -> Any:
+        """brokerlb extension (transfers): the addressed broker takes the unowned bundle."""
+        return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/acquire",
+                          params={"authoritative": "true"}, parse=_none)
+
+    def topic_hash_positions(self, namespace: NamespaceName | str, bundle: str,
+                             topics: Iterable[str] = ()) -> Any:
+        params = {"topics": list(topics)} if topics else None
+        return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/topicHashPositions",
+                          params=params)
+
+    def set_anti_affinity_group(self, namespace: NamespaceName | str, group: str) -> Any:
+        return self._call("POST", f"{_ADMIN}/namespaces/{_ns(namespace)}/antiAffinity", body=group, parse=_none)
+
+    def get_anti_affinity_group(self, namespace: NamespaceName | str) -> Any:
+        return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/antiAffinity")
+
+    def delete_anti_affinity_group(self, namespace: NamespaceName | str) -> Any:
+        return self._call("DELETE", f"{_ADMIN}/namespaces/{_ns(namespace)}/antiAffinity", parse=_none)
+
+    def get_anti_affinity_namespaces(self, cluster: str, group: str) -> Any:
+        return self._call("GET", f"{_ADMIN}/namespaces/{_seg(cluster)}/antiAffinity/{_seg(group)}")
+
+    # ------------------------------------------------------------------ brokers
+    def get_active_brokers(self, cluster: str | None = None) -> Any:
+        path = f"{_ADMIN}/brokers" + (f"/{_seg(cluster)}" if cluster else "")
+        return self._call("GET", path)
+
+    def get_leader_broker(self) -> Any:
+        return self._call("GET", f"{_ADMIN}/brokers/leaderBroker")
+
+    def get_owned_namespaces(self, cluster: str, broker_id: str) -> Any:
+        return self._call("GET", f"{_ADMIN}/brokers/{_seg(cluster)}/{_seg(broker_id)}/ownedNamespaces")
+
+    def health_check(self) -> Any:
+        return self._call("GET", f"{_ADMIN}/brokers/health", parse=_text)
+
+    def get_load_report(self) -> Any:
+        return self._call("GET", f"{_ADMIN}/broker-stats/load-report")
+
+    def get_topics_stats(self) -> Any:
+        return self._call("GET", f"{_ADMIN}/broker-stats/topics")
+
+    # ------------------------------------------------------------------ clusters
+    def get_clusters(self) -> Any:
+        return self._call("GET", f"{_ADMIN}/clusters")
+
+    def get_isolation_policies(self, cluster: str) -> Any:
+        return self._call("GET", f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies")
+
+    def get_isolation_policy(self, cluster: str, name: str) -> Any:
+        return self._call("GET", f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies/{_seg(name)}")
+
+    def set_isolation_policy(self, cluster: str, name: str, policy: dict[str, Any]) -> Any:
+        return self._call("POST", f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies/{_seg(name)}",
+                          body=policy, parse=_none)
+
+    def delete_isolation_policy(self, cluster: str, name: str) -> Any:
+        return self._call("DELETE", f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies/{_seg(name)}",
+                          parse=_none)
+
+    def get_failure_domains(self, cluster: str) -> Any:
+        return self._call("GET", f"{_ADMIN}/clusters/{_seg(cluster)}/failureDomains")
+
+    def get_failure_domain(self, cluster: str, name: str) -> Any:
+        return self._call("GET", f"{_ADMIN}/clusters/{_seg(cluster)}/failureDomains/{_seg(name)}")
+
+    def set_failure_domain(self, cluster: str, name: str, brokers: Iterable[str]) -> Any:
+        return self._call("POST", f"{_ADMIN}/clusters/{_seg(cluster)}/failureDomains/{_seg(name)}",
+                          body={"brokers": sorted(brokers)}, parse=_none)
+
+    def delete_failure_domain(self, cluster: str, name: str) -> Any:
+        return self._call("DELETE", f"{_ADMIN}/clusters/{_seg(cluster)}/failureDomains/{_seg(name)}",
+                          parse=_none)
+
+
+def _request_kwargs(params: dict[str, Any] | None, body: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"params": params}
+    if body is not None:
+        kwargs["content"] = json.dumps(body).encode()
+        kwargs["headers"] = {"Content-Type": "application/json"}
+    return kwargs
+
+
+def _check(response: Any, method: str) -> None:
+    if response.status_code >= 400:
+        raise RemoteBrokerError(response.status_code, _reason(response), method, str(response.request.url))
+
+
+class AdminClient(_Api):
+    """Blocking client (httpx). Use as a context manager or call :meth:`close`."""
+
+    def __init__(self, url: str = DEFAULT_URL, *, timeout: float = 30.0) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        self._httpx = httpx
+        self._client = httpx.Client(base_url=self.url, timeout=timeout, follow_redirects=True,
+                                    max_redirects=MAX_REDIRECTS)
+
+    def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None,
+              parse: Parse = _json) -> Any:
+        try:
+            response = self._client.request(method, path, **_request_kwargs(params, body))
+        except self._httpx.HTTPError as exc:
+            raise BrokerUnreachableError(f"{method} {self.url}{path} failed: {exc}") from exc
+        _check(response, method)
+        return parse(response)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncAdminClient(_Api):
+    """``await``-able client (httpx.AsyncClient). Use ``async with`` or ``await aclose()``."""
+
+    def __init__(self, url: str = DEFAULT_URL, *, timeout: float = 30.0, client: Any = None) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        self._httpx = httpx
+        self._owns_client = client is None
+        self._client = client or httpx.AsyncClient(timeout=timeout, follow_redirects=True,
+                                                   max_redirects=MAX_REDIRECTS)
+
+    async def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None,  # type: ignore[override]
+                    body: Any = None, parse: Parse = _json) -> Any:
+        try:
+            response = await self._client.request(method, self.url + path, **_request_kwargs(params, body))
+        except self._httpx.HTTPError as exc:
+            raise BrokerUnreachableError(f"{method} {self.url}{path} failed: {exc}") from exc
+        _check(response, method)
+        return parse(response)
+
+    def at(self, url: str) -> AsyncAdminClient:
+        """A client for another broker sharing this one's connection pool."""
+        return AsyncAdminClient(url, client=self._client)
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncAdminClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,153 @@
+"""Namespace bundles as memory reads: Pulsar's ``NamespaceBundleFactory`` cache.
+
+The first use of a namespace reads its bundles (local policies, else global
+policies -- :meth:`BundleMetadata.get_bundles`) and starts watching both policy
+nodes; every change (a split, a merge, a new or deleted namespace) replaces the
+cached entry (Pulsar invalidates the entry on a local-policies notification).
+After that, :meth:`NamespaceBundlesCache.cached` answers without awaiting -- the
+lookup hot path.
+
+A namespace exists when its global policies exist. Heartbeat and SLA-monitor
+namespaces never have policies; they are one full bundle (Pulsar's fallback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from brokerlb.coordination import BundleMetadata, DataWatch, LocalPolicies, MetadataStore, Node, Policies
+from brokerlb.coordination.paths import local_policies_path, policies_path
+from brokerlb.errors import CorruptMetadataError, NamespaceNotFoundError
+from brokerlb.naming import NamespaceName, is_heartbeat_namespace, is_sla_namespace
+from brokerlb.ring import NamespaceBundles
+
+__all__ = ["NamespaceBundlesCache"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Entry:
+    bundles: NamespaceBundles | None  # None: the namespace does not exist
+    watches: tuple[DataWatch, DataWatch]
+    local: Node | None = None
+    glob: Node | None = None
+
+
+class NamespaceBundlesCache:
+    """Bundles of every namespace looked at, kept current by watches."""
+
+    def __init__(self, store: MetadataStore, metadata: BundleMetadata, *, max_namespaces: int = 100_000) -> None:
+        self.store = store
+        self.metadata = metadata
+        self._entries: dict[str, _Entry] = {}
+        self._loading: dict[str, asyncio.Future[_Entry]] = {}
+        self._max = max_namespaces
+
+    def cached(self, namespace: NamespaceName) -> NamespaceBundles | None:
+        """The bundles from memory; ``None`` when not loaded yet or the namespace does not exist."""
+        entry = self._entries.get(str(namespace))
+        return None if entry is None else entry.bundles
+
+    async def get(self, namespace: NamespaceName | str) -> NamespaceBundles:
+        """The namespace's bundles; :class:`NamespaceNotFoundError` if it does not exist."""
+        ns = NamespaceName.parse(namespace)
+        entry = self._entries.get(str(ns)) or await self._load(ns)
+        if entry.bundles is None:
+            raise NamespaceNotFoundError(f"Namespace {ns} does not exist")
+        return entry.bundles
+
+    async def refresh(self, namespace: NamespaceName | str) -> NamespaceBundles:
+        """Read the bundles from the store now (a lookup suspects the cache is behind)."""
+        ns = NamespaceName.parse(namespace)
+        bundles = await self.metadata.get_bundles(ns)
+        entry = self._entries.get(str(ns))
+        if entry is not None and entry.bundles is not None:
+            entry.bundles = bundles
+        return bundles
+
+    def close(self) -> None:
+        for entry in self._entries.values():
+            for watch in entry.watches:
+                watch.cancel()
+        self._entries.clear()
+
+    # ------------------------------------------------------------------ internals
+    async def _load(self, ns: NamespaceName) -> _Entry:
+        key = str(ns)
+        pending = self._loading.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[_Entry] = asyncio.get_running_loop().create_future()
+        self._loading[key] = future
+        try:
+            entry = await self._start(ns)
+            future.set_result(entry)
+            return entry
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()
+            raise
+        finally:
+            del self._loading[key]
+
+    async def _start(self, ns: NamespaceName) -> _Entry:
+        if len(self._entries) >= self._max:
+            self._evict_one()
+        key = str(ns)
+        local_watch = self.store.watch_data(local_policies_path(ns), lambda node: self._on_local(key, node))
+        glob_watch = self.store.watch_data(policies_path(ns), lambda node: self._on_global(key, node))
+        entry = _Entry(None, (local_watch, glob_watch))
+        self._entries[key] = entry
+        try:
+            await local_watch.start()
+            await glob_watch.start()
+        except BaseException:
+            self._entries.pop(key, None)
+            local_watch.cancel()
+            glob_watch.cancel()
+            raise
+        self._recompute(key)
+        return entry
+
+    def _evict_one(self) -> None:
+        key = next(iter(self._entries))
+        for watch in self._entries.pop(key).watches:
+            watch.cancel()
+
+    def _on_local(self, key: str, node: Node | None) -> None:
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry.local = node
+            self._recompute(key)
+
+    def _on_global(self, key: str, node: Node | None) -> None:
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry.glob = node
+            self._recompute(key)
+
+    def _recompute(self, key: str) -> None:
+        entry = self._entries[key]
+        ns = NamespaceName.parse(key)
+        try:
+            entry.bundles = _bundles_of(ns, entry.local, entry.glob, self.metadata.default_num_bundles)
+        except CorruptMetadataError as exc:
+            logger.error("Cannot read the bundles of %s: %s", ns, exc)
+
+
+def _bundles_of(ns: NamespaceName, local: Node | None, glob: Node | None,
+                default_num_bundles: int) -> NamespaceBundles | None:
+    if glob is None and local is None:
+        if is_heartbeat_namespace(ns) or is_sla_namespace(ns):
+            return NamespaceBundles.create(ns, 1)
+        return None
+    if local is not None:
+        policies = LocalPolicies.from_bytes(local.data, local_policies_path(ns))
+        if policies.bundles is not None:
+            return policies.namespace_bundles(ns)
+    if glob is not None:
+        return Policies.from_bytes(glob.data, policies_path(ns)).namespace_bundles(ns, default_num_bundles)
+    return NamespaceBundles.create(ns, 1)

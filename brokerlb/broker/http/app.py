@@ -1,0 +1,99 @@
+"""The broker's HTTP application: FastAPI routes behind a raw-ASGI lookup fast path.
+
+``create_app(service)`` returns an ASGI callable:
+
+* ``GET /lookup/v2/topic/...`` → :class:`~brokerlb.broker.http.lookup_routes.LookupEndpoint`
+  (unless ``fast_lookup=False``);
+* everything else → the FastAPI app: lookup, ``/admin/v2`` namespaces, brokers,
+  broker-stats, clusters, partitioned topics, and the OpenAPI document at
+  ``/openapi.json`` (browsable at ``/docs``).
+
+Every error is Pulsar's body ``{"reason": "..."}`` with its status (see
+:mod:`~brokerlb.broker.http.errors`); FastAPI's own validation errors become 400.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from brokerlb import __version__
+from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router, topics_router
+from brokerlb.broker.http.errors import error_body, error_headers, error_status, json_bytes
+from brokerlb.broker.http.lookup_routes import LookupEndpoint, lookup_router
+from brokerlb.broker.http.namespaces_routes import namespaces_router
+from brokerlb.errors import BrokerLBError
+
+if TYPE_CHECKING:
+    from brokerlb.broker.service import BrokerService
+
+__all__ = ["create_app", "BrokerApp"]
+
+_DESCRIPTION = """\
+Topic lookup and admin REST API of a brokerlb broker, with Apache Pulsar's paths, JSON and
+status codes (lookup v2, admin v2 namespaces / brokers / broker-stats / clusters / partitioned
+topics). Operations on a bundle are answered by its owner: other brokers reply 307 with the
+owner's URL. Errors are `{"reason": "..."}`.
+
+brokerlb extensions (not in Pulsar) carry the tag **brokerlb extensions**: merging adjacent
+bundles and the transfer-destination `acquire` call.
+"""
+
+
+def _fastapi(service: BrokerService) -> FastAPI:
+    app = FastAPI(title="brokerlb broker", version=__version__, description=_DESCRIPTION)
+    for router in (lookup_router(service), namespaces_router(service), brokers_router(service),
+                   clusters_router(service), topics_router(service)):
+        app.include_router(router)
+
+    def error_response(exc: BaseException) -> Response:
+        headers = {k.decode(): v.decode() for k, v in error_headers(exc)}
+        return Response(error_body(exc), status_code=error_status(exc), media_type="application/json",
+                        headers=headers)
+
+    @app.exception_handler(BrokerLBError)
+    async def brokerlb_error(_request: Request, exc: BrokerLBError) -> Response:
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError) -> Response:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors())
+        return Response(json_bytes({"reason": f"Invalid request: {problems}"}), status_code=400,
+                        media_type="application/json")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        reason = exc.detail
+        if exc.status_code == 404 and reason == "Not Found":
+            reason = f"Route not found: {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            reason = f"Method {request.method} not allowed on {request.url.path}"
+        return Response(json_bytes({"reason": reason}), status_code=exc.status_code, media_type="application/json",
+                        headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_request: Request, exc: Exception) -> Response:
+        return error_response(exc)
+
+    return app
+
+
+class BrokerApp:
+    """The ASGI entry point: lookups on the fast path, the rest to FastAPI."""
+
+    def __init__(self, service: BrokerService, *, fast_lookup: bool = True) -> None:
+        self.fastapi = _fastapi(service)
+        self.lookup = LookupEndpoint(service) if fast_lookup else None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self.lookup is not None and scope["type"] == "http" and self.lookup.handles(scope):
+            await self.lookup(scope, send)
+            return
+        await self.fastapi(scope, receive, send)
+
+
+def create_app(service: BrokerService, *, fast_lookup: bool = True) -> BrokerApp:
+    return BrokerApp(service, fast_lookup=fast_lookup)

@@ -1,0 +1,165 @@
+"""Admin v2 brokers and broker-stats, clusters (isolation policies, failure domains), partitioned topics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Request, Response
+
+from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content
+from brokerlb.broker.http.lookup_routes import topic_from_segments
+from brokerlb.broker.partitioned_topics import parse_partition_count
+from brokerlb.broker.redirect import Redirect
+from brokerlb.coordination import FailureDomain, NamespaceIsolationData
+from brokerlb.errors import BrokerNotFoundError, NotFoundError, PreconditionFailedError
+
+if TYPE_CHECKING:
+    from brokerlb.broker.service import BrokerService
+
+__all__ = ["brokers_router", "clusters_router", "topics_router"]
+
+_B = "/admin/v2/brokers"
+_C = "/admin/v2/clusters"
+
+
+def brokers_router(service: BrokerService) -> APIRouter:
+    router = APIRouter(tags=["brokers"])
+
+    @router.get(_B, summary="Active brokers of this cluster")
+    async def active_brokers() -> Response:
+        return json_response(service.registry.available_brokers())
+
+    @router.get(f"{_B}/leaderBroker", summary="The leader broker")
+    async def leader_broker() -> Response:
+        leader = service.election.leader or await service.election.get_leader()
+        if leader is None:
+            raise NotFoundError("No leader broker is elected")
+        return json_response(leader.to_json())
+
+    @router.get(f"{_B}/health", summary="Health check", response_class=Response)
+    async def health() -> Response:
+        return Response("ok", media_type="text/plain")
+
+    @router.get(f"{_B}/ready", summary="Ready: registered and serving", response_class=Response)
+    async def ready() -> Response:
+        if not service.ready:
+            return Response("not ready", status_code=503, media_type="text/plain")
+        return Response("ok", media_type="text/plain")
+
+    @router.get(f"{_B}/{{cluster}}", summary="Active brokers of a cluster")
+    async def cluster_brokers(cluster: str) -> Response:
+        _check_cluster(service, cluster, status=404)
+        return json_response(service.registry.available_brokers())
+
+    @router.get(f"{_B}/{{cluster}}/{{broker}}/ownedNamespaces", summary="Bundles a broker owns")
+    async def owned_namespaces(cluster: str, broker: str, request: Request) -> Response:
+        _check_cluster(service, cluster, status=404)
+        if broker != service.identity.broker_id:
+            report = service.registry.broker_json(broker)
+            url = report.get("webServiceUrl") if isinstance(report, dict) else None
+            if not url:
+                raise BrokerNotFoundError(f"Broker {broker} is not an active broker of cluster {cluster}")
+            return maybe_redirect(request, Redirect(url, False))  # type: ignore[return-value]
+        return json_response(await service.owned_namespaces_status())
+
+    @router.get("/admin/v2/broker-stats/load-report", tags=["broker-stats"], summary="This broker's load report")
+    async def load_report() -> Response:
+        return json_response(service.reporter.refresh().to_json())
+
+    @router.get("/admin/v2/broker-stats/topics", tags=["broker-stats"],
+                summary="Stats of the topics served here: namespace → bundle → domain → topic")
+    async def topics_stats() -> Response:
+        return json_response(service.topics.topics_report())
+
+    return router
+
+
+def _check_cluster(service: BrokerService, cluster: str, status: int) -> None:
+    if cluster != service.identity.cluster:
+        error: Any = NotFoundError if status == 404 else PreconditionFailedError
+        raise error(f"Cluster {cluster} does not exist")
+
+
+def clusters_router(service: BrokerService) -> APIRouter:
+    router = APIRouter(tags=["clusters"])
+
+    @router.get(_C, summary="Clusters")
+    async def clusters() -> Response:
+        return json_response([service.identity.cluster])
+
+    @router.get(f"{_C}/{{cluster}}/namespaceIsolationPolicies", summary="Namespace isolation policies")
+    async def isolation_policies(cluster: str) -> Response:
+        _check_cluster(service, cluster, status=412)
+        return json_response((await service.cluster_policies.isolation_policies()).to_json())
+
+    @router.get(f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}", summary="One isolation policy")
+    async def isolation_policy(cluster: str, name: str) -> Response:
+        _check_cluster(service, cluster, status=412)
+        policy = (await service.cluster_policies.isolation_policies()).policies.get(name)
+        if policy is None:
+            raise NotFoundError(f"Cannot find NamespaceIsolationPolicy {name} for cluster {cluster}")
+        return json_response(policy.to_json())
+
+    @router.post(f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}", status_code=204,
+                 summary="Set an isolation policy")
+    async def set_isolation_policy(cluster: str, name: str, request: Request) -> Response:
+        _check_cluster(service, cluster, status=412)
+        policy = NamespaceIsolationData.from_json(await json_body(request))
+        await service.cluster_policies.set_isolation_policy(name, policy)
+        return no_content()
+
+    @router.delete(f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}", status_code=204,
+                   summary="Delete an isolation policy")
+    async def delete_isolation_policy(cluster: str, name: str) -> Response:
+        _check_cluster(service, cluster, status=412)
+        await service.cluster_policies.set_isolation_policy(name, None)
+        return no_content()
+
+    @router.get(f"{_C}/{{cluster}}/failureDomains", summary="Failure domains")
+    async def failure_domains(cluster: str) -> Response:
+        _check_cluster(service, cluster, status=412)
+        domains = await service.cluster_policies.failure_domains()
+        return json_response({name: d.to_json() for name, d in sorted(domains.items())})
+
+    @router.get(f"{_C}/{{cluster}}/failureDomains/{{name}}", summary="One failure domain")
+    async def failure_domain(cluster: str, name: str) -> Response:
+        _check_cluster(service, cluster, status=412)
+        domain = await service.cluster_policies.failure_domain(name)
+        if domain is None:
+            raise NotFoundError(f"Domain {name} for cluster {cluster} does not exist")
+        return json_response(domain.to_json())
+
+    @router.post(f"{_C}/{{cluster}}/failureDomains/{{name}}", status_code=204, summary="Set a failure domain")
+    async def set_failure_domain(cluster: str, name: str, request: Request) -> Response:
+        _check_cluster(service, cluster, status=412)
+        await service.cluster_policies.set_failure_domain(name, FailureDomain.from_json(await json_body(request)))
+        return no_content()
+
+    @router.delete(f"{_C}/{{cluster}}/failureDomains/{{name}}", status_code=204,
+                   summary="Delete a failure domain")
+    async def delete_failure_domain(cluster: str, name: str) -> Response:
+        _check_cluster(service, cluster, status=412)
+        await service.cluster_policies.delete_failure_domain(name)
+        return no_content()
+
+    return router
+
+
+def topics_router(service: BrokerService) -> APIRouter:
+    router = APIRouter(tags=["topics"])
+    path = "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions"
+
+    @router.put(path, status_code=204, summary="Create a partitioned topic",
+                description="Body: the number of partitions (a JSON integer > 0).")
+    async def create_partitioned_topic(domain: str, tenant: str, namespace: str, topic: str,
+                                       request: Request) -> Response:
+        name = topic_from_segments(domain, tenant, namespace, topic)
+        await service.partitioned_topics.create(name, parse_partition_count(await json_body(request)))
+        return no_content()
+
+    @router.get(path, summary="Partitioned-topic metadata ({\"partitions\": N}, 0 = not partitioned)")
+    async def partitioned_metadata(domain: str, tenant: str, namespace: str, topic: str) -> Response:
+        name = topic_from_segments(domain, tenant, namespace, topic)
+        return json_response(await service.partitioned_topics.metadata(name))
+
+    return router

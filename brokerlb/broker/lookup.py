@@ -1,0 +1,230 @@
+"""Topic lookup: Pulsar's ``NamespaceService.findBrokerServiceUrl`` and HTTP lookup v2 answers.
+
+``lookup(topic, authoritative)``:
+
+1. the topic's bundle, from the namespace bundle cache (404 if the namespace does
+   not exist);
+2. the bundle has an owner (ownership cache: a memory read) → **200** with the
+   owner's ``LookupData``, from any broker; an owner that is unloading the bundle
+   (``disabled``) → **503** "is being unloaded" (clients retry);
+3. no owner → a candidate broker:
+
+   * heartbeat / SLA-monitor namespaces → the broker they name (503 if it is gone);
+   * ``authoritative=true`` (the leader already decided) → this broker;
+   * this broker is the leader, or no leader is known → placement
+     (:class:`Assigner`, the decision engine's ``selectBrokerForAssignment``);
+     503 when no broker fits;
+   * otherwise → **307** to the leader with ``authoritative=false``;
+
+4. candidate = this broker → acquire the ownership node → **200** with our
+   URLs (or with the winner's, if another broker took the bundle first); another
+   candidate → **307** to it with ``authoritative=true``.
+
+Concurrent lookups of one bundle share one resolution (separately for
+authoritative and not, as in Pulsar), so a burst of lookups assigns a bundle once.
+At most ``maxConcurrentLookupRequest`` lookups run at once; beyond that the answer
+is an immediate 503. Before taking a bundle, its range is checked against the
+store (a bundle cache behind a split must not make us own a dead range).
+
+:meth:`LookupService.lookup_cached` is the allocation-free hot path for owned bundles
+(no await): the HTTP layer tries it first.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import quote
+
+from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.identity import BrokerIdentity, lookup_data
+from brokerlb.broker.singleflight import SingleFlight
+from brokerlb.coordination import (
+    BrokerRegistry,
+    LeaderElection,
+    NamespaceEphemeralData,
+    OwnerInfo,
+    OwnershipCache,
+    OwnershipManager,
+)
+from brokerlb.errors import (
+    BundleUnloadingError,
+    NoBrokerAvailableError,
+    NotFoundError,
+    OwnershipLostError,
+    StaleBundleError,
+    TooManyRequestsError,
+)
+from brokerlb.naming import TopicName, broker_of_heartbeat_namespace, broker_of_sla_namespace
+from brokerlb.ring import NamespaceBundle
+
+__all__ = ["Assigner", "LookupAnswer", "LookupService", "Resolution"]
+
+logger = logging.getLogger(__name__)
+
+
+class Assigner(Protocol):
+    """Chooses the broker for an unowned bundle (the leader's placement)."""
+
+    async def select_broker(self, bundle: NamespaceBundle) -> str:
+        """A broker id; :class:`NoBrokerAvailableError` when none fits."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Where a bundle lives: an owner's data, or a broker to redirect to."""
+
+    owner: NamespaceEphemeralData | None = None
+    redirect_url: str | None = None
+    authoritative: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LookupAnswer:
+    """An HTTP answer: 200 with ``body`` (LookupData JSON) or 307 to ``location``."""
+
+    status: int
+    body: bytes = b""
+    location: str | None = None
+
+
+class LookupService:
+    """Answers topic lookups for one broker."""
+
+    def __init__(self, identity: BrokerIdentity, *, bundles: NamespaceBundlesCache, owners: OwnershipCache,
+                 ownership: OwnershipManager, registry: BrokerRegistry, election: LeaderElection,
+                 assigner: Assigner, max_concurrent: int | Callable[[], int] = 50_000,
+                 on_acquired: Callable[[str], None] = lambda _bundle: None) -> None:
+        self.identity = identity
+        self.bundles = bundles
+        self.owners = owners
+        self.ownership = ownership
+        self.registry = registry
+        self.election = election
+        self.assigner = assigner
+        self._max = max_concurrent if callable(max_concurrent) else (lambda: max_concurrent)
+        self._on_acquired = on_acquired
+        self._running = 0
+        self._flights: SingleFlight[tuple[str, bool], Resolution] = SingleFlight()
+        self._encoded: dict[str, tuple[OwnerInfo, bytes]] = {}
+        #: Counters by answer: ``broker`` (200), ``redirect`` (307), ``failure``.
+        self.stats = {"broker": 0, "redirect": 0, "failure": 0}
+
+    # ------------------------------------------------------------------ the hot path
+    def lookup_cached(self, topic: TopicName) -> bytes | None:
+        """LookupData bytes when the topic's bundle has an enabled owner in memory, else ``None``."""
+        bundles = self.bundles.cached(topic.namespace)
+        if bundles is None:
+            return None
+        name = str(bundles.find_bundle(topic))
+        info = self.owners.get_owner(name)
+        if info is None or info.data.disabled:
+            return None
+        cached = self._encoded.get(name)
+        if cached is None or cached[0] is not info:
+            cached = (info, _encode(info.data, None))
+            self._encoded[name] = cached
+        self.stats["broker"] += 1
+        return cached[1]
+
+    # ------------------------------------------------------------------ the full path
+    async def lookup(self, topic: TopicName, *, authoritative: bool = False, listener: str | None = None) -> LookupAnswer:
+        """Resolve ``topic`` (rules in the module docstring)."""
+        if self._running >= self._max():
+            self.stats["failure"] += 1
+            raise TooManyRequestsError("Failed due to too many pending lookup requests")
+        self._running += 1
+        try:
+            answer = await self._lookup(topic, authoritative, listener)
+        except Exception:
+            self.stats["failure"] += 1
+            raise
+        finally:
+            self._running -= 1
+        self.stats["broker" if answer.status == 200 else "redirect"] += 1
+        return answer
+
+    async def bundle_of(self, topic: TopicName) -> NamespaceBundle:
+        """The bundle the topic belongs to now (404 for an unknown namespace)."""
+        return (await self.bundles.get(topic.namespace)).find_bundle(topic)
+
+    async def _lookup(self, topic: TopicName, authoritative: bool, listener: str | None) -> LookupAnswer:
+        for attempt in range(3):
+            try:
+                resolution = await self.resolve(await self.bundle_of(topic), authoritative=authoritative)
+                break
+            except StaleBundleError:
+                if attempt == 2:
+                    raise
+        if resolution.owner is not None:
+            return LookupAnswer(200, _encode(resolution.owner, listener))
+        location = (f"{resolution.redirect_url}/lookup/v2/topic/{topic.lookup_name}"
+                    f"?authoritative={'true' if resolution.authoritative else 'false'}")
+        if listener:
+            location += f"&listenerName={quote(listener, safe='')}"
+        return LookupAnswer(307, location=location)
+
+    async def resolve(self, bundle: NamespaceBundle, *, authoritative: bool = False) -> Resolution:
+        """Owner or redirect for ``bundle``; concurrent calls for one bundle share the work."""
+        return await self._flights.run((str(bundle), authoritative), lambda: self._resolve(bundle, authoritative))
+
+    async def _resolve(self, bundle: NamespaceBundle, authoritative: bool) -> Resolution:
+        info = await self.owners.lookup_owner(bundle)
+        if info is not None:
+            if info.data.disabled:
+                raise BundleUnloadingError(f"Namespace bundle {bundle} is being unloaded")
+            return Resolution(owner=info.data)
+        candidate, auth_redirect = await self._candidate(bundle, authoritative)
+        if isinstance(candidate, Resolution):
+            return candidate
+        if candidate != self.identity.broker_id:
+            return Resolution(redirect_url=self._web_url(candidate), authoritative=auth_redirect)
+        if bundle not in await self.bundles.refresh(bundle.namespace):
+            raise StaleBundleError(f"Bundle {bundle} was split or merged meanwhile; look the topic up again")
+        return Resolution(owner=await self._own(bundle))
+
+    async def _candidate(self, bundle: NamespaceBundle, authoritative: bool) -> tuple[str | Resolution, bool]:
+        ns = bundle.namespace
+        named = broker_of_heartbeat_namespace(ns) or broker_of_sla_namespace(ns)
+        if named is not None:
+            if named != self.identity.broker_id and named not in self.registry.available_brokers():
+                raise NoBrokerAvailableError(f"Broker {named} of namespace {ns} is not active")
+            return named, True
+        if authoritative:
+            return self.identity.broker_id, True
+        leader = self.election.leader
+        if self.election.is_leader or leader is None:
+            return await self.assigner.select_broker(bundle), True
+        if leader.broker_id == self.identity.broker_id:
+            # we hold the leader node but not a valid lease (session in doubt): do not decide
+            raise NoBrokerAvailableError("This broker's leadership is in doubt; try again")
+        return Resolution(redirect_url=leader.service_url.rstrip("/"), authoritative=False), False
+
+    async def _own(self, bundle: NamespaceBundle) -> NamespaceEphemeralData:
+        if not self.ownership.store.connected:
+            raise OwnershipLostError(f"Cannot take {bundle}: the metadata session is not connected")
+        result = await self.ownership.try_acquire(bundle)
+        if result.acquired:
+            self._on_acquired(str(bundle))
+        return result.owner
+
+    def _web_url(self, broker_id: str) -> str:
+        report = self.registry.broker_json(broker_id)
+        url = report.get("webServiceUrl") if isinstance(report, dict) else None
+        if not url:
+            raise NoBrokerAvailableError(f"Broker {broker_id} is not active (no registration)")
+        return str(url).rstrip("/")
+
+
+def _encode(data: NamespaceEphemeralData, listener: str | None) -> bytes:
+    if listener is None:
+        body = lookup_data(data.native_url, data.native_url_tls, data.http_url, data.http_url_tls)
+    else:
+        urls = data.advertised_listeners.get(listener)
+        if urls is None:
+            raise NotFoundError(f"The broker {data.broker_id} does not have the listener '{listener}'")
+        body = lookup_data(urls.broker_service_url, urls.broker_service_url_tls, data.http_url, data.http_url_tls)
+    return json.dumps(body, separators=(",", ":")).encode()

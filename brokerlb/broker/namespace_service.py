@@ -1,0 +1,454 @@
+"""Namespace and bundle administration: Pulsar's ``NamespacesBase`` flows on one broker.
+
+Every bundle operation first decides *who* must do it (Pulsar's
+``validateNamespaceBundleOwnership``): the owner; for an unowned bundle, an
+operation that changes it (split) first gets it assigned (a lookup), a read-only
+one answers 412 "Failed to find ownership". When the owner is another broker the
+answer is a :class:`~brokerlb.broker.redirect.Redirect` (307, ``authoritative`` =
+"this broker is the leader"). Unload with ``destinationBroker`` and merge are
+decided by the leader first (307 to it from the others).
+
+=========================  ======================================================================
+operation                  rules
+=========================  ======================================================================
+create namespace           ``bundles.boundaries`` or ``bundles.numBundles`` or the default count;
+                           400 bad bundles, 409 exists, 412 bad name
+unload bundle              unowned → no-op; owner → disable, close topics, release;
+                           ``destinationBroker``: must be active (412 "Not allowed unload
+                           namespace bundle to inactive destination broker"), leader records the
+                           affinity, owner hands the bundle over (transfer)
+unload namespace           one bundle unload per bundle, through the owners
+split bundle               ``LARGEST`` / ``HOT`` resolved from the load reports (404 if none);
+                           412 unsupported algorithm, empty boundaries for
+                           ``specified_positions_divide``, boundaries outside the bundle
+merge bundles (brokerlb)   leader only: unload the parts, compare-and-set the merged ring,
+                           assign the merged bundle; 412 not adjacent, 404 unknown bundle
+delete bundle              owner: 409 when it has topics (unless ``force``), else release and
+                           forget its bundle data; unowned → forget its bundle data
+topic hash positions       the owner answers for the topics given (or all it serves)
+anti-affinity group        set / get / remove in local policies (compare-and-set)
+=========================  ======================================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from brokerlb.admin.client import AsyncAdminClient
+from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.identity import BrokerIdentity
+from brokerlb.broker.lookup import LookupService
+from brokerlb.broker.owner_actions import OwnerActions, SplitOutcome, parse_split_boundaries
+from brokerlb.broker.redirect import Redirect
+from brokerlb.broker.topics import TopicRegistry
+from brokerlb.config import ServiceConfig
+from brokerlb.coordination import (
+    BrokerRegistry,
+    BundleMetadata,
+    LeaderElection,
+    LoadDataStore,
+    OwnershipCache,
+)
+from brokerlb.coordination.paths import POLICIES_ROOT
+from brokerlb.errors import (
+    BundleNotFoundError,
+    ConflictError,
+    InvalidBundlesError,
+    InvalidInputError,
+    InvalidSplitError,
+    NamespaceNotFoundError,
+    NoBrokerAvailableError,
+    NoNodeError,
+    PreconditionFailedError,
+    RemoteBrokerError,
+)
+from brokerlb.naming import NamespaceName, TopicName
+from brokerlb.ring import SPECIFIED_POSITIONS_DIVIDE, NamespaceBundle, NamespaceBundles, topic_hash
+
+__all__ = ["NamespaceService", "PlacementControl", "MergeOutcome", "LARGEST", "HOT"]
+
+logger = logging.getLogger(__name__)
+
+LARGEST = "LARGEST"
+HOT = "HOT"
+
+
+class PlacementControl(Protocol):
+    """The leader-side placement controls the admin flows need."""
+
+    async def select_broker(self, bundle: NamespaceBundle) -> str: ...
+
+    def set_bundle_affinity(self, bundle: str, broker: str) -> None: ...
+
+    def block(self, bundles: Sequence[str], why: str) -> None: ...
+
+    def unblock(self, bundles: Sequence[str]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class MergeOutcome:
+    namespace: str
+    bundle: str
+    broker: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "bundle": self.bundle, "broker": self.broker}
+
+
+def parse_policies_body(body: object) -> tuple[int | None, list[Any] | None, dict[str, Any]]:
+    """The create-namespace body (Pulsar's ``Policies``): ``(numBundles, boundaries, other fields)``."""
+    if body is None:
+        return None, None, {}
+    if not isinstance(body, dict):
+        raise InvalidBundlesError(f"Invalid namespace policies: expected a JSON object, got {body!r}")
+    bundles = body.get("bundles")
+    if bundles is None:
+        return None, None, dict(body)
+    if not isinstance(bundles, dict):
+        raise InvalidBundlesError(f"Invalid namespace policies: 'bundles' must be an object, got {bundles!r}")
+    boundaries = bundles.get("boundaries")
+    if boundaries is not None and not isinstance(boundaries, list):
+        raise InvalidBundlesError(f"Invalid bundles: 'boundaries' must be a list, got {boundaries!r}")
+    num = bundles.get("numBundles")
+    if num is not None and (isinstance(num, bool) or not isinstance(num, int)):
+        raise InvalidBundlesError(f"Invalid bundles: 'numBundles' must be an integer, got {num!r}")
+    if not boundaries:
+        boundaries = None
+        if num is not None and num <= 0:
+            num = None  # Pulsar: numBundles <= 0 and no boundaries -> the default count
+    return num, boundaries, {k: v for k, v in body.items() if k != "bundles"}
+
+
+class NamespaceService:
+    """The namespace/bundle admin operations of one broker."""
+
+    def __init__(self, identity: BrokerIdentity, conf: ServiceConfig, *, metadata: BundleMetadata,
+                 bundles: NamespaceBundlesCache, owners: OwnershipCache, lookup: LookupService,
+                 actions: OwnerActions, registry: BrokerRegistry, election: LeaderElection,
+                 placement: PlacementControl, topics: TopicRegistry, load_data: LoadDataStore,
+                 admin: AsyncAdminClient) -> None:
+        self.identity = identity
+        self.conf = conf
+        self.metadata = metadata
+        self.bundles = bundles
+        self.owners = owners
+        self.lookup = lookup
+        self.actions = actions
+        self.registry = registry
+        self.election = election
+        self.placement = placement
+        self.topics = topics
+        self.load_data = load_data
+        self.admin = admin
+
+    # ------------------------------------------------------------------ namespaces
+    async def create_namespace(self, namespace: str, body: object = None) -> NamespaceBundles:
+        ns = NamespaceName.parse(namespace)
+        num, boundaries, extra = parse_policies_body(body)
+        return await self.metadata.create_namespace(ns, num_bundles=num, boundaries=boundaries, policies=extra)
+
+    async def list_namespaces(self, tenant: str) -> list[str]:
+        try:
+            names = await self.metadata.store.children(f"{POLICIES_ROOT}/{tenant}")
+        except NoNodeError:
+            return []
+        return [f"{tenant}/{name}" for name in sorted(names)]
+
+    async def get_bundles(self, namespace: str) -> dict[str, Any]:
+        return (await self.bundles.get(namespace)).to_json()
+
+    async def unload_namespace(self, namespace: str) -> None:
+        """One bundle unload per bundle, each through its owner (Pulsar issues them via its admin client)."""
+        bundles = await self.bundles.get(namespace)
+        await asyncio.gather(*(self._unload_anywhere(b) for b in bundles))
+
+    # ------------------------------------------------------------------ bundles
+    async def bundle(self, namespace: str, bundle_range: str) -> NamespaceBundle:
+        """A current bundle of the namespace (404 unknown namespace or range, 412 malformed range)."""
+        return (await self.bundles.get(namespace)).get_bundle(bundle_range)
+
+    async def unload_bundle(self, namespace: str, bundle_range: str, *, authoritative: bool = False,
+                            destination: str | None = None) -> Redirect | None:
+        bundle = await self.bundle(namespace, bundle_range)
+        destination = _strip_scheme(destination)
+        if destination:
+            if destination not in self.registry.available_brokers():
+                raise PreconditionFailedError("Not allowed unload namespace bundle to inactive destination broker")
+            if not authoritative:
+                redirect = self._leader_redirect()
+                if redirect is not None:
+                    return redirect
+                self.placement.set_bundle_affinity(str(bundle), destination)
+        info = await self.owners.lookup_owner(bundle)
+        if info is None:
+            logger.info("Namespace bundle is not owned by any broker %s", bundle)
+            if destination:
+                await self._hand_over(bundle, destination)
+            return None
+        if info.broker_id != self.identity.broker_id:
+            return Redirect(_base(info.data.http_url), authoritative=bool(destination) or self.election.is_leader)
+        if destination == self.identity.broker_id:
+            raise PreconditionFailedError(f"Bundle {bundle} is already owned by the destination broker {destination}")
+        await self.actions.unload(bundle, destination)
+        return None
+
+    async def split_bundle(self, namespace: str, bundle_name: str, *, authoritative: bool = False,
+                           unload: bool = False, algorithm: str | None = None,
+                           body: object = None) -> Redirect | SplitOutcome:
+        self._check_split_request(algorithm, body)
+        positions = parse_split_boundaries(body)
+        bundles = await self.bundles.get(namespace)
+        bundle = bundles.get_bundle(self._named_bundle(bundles, bundle_name))
+        redirect = await self._owner_or_redirect(bundle, authoritative, read_only=False)
+        if redirect is not None:
+            return redirect
+        return await self.actions.split(bundle, algorithm=algorithm, positions=positions, unload=unload)
+
+    async def merge_bundles(self, namespace: str, body: object, *, authoritative: bool = False) -> Redirect | MergeOutcome:
+        """brokerlb extension: merge adjacent bundles (decided and driven by the leader)."""
+        ranges = _merge_ranges(body)
+        bundles = await self.bundles.get(namespace)
+        parts = [bundles.get_bundle(r) for r in ranges]
+        bundles.merged_bundle(parts)  # validates adjacency before anything is unloaded
+        redirect = self._leader_redirect()
+        if redirect is not None:
+            return redirect
+        names = [str(p) for p in parts]
+        self.placement.block(names, "being merged")
+        try:
+            await asyncio.gather(*(self._unload_anywhere(p) for p in parts))
+            result = await self.metadata.merge_bundles(namespace, parts)
+            await self.bundles.refresh(namespace)
+            broker = await self._assign(result)
+        finally:
+            self.placement.unblock(names)
+        logger.info("Merged %s into %s (now on %s)", ", ".join(p.range for p in parts), result, broker)
+        return MergeOutcome(str(result.namespace), result.range, broker)
+
+    async def delete_bundle(self, namespace: str, bundle_range: str, *, force: bool = False,
+                            authoritative: bool = False) -> Redirect | None:
+        bundle = await self.bundle(namespace, bundle_range)
+        info = await self.owners.lookup_owner(bundle)
+        if info is not None and info.broker_id != self.identity.broker_id:
+            return Redirect(_base(info.data.http_url), authoritative=self.election.is_leader)
+        if info is not None:
+            topics = self.topics.topics_in(str(bundle))
+            if topics and not force:
+                raise ConflictError(f"Cannot delete non empty bundle {bundle} ({len(topics)} topics)")
+            await self.actions.unload(bundle)
+        await self.load_data.delete_bundle_data(bundle)
+        return None
+
+    async def acquire_bundle(self, namespace: str, bundle_range: str) -> None:
+        """brokerlb extension: take an unowned bundle now (the destination side of a transfer)."""
+        bundle = await self.bundle(namespace, bundle_range)
+        resolution = await self.lookup.resolve(bundle, authoritative=True)
+        owner = resolution.owner.broker_id if resolution.owner is not None else None
+        if owner != self.identity.broker_id:
+            raise ConflictError(f"Bundle {bundle} is owned by {owner}")
+
+    async def topic_hash_positions(self, namespace: str, bundle_range: str,
+                                   topics: Sequence[str]) -> Redirect | dict[str, Any]:
+        bundle = await self.bundle(namespace, bundle_range)
+        redirect = await self._owner_or_redirect(bundle, False, read_only=True)
+        if redirect is not None:
+            return redirect
+        served = self.topics.topics_in(str(bundle))
+        positions: dict[str, int] = {}
+        if not topics:
+            positions = {t: topic_hash(t) for t in served}
+        for given in topics:
+            name = TopicName.parse(given)
+            if name.namespace != bundle.namespace:
+                continue
+            if name.is_partitioned or not any(TopicName.parse(t).partitioned_topic_name == name for t in served):
+                if bundle.includes(name):
+                    positions[str(name)] = topic_hash(str(name))
+            else:
+                for t in served:
+                    if TopicName.parse(t).partitioned_topic_name == name:
+                        positions[t] = topic_hash(t)
+        return {"namespace": str(bundle.namespace), "bundle": bundle.range, "topicHashPositions": positions}
+
+    # ------------------------------------------------------------------ anti-affinity
+    async def set_anti_affinity_group(self, namespace: str, body: object) -> None:
+        group = _group_name(body)
+        await self.metadata.set_anti_affinity_group(namespace, group)
+
+    async def get_anti_affinity_group(self, namespace: str) -> str | None:
+        ns = NamespaceName.parse(namespace)
+        if not await self.metadata.namespace_exists(ns):
+            raise NamespaceNotFoundError(f"Namespace {ns} does not exist")
+        return await self.metadata.get_anti_affinity_group(ns)
+
+    async def remove_anti_affinity_group(self, namespace: str) -> None:
+        await self.metadata.set_anti_affinity_group(namespace, None)
+
+    async def anti_affinity_namespaces(self, cluster: str, group: str) -> list[str]:
+        if cluster != self.identity.cluster:
+            raise PreconditionFailedError(f"Cluster {cluster} does not exist")
+        if not group:
+            raise PreconditionFailedError("anti-affinity group can't be empty")
+        found = []
+        store = self.metadata.store
+        try:
+            tenants = await store.children(POLICIES_ROOT)
+        except NoNodeError:
+            return []
+        for tenant in tenants:
+            for ns in await self.list_namespaces(tenant):
+                local = await self.metadata.read_local_policies(ns)
+                if local is not None and (local[0].namespace_anti_affinity_group or "").lower() == group.lower():
+                    found.append(ns)
+        return found
+
+    # ------------------------------------------------------------------ internals
+    def _leader_redirect(self) -> Redirect | None:
+        """``None`` if this broker leads; else a redirect to the leader (412 if there is none)."""
+        if self.election.is_leader:
+            return None
+        leader = self.election.leader
+        if leader is None:
+            raise PreconditionFailedError("The current leader is empty.")
+        if leader.broker_id == self.identity.broker_id:
+            raise NoBrokerAvailableError("This broker's leadership is in doubt; try again")
+        return Redirect(_base(leader.service_url), authoritative=False)
+
+    async def _owner_or_redirect(self, bundle: NamespaceBundle, authoritative: bool,
+                                 read_only: bool) -> Redirect | None:
+        info = await self.owners.lookup_owner(bundle)
+        if info is None:
+            if read_only:
+                raise PreconditionFailedError(f"Failed to find ownership for ServiceUnit:{bundle}")
+            resolution = await self.lookup.resolve(bundle, authoritative=authoritative)
+            if resolution.owner is None:
+                return Redirect(_base(resolution.redirect_url or ""), resolution.authoritative)
+            owner_id, url = resolution.owner.broker_id, resolution.owner.http_url
+        else:
+            owner_id, url = info.broker_id, info.data.http_url
+        if owner_id == self.identity.broker_id:
+            return None
+        return Redirect(_base(url), authoritative=self.election.is_leader)
+
+    def _named_bundle(self, bundles: NamespaceBundles, name: str) -> str:
+        if name not in (LARGEST, HOT):
+            return name
+        found = self._largest(bundles) if name == LARGEST else self._hottest(bundles)
+        if found is None:
+            raise BundleNotFoundError(f"Bundle range {name} not found")
+        return found
+
+    def _bundle_stats(self, bundles: NamespaceBundles) -> dict[str, dict[str, Any]]:
+        """Latest reported stats of the namespace's bundles, across all brokers' load reports."""
+        current = {str(b) for b in bundles}
+        stats: dict[str, dict[str, Any]] = {}
+        for broker in self.registry.available_brokers():
+            report = self.registry.broker_json(broker)
+            last = report.get("lastStats") if isinstance(report, dict) else None
+            for name, value in (last or {}).items():
+                if name in current and isinstance(value, dict):
+                    stats[name] = value
+        return stats
+
+    def _largest(self, bundles: NamespaceBundles) -> str | None:
+        """Most topics; ties go to the first in ring order (Pulsar: strictly greater wins)."""
+        stats = self._bundle_stats(bundles)
+        best, most = None, 0
+        for b in bundles:
+            count = int(stats.get(str(b), {}).get("topics", 0) or 0)
+            if count > most:
+                best, most = b.range, count
+        return best
+
+    def _hottest(self, bundles: NamespaceBundles) -> str | None:
+        """Highest msgThroughputIn + msgThroughputOut (Pulsar's getBundleWithHighestThroughput)."""
+        stats = self._bundle_stats(bundles)
+        best, top = None, 0.0
+        for b in bundles:
+            s = stats.get(str(b), {})
+            throughput = float(s.get("msgThroughputIn", 0) or 0) + float(s.get("msgThroughputOut", 0) or 0)
+            if throughput > top:
+                best, top = b.range, throughput
+        return best
+
+    def _check_split_request(self, algorithm: str | None, body: object) -> None:
+        supported = list(self.conf.supportedNamespaceBundleSplitAlgorithms)
+        if algorithm:
+            if algorithm not in supported:
+                raise InvalidSplitError(
+                    f"Unsupported namespace bundle split algorithm, supported algorithms are {supported}")
+            if algorithm.lower() == SPECIFIED_POSITIONS_DIVIDE and not body:
+                raise InvalidSplitError(
+                    "With specified_positions_divide split algorithm, splitBoundaries must not be empty")
+
+    async def _unload_anywhere(self, bundle: NamespaceBundle) -> None:
+        info = await self.owners.lookup_owner(bundle)
+        if info is None:
+            return
+        if info.broker_id == self.identity.broker_id:
+            await self.actions.unload(bundle)
+            return
+        await self.admin.at(_base(info.data.http_url)).unload_bundle(str(bundle.namespace), bundle.range)
+
+    async def _hand_over(self, bundle: NamespaceBundle, destination: str) -> None:
+        if destination == self.identity.broker_id:
+            await self.lookup.resolve(bundle, authoritative=True)
+            return
+        report = self.registry.broker_json(destination)
+        url = report.get("webServiceUrl") if isinstance(report, dict) else None
+        if not url:
+            raise NoBrokerAvailableError(f"Broker {destination} is not active")
+        await self.admin.at(_base(url)).acquire_bundle(str(bundle.namespace), bundle.range)
+
+    async def _assign(self, bundle: NamespaceBundle) -> str | None:
+        """Place and own ``bundle`` now (after a merge); ``None`` if that fails (the next lookup places it)."""
+        try:
+            broker = await self.placement.select_broker(bundle)
+            await self._hand_over(bundle, broker)
+            return broker
+        except (NoBrokerAvailableError, RemoteBrokerError) as exc:
+            logger.warning("Could not assign merged bundle %s now (%s); the next lookup will", bundle, exc)
+            return None
+
+
+def _base(url: str | None) -> str:
+    if not url:
+        raise NoBrokerAvailableError("The owner's web service URL is not configured")
+    return url.rstrip("/")
+
+
+def _strip_scheme(broker: str | None) -> str | None:
+    if not broker:
+        return None
+    for prefix in ("http://", "https://"):
+        if broker.startswith(prefix):
+            return broker[len(prefix):].rstrip("/")
+    return broker.strip()
+
+
+def _merge_ranges(body: object) -> list[str]:
+    if isinstance(body, dict):
+        body = body.get("bundles")
+    if not isinstance(body, list) or not all(isinstance(r, str) for r in body):
+        raise InvalidInputError('Merge needs a JSON list of bundle ranges, e.g. ["0x00000000_0x40000000", '
+                                '"0x40000000_0x80000000"]')
+    return list(body)
+
+
+def _group_name(body: object) -> str:
+    if isinstance(body, bytes):
+        text = body.decode("utf-8", "replace").strip()
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            decoded = text
+        body = decoded
+    if not isinstance(body, str) or not body.strip():
+        raise PreconditionFailedError("Invalid antiAffinityGroup: expected a non-empty group name")
+    return body.strip()
+

@@ -1,0 +1,160 @@
+"""What the owner of a bundle does to give it up, hand it over or split it.
+
+* **unload** (Pulsar's ``OwnedBundle.handleUnloadRequest``): mark the ownership node
+  ``disabled`` (lookups now answer "is being unloaded"), close the bundle's topics
+  (``namespaceBundleUnloadingTimeoutMs``; a timeout is not an error), delete the
+  ownership node, force a load report (the loss shows in ``lastBundleLosses``);
+* **transfer** (unload with a destination, Pulsar's PIP-192 transfer): the same, then
+  the destination broker takes the bundle at once (``PUT .../{bundle}/acquire``), so
+  the bundle is owned again before any client looks it up; if the destination cannot
+  take it, the next lookup places it (the leader still prefers the destination);
+* **split** (``NamespaceService.splitAndOwnBundle``): boundaries from the algorithm
+  (none → nothing to do) → own the children → compare-and-set the boundaries →
+  release the parent (:func:`~brokerlb.coordination.split_and_own`) → force a load
+  report → unload the children in the background only if asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.topics import TopicRegistry
+from brokerlb.config import ServiceConfig
+from brokerlb.coordination import BundleMetadata, OwnershipManager, split_and_own
+from brokerlb.errors import BrokerLBError, InvalidBundlesError, InvalidSplitError
+from brokerlb.ring import (
+    BundleSplitOption,
+    NamespaceBundle,
+    TopicRates,
+    parse_boundary,
+    resolve_split_algorithm,
+)
+
+__all__ = ["OwnerActions", "SplitOutcome", "parse_split_boundaries"]
+
+logger = logging.getLogger(__name__)
+
+#: ``hand_over(bundle, destination)``: ask the destination broker to take the bundle.
+HandOver = Callable[[NamespaceBundle, str], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class SplitOutcome:
+    parent: str
+    children: tuple[str, ...]
+    boundaries: tuple[int, ...]
+
+    @property
+    def split(self) -> bool:
+        return bool(self.children)
+
+
+def parse_split_boundaries(body: object) -> list[int]:
+    """The split body: a JSON list of boundaries (numbers, or ``"0x..."`` strings)."""
+    if body is None:
+        return []
+    if not isinstance(body, list):
+        raise InvalidSplitError(f"Split boundaries must be a JSON list of positions, got {body!r}")
+    try:
+        return [parse_boundary(b) for b in body]
+    except InvalidBundlesError as exc:
+        raise InvalidSplitError(f"Split bundle failed due to invalid request: {exc}") from exc
+
+
+class OwnerActions:
+    """Unload, transfer and split of bundles this broker owns."""
+
+    def __init__(self, conf: ServiceConfig, *, ownership: OwnershipManager, metadata: BundleMetadata,
+                 bundles: NamespaceBundlesCache, topics: TopicRegistry, hand_over: HandOver,
+                 report_changed: Callable[[], None]) -> None:
+        self.conf = conf
+        self.ownership = ownership
+        self.metadata = metadata
+        self.bundles = bundles
+        self.topics = topics
+        self._hand_over = hand_over
+        self._report_changed = report_changed
+        self._background: set[asyncio.Task[None]] = set()
+
+    def owns(self, bundle: NamespaceBundle | str) -> bool:
+        return self.ownership.is_owned(bundle) or self.ownership.is_disabled(bundle)
+
+    async def unload(self, bundle: NamespaceBundle, destination: str | None = None) -> bool:
+        """Give ``bundle`` up (to ``destination`` when given); ``False`` if we did not own it."""
+        if not self.owns(bundle):
+            return False
+        name = str(bundle)
+        if self.ownership.is_owned(bundle):
+            await self.ownership.disable(bundle)
+        timeout = self.conf.namespaceBundleUnloadingTimeoutMs / 1000
+        closed = await self.topics.close_bundle(name, timeout)
+        await self.ownership.release(bundle)
+        self._report_changed()
+        logger.info("Unloaded bundle %s (%d topics closed)%s", name, closed,
+                    f", handing it over to {destination}" if destination else "")
+        if destination:
+            try:
+                await self._hand_over(bundle, destination)
+            except BrokerLBError as exc:
+                logger.warning("Destination %s did not take %s (%s); the next lookup will place it",
+                               destination, name, exc)
+        return True
+
+    async def close_lost(self, bundle: str) -> None:
+        """The bundle was lost with the session: stop serving its topics."""
+        await self.topics.close_bundle(bundle, self.conf.namespaceBundleUnloadingTimeoutMs / 1000)
+        self._report_changed()
+
+    async def split(self, bundle: NamespaceBundle, *, algorithm: str | None, positions: Sequence[int] = (),
+                    unload: bool = False) -> SplitOutcome:
+        """Split an owned bundle (rules in the module docstring)."""
+        algo = resolve_split_algorithm(algorithm, self.conf.defaultNamespaceBundleSplitAlgorithm)
+        boundaries = algo.split_boundaries(self._split_option(bundle, positions))
+        if not boundaries:
+            logger.info("No valid boundary found to split %s with %s", bundle, algo.name)
+            return SplitOutcome(str(bundle), (), ())
+        children = await split_and_own(self.metadata, self.ownership, bundle, boundaries)
+        await self.bundles.refresh(bundle.namespace)
+        self.topics.forget_bundle_hooks([str(bundle)])
+        self._report_changed()
+        logger.info("Split %s at %s into %s", bundle, [f"0x{b:08x}" for b in boundaries],
+                    ", ".join(c.range for c in children))
+        if unload:
+            self._spawn(self._unload_all(children))
+        return SplitOutcome(str(bundle), tuple(str(c) for c in children), tuple(boundaries))
+
+    def _split_option(self, bundle: NamespaceBundle, positions: Sequence[int]) -> BundleSplitOption:
+        topics = self.topics.topics_in(str(bundle))
+        rates = {}
+        for topic in topics:
+            stats = self.topics.stats_of(topic)
+            if stats is not None:
+                rates[topic] = TopicRates(stats.msg_rate_in + stats.msg_rate_out,
+                                          stats.msg_throughput_in + stats.msg_throughput_out)
+        return BundleSplitOption(
+            bundle, topics=topics, positions=list(positions), topic_rates=rates,
+            max_msg_rate=self.conf.loadBalancerNamespaceBundleMaxMsgRate,
+            max_bandwidth_mbytes=self.conf.loadBalancerNamespaceBundleMaxBandwidthMbytes,
+            flow_or_qps_difference_threshold_percentage=self.conf.flowOrQpsDifferenceThresholdPercentage,
+        )
+
+    async def _unload_all(self, bundles: Sequence[NamespaceBundle]) -> None:
+        for child in bundles:
+            try:
+                await self.unload(child)
+            except BrokerLBError as exc:
+                logger.warning("Could not unload split child %s: %s", child, exc)
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def close(self) -> None:
+        """Wait for background work (children unloads) to finish."""
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)

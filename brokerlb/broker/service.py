@@ -1,0 +1,345 @@
+"""``BrokerService``: one broker, wired from its parts (no logic of its own lives here).
+
+Start order (:meth:`BrokerService.start`):
+
+1. open the metadata store named by ``metadataStoreUrl`` (``memory:`` or ``zk:...``);
+2. bind the web port (``webServicePort``; 0 = a free one) -- the broker id is
+   ``advertisedAddress:port``;
+3. mirror the broker registry, ownership and namespace bundles (watch-fed caches);
+4. serve HTTP (lookup v2, admin v2, OpenAPI);
+5. register ``/loadbalance/brokers/{brokerId}`` with the first load report, join the
+   leader election (leader work: :class:`~brokerlb.broker.leader.LeaderTasks` via
+   ``run_while_leader``), own the heartbeat namespaces, start the reporter.
+
+Stop order (:meth:`BrokerService.stop`, graceful -- Pulsar pain points #20113/#16755):
+stop taking bundles, leave the election (the leader node is deleted, another broker
+takes over at once), unload every owned bundle (topics closed, ownership released),
+deregister, stop HTTP, close the store. :meth:`BrokerService.kill` is the crash
+variant for tests: everything stops without touching the store, so the session
+expires and the others take over after ``metadataStoreSessionTimeoutMillis``.
+
+Session loss: ownership lost with the session closes the bundle's topics at once;
+the registry re-registers and ownership that nobody else took is re-created by the
+coordination recipes; leader work stops the moment the lease ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from brokerlb.admin.client import AsyncAdminClient
+from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.http.app import create_app
+from brokerlb.broker.http.server import HttpServer, bind_socket
+from brokerlb.broker.identity import BrokerIdentity
+from brokerlb.broker.lookup import LookupService
+from brokerlb.broker.namespace_service import NamespaceService
+from brokerlb.broker.owner_actions import OwnerActions
+from brokerlb.broker.partitioned_topics import PartitionedTopics
+from brokerlb.broker.placement import Decide, PlacementService
+from brokerlb.broker.reporter import HostUsageSource, LoadReporter
+from brokerlb.broker.topics import TopicRegistry
+from brokerlb.clock import SYSTEM_CLOCK, Clock
+from brokerlb.config import ServiceConfig
+from brokerlb.coordination import (
+    AdvertisedListener,
+    BrokerRegistry,
+    BundleMetadata,
+    ClusterPolicies,
+    LeaderBroker,
+    LeaderElection,
+    LoadDataStore,
+    MetadataStore,
+    NamespaceEphemeralData,
+    OwnershipCache,
+    OwnershipEvent,
+    OwnershipEventKind,
+    OwnershipManager,
+    RegistryEvent,
+    RegistryEventKind,
+    SessionEvent,
+    SessionState,
+    open_store,
+)
+from brokerlb.errors import BrokerLBError, NamespaceNotFoundError, ServiceUnavailableError
+from brokerlb.model import LocalBrokerData
+from brokerlb.naming import NamespaceName, TopicName, heartbeat_namespace, heartbeat_namespace_v2
+from brokerlb.ring import NamespaceBundle, NamespaceBundles
+
+__all__ = ["BrokerService"]
+
+logger = logging.getLogger(__name__)
+
+#: ``leader_tasks(service) -> object`` with ``async run(lease)``; built once the service is wired.
+LeaderTasksFactory = Callable[["BrokerService"], Any]
+
+
+class BrokerService:
+    """One broker process's service (see the module docstring for the life cycle)."""
+
+    def __init__(self, conf: ServiceConfig, *, store: MetadataStore | None = None, clock: Clock = SYSTEM_CLOCK,
+                 host_usage: HostUsageSource | None = None, decide: Decide | None = None,
+                 leader_tasks: LeaderTasksFactory | None = None, fast_lookup: bool = True) -> None:
+        conf.check_complete()
+        self.conf = conf
+        self.clock = clock
+        self._store = store
+        self._host_usage = host_usage
+        self._decide = decide
+        self._leader_tasks_factory = leader_tasks
+        self._fast_lookup = fast_lookup
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._listeners: list[Callable[[], None]] = []
+        self._closing = False
+        self.started = False
+        #: Registered, elected (leader or follower) and serving.
+        self.ready = False
+
+    # ------------------------------------------------------------------ start
+    async def start(self) -> BrokerService:
+        conf = self.conf
+        self.store = self._store or open_store(
+            conf.metadataStoreUrl, session_timeout=conf.duration_seconds("metadataStoreSessionTimeoutMillis"),
+            operation_timeout=conf.duration_seconds("metadataStoreOperationTimeoutSeconds"))
+        if self.store.session_state is SessionState.CLOSED:
+            await self.store.start()
+        sock = bind_socket(conf.bindAddress, conf.webServicePort or 0)
+        try:
+            self.identity = BrokerIdentity.from_config(conf, web_port=sock.getsockname()[1])
+            await self._wire()
+            self.http = HttpServer(create_app(self, fast_lookup=self._fast_lookup), sock)
+        except BaseException:
+            sock.close()
+            raise
+        await self.http.start()
+        await self._join()
+        self.started = True
+        self.ready = True
+        logger.info("Broker %s started (web %s, cluster %s, store %s)", self.identity.broker_id,
+                    self.identity.web_service_url, self.identity.cluster, self.store.url)
+        return self
+
+    async def _wire(self) -> None:
+        conf, store, ident = self.conf, self.store, self.identity
+        self.metadata = BundleMetadata(store, default_num_bundles=conf.defaultNumberOfNamespaceBundles)
+        self.bundles = NamespaceBundlesCache(store, self.metadata)
+        self.registry = await BrokerRegistry(store).start()
+        self.owners = await OwnershipCache(store).start()
+        self.ownership = OwnershipManager(store, self_ownership_data(ident))
+        self.election = LeaderElection(store, LeaderBroker(ident.broker_id, ident.web_service_url or ""),
+                                       clock=self.clock)
+        self.cluster_policies = ClusterPolicies(store, ident.cluster)
+        self.load_data_store = LoadDataStore(store)
+        self.partitioned_topics = PartitionedTopics(store)
+        self.topics = TopicRegistry(self._bundle_of)
+        self.admin = AsyncAdminClient(ident.web_service_url or "")
+        if self._host_usage is None:
+            from brokerlb.broker.host_usage import HostUsageCollector
+
+            self._host_usage = HostUsageCollector(override_nic_speed_gbps=conf.loadBalancerOverrideBrokerNicSpeedGbps)
+        self.reporter = LoadReporter(ident, conf, host_usage=self._host_usage, topics=self.topics,
+                                     owned_bundles=self.ownership.owned_bundles, publish=self._publish_report,
+                                     connected=lambda: store.connected, clock=self.clock)
+        self.placement = PlacementService(self._decide or self._no_decider, self.registry.available_brokers)
+        self.lookup = LookupService(ident, bundles=self.bundles, owners=self.owners, ownership=self.ownership,
+                                    registry=self.registry, election=self.election, assigner=self,
+                                    max_concurrent=lambda: self.conf.maxConcurrentLookupRequest,
+                                    on_acquired=lambda _b: self.reporter.force_update())
+        self.actions = OwnerActions(conf, ownership=self.ownership, metadata=self.metadata, bundles=self.bundles,
+                                    topics=self.topics, hand_over=self._hand_over,
+                                    report_changed=self.reporter.force_update)
+        self.namespaces = NamespaceService(ident, conf, metadata=self.metadata, bundles=self.bundles,
+                                           owners=self.owners, lookup=self.lookup, actions=self.actions,
+                                           registry=self.registry, election=self.election,
+                                           placement=self.placement, topics=self.topics,
+                                           load_data=self.load_data_store, admin=self.admin)
+        self.leader_tasks = self._leader_tasks_factory(self) if self._leader_tasks_factory else None
+        self._listeners += [
+            self.ownership.add_listener(self._on_ownership),
+            self.registry.add_listener(self._on_registry),
+            self.store.add_session_listener(self._on_session),
+        ]
+
+    async def _join(self) -> None:
+        await self.registry.register(self.identity.broker_id, self.reporter.local_data.to_json(),
+                                     wait_for_stale=self.store.session_timeout)
+        if self.leader_tasks is not None:
+            self._listeners.append(self.election.run_while_leader(self.leader_tasks.run, "leader tasks"))
+        await self.election.start()
+        await self._own_heartbeat_namespaces()
+        self._spawn(self.reporter.run(), "load reporter")
+
+    async def _own_heartbeat_namespaces(self) -> None:
+        """Own ``pulsar/{cluster}/{brokerId}`` and ``pulsar/{brokerId}`` (full bundles), as Pulsar does."""
+        for ns in (heartbeat_namespace(self.identity.cluster, self.identity.broker_id),
+                   heartbeat_namespace_v2(self.identity.broker_id)):
+            bundle = NamespaceBundles.create(ns, 1).bundles[0]
+            try:
+                await self.lookup.resolve(bundle, authoritative=True)
+            except BrokerLBError as exc:
+                logger.warning("Could not own heartbeat namespace %s: %s", ns, exc)
+
+    # ------------------------------------------------------------------ assigner (for lookups)
+    async def select_broker(self, bundle: Any) -> str:
+        if self._closing:
+            raise ServiceUnavailableError(f"Broker {self.identity.broker_id} is shutting down")
+        return await self.placement.select_broker(bundle)
+
+    async def _no_decider(self, bundle: Any) -> str:
+        raise ServiceUnavailableError(f"No placement decider is configured on {self.identity.broker_id}")
+
+    # ------------------------------------------------------------------ callbacks
+    def _bundle_of(self, topic: TopicName) -> str:
+        bundles = self.bundles.cached(topic.namespace)
+        if bundles is None:
+            raise NamespaceNotFoundError(f"Namespace {topic.namespace} is not loaded on this broker")
+        return str(bundles.find_bundle(topic))
+
+    async def _publish_report(self, data: LocalBrokerData) -> None:
+        if self.registry.is_registered:
+            await self.registry.update(data.to_json())
+
+    async def _hand_over(self, bundle: Any, destination: str) -> None:
+        await self.namespaces._hand_over(bundle, destination)
+
+    def _on_ownership(self, event: OwnershipEvent) -> None:
+        if event.kind is OwnershipEventKind.LOST:
+            logger.warning("Bundle %s lost (%s): closing its topics", event.bundle, event.reason)
+            self._spawn(self.actions.close_lost(event.bundle), f"close lost {event.bundle}")
+        elif event.kind is OwnershipEventKind.REACQUIRED:
+            self.reporter.force_update()
+
+    def _on_registry(self, event: RegistryEvent) -> None:
+        if event.kind in (RegistryEventKind.REREGISTERED, RegistryEventKind.REGISTERED):
+            self.reporter.force_update()
+        elif event.kind is RegistryEventKind.REGISTRATION_LOST:
+            logger.error("Broker %s lost its registration to another session: %s", self.identity.broker_id,
+                         event.reason)
+
+    def _on_session(self, event: SessionEvent) -> None:
+        if event.new_session and self.started:
+            self.reporter.force_update()
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.create_task(coro, name=f"{name} [{self.identity.broker_id}]")
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("Task %s failed", task.get_name(), exc_info=task.exception())
+
+    # ------------------------------------------------------------------ views
+    @property
+    def url(self) -> str:
+        return self.identity.web_service_url or ""
+
+    @property
+    def broker_id(self) -> str:
+        return self.identity.broker_id
+
+    @property
+    def is_leader(self) -> bool:
+        return self.election.is_leader
+
+    async def owned_namespaces_status(self) -> dict[str, dict[str, Any]]:
+        """``ownedNamespaces``: bundle → NamespaceOwnershipStatus (assignment from isolation policies)."""
+        policies = await self.cluster_policies.isolation_policies()
+        host = self.identity.advertised_address
+        out: dict[str, dict[str, Any]] = {}
+        for bundle in self.ownership.owned_bundles():
+            ns = bundle.rpartition("/")[0]
+            found = policies.policy_for(NamespaceName.parse(ns))
+            assignment, controlled = "shared", False
+            if found is not None:
+                _name, policy = found
+                controlled = True
+                if _matches(policy.primary, self.identity.broker_id, host):
+                    assignment = "primary"
+                elif _matches(policy.secondary, self.identity.broker_id, host):
+                    assignment = "secondary"
+            out[bundle] = {"broker_assignment": assignment, "is_controlled": controlled,
+                           "is_active": self.ownership.is_owned(bundle)}
+        return out
+
+    # ------------------------------------------------------------------ stop
+    async def stop(self) -> None:
+        """Graceful shutdown (module docstring): bundles are released before deregistering."""
+        if not self.started:
+            return
+        self._closing = True
+        self.ready = False
+        started = time.monotonic()
+        await self.election.close()
+        await self._cancel_tasks()
+        owned = self.ownership.owned_bundles()
+        results = await asyncio.gather(*(self.actions.unload(NamespaceBundle.parse(b)) for b in owned),
+                                       return_exceptions=True)
+        for bundle, result in zip(owned, results, strict=True):
+            if isinstance(result, BaseException):
+                logger.warning("Unloading %s at shutdown failed: %s", bundle, result)
+        await self.actions.close()
+        with contextlib.suppress(BrokerLBError):
+            await self.registry.close(unregister=True)
+        await self._close_local()
+        if self._store is None:
+            await self.store.close()
+        logger.info("Broker %s stopped in %.2f s (%d bundles released)", self.identity.broker_id,
+                    time.monotonic() - started, len(owned))
+
+    async def kill(self) -> None:
+        """Stop like a crashed process: no release, no deregistration; the session is abandoned."""
+        if not self.started:
+            return
+        self._closing = True
+        self.ready = False
+        self.election.abandon()
+        await self._cancel_tasks()
+        await self.ownership.close(release=False)
+        await self._close_local()
+        crash = getattr(self.store, "crash", None)
+        if crash is not None:
+            crash()
+        else:
+            await self.store.close()
+
+    async def _cancel_tasks(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _close_local(self) -> None:
+        self.started = False
+        for remove in self._listeners:
+            remove()
+        self._listeners.clear()
+        await self.http.stop()
+        await self.admin.aclose()
+        self.bundles.close()
+        self.owners.close()
+
+    async def __aenter__(self) -> BrokerService:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+def self_ownership_data(ident: BrokerIdentity) -> NamespaceEphemeralData:
+    """What this broker writes into the ownership nodes it creates."""
+    return NamespaceEphemeralData(
+        native_url=ident.pulsar_service_url, native_url_tls=ident.pulsar_service_url_tls,
+        http_url=ident.web_service_url, http_url_tls=ident.web_service_url_tls, disabled=False,
+        advertised_listeners={name: AdvertisedListener(u.broker_service_url, u.broker_service_url_tls)
+                              for name, u in ident.advertised_listeners.items()})
+
+
+def _matches(patterns: tuple[str, ...], broker_id: str, host: str) -> bool:
+    return any(re.fullmatch(p, broker_id) or re.fullmatch(p, host) for p in patterns)

@@ -1,0 +1,190 @@
+"""The topics a broker serves, their stats, and what to close when a bundle leaves.
+
+This is the seam between ownership and the data path. Whatever serves a topic
+(the WebSocket produce/consume path, a synthetic load generator, a test) attaches
+it with :meth:`TopicRegistry.attach`, passing a ``close`` callback, and keeps its
+:class:`TopicStats` up to date with :meth:`TopicRegistry.update_stats`. The broker then:
+
+* rolls the topics' stats up per bundle into Pulsar's
+  :class:`~brokerlb.model.NamespaceBundleStats` for the load report
+  (:meth:`TopicRegistry.bundle_stats`) and ``broker-stats/topics``
+  (:meth:`TopicRegistry.topics_report`);
+* on unload, transfer or loss of a bundle calls every ``close`` callback of its topics
+  and every bundle hook (:meth:`TopicRegistry.add_bundle_hook`) --
+  :meth:`TopicRegistry.close_bundle`, bounded by ``namespaceBundleUnloadingTimeoutMs``
+  (a timeout is logged, not an error, as in Pulsar) -- and forgets them.
+
+Topics are grouped by the bundle their name hashes into *now*: the registry asks a
+``bundle_of(topic)`` function (the namespace bundle cache), so after a split the
+topics of the parent are counted under the children without any re-keying (Pulsar's
+``refreshTopicToStatsMaps``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from brokerlb.errors import InvalidLoadDataError
+from brokerlb.model import NamespaceBundleStats
+from brokerlb.naming import TopicName
+
+__all__ = ["TopicStats", "TopicRegistry", "CloseHook"]
+
+logger = logging.getLogger(__name__)
+
+#: Called when the topic (or bundle) must stop being served here.
+CloseHook = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStats:
+    """A topic's current rates and connections (Pulsar's topic stats names in :meth:`to_json`)."""
+
+    msg_rate_in: float = 0.0
+    msg_throughput_in: float = 0.0
+    msg_rate_out: float = 0.0
+    msg_throughput_out: float = 0.0
+    producer_count: int = 0
+    consumer_count: int = 0
+
+    def __post_init__(self) -> None:
+        # NamespaceBundleStats validates the same fields (finite, >= 0); reuse its rules.
+        self.as_bundle_stats()
+
+    def as_bundle_stats(self) -> NamespaceBundleStats:
+        """This topic alone as a bundle sample (``topics=1``)."""
+        return NamespaceBundleStats(msg_rate_in=self.msg_rate_in, msg_throughput_in=self.msg_throughput_in,
+                                    msg_rate_out=self.msg_rate_out, msg_throughput_out=self.msg_throughput_out,
+                                    consumer_count=self.consumer_count, producer_count=self.producer_count,
+                                    topics=1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"msgRateIn": self.msg_rate_in, "msgThroughputIn": self.msg_throughput_in,
+                "msgRateOut": self.msg_rate_out, "msgThroughputOut": self.msg_throughput_out,
+                "producerCount": self.producer_count, "consumerCount": self.consumer_count}
+
+
+@dataclass(slots=True)
+class _Topic:
+    name: TopicName
+    stats: TopicStats
+    close: CloseHook | None
+
+
+def _sum(stats: Iterable[TopicStats]) -> NamespaceBundleStats:
+    rate_in = tput_in = rate_out = tput_out = 0.0
+    producers = consumers = topics = 0
+    for s in stats:
+        rate_in += s.msg_rate_in
+        tput_in += s.msg_throughput_in
+        rate_out += s.msg_rate_out
+        tput_out += s.msg_throughput_out
+        producers += s.producer_count
+        consumers += s.consumer_count
+        topics += 1
+    return NamespaceBundleStats(msg_rate_in=rate_in, msg_throughput_in=tput_in, msg_rate_out=rate_out,
+                                msg_throughput_out=tput_out, consumer_count=consumers, producer_count=producers,
+                                topics=topics)
+
+
+class TopicRegistry:
+    """Topics served by this broker, grouped by their current bundle (``bundle_of``)."""
+
+    def __init__(self, bundle_of: Callable[[TopicName], str]) -> None:
+        self._bundle_of = bundle_of
+        self._topics: dict[str, _Topic] = {}
+        self._bundle_hooks: dict[str, list[CloseHook]] = defaultdict(list)
+
+    # ------------------------------------------------------------------ serving
+    def attach(self, topic: TopicName | str, close: CloseHook | None = None,
+               stats: TopicStats | None = None) -> str:
+        """Start serving ``topic`` here; returns its bundle. ``close`` runs when the bundle leaves."""
+        name = TopicName.parse(topic)
+        self._topics[str(name)] = _Topic(name, stats or TopicStats(), close)
+        return self._bundle_of(name)
+
+    def detach(self, topic: TopicName | str) -> None:
+        """Stop serving ``topic`` (no close callback is run). No error if unknown."""
+        self._topics.pop(str(TopicName.parse(topic)), None)
+
+    def update_stats(self, topic: TopicName | str, stats: TopicStats) -> None:
+        """Replace a served topic's stats; an unknown topic is an error (attach it first)."""
+        entry = self._topics.get(str(TopicName.parse(topic)))
+        if entry is None:
+            raise InvalidLoadDataError(f"Topic {topic} is not served by this broker", field="topic", value=str(topic))
+        entry.stats = stats
+
+    def add_bundle_hook(self, bundle: str, hook: CloseHook) -> None:
+        """Run ``hook`` (once) when ``bundle`` is unloaded, transferred or lost."""
+        self._bundle_hooks[bundle].append(hook)
+
+    # ------------------------------------------------------------------ reading
+    def __contains__(self, topic: object) -> bool:
+        return isinstance(topic, str | TopicName) and str(topic) in self._topics
+
+    def __len__(self) -> int:
+        return len(self._topics)
+
+    def stats_of(self, topic: TopicName | str) -> TopicStats | None:
+        entry = self._topics.get(str(TopicName.parse(topic)))
+        return None if entry is None else entry.stats
+
+    def by_bundle(self) -> dict[str, list[str]]:
+        """Bundle name → full names of its topics served here (sorted)."""
+        out: dict[str, list[str]] = defaultdict(list)
+        for full, entry in self._topics.items():
+            out[self._bundle_of(entry.name)].append(full)
+        return {bundle: sorted(names) for bundle, names in out.items()}
+
+    def topics_in(self, bundle: str) -> list[str]:
+        return self.by_bundle().get(bundle, [])
+
+    def bundle_stats(self, owned: Iterable[str] = ()) -> dict[str, NamespaceBundleStats]:
+        """Per-bundle sums of the topics' stats; each bundle in ``owned`` appears, idle or not."""
+        grouped: dict[str, list[TopicStats]] = {bundle: [] for bundle in owned}
+        for entry in self._topics.values():
+            grouped.setdefault(self._bundle_of(entry.name), []).append(entry.stats)
+        return {bundle: _sum(stats) for bundle, stats in grouped.items()}
+
+    def topics_report(self) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+        """Pulsar's ``broker-stats/topics`` shape: namespace → bundle range → domain → topic → stats."""
+        out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+        for full, entry in sorted(self._topics.items()):
+            bundle = self._bundle_of(entry.name)
+            namespace, _, rng = bundle.rpartition("/")
+            domain = out.setdefault(namespace, {}).setdefault(rng, {}).setdefault(entry.name.domain, {})
+            domain[full] = entry.stats.to_json()
+        return out
+
+    # ------------------------------------------------------------------ closing
+    async def close_bundle(self, bundle: str, timeout: float) -> int:
+        """Close every topic of ``bundle`` and run its hooks, within ``timeout`` s; returns the topics closed."""
+        names = self.topics_in(bundle)
+        entries = [self._topics.pop(name) for name in names]
+        hooks = [e.close for e in entries if e.close is not None] + self._bundle_hooks.pop(bundle, [])
+        if hooks:
+            done, pending = await asyncio.wait([asyncio.ensure_future(_run(h, bundle)) for h in hooks],
+                                               timeout=timeout)
+            for task in pending:
+                task.cancel()
+            if pending:
+                logger.warning("Closing bundle %s: %d of %d close callbacks did not finish within %.1f s",
+                               bundle, len(pending), len(hooks), timeout)
+        return len(entries)
+
+    def forget_bundle_hooks(self, bundles: Iterable[str]) -> None:
+        """Drop hooks of bundles that no longer exist (after a split or merge)."""
+        for bundle in bundles:
+            self._bundle_hooks.pop(bundle, None)
+
+
+async def _run(hook: CloseHook, bundle: str) -> None:
+    try:
+        await hook()
+    except Exception:
+        logger.exception("A close callback of bundle %s failed", bundle)
