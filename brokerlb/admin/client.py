@@ -120,8 +120,10 @@ class _Api:
         return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/unload", parse=_none)
 
     def unload_bundle(self, namespace: NamespaceName | str, bundle: str, *,
-                      destination_broker: str | None = None) -> Any:
-        params = {"destinationBroker": destination_broker} if destination_broker else None
+                      destination_broker: str | None = None, authoritative: bool = False) -> Any:
+        params: dict[str, Any] = {"authoritative": _flag(authoritative)}
+        if destination_broker:
+            params["destinationBroker"] = destination_broker
         return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/unload", params=params,
                           parse=_none)
 

@@ -34,6 +34,7 @@ class _Entry:
     watches: tuple[DataWatch, DataWatch]
     local: Node | None = None
     glob: Node | None = None
+    anti_affinity_group: str | None = None
 
 
 class NamespaceBundlesCache:
@@ -58,6 +59,14 @@ class NamespaceBundlesCache:
         if entry.bundles is None:
             raise NamespaceNotFoundError(f"Namespace {ns} does not exist")
         return entry.bundles
+
+    def known_namespaces(self) -> list[tuple[str, NamespaceBundles, str | None]]:
+        """``(namespace, bundles, anti-affinity group)`` of every cached existing namespace."""
+        return [(key, e.bundles, e.anti_affinity_group) for key, e in self._entries.items() if e.bundles is not None]
+
+    def anti_affinity_group(self, namespace: NamespaceName | str) -> str | None:
+        entry = self._entries.get(str(namespace))
+        return None if entry is None else entry.anti_affinity_group
 
     async def refresh(self, namespace: NamespaceName | str) -> NamespaceBundles:
         """Read the bundles from the store now (a lookup suspects the cache is behind)."""
@@ -134,6 +143,9 @@ class NamespaceBundlesCache:
         ns = NamespaceName.parse(key)
         try:
             entry.bundles = _bundles_of(ns, entry.local, entry.glob, self.metadata.default_num_bundles)
+            entry.anti_affinity_group = (
+                LocalPolicies.from_bytes(entry.local.data, local_policies_path(ns)).namespace_anti_affinity_group
+                if entry.local is not None else None)
         except CorruptMetadataError as exc:
             logger.error("Cannot read the bundles of %s: %s", ns, exc)
 

@@ -36,6 +36,7 @@ from brokerlb.errors import MetadataStoreError
 from brokerlb.model import (
     AdvertisedListener,
     LocalBrokerData,
+    NamespaceBundleStats,
     ReportUpdateDecision,
     SystemResourceUsage,
     need_broker_data_update,
@@ -103,6 +104,16 @@ class LoadReporter:
         owned = list(self._owned_bundles()) if self.conf.brokerlbReportOwnedIdleBundles else []
         self.local_data.update(self._usage, self._topics.bundle_stats(owned))
         return self.local_data
+
+    def local_data_totals(self) -> NamespaceBundleStats:
+        """This broker's traffic now: the sum of its topics' stats (for modelled host usage)."""
+        stats = self._topics.bundle_stats()
+        return NamespaceBundleStats(
+            msg_rate_in=sum(s.msg_rate_in for s in stats.values()),
+            msg_throughput_in=sum(s.msg_throughput_in for s in stats.values()),
+            msg_rate_out=sum(s.msg_rate_out for s in stats.values()),
+            msg_throughput_out=sum(s.msg_throughput_out for s in stats.values()),
+            topics=sum(s.topics for s in stats.values()))
 
     def decide(self, force: bool = False) -> ReportUpdateDecision:
         return need_broker_data_update(

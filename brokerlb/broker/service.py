@@ -38,6 +38,8 @@ from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.http.app import create_app
 from brokerlb.broker.http.server import HttpServer, bind_socket
 from brokerlb.broker.identity import BrokerIdentity
+from brokerlb.broker.leader import LeaderTasks
+from brokerlb.broker.load_manager import LoadManager
 from brokerlb.broker.lookup import LookupService
 from brokerlb.broker.namespace_service import NamespaceService
 from brokerlb.broker.owner_actions import OwnerActions
@@ -45,6 +47,7 @@ from brokerlb.broker.partitioned_topics import PartitionedTopics
 from brokerlb.broker.placement import Decide, PlacementService
 from brokerlb.broker.reporter import HostUsageSource, LoadReporter
 from brokerlb.broker.topics import TopicRegistry
+from brokerlb.broker.traffic_usage import TrafficHostUsage
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import (
@@ -54,6 +57,7 @@ from brokerlb.coordination import (
     ClusterPolicies,
     LeaderBroker,
     LeaderElection,
+    LeadershipChange,
     LoadDataStore,
     MetadataStore,
     NamespaceEphemeralData,
@@ -140,13 +144,14 @@ class BrokerService:
         self.topics = TopicRegistry(self._bundle_of)
         self.admin = AsyncAdminClient(ident.web_service_url or "")
         if self._host_usage is None:
-            from brokerlb.broker.host_usage import HostUsageCollector
-
-            self._host_usage = HostUsageCollector(override_nic_speed_gbps=conf.loadBalancerOverrideBrokerNicSpeedGbps)
+            self._host_usage = self._default_host_usage()
         self.reporter = LoadReporter(ident, conf, host_usage=self._host_usage, topics=self.topics,
                                      owned_bundles=self.ownership.owned_bundles, publish=self._publish_report,
                                      connected=lambda: store.connected, clock=self.clock)
-        self.placement = PlacementService(self._decide or self._no_decider, self.registry.available_brokers)
+        self.load_manager = LoadManager(conf, registry=self.registry, bundles=self.bundles,
+                                        cluster_policies=self.cluster_policies,
+                                        load_data_store=self.load_data_store, clock=self.clock)
+        self.placement = PlacementService(self._decide or self.load_manager.decide, self.registry.available_brokers)
         self.lookup = LookupService(ident, bundles=self.bundles, owners=self.owners, ownership=self.ownership,
                                     registry=self.registry, election=self.election, assigner=self,
                                     max_concurrent=lambda: self.conf.maxConcurrentLookupRequest,
@@ -159,18 +164,32 @@ class BrokerService:
                                            registry=self.registry, election=self.election,
                                            placement=self.placement, topics=self.topics,
                                            load_data=self.load_data_store, admin=self.admin)
-        self.leader_tasks = self._leader_tasks_factory(self) if self._leader_tasks_factory else None
+        factory = self._leader_tasks_factory or default_leader_tasks
+        self.leader_tasks = factory(self)
         self._listeners += [
             self.ownership.add_listener(self._on_ownership),
             self.registry.add_listener(self._on_registry),
             self.store.add_session_listener(self._on_session),
         ]
 
+    def _default_host_usage(self) -> HostUsageSource:
+        conf = self.conf
+        if conf.brokerlbHostUsage == "traffic":
+            logger.info("Broker %s reports host usage modelled from its traffic (brokerlbHostUsage=traffic)",
+                        self.identity.broker_id)
+            return TrafficHostUsage(lambda: self.reporter.local_data_totals(), cores=conf.brokerlbModelCores,
+                                    msg_rate_per_core=conf.brokerlbModelMsgRatePerCore,
+                                    nic_speed_gbps=conf.loadBalancerOverrideBrokerNicSpeedGbps)
+        from brokerlb.broker.host_usage import HostUsageCollector
+
+        return HostUsageCollector(override_nic_speed_gbps=conf.loadBalancerOverrideBrokerNicSpeedGbps)
+
     async def _join(self) -> None:
         await self.registry.register(self.identity.broker_id, self.reporter.local_data.to_json(),
                                      wait_for_stale=self.store.session_timeout)
         if self.leader_tasks is not None:
             self._listeners.append(self.election.run_while_leader(self.leader_tasks.run, "leader tasks"))
+        self._listeners.append(self.election.add_listener(self._on_leadership))
         await self.election.start()
         await self._own_heartbeat_namespaces()
         self._spawn(self.reporter.run(), "load reporter")
@@ -191,8 +210,6 @@ class BrokerService:
             raise ServiceUnavailableError(f"Broker {self.identity.broker_id} is shutting down")
         return await self.placement.select_broker(bundle)
 
-    async def _no_decider(self, bundle: Any) -> str:
-        raise ServiceUnavailableError(f"No placement decider is configured on {self.identity.broker_id}")
 
     # ------------------------------------------------------------------ callbacks
     def _bundle_of(self, topic: TopicName) -> str:
@@ -221,6 +238,10 @@ class BrokerService:
         elif event.kind is RegistryEventKind.REGISTRATION_LOST:
             logger.error("Broker %s lost its registration to another session: %s", self.identity.broker_id,
                          event.reason)
+
+    def _on_leadership(self, change: LeadershipChange) -> None:
+        if change.leading:
+            self.load_manager.reset()
 
     def _on_session(self, event: SessionEvent) -> None:
         if event.new_session and self.started:
@@ -322,14 +343,29 @@ class BrokerService:
         self._listeners.clear()
         await self.http.stop()
         await self.admin.aclose()
+        history = getattr(self.leader_tasks, "history", None)
+        if history is not None:
+            history.close()
         self.bundles.close()
         self.owners.close()
+        for _ in range(3):  # let the cancelled watch tasks finish
+            await asyncio.sleep(0)
 
     async def __aenter__(self) -> BrokerService:
         return await self.start()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+def default_leader_tasks(service: BrokerService) -> LeaderTasks:
+    """The modular leader's cycles, with the load-history sink when ``brokerlbLoadHistoryDir`` is set."""
+    history = None
+    if service.conf.brokerlbLoadHistoryDir:
+        from brokerlb.broker.history_sink import open_history_sink
+
+        history = open_history_sink(service.conf.brokerlbLoadHistoryDir, service.broker_id)
+    return LeaderTasks(service, service.load_manager, history=history)
 
 
 def self_ownership_data(ident: BrokerIdentity) -> NamespaceEphemeralData:

@@ -11,7 +11,7 @@ then regenerate the docs (``brokerlb config keys --markdown > docs/configuration
 
 from __future__ import annotations
 
-from brokerlb.config.kinds import BOOL, OPTIONAL_STRING
+from brokerlb.config.kinds import BOOL, DOUBLE, OPTIONAL_STRING, choice
 from brokerlb.config.registry import KeyGroup, key
 
 __all__ = ["BrokerlbKeys"]
@@ -48,3 +48,15 @@ class BrokerlbKeys(KeyGroup):
         "List every owned bundle in the load report (lastStats, bundles), idle or not. Pulsar lists "
         "only bundles with loaded topics, so a newly elected leader cannot see idle bundles; false "
         "restores Pulsar's behaviour.")
+    brokerlbHostUsage: str = key(
+        choice("measured", "traffic"), "measured",
+        "Where a broker's cpu/memory/bandwidth usage comes from: `measured` (psutil, cgroup v1/v2 "
+        "quotas, NIC speed from /sys, as Pulsar's LinuxBrokerHostUsageImpl) or `traffic` (modelled "
+        "from the broker's own message rates and throughput; for several brokers in one process, "
+        "where measured numbers are shared and meaningless). Standalone mode uses `traffic`.")
+    brokerlbModelCores: float = key(
+        DOUBLE, 4.0, "With brokerlbHostUsage=traffic: CPUs of the modelled broker (cpu limit = 100 x this).",
+        gt=0)
+    brokerlbModelMsgRatePerCore: float = key(
+        DOUBLE, 50000.0, "With brokerlbHostUsage=traffic: messages per second (in + out) one CPU handles.",
+        gt=0)

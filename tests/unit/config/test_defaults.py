@@ -132,6 +132,10 @@ BROKERLB_DEFAULTS: dict[str, object] = {
     "brokerlbThresholdShedderSingleHistoryUpdate": False,  # brokerlb's own key (Pulsar behaviour by default)
     "brokerlbTransferShedderCountSwapGain": False,  # brokerlb's own key (Pulsar behaviour by default)
     "brokerlbTransferShedderCheckSwapCandidates": False,  # brokerlb's own key (Pulsar behaviour by default)
+    "brokerlbReportOwnedIdleBundles": True,  # brokerlb's own keys (broker service)
+    "brokerlbHostUsage": "measured",
+    "brokerlbModelCores": 4.0,
+    "brokerlbModelMsgRatePerCore": 50000.0,
 }
 
 

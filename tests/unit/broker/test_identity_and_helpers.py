@@ -1,0 +1,114 @@
+"""Broker identity from config, LookupData JSON, single-flight, placement rules, redirects, lookup paths."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from brokerlb.broker.http.lookup_routes import parse_bool, topic_from_segments
+from brokerlb.broker.http.redirects import redirect_location
+from brokerlb.broker.identity import BrokerIdentity, parse_advertised_listeners
+from brokerlb.broker.placement import PlacementService
+from brokerlb.broker.redirect import Redirect
+from brokerlb.broker.singleflight import SingleFlight
+from brokerlb.config import ServiceConfig
+from brokerlb.errors import (
+    InvalidConfigError,
+    InvalidInputError,
+    InvalidTopicNameError,
+    ServiceUnavailableError,
+)
+from brokerlb.ring import NamespaceBundle
+
+
+def test_identity_follows_pulsar_keys() -> None:
+    conf = ServiceConfig(clusterName="c1", advertisedAddress="10.0.0.5", webServicePort=8081, brokerServicePort=6651,
+                         advertisedListeners="internal:pulsar://10.1.0.5:6650,internal:pulsar+ssl://10.1.0.5:6651")
+    ident = BrokerIdentity.from_config(conf)
+    assert ident.broker_id == "10.0.0.5:8081" and ident.cluster == "c1"
+    assert ident.lookup_data() == {"brokerUrl": "pulsar://10.0.0.5:6651", "httpUrl": "http://10.0.0.5:8081",
+                                   "nativeUrl": "pulsar://10.0.0.5:6651", "brokerUrlSsl": ""}
+    internal = ident.lookup_data("internal")
+    assert internal["brokerUrl"] == "pulsar://10.1.0.5:6650" and internal["brokerUrlTls"] == "pulsar+ssl://10.1.0.5:6651"
+    assert BrokerIdentity.from_config(conf, web_port=9999).broker_id == "10.0.0.5:9999"
+
+
+def test_identity_needs_a_cluster_and_a_web_port() -> None:
+    with pytest.raises(InvalidConfigError, match="clusterName"):
+        BrokerIdentity.from_config(ServiceConfig(advertisedAddress="h"))
+    with pytest.raises(InvalidConfigError, match="webServicePort"):
+        BrokerIdentity.from_config(ServiceConfig(clusterName="c", advertisedAddress="h", webServicePort=None))
+
+
+@pytest.mark.parametrize("text", ["internal", "internal:http://h:1", "x:pulsar://h:1,x:pulsar://h:2"])
+def test_bad_advertised_listeners(text: str) -> None:
+    with pytest.raises(InvalidConfigError, match="advertisedListeners"):
+        parse_advertised_listeners(text)
+
+
+async def test_single_flight_shares_one_run_and_its_failure() -> None:
+    flights: SingleFlight[str, int] = SingleFlight()
+    runs = 0
+
+    async def work() -> int:
+        nonlocal runs
+        runs += 1
+        await asyncio.sleep(0.01)
+        return 7
+
+    assert await asyncio.gather(*(flights.run("k", work) for _ in range(10))) == [7] * 10
+    assert runs == 1 and len(flights) == 0
+
+    async def fail() -> int:
+        await asyncio.sleep(0.01)
+        raise ValueError("nope")
+
+    results = await asyncio.gather(*(flights.run("k", fail) for _ in range(3)), return_exceptions=True)
+    assert all(isinstance(r, ValueError) for r in results)
+
+
+BUNDLE = NamespaceBundle.parse("t/ns/0x00000000_0x80000000")
+
+
+async def test_placement_affinity_is_one_shot_and_blocks_refuse() -> None:
+    decided: list[str] = []
+
+    async def decide(bundle: NamespaceBundle) -> str:
+        decided.append(str(bundle))
+        return "b1:8080"
+
+    placement = PlacementService(decide, lambda: ["b1:8080", "b2:8080"])
+    placement.set_bundle_affinity(str(BUNDLE), "b2:8080")
+    assert await placement.select_broker(BUNDLE) == "b2:8080"
+    assert await placement.select_broker(BUNDLE) == "b1:8080"  # the affinity was used once
+    placement.set_bundle_affinity(str(BUNDLE), "gone:8080")
+    assert await placement.select_broker(BUNDLE) == "b1:8080"  # inactive destination: normal placement
+    placement.block([str(BUNDLE)], "being merged")
+    with pytest.raises(ServiceUnavailableError, match="being merged"):
+        await placement.select_broker(BUNDLE)
+    placement.unblock([str(BUNDLE)])
+    assert await placement.select_broker(BUNDLE) == "b1:8080"
+    assert placement.placed == {"b2:8080": 1, "b1:8080": 3}
+
+
+def test_redirect_replaces_host_and_authoritative_and_keeps_the_rest() -> None:
+    location = redirect_location(Redirect("http://b2:8080/", True),
+                                 b"/admin/v2/namespaces/t/ns/0x00000000_0x80000000/split",
+                                 b"unload=true&authoritative=false&splitAlgorithmName=range_equally_divide")
+    assert location == ("http://b2:8080/admin/v2/namespaces/t/ns/0x00000000_0x80000000/split"
+                        "?unload=true&splitAlgorithmName=range_equally_divide&authoritative=true")
+
+
+def test_lookup_path_segments() -> None:
+    assert str(topic_from_segments("persistent", "t", "ns", "my+topic")) == "persistent://t/ns/my topic"
+    with pytest.raises(InvalidTopicNameError, match="without '/'"):  # a v2 local name has no '/'
+        topic_from_segments("persistent", "t", "ns", "a%2Fb")
+    assert str(topic_from_segments("non-persistent", "t", "ns", "a%20b")) == "non-persistent://t/ns/a b"
+    with pytest.raises(InvalidTopicNameError):
+        topic_from_segments("durable", "t", "ns", "x")
+    with pytest.raises(InvalidTopicNameError):
+        topic_from_segments("persistent", "t", "n$s", "x")
+    assert parse_bool("TRUE", "a") is True and parse_bool(None, "a") is False
+    with pytest.raises(InvalidInputError, match="authoritative"):
+        parse_bool("yes", "authoritative")
