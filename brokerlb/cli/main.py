@@ -18,6 +18,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("config", "brokerlb.cli.config", "broker.conf keys (Pulsar names and defaults) and the effective config."),
     ("kafka", "brokerlb.cli.kafka", "Producer partitioning and consumer-group assignors, offline."),
     ("metadata", "brokerlb.cli.metadata", "Metadata store in Pulsar's layout: brokers, leader, owners, bundles; a local ZooKeeper."),
+    ("admin", "brokerlb.cli.admin", "pulsar-admin-style client of any broker: namespaces, topics, brokers, broker-stats."),
     ("plan", "brokerlb.cli.plan", "Offline planner: what shedding, split and placement would do on a snapshot."),
 ]
 
@@ -25,6 +26,8 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
 COMMANDS: list[tuple[str, str, str]] = [
     ("demo", "brokerlb.cli.demo", "demo"),
     ("simulate", "brokerlb.cli.simulate", "simulate"),
+    ("broker", "brokerlb.cli.serve", "broker"),
+    ("standalone", "brokerlb.cli.serve", "standalone"),
 ]
 
 

@@ -1,0 +1,102 @@
+"""A standalone cluster: N brokers in this process on consecutive loopback ports.
+
+``StandaloneCluster(brokers=3)`` starts brokers ``127.0.0.1:8080``, ``:8081``, ``:8082``
+(binary ports 6650, 6651, ...) over the embedded metadata store by default
+(``memory:standalone``), or over ZooKeeper (``zk:host:port``). Every broker is a full
+:class:`~brokerlb.broker.service.BrokerService` (its own store session, registration,
+election, HTTP server); only the process is shared. Because of that, host usage is
+modelled from each broker's traffic (``brokerlbHostUsage=traffic``) unless set
+otherwise.
+
+:meth:`StandaloneCluster.stop` stops every broker gracefully (bundles released,
+deregistered) -- what Ctrl-C does in ``brokerlb standalone``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from brokerlb.broker.service import BrokerService
+from brokerlb.config import ServiceConfig
+from brokerlb.errors import InvalidConfigError
+
+__all__ = ["StandaloneCluster", "standalone_config"]
+
+logger = logging.getLogger(__name__)
+
+STANDALONE_DEFAULTS: dict[str, Any] = {
+    "clusterName": "standalone",
+    "advertisedAddress": "127.0.0.1",
+    "bindAddress": "127.0.0.1",
+    "brokerlbHostUsage": "traffic",
+}
+
+
+def standalone_config(base: ServiceConfig | None, index: int, *, metadata_store: str, web_port: int,
+                      broker_port: int | None) -> ServiceConfig:
+    """Broker ``index``'s config: the base, standalone defaults where the base left them unset, its ports."""
+    base = base or ServiceConfig()
+    values = {k: v for k, v in STANDALONE_DEFAULTS.items() if k not in base.explicit_keys}
+    values["metadataStoreUrl"] = metadata_store
+    values["webServicePort"] = web_port + index if web_port else 0
+    values["brokerServicePort"] = (broker_port + index) if broker_port else None
+    return base.with_overrides(values)
+
+
+class StandaloneCluster:
+    """N brokers in one process (module docstring)."""
+
+    def __init__(self, brokers: int = 3, *, metadata_store: str = "memory:standalone", web_port: int = 8080,
+                 broker_port: int | None = 6650, config: ServiceConfig | None = None,
+                 overrides: Mapping[str, Any] | None = None) -> None:
+        if brokers < 1:
+            raise InvalidConfigError("--brokers", brokers, "a cluster needs at least one broker")
+        base = (config or ServiceConfig()).with_overrides(dict(overrides or {}))
+        self.configs = [standalone_config(base, i, metadata_store=metadata_store, web_port=web_port,
+                                          broker_port=broker_port) for i in range(brokers)]
+        self.metadata_store = metadata_store
+        self.brokers: list[BrokerService] = []
+
+    async def start(self) -> StandaloneCluster:
+        """Start every broker (one after another, so the first one is the first leader)."""
+        try:
+            for conf in self.configs:
+                self.brokers.append(await BrokerService(conf).start())
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def stop(self) -> None:
+        """Stop every broker gracefully, the leader last (fewer leader changes while stopping)."""
+        running = [b for b in self.brokers if b.started]
+        running.sort(key=lambda b: b.is_leader)
+        for broker in running:
+            try:
+                await broker.stop()
+            except Exception:
+                logger.exception("Stopping broker %s failed", broker.broker_id)
+
+    @property
+    def urls(self) -> list[str]:
+        return [b.url for b in self.brokers]
+
+    def leader(self) -> BrokerService | None:
+        return next((b for b in self.brokers if b.started and b.is_leader), None)
+
+    async def wait_for_leader(self, timeout: float = 10.0) -> BrokerService:
+        async def wait() -> BrokerService:
+            while (leader := self.leader()) is None:
+                await asyncio.sleep(0.02)
+            return leader
+
+        return await asyncio.wait_for(wait(), timeout)
+
+    async def __aenter__(self) -> StandaloneCluster:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

@@ -1,0 +1,98 @@
+"""Running brokers from the command line: ``brokerlb broker`` and ``brokerlb standalone``.
+
+Both run until SIGINT (Ctrl-C) or SIGTERM, then stop gracefully: bundles are released
+and the brokers deregister before the process exits. uvloop is used when installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import typer
+
+from brokerlb.cli.common import cli_errors, console
+
+__all__ = ["broker", "standalone", "run_until_signalled"]
+
+_CONFIG = typer.Option(None, "--config", "-f", help="broker.conf file (Pulsar's keys)")
+_SET = typer.Option([], "--set", help="key=value, overrides the file (repeatable)")
+_LOG = typer.Option("warning", "--log-level", help="debug, info, warning or error")
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def run_until_signalled(start: Callable[[], Awaitable[object]], stop: Callable[[], Awaitable[None]]) -> None:
+    """Run ``start()``, wait for SIGINT/SIGTERM, then ``stop()`` (on uvloop when available)."""
+
+    async def main() -> None:
+        done = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, done.set)
+        try:
+            await start()
+            await done.wait()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            await stop()
+
+    try:
+        import uvloop
+
+        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+    except ImportError:  # pragma: no cover - the server extra installs uvloop
+        runner = asyncio.Runner()
+    with runner:
+        runner.run(main())
+
+
+def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level: str = _LOG) -> None:
+    """Run one broker: joins the metadata store named by metadataStoreUrl, serves lookup and admin REST."""
+    from brokerlb.broker.service import BrokerService
+    from brokerlb.config import load_broker_conf
+
+    _logging(log_level)
+    with cli_errors():
+        conf = load_broker_conf(config, overrides)
+        service = BrokerService(conf)
+
+        async def start() -> None:
+            await service.start()
+            console.print(f"broker {service.broker_id} ready at {service.url} "
+                          f"(cluster {service.identity.cluster}, store {conf.metadataStoreUrl})", highlight=False)
+
+        run_until_signalled(start, service.stop)
+
+
+def standalone(brokers: int = typer.Option(3, "--brokers", "-n", help="number of brokers"),
+               metadata_store: str = typer.Option("memory:standalone", "--metadata-store",
+                                                  help="memory:[name] (embedded) or zk:host:port[,...]"),
+               web_port: int = typer.Option(8080, "--web-port", help="web port of the first broker (0 = free ports)"),
+               config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level: str = _LOG) -> None:
+    """Run N brokers in this process on consecutive 127.0.0.1 ports; Ctrl-C stops them cleanly."""
+    from brokerlb.broker.standalone import StandaloneCluster
+    from brokerlb.config import load_broker_conf
+
+    _logging(log_level)
+    with cli_errors():
+        base = load_broker_conf(config, overrides)
+        cluster = StandaloneCluster(brokers, metadata_store=metadata_store, web_port=web_port,
+                                    broker_port=6650 if web_port else None, config=base)
+
+        async def start() -> None:
+            await cluster.start()
+            leader = await cluster.wait_for_leader()
+            for b in cluster.brokers:
+                mark = " (leader)" if b is leader else ""
+                console.print(f"broker {b.broker_id} ready at {b.url}{mark}", highlight=False)
+            console.print(f"standalone cluster '{b.identity.cluster}' of {len(cluster.brokers)} brokers on "
+                          f"{metadata_store}; Ctrl-C to stop", highlight=False)
+
+        run_until_signalled(start, cluster.stop)
