@@ -261,6 +261,9 @@ class LeaderElection:
     def _expire_if_overdue(self) -> None:
         if self._state is ElectionState.LEADING and self.clock.monotonic() >= self._deadline:
             self._lose(self._lease_problem())
+            # The session may well be alive (a starved event loop, a slow store): run the election
+            # again; it re-confirms leadership if the node is still ours, else follows the new leader.
+            self._schedule_election(0.0)
 
     # ------------------------------------------------------------------ events
     def _on_session(self, event: SessionEvent) -> None:
