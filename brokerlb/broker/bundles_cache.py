@@ -105,20 +105,19 @@ class NamespaceBundlesCache:
     async def _start(self, ns: NamespaceName) -> _Entry:
         if len(self._entries) >= self._max:
             self._evict_one()
-        key = str(ns)
-        local_watch = self.store.watch_data(local_policies_path(ns), lambda node: self._on_local(key, node))
-        glob_watch = self.store.watch_data(policies_path(ns), lambda node: self._on_global(key, node))
-        entry = _Entry(None, (local_watch, glob_watch))
-        self._entries[key] = entry
+        entry = _Entry(None, ())  # type: ignore[arg-type]
+        local_watch = self.store.watch_data(local_policies_path(ns), lambda node: self._on_local(ns, entry, node))
+        glob_watch = self.store.watch_data(policies_path(ns), lambda node: self._on_global(ns, entry, node))
+        entry.watches = (local_watch, glob_watch)
         try:
             await local_watch.start()
             await glob_watch.start()
         except BaseException:
-            self._entries.pop(key, None)
             local_watch.cancel()
             glob_watch.cancel()
             raise
-        self._recompute(key)
+        self._recompute(ns, entry)
+        self._entries[str(ns)] = entry  # visible only once loaded
         return entry
 
     def _evict_one(self) -> None:
@@ -126,21 +125,15 @@ class NamespaceBundlesCache:
         for watch in self._entries.pop(key).watches:
             watch.cancel()
 
-    def _on_local(self, key: str, node: Node | None) -> None:
-        entry = self._entries.get(key)
-        if entry is not None:
-            entry.local = node
-            self._recompute(key)
+    def _on_local(self, ns: NamespaceName, entry: _Entry, node: Node | None) -> None:
+        entry.local = node
+        self._recompute(ns, entry)
 
-    def _on_global(self, key: str, node: Node | None) -> None:
-        entry = self._entries.get(key)
-        if entry is not None:
-            entry.glob = node
-            self._recompute(key)
+    def _on_global(self, ns: NamespaceName, entry: _Entry, node: Node | None) -> None:
+        entry.glob = node
+        self._recompute(ns, entry)
 
-    def _recompute(self, key: str) -> None:
-        entry = self._entries[key]
-        ns = NamespaceName.parse(key)
+    def _recompute(self, ns: NamespaceName, entry: _Entry) -> None:
         try:
             entry.bundles = _bundles_of(ns, entry.local, entry.glob, self.metadata.default_num_bundles)
             entry.anti_affinity_group = (

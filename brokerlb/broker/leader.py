@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from brokerlb.broker.load_manager import LoadManager
 from brokerlb.coordination import LeaderLease, RegistryEvent, RegistryEventKind
-from brokerlb.errors import BrokerLBError
+from brokerlb.errors import BrokerLBError, LeadershipLostError
 from brokerlb.loadbalance.decisions import SheddingResult, SplitResult
 from brokerlb.loadbalance.shedding import record_unloads, run_shedding_cycle
 from brokerlb.loadbalance.split import find_bundles_to_split
@@ -115,11 +115,14 @@ class LeaderTasks:
             for broker in self.service.registry.available_brokers():
                 self._pending.brokers[broker] = True
             self._pending.changed.set()
-            async with asyncio.TaskGroup() as group:
-                group.create_task(self._refresh_loop(lease))
-                group.create_task(self._periodic(lease, "loadBalancerSheddingIntervalMinutes", self.shed_once))
-                group.create_task(self._periodic(lease, "loadBalancerResourceQuotaUpdateIntervalMinutes",
-                                                 self.persist_once))
+            try:
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(self._refresh_loop(lease))
+                    group.create_task(self._periodic(lease, "loadBalancerSheddingIntervalMinutes", self.shed_once))
+                    group.create_task(self._periodic(lease, "loadBalancerResourceQuotaUpdateIntervalMinutes",
+                                                     self.persist_once))
+            except* LeadershipLostError as lost:
+                raise lost.exceptions[0] from None
         finally:
             if self._remove_listener is not None:
                 self._remove_listener()

@@ -54,6 +54,7 @@ from brokerlb.errors import (
     BundleUnloadingError,
     NoBrokerAvailableError,
     NotFoundError,
+    OperationTimeoutError,
     OwnershipLostError,
     StaleBundleError,
     TooManyRequestsError,
@@ -64,6 +65,9 @@ from brokerlb.ring import NamespaceBundle
 __all__ = ["Assigner", "LookupAnswer", "LookupService", "Resolution"]
 
 logger = logging.getLogger(__name__)
+
+#: Seconds a lookup waits for this broker to re-confirm a lapsed leadership before answering 503.
+LEADERSHIP_WAIT = 1.0
 
 
 class Assigner(Protocol):
@@ -196,11 +200,14 @@ class LookupService:
         if authoritative:
             return self.identity.broker_id, True
         leader = self.election.leader
+        if leader is not None and leader.broker_id == self.identity.broker_id and not self.election.is_leader:
+            # we hold the leader node but not a valid lease: give the election a moment to re-confirm
+            try:
+                await self.election.wait_for_leadership(timeout=LEADERSHIP_WAIT)
+            except OperationTimeoutError:
+                raise NoBrokerAvailableError("This broker's leadership is in doubt; try again") from None
         if self.election.is_leader or leader is None:
             return await self.assigner.select_broker(bundle), True
-        if leader.broker_id == self.identity.broker_id:
-            # we hold the leader node but not a valid lease (session in doubt): do not decide
-            raise NoBrokerAvailableError("This broker's leadership is in doubt; try again")
         return Resolution(redirect_url=leader.service_url.rstrip("/"), authoritative=False), False
 
     async def _own(self, bundle: NamespaceBundle) -> NamespaceEphemeralData:

@@ -42,7 +42,7 @@ def standalone_config(base: ServiceConfig | None, index: int, *, metadata_store:
     values = {k: v for k, v in STANDALONE_DEFAULTS.items() if k not in base.explicit_keys}
     values["metadataStoreUrl"] = metadata_store
     values["webServicePort"] = web_port + index if web_port else 0
-    values["brokerServicePort"] = (broker_port + index) if broker_port else None
+    values["brokerServicePort"] = (broker_port or 6650) + index  # advertised only (no binary protocol yet)
     return base.with_overrides(values)
 
 

@@ -84,7 +84,7 @@ def standalone(brokers: int = typer.Option(3, "--brokers", "-n", help="number of
     with cli_errors():
         base = load_broker_conf(config, overrides)
         cluster = StandaloneCluster(brokers, metadata_store=metadata_store, web_port=web_port,
-                                    broker_port=6650 if web_port else None, config=base)
+                                    broker_port=6650, config=base)
 
         async def start() -> None:
             await cluster.start()

@@ -1,0 +1,69 @@
+"""Shared helpers of the end-to-end suite (real HTTP, bounded waits)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+from typing import Any
+
+import httpx
+
+from brokerlb.admin import AsyncAdminClient
+from brokerlb.coordination import MetadataStore
+from brokerlb.naming import TopicName
+from brokerlb.ring import NamespaceBundles
+from brokerlb.testing.coordination import CoordinationSnapshot, check_coordination_invariants
+
+
+def new_namespace(prefix: str = "e2e") -> str:
+    return f"public/{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def topics_of(namespace: str, count: int, prefix: str = "t") -> list[str]:
+    return [f"persistent://{namespace}/{prefix}-{i}" for i in range(count)]
+
+
+async def lookup_many(url: str, topics: list[str], *, concurrency: int = 16,
+                      follow_redirects: bool = True) -> dict[str, httpx.Response]:
+    """GET the lookup of every topic from ``url`` (``concurrency`` at a time)."""
+    gate = asyncio.Semaphore(concurrency)
+    async with httpx.AsyncClient(base_url=url, follow_redirects=follow_redirects, timeout=30,
+                                 limits=httpx.Limits(max_connections=concurrency)) as client:
+        async def one(topic: str) -> tuple[str, httpx.Response]:
+            async with gate:
+                return topic, await client.get(f"/lookup/v2/topic/{TopicName.parse(topic).lookup_name}")
+
+        return dict(await asyncio.gather(*(one(t) for t in topics)))
+
+
+async def lookup_data(url: str, topics: list[str], **kwargs: Any) -> dict[str, dict[str, Any]]:
+    answers = await lookup_many(url, topics, **kwargs)
+    bad = {t: (r.status_code, r.text) for t, r in answers.items() if r.status_code != 200}
+    assert not bad, f"{len(bad)} lookups failed, e.g. {next(iter(bad.items()))}"
+    return {t: r.json() for t, r in answers.items()}
+
+
+async def owners_snapshot(store: MetadataStore, namespace: str, *, require_all_owned: bool = False
+                          ) -> CoordinationSnapshot:
+    return await check_coordination_invariants(store, [namespace], require_all_owned=require_all_owned)
+
+
+def assert_answers_match_owners(answers: dict[str, dict[str, Any]], snap: CoordinationSnapshot,
+                                namespace: str) -> None:
+    bundles: NamespaceBundles = snap.bundles[namespace]
+    for topic, data in answers.items():
+        bundle = str(bundles.find_bundle(topic))
+        owner = snap.owners.get(bundle)
+        assert owner is not None, f"{topic}: its bundle {bundle} has no owner"
+        assert data["httpUrl"] == owner.data.http_url, f"{topic}: answered {data} but {bundle} is owned by {owner}"
+        assert data["brokerUrl"] == owner.data.native_url
+
+
+def owned_counts(snap: CoordinationSnapshot) -> Counter[str]:
+    return Counter(info.broker_id or "?" for info in snap.owners.values())
+
+
+async def admin_call(url: str, method: str, *args: Any, **kwargs: Any) -> Any:
+    async with AsyncAdminClient(url) as admin:
+        return await getattr(admin, method)(*args, **kwargs)
