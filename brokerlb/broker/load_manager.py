@@ -30,13 +30,14 @@ import random
 from typing import Any
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.policies_cache import ClusterPoliciesCache
 from brokerlb.clock import Clock
 from brokerlb.config import ServiceConfig
-from brokerlb.coordination import BrokerRegistry, ClusterPolicies, LoadDataStore
+from brokerlb.coordination import BrokerRegistry, LoadDataStore
 from brokerlb.errors import BrokerLBError, InvalidLoadDataError, NoBrokerAvailableError
 from brokerlb.loadbalance import ClusterView, StrategyState
 from brokerlb.loadbalance.placement import PlacementContext, place_bundle
-from brokerlb.loadbalance.policies import FailureDomain, NamespaceIsolationData, NamespacePolicy
+from brokerlb.loadbalance.policies import NamespacePolicy
 from brokerlb.loadbalance.refresh import LeaderLoadState, RefreshResult, refresh
 from brokerlb.model import BundleData, LocalBrokerData, bundle_namespace
 from brokerlb.ring import NamespaceBundle
@@ -50,12 +51,12 @@ class LoadManager:
     """Load data, view and placement of one broker (module docstring)."""
 
     def __init__(self, conf: ServiceConfig, *, registry: BrokerRegistry, bundles: NamespaceBundlesCache,
-                 cluster_policies: ClusterPolicies, load_data_store: LoadDataStore, clock: Clock,
+                 policies: ClusterPoliciesCache, load_data_store: LoadDataStore, clock: Clock,
                  seed: int | None = None) -> None:
         self.conf = conf
         self.registry = registry
         self.bundles = bundles
-        self.cluster_policies = cluster_policies
+        self.policies = policies
         self.load_data_store = load_data_store
         self.clock = clock
         self._seed = seed
@@ -67,8 +68,7 @@ class LoadManager:
         self.strategy_state = StrategyState()
         self.rng = random.Random(self._seed)
         self._context: PlacementContext | None = None
-        self._isolation: dict[str, NamespaceIsolationData] = {}
-        self._domains: dict[str, FailureDomain] = {}
+        self._context_policies = -1
         self.refreshes = 0
 
     # ------------------------------------------------------------------ load data
@@ -109,14 +109,7 @@ class LoadManager:
         return stored
 
     async def _read_policies(self, reports: dict[str, LocalBrokerData | None]) -> None:
-        try:
-            isolation = await self.cluster_policies.isolation_policies()
-            self._isolation = {name: NamespaceIsolationData.from_json(p.to_json())
-                               for name, p in isolation.policies.items()}
-            domains = await self.cluster_policies.failure_domains()
-            self._domains = {name: FailureDomain(d.brokers) for name, d in domains.items()}
-        except BrokerLBError as exc:
-            logger.warning("Could not read isolation policies / failure domains: %s", exc)
+        """Load the namespaces the reports mention into the bundle cache (anti-affinity groups, counts)."""
         namespaces = {bundle_namespace(b) for r in reports.values() if r is not None for b in r.last_stats}
         for ns in namespaces:
             try:
@@ -132,13 +125,16 @@ class LoadManager:
 
     def view(self) -> ClusterView:
         return ClusterView(config=self.conf, now_ms=self.clock.now_ms(), load_data=self.state.load_data,
-                           namespace_policies=self.namespace_policies(), isolation_policies=self._isolation,
-                           failure_domains=self._domains)
+                           namespace_policies=self.namespace_policies(),
+                           isolation_policies=dict(self.policies.isolation),
+                           failure_domains=dict(self.policies.failure_domains))
 
     # ------------------------------------------------------------------ placement
     def context(self) -> PlacementContext:
-        if self._context is None:
+        """The placement context of the current view (rebuilt after a refresh or a policy change)."""
+        if self._context is None or self._context_policies != self.policies.version:
             self._context = PlacementContext(self.view())
+            self._context_policies = self.policies.version
         return self._context
 
     async def decide(self, bundle: NamespaceBundle) -> str:

@@ -45,6 +45,7 @@ from brokerlb.broker.namespace_service import NamespaceService
 from brokerlb.broker.owner_actions import OwnerActions
 from brokerlb.broker.partitioned_topics import PartitionedTopics
 from brokerlb.broker.placement import Decide, PlacementService
+from brokerlb.broker.policies_cache import ClusterPoliciesCache
 from brokerlb.broker.reporter import HostUsageSource, LoadReporter
 from brokerlb.broker.topics import TopicRegistry
 from brokerlb.broker.traffic_usage import TrafficHostUsage
@@ -148,8 +149,9 @@ class BrokerService:
         self.reporter = LoadReporter(ident, conf, host_usage=self._host_usage, topics=self.topics,
                                      owned_bundles=self.ownership.owned_bundles, publish=self._publish_report,
                                      connected=lambda: store.connected, clock=self.clock)
+        self.policies_cache = await ClusterPoliciesCache(store, ident.cluster).start()
         self.load_manager = LoadManager(conf, registry=self.registry, bundles=self.bundles,
-                                        cluster_policies=self.cluster_policies,
+                                        policies=self.policies_cache,
                                         load_data_store=self.load_data_store, clock=self.clock)
         self.placement = PlacementService(self._decide or self.load_manager.decide, self.registry.available_brokers)
         self.lookup = LookupService(ident, bundles=self.bundles, owners=self.owners, ownership=self.ownership,
@@ -348,6 +350,7 @@ class BrokerService:
             history.close()
         self.bundles.close()
         self.owners.close()
+        self.policies_cache.close()
         for _ in range(3):  # let the cancelled watch tasks finish
             await asyncio.sleep(0)
 

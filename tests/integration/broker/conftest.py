@@ -1,7 +1,7 @@
 """Clusters for the end-to-end suite: every test runs on the embedded store (brokers in this process)
 and on a real ZooKeeper (brokers as separate ``brokerlb broker`` processes).
 
-The cluster is shared by the tests of a module (each test uses its own namespace); tests
+The cluster is shared by the tests of this package (each test uses its own namespace); tests
 that kill brokers build their own. Everything is checked over real HTTP and by reading the
 metadata store with a client of its own.
 """
@@ -37,7 +37,7 @@ async def make_cluster(backend: str, request: pytest.FixtureRequest, brokers: in
     return await ProcessCluster(f"zk:{zk.hosts}{chroot}", brokers, overrides).start()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module", params=BACKENDS)
+@pytest_asyncio.fixture(scope="package", loop_scope="package", params=BACKENDS)
 async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[InProcessCluster | ProcessCluster]:
     c = await make_cluster(request.param, request)
     try:
@@ -46,7 +46,7 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[InProcessClus
         await c.stop()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
+@pytest_asyncio.fixture(scope="package", loop_scope="package")
 async def store(cluster: InProcessCluster | ProcessCluster) -> AsyncIterator[MetadataStore]:
     """A metadata-store client of the test's own (not one of the brokers')."""
     s = open_store(cluster.store_url, session_timeout=10.0)

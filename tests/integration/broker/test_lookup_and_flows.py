@@ -26,7 +26,7 @@ from .helpers import (
     topics_of,
 )
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = pytest.mark.asyncio(loop_scope="package")
 
 
 async def test_thousand_lookups_are_answered_with_their_owners_urls(cluster, store) -> None:

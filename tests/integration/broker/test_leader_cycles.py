@@ -1,0 +1,150 @@
+"""The leader's cycles on a live in-process cluster, with injected traffic (synthetic clients).
+
+* shedding: an overloaded broker's bundles are transferred to others (OverloadShedder and
+  the default ThresholdShedder);
+* split: a bundle over ``loadBalancerNamespaceBundleMaxTopics`` is split by its owner;
+* persistence: bundle data and time averages reach the store;
+* history: every report the leader reads lands in the JSON Lines sink.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+
+from brokerlb.admin import AsyncAdminClient
+from brokerlb.broker.synthetic import SyntheticClients
+from brokerlb.broker.topics import TopicStats
+from brokerlb.coordination.paths import BROKER_TIME_AVERAGE_ROOT, bundle_data_path
+from brokerlb.testing import eventually
+from brokerlb.testing.clusters import InProcessCluster
+
+from .helpers import new_namespace, topics_of
+
+pytestmark = pytest.mark.asyncio(loop_scope="package")
+
+FAST = {
+    "loadBalancerSheddingIntervalMinutes": 0.02,  # 1.2 s
+    "loadBalancerSheddingGracePeriodMinutes": 0.05,
+    "loadBalancerReportUpdateMinIntervalMillis": 100,
+    "loadBalancerHostUsageCheckIntervalMinutes": 0.001,
+    "brokerlbModelCores": 1,
+    "brokerlbModelMsgRatePerCore": 10_000,
+}
+
+
+def leader_of(cluster: InProcessCluster):
+    return next(s for s in cluster.services if s.is_leader)
+
+
+async def hot_broker_setup(cluster: InProcessCluster, ns: str, hot_rate: float) -> tuple[SyntheticClients, str]:
+    """Traffic on every topic of ``ns``; the topics of one broker carry ``hot_rate`` each."""
+    async with AsyncAdminClient(cluster.urls[0]) as admin:
+        await admin.create_namespace(ns, num_bundles=6)
+    clients = SyntheticClients(cluster.services)
+    topics = topics_of(ns, 60)
+    await clients.add_many({t: TopicStats(msg_rate_in=10) for t in topics})
+    hot = Counter(clients.placement().values()).most_common(1)[0][0]
+    for topic, broker in clients.placement().items():
+        if broker == hot:
+            # ThresholdShedder moves nothing below loadBalancerBundleUnloadMinThroughputThreshold (10 MB/s)
+            clients.set_stats(topic, TopicStats(msg_rate_in=hot_rate, msg_throughput_in=hot_rate * 20_000))
+    return clients, hot
+
+
+@pytest.mark.parametrize("strategy", ["OverloadShedder", "ThresholdShedder"])
+async def test_shedding_moves_bundles_off_an_overloaded_broker(strategy) -> None:
+    cluster = await InProcessCluster(3, {**FAST, "loadBalancerLoadSheddingStrategy": strategy}).start()
+    try:
+        clients, hot = await hot_broker_setup(cluster, new_namespace("shed"), hot_rate=600)
+        leader = leader_of(cluster).leader_tasks
+
+        def transfers():
+            return [e for e in leader.events if e.kind == "unload" and e.source == hot]
+
+        try:
+            await eventually(transfers, timeout=20, message=f"{strategy} unloads from the hot broker")
+        except AssertionError as exc:
+            last = leader.last_shedding.to_json() if leader.last_shedding else None
+            raise AssertionError(f"{exc}; last shedding cycle: {last}") from None
+        event = transfers()[0]
+        assert event.destination and event.destination != hot, "a transfer names its destination"
+        # the bundle is owned by the destination and the clients followed it
+        owners = leader_of(cluster).owners
+
+        async def moved() -> bool:
+            info = owners.get_owner(event.bundle)
+            return info is not None and info.broker_id == event.destination
+
+        await eventually(moved, timeout=10, message="the bundle is owned by the destination")
+        await eventually(lambda: clients.reconnects > 0, timeout=10, message="clients reconnected")
+        assert any(e.kind == "shed-cycle" for e in leader.events)
+        await clients.close()
+    finally:
+        await cluster.stop()
+
+
+async def test_a_bundle_with_too_many_topics_is_split_by_the_leader() -> None:
+    cluster = await InProcessCluster(3, {**FAST, "loadBalancerNamespaceBundleMaxTopics": 5,
+                                         "loadBalancerAutoUnloadSplitBundlesEnabled": False}).start()
+    try:
+        ns = new_namespace("autosplit")
+        async with AsyncAdminClient(cluster.urls[0]) as admin:
+            await admin.create_namespace(ns, num_bundles=1)
+            clients = SyntheticClients(cluster.services)
+            await clients.add_many({t: TopicStats(msg_rate_in=1) for t in topics_of(ns, 12)})
+
+            async def split() -> bool:
+                return (await admin.get_bundles(ns))["numBundles"] > 1
+
+            await eventually(split, timeout=20, message="the leader split the bundle")
+            events = [e for e in leader_of(cluster).leader_tasks.events if e.kind == "split"]
+            assert events and events[0].reason == "Topics"
+            await clients.close()
+    finally:
+        await cluster.stop()
+
+
+async def test_leader_persists_bundle_data_and_time_averages(tmp_path) -> None:
+    cluster = await InProcessCluster(2, {**FAST, "loadBalancerResourceQuotaUpdateIntervalMinutes": 0.01}).start()
+    try:
+        ns = new_namespace("persist")
+        async with AsyncAdminClient(cluster.urls[0]) as admin:
+            await admin.create_namespace(ns, num_bundles=2)
+        clients = SyntheticClients(cluster.services)
+        topic = f"persistent://{ns}/t"
+        await clients.add(topic, TopicStats(msg_rate_in=100))
+        store = cluster.services[0].store
+        bundle = str(cluster.services[0].bundles.cached(__import__("brokerlb").NamespaceName.parse(ns))
+                     .find_bundle(topic))
+
+        async def persisted() -> bool:
+            node = await store.get_or_none(bundle_data_path(bundle))
+            brokers = await store.children(BROKER_TIME_AVERAGE_ROOT) if await store.exists(
+                BROKER_TIME_AVERAGE_ROOT) else []
+            return node is not None and b"shortTermData" in node.data and len(brokers) == 2
+
+        await eventually(persisted, timeout=15, message="bundle data and time averages written")
+        await clients.close()
+    finally:
+        await cluster.stop()
+
+
+async def test_leader_appends_every_report_to_the_history_sink(tmp_path) -> None:
+    history = pytest.importorskip("brokerlb.history")
+    cluster = await InProcessCluster(2, {**FAST, "brokerlbLoadHistoryDir": str(tmp_path)}).start()
+    try:
+        clients = SyntheticClients(cluster.services)
+        ns = new_namespace("history")
+        async with AsyncAdminClient(cluster.urls[0]) as admin:
+            await admin.create_namespace(ns, num_bundles=2)
+        await clients.add(f"persistent://{ns}/a", TopicStats(msg_rate_in=50))
+        await asyncio.sleep(1.0)
+        await clients.close()
+    finally:
+        await cluster.stop()
+    samples = history.read_history(tmp_path, history.BROKER_SAMPLES)
+    assert {s.broker_id for s in samples} == set(cluster.broker_ids)
+    assert any(s.local_data is not None and s.local_data.msg_rate_in > 0 for s in samples)
