@@ -10,6 +10,11 @@ cpu of a broker = ``base_cpu * cores`` + the cost of the messages and bytes it m
 out) + a seeded multiplicative measurement noise; NIC = its throughput. The same cost
 function gives each bundle's *demand*, used by the metrics' lower bound.
 
+What a broker *measures* (``measured=True``: what its load report says) cannot exceed its
+limits -- a broker asked for 12 cores' work on 8 cores reports 800 of 800 -- while the
+metrics use the *demand* (``measured=False``), so a load above 100% in a report means the
+broker is saturated: its clients see the difference as latency and backlog.
+
 >>> from brokerlb.sim.spec import ResourceModelSpec
 >>> model = ResourceModel(ResourceModelSpec(cpu_us_per_msg=10, cpu_us_per_mb=0, base_cpu=0))
 >>> float(model.cpu_demand(np.array([100_000.0]), np.array([0.0]))[0])   # 100k msg/s x 10 us = 1 core
@@ -86,27 +91,33 @@ class ResourceModel:
         return throughput * (self.spec.direct_memory_mb_per_mbps / 1e6)
 
     def broker_usage(self, caps: Capacities, msg_rate: np.ndarray, throughput_in: np.ndarray,
-                     throughput_out: np.ndarray, up: np.ndarray, *, noise: bool = True) -> BrokerUsage:
+                     throughput_out: np.ndarray, up: np.ndarray, *, measured: bool = True) -> BrokerUsage:
         """Usage of every broker given its served traffic (rates in + out, throughputs per direction).
 
-        Brokers that are down (``up`` False) report zeros. With ``noise`` the measurement noise
-        is drawn for all brokers, so the random stream does not depend on which are up.
+        Brokers that are down (``up`` False) report zeros. ``measured``: with the measurement
+        noise (drawn for all brokers, so the random stream does not depend on which are up)
+        and capped at the limits; else the plain demand.
         """
         s = self.spec
         throughput = throughput_in + throughput_out
         cpu = s.base_cpu * caps.cores + self.cpu_demand(msg_rate, throughput)
-        if noise and self._rng is not None and s.measurement_noise > 0:
+        if measured and self._rng is not None and s.measurement_noise > 0:
             z = self._rng.standard_normal(len(cpu))
             cpu = cpu * np.exp(s.measurement_noise * z - 0.5 * s.measurement_noise**2)
         direct = s.direct_memory_base_mb + self.direct_memory_demand(throughput)
         memory = np.full(len(cpu), s.heap_used_mb)
+        bw_in, bw_out = kbps(throughput_in), kbps(throughput_out)
+        if measured:
+            cpu = np.minimum(cpu, caps.cpu_limit)
+            bw_in, bw_out = np.minimum(bw_in, caps.nic_kbps), np.minimum(bw_out, caps.nic_kbps)
+            direct = np.minimum(direct, s.direct_memory_mb)
         zero = ~up
         for arr in (cpu, direct, memory):
             arr[zero] = 0.0
         return BrokerUsage(
             cpu=cpu,
-            bandwidth_in=np.where(up, kbps(throughput_in), 0.0),
-            bandwidth_out=np.where(up, kbps(throughput_out), 0.0),
+            bandwidth_in=np.where(up, bw_in, 0.0),
+            bandwidth_out=np.where(up, bw_out, 0.0),
             memory=memory,
             direct_memory=direct,
         )

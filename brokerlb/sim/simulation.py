@@ -44,7 +44,7 @@ from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig, short_class_name
 from brokerlb.model import LocalBrokerData, ResourceWeights
 from brokerlb.sim.brokers import BundleTraffic, ReportWriter, SimBroker
-from brokerlb.sim.leader import ClusterInputs, Leader, LeaderFactory, SimLeader
+from brokerlb.sim.leader import ClusterInputs, Leader, LeaderFactory, SimLeader, is_extensible
 from brokerlb.sim.metrics import CycleMetrics, MetricsRecorder, lower_bound
 from brokerlb.sim.ownership import BundleState, Move, OwnershipTable
 from brokerlb.sim.recorded import RecordedWorkload
@@ -228,8 +228,8 @@ class Simulation:
 
         unowned_ms = self.ownership.end_cycle(self.now_ms)
         true_usage = self.model.broker_usage(self.caps, broker_totals["rate"], broker_totals["tput_in"],
-                                             broker_totals["tput_out"], up, noise=False)
-        base = self.model.broker_usage(self.caps, *(np.zeros(len(self.brokers)),) * 3, up, noise=False)
+                                             broker_totals["tput_out"], up, measured=False)
+        base = self.model.broker_usage(self.caps, *(np.zeros(len(self.brokers)),) * 3, up, measured=False)
         offered = float(bundle.throughput.sum())
         served_tput = float(bundle.throughput[served].sum())
         live_bundles = bundle.topics > 0  # this cycle's bundles (computed before any split below)
@@ -524,12 +524,17 @@ class Simulation:
         zero = np.zeros(len(self.brokers))
         up = np.zeros(len(self.brokers), dtype=bool)
         up[broker.index] = True
-        idle = self.model.broker_usage(self.caps, zero, zero, zero, up, noise=False)
+        idle = self.model.broker_usage(self.caps, zero, zero, zero, up, measured=False)
         system = self.writer.usage_of(broker.index, idle)
         n = self.topology.num_bundle_ids
         empty = BundleTraffic(*(np.zeros(n) for _ in range(4)), *(np.zeros(n, dtype=np.int64) for _ in range(3)))
         self.writer.write_local_data(broker, now, system, (0.0, 0.0, 0.0, 0.0, 0), np.zeros(0, dtype=np.int64),
                                      empty, self.topology.bundle_names, self.config, force=True)
+        if is_extensible(self.config):  # the extensible reporters publish at start too
+            self.writer.publish_load_data(broker, now, system, (0.0, 0.0, 0.0, 0.0, 0), 0, self.config,
+                                          ResourceWeights.from_config(self.config))
+            self.writer.publish_top_bundles(broker, np.zeros(0, dtype=np.int64), empty,
+                                            self.topology.bundle_names, 0, None)
         if self.history is not None:
             self.history.report(broker)
         self._reports_changed = True

@@ -29,7 +29,7 @@ def test_measurement_noise_is_seeded_and_optional():
     args = (caps, np.full(3, 1e5), np.zeros(3), np.zeros(3), np.ones(3, dtype=bool))
     a = ResourceModel(spec, np.random.default_rng(1)).broker_usage(*args)
     b = ResourceModel(spec, np.random.default_rng(1)).broker_usage(*args)
-    clean = ResourceModel(spec, np.random.default_rng(1)).broker_usage(*args, noise=False)
+    clean = ResourceModel(spec, np.random.default_rng(1)).broker_usage(*args, measured=False)
     assert np.array_equal(a.cpu, b.cpu) and not np.array_equal(a.cpu, clean.cpu)
 
 
@@ -45,3 +45,12 @@ def test_lower_bound_is_average_or_largest_bundle():
     one_down = lower_bound(caps, base, np.array([True, False]), model, np.array([30_000.0]), np.zeros(1),
                            np.zeros(1))
     assert one_down == pytest.approx(0.3)
+
+
+def test_measured_usage_is_capped_demand_is_not():
+    caps = Capacities.of([BrokerSpec("a", cores=1)])
+    model = ResourceModel(SPEC)
+    args = (caps, np.array([150_000.0]), np.zeros(1), np.zeros(1), np.ones(1, dtype=bool))
+    assert model.broker_usage(*args).cpu[0] == 100.0
+    demand = model.broker_usage(*args, measured=False)
+    assert demand.cpu[0] == pytest.approx(150.0) and demand.load(caps, SPEC)[0] == pytest.approx(1.5)
