@@ -32,7 +32,6 @@ after splits.
 
 from __future__ import annotations
 
-import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -42,20 +41,19 @@ import numpy as np
 
 from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig, short_class_name
-from brokerlb.model import LocalBrokerData, ResourceWeights
+from brokerlb.model import ResourceWeights
 from brokerlb.sim.brokers import BundleTraffic, ReportWriter, SimBroker
-from brokerlb.sim.leader import ClusterInputs, Leader, LeaderFactory, SimLeader, is_extensible
+from brokerlb.sim.leader import ClusterInputs, Leader, LeaderFactory, SimLeader
+from brokerlb.sim.leadership import LeaderDuties
+from brokerlb.sim.lifecycle import ClusterLifecycle
 from brokerlb.sim.metrics import CycleMetrics, MetricsRecorder, lower_bound
-from brokerlb.sim.ownership import BundleState, Move, OwnershipTable
+from brokerlb.sim.ownership import Move, OwnershipTable
 from brokerlb.sim.recorded import RecordedWorkload
 from brokerlb.sim.resources import BrokerUsage, Capacities, ResourceModel
 from brokerlb.sim.spec import (
     AddBroker,
     BrokerSpec,
-    FailBroker,
-    RestartBroker,
     Scenario,
-    SetConfig,
 )
 from brokerlb.sim.topology import Topology
 from brokerlb.sim.workloads import SyntheticWorkload, TopicTraffic, Workload
@@ -65,10 +63,9 @@ __all__ = ["Simulation", "DEFAULT_START_MS"]
 #: Simulated time 0 (2023-11-14T22:13:20Z), unless a recorded workload says otherwise.
 DEFAULT_START_MS = 1_700_000_000_000
 
-_MAX_LOOKUP_BACKOFF_S = 60.0
 
 
-class Simulation:
+class Simulation(LeaderDuties, ClusterLifecycle):
     """One run of a scenario under one configuration (see the module docstring).
 
     ``config_overrides`` apply over the scenario's ``config`` (e.g. the strategy under test);
@@ -169,10 +166,6 @@ class Simulation:
         declared = {ns.name: ns.bundles for ns in self.scenario.namespaces}
         default = self.config.defaultNumberOfNamespaceBundles
         return [(ns, declared.get(ns, default)) for ns in self.workload.topics]
-
-    @property
-    def now_ms(self) -> int:
-        return self.clock.now_ms()
 
     @property
     def cycles(self) -> int:
@@ -347,304 +340,3 @@ class Simulation:
 
     def _has_policies(self, bundle: str) -> bool:
         return bundle.rpartition("/")[0] in self.anti_affinity
-
-    def _reports(self) -> dict[str, LocalBrokerData | None]:
-        """What the leader reads under ``/loadbalance/brokers``: registered brokers' reports."""
-        return {b.broker_id: b.report for b in self.brokers if b.registered}
-
-    # ------------------------------------------------------------------ leader
-
-    def _elect_leader(self) -> None:
-        candidates = [i for i in self._registration_order if self.brokers[i].registered]
-        new = candidates[0] if candidates else -1
-        if new == self._leader_broker and self.leader is not None:
-            return
-        if self.leader is not None:
-            # Pulsar's leader persists bundle histories (/loadbalance/bundle-data) every
-            # loadBalancerResourceQuotaUpdateIntervalMinutes; the next leader reads them. The
-            # simulator hands over the latest histories (not up to 15 minutes older ones).
-            self._stored_bundle_data = self.leader.persisted_bundle_data()
-        self._leader_broker = new
-        if new < 0:
-            self.leader = None
-            return
-        rng = random.Random(self._leader_seed + len(self._registration_order) * 7919 + new)
-        self.leader = self._leader_factory(self.broker_ids[new], self.config, rng, dict(self._stored_bundle_data))
-        self._reports_changed = True
-        now = self.now_ms
-        self._next_shed_ms = now + self.config.duration_seconds("loadBalancerSheddingIntervalMinutes") * 1000
-        self._next_split_ms = now + self.config.duration_seconds("loadBalancerSplitIntervalMinutes") * 1000
-
-    @property
-    def leader_available(self) -> bool:
-        return self.leader is not None and self.brokers[self._leader_broker].up
-
-    def _inputs(self) -> ClusterInputs:
-        """What the leader reads now. Rebuilt only after reports, registrations or bundles changed."""
-        if self._cached_inputs is not None and not self._reports_changed:
-            return self._cached_inputs
-        registered = [b for b in self.brokers if b.registered]
-        topo = self.topology
-        inputs = ClusterInputs(
-            reports=self._reports(),
-            broker_load_data={b.broker_id: b.published_load_data for b in registered
-                              if b.published_load_data is not None},
-            top_bundles={b.broker_id: b.top_bundles for b in registered if b.top_bundles is not None},
-            brokers={b.broker_id: b.spec for b in registered},
-            ownership=self.ownership.ownership_map,  # computed only if the leader asks
-            namespace_bundles={ns: topo.ns_bundles[i] for ns, i in topo.ns_index.items()},
-            anti_affinity=self.anti_affinity,
-        )
-        self._cached_inputs = inputs
-        return inputs
-
-    def _leader_cycle(self) -> None:
-        if not self.leader_available:
-            return
-        leader = self.leader
-        assert leader is not None
-        now = self.now_ms
-        conf = self.config
-        inputs = self._inputs()
-        started = time.perf_counter()
-        refreshed = self._ensure_refreshed(inputs)
-        if now >= self._next_shed_ms:
-            self._next_shed_ms += conf.duration_seconds("loadBalancerSheddingIntervalMinutes") * 1000
-            result = leader.shed(now, inputs)
-            self._count("unload", result.decisions)
-            self._execute_unloads(result.unloads)
-        split_due = refreshed if not leader.extensible else now >= self._next_split_ms
-        if leader.extensible and split_due:
-            self._next_split_ms += conf.duration_seconds("loadBalancerSplitIntervalMinutes") * 1000
-        if split_due and conf.loadBalancerAutoBundleSplitEnabled:
-            split = leader.split(now, inputs)
-            self._count("split", split.decisions)
-            self._execute_splits(split.splits)
-        self.engine_seconds += time.perf_counter() - started
-
-    def _ensure_refreshed(self, inputs: ClusterInputs) -> bool:
-        """The leader's ``updateAll`` runs on every change under ``/loadbalance/brokers``;
-        changes since its last run are folded in before it decides anything."""
-        if not self._reports_changed or self.leader is None:
-            return False
-        self.leader.refresh(self.now_ms, inputs)
-        self._reports_changed = False
-        return True
-
-    def _count(self, kind: str, decisions: Any) -> None:
-        for d in decisions:
-            self._cycle_decisions[f"{kind}/{d.label}/{d.reason}"] += 1
-
-    # ------------------------------------------------------------------ executing decisions
-
-    def _execute_unloads(self, unloads: list[Any]) -> None:
-        now = self.now_ms
-        timing = self.scenario.timing
-        assert self.leader is not None
-        for decision in unloads:
-            b = self.topology.bundle_index.get(decision.bundle)
-            if b is None or self.ownership.state[b] != BundleState.OWNED:
-                continue  # split or moved meanwhile: Pulsar's unload of an unowned bundle is a no-op
-            if not self.brokers[int(self.ownership.owner[b])].up:
-                continue
-            dest = self.broker_index.get(decision.destination, -1) if decision.destination else -1
-            transfer = self.leader.extensible and dest >= 0 and self.config.loadBalancerTransferEnabled
-            cause = "transfer" if transfer else "shed"
-            self.ownership.release(b, now, cause, self._throughput_of(b),
-                                   destination=dest if transfer else -1,
-                                   detail=f"{decision.reason}: {decision.detail}".strip(": "))
-            if dest >= 0 and not transfer:
-                self._affinity[b] = dest
-            delay = timing.transfer if transfer else timing.unload
-            self.timeline.schedule(now + delay * 1000, "release_done", (b, dest if transfer else -1))
-
-    def _execute_splits(self, splits: list[Any]) -> None:
-        """Split bundles on the ring. Pulsar's split runs on the owner; a bundle without a live
-        owner right now (in transit) is left alone -- the next check will see it again."""
-        now = self.now_ms
-        assert self.leader is not None
-        for decision in splits:
-            parent = self.topology.bundle_index.get(decision.bundle)
-            if parent is None or not decision.boundaries:
-                continue
-            owner = int(self.ownership.owner[parent])
-            if self.ownership.state[parent] != BundleState.OWNED or not self.brokers[owner].up:
-                self._cycle_decisions["split/NotExecuted/NoOwner"] += 1
-                continue
-            children = self.topology.split(parent, decision.boundaries)
-            self.ownership.grow(self.topology.num_bundle_ids)
-            names = [self.topology.bundle_names[c] for c in children]
-            self.ownership.split(parent, children, now, f"{decision.reason}: {decision.detail}".strip(": "))
-            self._cycle_splits += 1
-            self.leader.bundle_split(decision.bundle, names)
-            self._reports_changed = True
-            if self.validate:
-                from brokerlb.testing import assert_ring_covers_keyspace
-
-                assert_ring_covers_keyspace(self.topology.ns_bundles[int(self.topology.bundle_ns[parent])])
-            if self.config.loadBalancerAutoUnloadSplitBundlesEnabled:
-                for child in children:
-                    self.ownership.release(child, now, "split", 0.0, detail=f"unload after splitting {decision.bundle}")
-                    self.timeline.schedule(now + self.scenario.timing.unload * 1000, "release_done", (child, -1))
-
-    # ------------------------------------------------------------------ timeline
-
-    def _run_timeline(self, until_ms: float) -> None:
-        handlers = {
-            "scenario": self._on_scenario_event,
-            "release_done": self._on_release_done,
-            "lookup": self._on_lookup,
-            "session_expired": self._on_session_expired,
-            "broker_up": self._on_broker_up,
-        }
-        for time_ms, kind, payload in self.timeline.pop_due(until_ms):
-            self.clock.set_ms(max(time_ms, self.clock.now_ms()))
-            handlers[kind](payload)
-
-    def _on_scenario_event(self, event: Any) -> None:
-        if isinstance(event, AddBroker):
-            self._start_broker(self.brokers[self.broker_index[event.broker.broker_id]])
-        elif isinstance(event, RestartBroker):
-            self._restart_broker(self.brokers[self.broker_index[event.broker]], event.downtime)
-        elif isinstance(event, FailBroker):
-            self._fail_broker(self.brokers[self.broker_index[event.broker]])
-        elif isinstance(event, SetConfig):
-            self.config = self.config.with_overrides(dict(event.config), strict=True)
-            if self.leader is not None:
-                self.leader.config = self.config
-        self._elect_leader()
-
-    def _start_broker(self, broker: SimBroker) -> None:
-        """Register a (re)started broker; it writes its first report at once (no bundles yet)."""
-        now = self.now_ms
-        broker.start(now)
-        if broker.index in self._registration_order:
-            self._registration_order.remove(broker.index)
-        self._registration_order.append(broker.index)
-        zero = np.zeros(len(self.brokers))
-        up = np.zeros(len(self.brokers), dtype=bool)
-        up[broker.index] = True
-        idle = self.model.broker_usage(self.caps, zero, zero, zero, up, measured=False)
-        system = self.writer.usage_of(broker.index, idle)
-        n = self.topology.num_bundle_ids
-        empty = BundleTraffic(*(np.zeros(n) for _ in range(4)), *(np.zeros(n, dtype=np.int64) for _ in range(3)))
-        self.writer.write_local_data(broker, now, system, (0.0, 0.0, 0.0, 0.0, 0), np.zeros(0, dtype=np.int64),
-                                     empty, self.topology.bundle_names, self.config, force=True)
-        if is_extensible(self.config):  # the extensible reporters publish at start too
-            self.writer.publish_load_data(broker, now, system, (0.0, 0.0, 0.0, 0.0, 0), 0, self.config,
-                                          ResourceWeights.from_config(self.config))
-            self.writer.publish_top_bundles(broker, np.zeros(0, dtype=np.int64), empty,
-                                            self.topology.bundle_names, 0, None)
-        if self.history is not None:
-            self.history.report(broker)
-        self._reports_changed = True
-
-    def _on_broker_up(self, index: int) -> None:
-        self._start_broker(self.brokers[index])
-        self._elect_leader()
-
-    def _restart_broker(self, broker: SimBroker, downtime: float) -> None:
-        if not broker.up:
-            return
-        now = self.now_ms
-        for b in self.ownership.owned_by(broker.index):
-            self.ownership.release(int(b), now, "restart", self._throughput_of(int(b)))
-            self.timeline.schedule(now + self.scenario.timing.unload * 1000, "release_done", (int(b), -1))
-        broker.stop()
-        self._reports_changed = True
-        self.timeline.schedule(now + downtime * 1000, "broker_up", broker.index)
-
-    def _fail_broker(self, broker: SimBroker) -> None:
-        if not broker.up:
-            return
-        broker.up = False  # still registered until its session expires
-        tput = np.zeros(self.topology.num_bundle_ids)
-        if self._bundle_traffic is not None:
-            known = self._bundle_traffic.throughput
-            tput[: len(known)] = known
-        self.ownership.owner_lost(self.ownership.owned_by(broker.index), self.now_ms, tput)
-        timeout = self.scenario.timing.session_timeout
-        if timeout is None:
-            timeout = self.config.metadataStoreSessionTimeoutMillis / 1000
-        self.timeline.schedule(self.now_ms + timeout * 1000, "session_expired", broker.index)
-
-    def _on_session_expired(self, index: int) -> None:
-        broker = self.brokers[index]
-        if broker.up:
-            return  # came back meanwhile
-        broker.registered = False
-        now = self.now_ms
-        for b in self.ownership.broker_lost(index, now, f"session of {broker.broker_id} expired"):
-            self._schedule_lookup(b, now)
-        self._reports_changed = True
-        self._elect_leader()
-
-    def _on_release_done(self, payload: tuple[int, int]) -> None:
-        b, _ = payload
-        if not self.topology.bundle_live[b] or self.ownership.state[b] != BundleState.RELEASING:
-            return
-        now = self.now_ms
-        if self.ownership.release_done(b, now):
-            dest = int(self.ownership.owner[b])
-            if self.brokers[dest].up:
-                self._moved(self.ownership.assign(b, dest, now, "transfer"))
-            # else: Assigning to a crashed broker until its session expires (BrokerLost frees it)
-            return
-        self._schedule_lookup(b, now)
-
-    def _schedule_lookup(self, b: int, now: float) -> None:
-        if self.ownership.lookup_pending[b]:
-            return
-        self.ownership.request_lookup(b, now)
-        self.timeline.schedule(now + self.scenario.timing.lookup * 1000, "lookup", b)
-
-    def _request_lookups(self, traffic: TopicTraffic) -> None:
-        """Clients of topics in bundles nobody owns or looks up yet do a lookup now."""
-        topo = self.topology
-        wanted = np.zeros(topo.num_bundle_ids, dtype=bool)
-        wanted[topo.topic_bundle[traffic.active]] = True
-        free = wanted & topo.bundle_live & (self.ownership.state == BundleState.FREE) & ~self.ownership.lookup_pending
-        for b in np.flatnonzero(free):
-            self._schedule_lookup(int(b), self.now_ms)
-
-    def _on_lookup(self, b: int) -> None:
-        own = self.ownership
-        if not self.topology.bundle_live[b] or own.state[b] != BundleState.FREE:
-            own.lookup_pending[b] = False
-            return
-        now = self.now_ms
-        own.lookup_pending[b] = False
-        target = -1
-        affinity = self._affinity.pop(b, -1)
-        if affinity >= 0 and self.brokers[affinity].registered and self.brokers[affinity].up:
-            target = affinity
-        elif self.leader_available:
-            assert self.leader is not None
-            started = time.perf_counter()
-            inputs = self._inputs()
-            self._ensure_refreshed(inputs)
-            decision = self.leader.place(now, self.topology.bundle_names[b], inputs)
-            self.engine_seconds += time.perf_counter() - started
-            self._cycle_decisions[f"placement/{decision.label}/{decision.reason}"] += 1
-            if decision.broker is not None:
-                target = self.broker_index.get(decision.broker, -1)
-        if target < 0 or not self.brokers[target].up:
-            attempts = self._lookup_attempts.get(b, 0) + 1
-            self._lookup_attempts[b] = attempts
-            backoff = min(self.scenario.timing.lookup * 2**attempts, _MAX_LOOKUP_BACKOFF_S)
-            own.lookup_pending[b] = True
-            self.timeline.schedule(now + max(backoff, 0.001) * 1000, "lookup", b)
-            return
-        self._lookup_attempts.pop(b, None)
-        self._moved(own.assign(b, target, now, "lookup"))
-
-    def _throughput_of(self, b: int) -> float:
-        """Bundle ``b``'s throughput at the last sample (0 for a bundle created since, by a split)."""
-        traffic = self._bundle_traffic
-        if traffic is None or b >= len(traffic.throughput):
-            return 0.0
-        return float(traffic.throughput[b])
-
-    def _moved(self, move: Move | None) -> None:
-        if move is not None:
-            self._cycle_moves.append(move)

@@ -186,7 +186,7 @@ def _growth_by_namespace(scenario: Scenario) -> dict[str, list[NamespaceGrowth]]
 
 def _activation_times(initial: int, growth: list[NamespaceGrowth]) -> np.ndarray:
     """Creation time of each topic: 0 for the initial ones, then evenly over each growth period."""
-    parts = [np.zeros(initial)]
+    parts: list[np.ndarray] = [np.zeros(initial)]
     for g in growth:
         parts.append(g.at + np.arange(g.topics) * (g.over / g.topics))
     return np.concatenate(parts)

@@ -62,8 +62,8 @@ def serve_directory(directory: str | os.PathLike[str]) -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, name="serve_directory", daemon=True)
     thread.start()
     try:
-        host, port = server.server_address[:2]
-        yield f"http://{host}:{port}"
+        port = server.server_address[1]
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.shutdown()
         server.server_close()

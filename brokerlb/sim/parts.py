@@ -1,0 +1,86 @@
+"""What the parts of a :class:`~brokerlb.sim.simulation.Simulation` share.
+
+The simulation is split by role -- the loop (:mod:`brokerlb.sim.simulation`), the leader's
+duties (:mod:`brokerlb.sim.leadership`) and the cluster's life between cycles
+(:mod:`brokerlb.sim.lifecycle`) -- over one set of attributes, declared here for readers and
+type checkers and set by ``Simulation.__init__``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from brokerlb.clock import ManualClock
+    from brokerlb.config import ServiceConfig
+    from brokerlb.model import BundleData
+    from brokerlb.sim.brokers import BundleTraffic, ReportWriter, SimBroker
+    from brokerlb.sim.leader import ClusterInputs, Leader, LeaderFactory
+    from brokerlb.sim.ownership import Move, OwnershipTable
+    from brokerlb.sim.resources import Capacities, ResourceModel
+    from brokerlb.sim.spec import Scenario
+    from brokerlb.sim.timeline import Timeline
+    from brokerlb.sim.topology import Topology
+
+__all__ = ["SimulationParts"]
+
+
+class SimulationParts:
+    """Shared state of the simulation's parts (declarations only)."""
+
+    scenario: Scenario
+    config: ServiceConfig
+    clock: ManualClock
+    validate: bool
+    history: Any
+    topology: Topology
+    ownership: OwnershipTable
+    timeline: Timeline
+    brokers: list[SimBroker]
+    broker_index: dict[str, int]
+    broker_ids: list[str]
+    anti_affinity: dict[str, str]
+    caps: Capacities
+    model: ResourceModel
+    writer: ReportWriter
+    leader: Leader | None
+    engine_seconds: float
+    _leader_factory: LeaderFactory
+    _leader_broker: int
+    _leader_seed: int
+    _registration_order: list[int]
+    _stored_bundle_data: dict[str, BundleData]
+    _next_shed_ms: float
+    _next_split_ms: float
+    _reports_changed: bool
+    _cached_inputs: ClusterInputs | None
+    _cycle: int
+    _cycle_decisions: Counter[str]
+    _cycle_moves: list[Move]
+    _cycle_splits: int
+    _bundle_traffic: BundleTraffic | None
+    _affinity: dict[int, int]
+    _lookup_attempts: dict[int, int]
+
+    @property
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    # provided by the leader's duties (brokerlb.sim.leadership)
+    @property
+    def leader_available(self) -> bool:
+        raise NotImplementedError
+
+    def _elect_leader(self) -> None:
+        raise NotImplementedError
+
+    def _inputs(self) -> ClusterInputs:
+        raise NotImplementedError
+
+    def _ensure_refreshed(self, inputs: ClusterInputs) -> bool:
+        raise NotImplementedError
+
+    # provided by the cluster's life cycle (brokerlb.sim.lifecycle)
+    def _throughput_of(self, b: int) -> float:
+        raise NotImplementedError
