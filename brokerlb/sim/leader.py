@@ -126,17 +126,16 @@ class SimLeader:
     # ------------------------------------------------------------------ view
 
     def view(self, now_ms: int, inputs: ClusterInputs) -> Any:
-        from brokerlb.loadbalance import BrokerLookupData, ClusterView, NamespacePolicy
+        from brokerlb.loadbalance import BrokerLookupData, NamespacePolicy
 
         policies = {
             ns: NamespacePolicy(anti_affinity_group=inputs.anti_affinity.get(ns), bundles=bundles)
             for ns, bundles in inputs.namespace_bundles.items()
         }
         extensible = self.extensible
-        return ClusterView(
-            config=self.config,
-            now_ms=now_ms,
-            load_data=self.load_state.load_data,
+        return self.load_state.view(
+            self.config,
+            now_ms,
             broker_load_data=inputs.broker_load_data if extensible else {},
             top_bundles=inputs.top_bundles if extensible else {},
             broker_lookup_data={
@@ -196,6 +195,9 @@ class SimLeader:
         load_data.bundle_data.setdefault(bundle, data)
         broker_data.preallocated_bundle_data[bundle] = data
         self.load_state.preallocated_bundle_to_broker[bundle] = broker
+        namespace, _, bundle_range = bundle.rpartition("/")
+        ranges = self.load_state.namespace_bundle_ranges.setdefault(broker, {})
+        ranges.setdefault(namespace, set()).add(bundle_range)
 
     def bundle_split(self, parent: str, children: list[str]) -> None:
         """Forget the split parent's history (Pulsar's ``checkNamespaceBundleSplit``)."""
