@@ -33,10 +33,12 @@ th:first-child, td:first-child { text-align: left; }
 td.best { background: #e3f6e3; font-weight: 600; }
 td.explain { color: #666; text-align: left; font-size: .8rem; }
 .plots img { max-width: 100%; margin: .3rem 0; }
-.strategies { display: grid; gap: 1rem; grid-template-columns: repeat(var(--n), minmax(320px, 1fr)); }
+.strategies { display: grid; gap: 1rem; grid-template-columns: repeat(var(--n), minmax(320px, 1fr));
+              overflow-x: auto; }
 .strategy { border: 1px solid #ccc; border-radius: 6px; padding: .6rem; min-width: 0; }
 .strategy img { width: 100%; }
-.strategy table { width: 100%; font-size: .8rem; }
+.strategy table { width: 100%; font-size: .8rem; table-layout: fixed; }
+.strategy table.moves td { overflow-wrap: anywhere; text-align: left; }
 .events li, .params li { margin: .1rem 0; }
 code { background: #f4f4f4; padding: 0 .2rem; }
 """
@@ -59,12 +61,24 @@ def _scenario_section(scenario: Scenario, results: Sequence[SimulationResult]) -
     if scenario.config:
         params.append("config: " + ", ".join(f"<code>{escape(str(k))}={escape(str(v))}</code>"
                                              for k, v in scenario.config.items()))
-    events = "".join(f"<li>{format_duration(e['at'])}: {escape(e['type'])} "
-                     + escape(", ".join(f"{k}={v}" for k, v in e.items() if k not in ("at", "type")))
-                     + "</li>" for e in data["events"])
+    events = "".join(f"<li>{format_duration(e['at'])}: {escape(e['type'])} {escape(_event_text(e))}</li>"
+                     for e in data["events"])
     return (f"<p>{escape(scenario.description)}</p><ul class='params'>"
             + "".join(f"<li>{p}</li>" for p in params) + "</ul>"
             + (f"<h3>Events</h3><ul class='events'>{events}</ul>" if events else ""))
+
+
+def _event_text(event: Mapping[str, object]) -> str:
+    parts = []
+    for key, value in event.items():
+        if key in ("at", "type") or value is None:
+            continue
+        if isinstance(value, Mapping) and "name" in value:  # a broker spec
+            value = f"{value['name']} ({value.get('cores', '?'):g} cores)"  # type: ignore[str-format]
+        elif isinstance(value, float) and key in ("downtime", "ramp", "duration", "over"):
+            value = format_duration(value)
+        parts.append(f"{key}={value}")
+    return ", ".join(parts)
 
 
 def _summary_section(results: Sequence[SimulationResult]) -> str:

@@ -44,7 +44,9 @@ class SummaryRow:
     title: str
     explanation: str
     fmt: Callable[[Any], str]
-    better: str = "lower"  # or "higher" or ""
+    #: which value is best ("lower", "higher"), or "" for numbers that are neither good nor bad
+    #: in themselves (moves are a cost, but no moves may mean an idle broker)
+    better: str = "lower"
 
     def value(self, result: SimulationResult) -> Any:
         if self.key.startswith("moves_by_cause."):
@@ -61,11 +63,11 @@ SUMMARY_ROWS: tuple[SummaryRow, ...] = (
     SummaryRow("distance_final", "distance from lower bound (end)", "the same at the last cycle", _pct),
     SummaryRow("load_min_final", "min broker load (end)", "the idlest live broker at the end (0 = idle)", _pct,
                "higher"),
-    SummaryRow("moves", "bundle moves", "completed ownership moves, all causes", _int),
-    SummaryRow("moves_by_cause.shed", "  by shedding", "unloads decided by the shedder", _int),
-    SummaryRow("moves_by_cause.transfer", "  by transfer", "transfers with a destination (extensible)", _int),
-    SummaryRow("moves_by_cause.split", "  after splits", "split children unloaded", _int),
-    SummaryRow("moved_throughput", "moved throughput", "sum of the moved bundles' throughput", _bytes),
+    SummaryRow("moves", "bundle moves", "completed ownership moves, all causes", _int, ""),
+    SummaryRow("moves_by_cause.shed", "  by shedding", "unloads decided by the shedder", _int, ""),
+    SummaryRow("moves_by_cause.transfer", "  by transfer", "transfers with a destination (extensible)", _int, ""),
+    SummaryRow("moves_by_cause.split", "  after splits", "split children unloaded", _int, ""),
+    SummaryRow("moved_throughput", "moved throughput", "sum of the moved bundles' throughput", _bytes, ""),
     SummaryRow("flaps", "flaps", "moved again within the shedding grace period", _int),
     SummaryRow("returns", "returns", "shed bundles placed back on the broker they left", _int),
     SummaryRow("unowned_seconds", "time without owner", "bundle-seconds without a serving broker", _seconds),
