@@ -39,6 +39,8 @@ class SimulationResult:
     summary: dict[str, Any]
     moves: list[dict[str, Any]]
     wall_seconds: float = 0.0
+    #: CPU seconds of the run, and of them inside the decision engine
+    cpu_seconds: float = 0.0
     engine_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -47,6 +49,7 @@ class SimulationResult:
         metrics = sim.metrics
         summary = metrics.summary()
         summary["wall_seconds"] = sim.wall_seconds
+        summary["cpu_seconds"] = sim.cpu_seconds
         summary["engine_seconds"] = sim.engine_seconds
         summary["final_bundles"] = sim.topology.num_live_bundles
         return cls(
@@ -64,6 +67,7 @@ class SimulationResult:
             summary=summary,
             moves=[_move_json(m) for m in metrics.move_log],
             wall_seconds=sim.wall_seconds,
+            cpu_seconds=sim.cpu_seconds,
             engine_seconds=sim.engine_seconds,
         )
 
@@ -85,7 +89,7 @@ class SimulationResult:
         return all(np.array_equal(a, b, equal_nan=True) for a, b in pairs)
 
     def summary_without_timing(self) -> dict[str, Any]:
-        return {k: v for k, v in self.summary.items() if k not in ("wall_seconds", "engine_seconds")}
+        return {k: v for k, v in self.summary.items() if k not in ("wall_seconds", "cpu_seconds", "engine_seconds")}
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able form (arrays as lists, NaN as null)."""

@@ -152,8 +152,10 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self._cycle_moves: list[Move] = []
         self._cycle_splits = 0
         self._bundle_traffic: BundleTraffic | None = None
+        #: CPU seconds inside the decision engine; wall and CPU seconds of :meth:`run`
         self.engine_seconds = 0.0
         self.wall_seconds = 0.0
+        self.cpu_seconds = 0.0
 
         for broker in self.brokers[: len(scenario.brokers)]:
             self._start_broker(broker)
@@ -185,10 +187,11 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         """Run every cycle; returns the :class:`~brokerlb.sim.result.SimulationResult`."""
         from brokerlb.sim.result import SimulationResult
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         while self._cycle < self.cycles:
             self.step()
         self.wall_seconds += time.perf_counter() - started
+        self.cpu_seconds += time.process_time() - cpu
         return SimulationResult.of(self)
 
     def step(self) -> None:

@@ -122,6 +122,9 @@ class SyntheticWorkload:
         self._consumers = cat(consumers, np.int64)
         self._ns = cat(ns_of, np.int32)
         self._noisy = bool((self._sigma > 0).any())
+        self._half_variance = 0.5 * self._sigma**2
+        self._last_activation = float(self._activation.max()) if len(self._activation) else 0.0
+        self._all_true = np.ones(len(self._base_rate), dtype=bool)
         self._rng = rng
         ns_index = {ns.name: i for i, ns in enumerate(scenario.namespaces)}
         offsets = np.cumsum([0] + [len(self.topics[ns.name]) for ns in scenario.namespaces])
@@ -156,22 +159,31 @@ class SyntheticWorkload:
         return factors
 
     def traffic(self, t: float) -> TopicTraffic:
-        active = self._activation <= t
+        all_active = t >= self._last_activation
         rate = self._base_rate * self.namespace_factors(t)[self._ns]
         for topic, event in self._hot:
             rate[topic] *= _hot_factor(event, t)
         if self._noisy:
             z = self._rng.standard_normal(len(rate))
-            rate *= np.exp(self._sigma * z - 0.5 * self._sigma**2)
-        rate = np.where(active, rate, 0.0)
+            z *= self._sigma
+            z -= self._half_variance
+            np.exp(z, out=z)
+            rate *= z
+        if all_active:
+            active, producers, consumers = self._all_true, self._producers, self._consumers
+        else:
+            active = self._activation <= t
+            rate[~active] = 0.0
+            producers = np.where(active, self._producers, 0)
+            consumers = np.where(active, self._consumers, 0)
         out = rate * self._fanout
         return TopicTraffic(
             msg_rate_in=rate,
             msg_rate_out=out,
             msg_throughput_in=rate * self._size,
             msg_throughput_out=out * self._size,
-            producers=np.where(active, self._producers, 0),
-            consumers=np.where(active, self._consumers, 0),
+            producers=producers,
+            consumers=consumers,
             active=active,
         )
 

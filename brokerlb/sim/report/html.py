@@ -103,10 +103,12 @@ def _strategy_column(result: SimulationResult, files: Sequence[str]) -> str:
         for m in result.moves[:15])
     more = f"<p class='muted'>... {len(result.moves) - 15:,} more moves</p>" if len(result.moves) > 15 else ""
     engine = result.summary.get("engine_seconds", 0.0)
+    cpu = result.summary.get("cpu_seconds", 0.0)
     wall = result.summary.get("wall_seconds", 0.0)
     return (f"<section class='strategy' data-strategy='{escape(result.label)}'>"
             f"<h2>{escape(result.label)}</h2>"
-            f"<p class='muted'>{result.cycles} cycles in {wall:.1f} s ({engine:.1f} s in the decision engine)</p>"
+            f"<p class='muted'>{result.cycles} cycles in {wall:.1f} s ({cpu:.1f} s CPU, {engine:.1f} s of it in "
+            f"the decision engine)</p>"
             f"{images}<h3>Decisions</h3><table class='decisions'><thead><tr><th>kind</th><th>label</th>"
             f"<th>reason</th><th>count</th></tr></thead><tbody>{decisions}</tbody></table>"
             f"<h3>Moves</h3><table class='moves'><thead><tr><th>at</th><th>bundle</th><th>from → to</th>"
