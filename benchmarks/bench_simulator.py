@@ -78,6 +78,7 @@ def main() -> None:
           f"({100 * result.engine_seconds / max(result.cpu_seconds, 1e-9):.0f}%) and "
           f"{result.cpu_seconds - result.engine_seconds:.1f} s in the simulator")
     print(f"  moves {s['moves']}, splits {s['splits']}, reports written {s['reports_written']}, "
+          f"leader refreshes {s['leader_refreshes']}, "
           f"max load {100 * s['load_max_mean']:.1f}% (mean), distance from bound {100 * s['distance_mean']:.1f}%")
     if profiler is not None:
         print("  time per package (cProfile tottime; profiling slows the run down):")
@@ -88,8 +89,8 @@ def main() -> None:
         base_wall, base_cpu, base, _ = run(args.strategy, args.hours, {
             "loadBalancerSheddingEnabled": "false", "loadBalancerAutoBundleSplitEnabled": "false"}, False)
         print(f"baseline (no shedding, no split): wall {base_wall:.1f} s, CPU {base_cpu:.1f} s, engine "
-              f"{base.engine_seconds:.1f} s CPU; the strategy and splits add {cpu - base_cpu:+.1f} s of CPU "
-              f"({cpu / base_cpu:.2f}x)")
+              f"{base.engine_seconds:.1f} s CPU, {base.summary['leader_refreshes']} leader refreshes; the strategy "
+              f"and splits add {cpu - base_cpu:+.1f} s of CPU ({cpu / base_cpu:.2f}x)")
     goal = 60.0 * args.hours / 24.0
     print(f"goal: <= {goal:.0f} s wall for {args.hours:g} h -> {'met' if wall <= goal else 'NOT met'} "
           f"(CPU {cpu:.1f} s: on a busy machine wall time includes waiting for a core)")

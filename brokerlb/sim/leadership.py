@@ -112,6 +112,7 @@ class LeaderDuties(SimulationParts):
             return False
         self.leader.refresh(self.now_ms, inputs)
         self._reports_changed = False
+        self.refreshes += 1
         return True
 
     def _count(self, kind: str, decisions: Any) -> None:

@@ -46,6 +46,7 @@ class SimulationParts:
     writer: ReportWriter
     leader: Leader | None
     engine_seconds: float
+    refreshes: int
     _leader_factory: LeaderFactory
     _leader_broker: int
     _leader_seed: int

@@ -52,6 +52,7 @@ class SimulationResult:
         summary["cpu_seconds"] = sim.cpu_seconds
         summary["engine_seconds"] = sim.engine_seconds
         summary["final_bundles"] = sim.topology.num_live_bundles
+        summary["leader_refreshes"] = sim.refreshes
         return cls(
             scenario=sim.scenario.name,
             label=label or sim.label,

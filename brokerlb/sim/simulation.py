@@ -154,6 +154,7 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self._bundle_traffic: BundleTraffic | None = None
         #: CPU seconds inside the decision engine; wall and CPU seconds of :meth:`run`
         self.engine_seconds = 0.0
+        self.refreshes = 0
         self.wall_seconds = 0.0
         self.cpu_seconds = 0.0
 
