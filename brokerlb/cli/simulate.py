@@ -32,8 +32,11 @@ _SET = typer.Option(None, "--set", help="key=value: broker.conf key, or seed / d
                                         "resources.* (repeatable)")
 _SEED = typer.Option(None, "--seed", help="replace the scenario's seed")
 _REPORT = typer.Option(None, "--report", "-r", help="write plots, HTML and history into DIR")
-_WORKLOAD = typer.Option(None, "--workload", help="replay recorded topic samples (JSON Lines) instead of the "
-                                                  "scenario's workloads")
+_WORKLOAD = typer.Option(None, "--workload", help="replay recorded topic samples instead of the scenario's "
+                                                  "workloads: a JSON Lines file or a load-history directory")
+_TOPICS_EVERY = typer.Option("15m", "--history-topics-every",
+                             help="with the history, topic stats every DURATION (0: none; a topic-level dump "
+                                  "of a large cluster every cycle is gigabytes a day)")
 _JOBS = typer.Option(1, "--jobs", "-j", min=1, help="run strategies in this many processes")
 _HISTORY = typer.Option(True, "--history/--no-history",
                         help="with --report, write the load history (pipeline format)")
@@ -52,6 +55,7 @@ def simulate(
     workload: Path | None = _WORKLOAD,
     jobs: int = _JOBS,
     history: bool = _HISTORY,
+    topics_every: str = _TOPICS_EVERY,
     validate: bool = _VALIDATE,
     as_json: bool = _JSON,
     list_: bool = _LIST,
@@ -65,7 +69,8 @@ def simulate(
             from brokerlb.errors import InvalidInputError
 
             raise InvalidInputError("give a SCENARIO (a YAML file or a library name; see --list)")
-        _run(scenario, strategy, compare, set_ or [], seed, report, workload, jobs, history, validate, as_json)
+        _run(scenario, strategy, compare, set_ or [], seed, report, workload, jobs, history, topics_every,
+             validate, as_json)
 
 
 def _list_scenarios(as_json: bool) -> None:
@@ -90,8 +95,8 @@ def _list_scenarios(as_json: bool) -> None:
 
 
 def _run(scenario_arg: str, strategy: str | None, compare: str | None, set_: list[str], seed: int | None,
-         report: Path | None, workload_path: Path | None, jobs: int, history: bool, validate: bool,
-         as_json: bool) -> None:
+         report: Path | None, workload_path: Path | None, jobs: int, history: bool, topics_every: str,
+         validate: bool, as_json: bool) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from brokerlb.config import parse_overrides
@@ -110,7 +115,7 @@ def _run(scenario_arg: str, strategy: str | None, compare: str | None, set_: lis
         labels = list(scenario.strategies)
     labels = [strategy_label(label) for label in labels]  # unknown names fail here, before any run
     prepared, _, _ = prepare(scenario, labels[0], overrides, seed)
-    recorded = RecordedWorkload.from_jsonl(workload_path) if workload_path is not None else None
+    recorded = RecordedWorkload.load(workload_path) if workload_path is not None else None
     history_dir = (report / "history") if report is not None and history and _history_available() else None
 
     with Progress(TextColumn("[bold]{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
@@ -122,7 +127,8 @@ def _run(scenario_arg: str, strategy: str | None, compare: str | None, set_: lis
             progress.update(tasks[label], completed=done, total=total)
 
         results = run_compare(scenario, labels, overrides, seed, workload=recorded, jobs=jobs, validate=validate,
-                              on_cycle=on_cycle, history_dir=history_dir)
+                              on_cycle=on_cycle, history_dir=history_dir,
+                              history_topic_interval=_duration("--history-topics-every", topics_every))
 
     if as_json:
         sys.stdout.write(json.dumps({r.label: r.to_json()["summary"] for r in results}, indent=2) + "\n")
@@ -134,6 +140,16 @@ def _run(scenario_arg: str, strategy: str | None, compare: str | None, set_: lis
         links = {"load history and topic stats (pipeline input)": "history/"} if history_dir else {}
         index = write_report(prepared, results, report, extra_links=links)
         err_console.print(f"report: {index}")
+
+
+def _duration(option: str, value: str) -> float:
+    from brokerlb.errors import InvalidInputError
+    from brokerlb.sim.units import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise InvalidInputError(f"{option}: {exc}") from None
 
 
 def _history_available() -> bool:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from brokerlb.sim.brokers import BundleTraffic, SimBroker
+    from brokerlb.sim.brokers import SimBroker
     from brokerlb.sim.simulation import Simulation
     from brokerlb.sim.workloads import TopicTraffic
 
@@ -41,11 +41,15 @@ class HistoryWriter:
         from brokerlb.history import HistoryWriter as Files
 
         self.root = os.fspath(root)
-        self._files = Files(self.root, writer_id=writer_id.replace("+", "_"))
+        self._files = Files(self.root, writer_id.replace("+", "_"))
         self.topic_interval = topic_interval
         self._next_topics_s = 0.0
         self._boundaries_written: dict[str, tuple[int, ...]] = {}
         self._registered: set[str] = set()
+
+    def start(self, sim: Simulation) -> None:
+        """The simulation starts: every namespace's bundles."""
+        self._boundaries(sim)
 
     def report(self, broker: SimBroker) -> None:
         """A broker wrote its load report."""
@@ -55,25 +59,34 @@ class HistoryWriter:
         self._registered.add(broker.broker_id)
         self._files.write(BrokerSample(broker.report.last_update, broker.broker_id, broker.report))
 
-    def cycle(self, sim: Simulation, traffic: TopicTraffic, bundle: BundleTraffic, served: np.ndarray) -> None:
-        """End of a cycle: registrations that vanished, new bundle boundaries, topic stats when due."""
-        from brokerlb.history import BrokerSample, BundleBoundaries
+    def sample(self, sim: Simulation, traffic: TopicTraffic, served: np.ndarray) -> None:
+        """The cycle's sampling instant: topic stats when due (before the leader moves anything)."""
+        t = (sim.now_ms - sim.start_ms) / 1000
+        if self.topic_interval > 0 and t + 1e-9 >= self._next_topics_s:
+            self._next_topics_s = t + self.topic_interval
+            self._topics(sim, traffic, served, sim.now_ms)
+
+    def cycle(self, sim: Simulation) -> None:
+        """End of a cycle: registrations that vanished, new bundle boundaries (after splits)."""
+        from brokerlb.history import BrokerSample
 
         now = sim.now_ms
         registered = {b.broker_id for b in sim.brokers if b.registered}
         for gone in sorted(self._registered - registered):
             self._files.write(BrokerSample.removed(now, gone))
         self._registered &= registered
+        self._boundaries(sim)
+
+    def _boundaries(self, sim: Simulation) -> None:
+        from brokerlb.history import BundleBoundaries
+
+        now = sim.now_ms
         topo = sim.topology
         for i, ns in enumerate(topo.namespaces):
             bounds = tuple(topo.ns_bundles[i].boundaries)
             if self._boundaries_written.get(ns) != bounds:
                 self._files.write(BundleBoundaries.of(now, topo.ns_bundles[i]))
                 self._boundaries_written[ns] = bounds
-        t = (now - sim.start_ms) / 1000
-        if t + 1e-9 >= self._next_topics_s:
-            self._next_topics_s = t + self.topic_interval
-            self._topics(sim, traffic, served, now)
 
     def _topics(self, sim: Simulation, traffic: TopicTraffic, served: np.ndarray, now: int) -> None:
         from brokerlb.history import TopicSample

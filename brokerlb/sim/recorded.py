@@ -13,6 +13,9 @@ Records (one JSON object per line, or dicts in code) use Pulsar's TopicStats nam
      "msgThroughputOut": 245760.0, "producerCount": 2, "consumerCount": 4}
 
 ``timestamp`` may also be named ``ts`` or ``time``; missing rates are 0, missing counts 0.
+These are the pipeline's ``topic-samples`` records (docs/load-history.md; other keys such as
+``broker`` and ``bundle`` are ignored): :meth:`RecordedWorkload.from_history` reads them from a
+load-history directory.
 Bad records raise :class:`~brokerlb.errors.InvalidScenarioError` naming the line and field.
 
 The object is plain numpy arrays (picklable), so a Spark task can receive it and call
@@ -140,6 +143,20 @@ class RecordedWorkload:
                 raise InvalidScenarioError(f"cannot read the file: {exc.strerror or exc}", source=source) from exc
 
         return cls.from_records(records(), source=source)
+
+    @classmethod
+    def from_history(cls, root: str | os.PathLike[str]) -> RecordedWorkload:
+        """Read the ``topic-samples`` of a load-history directory (:mod:`brokerlb.history`,
+        docs/load-history.md): what a cluster -- or a simulation -- recorded."""
+        from brokerlb.history import TOPIC_SAMPLES, read_history
+
+        records = [record.to_json() for record in read_history(root, TOPIC_SAMPLES)]
+        return cls.from_records(records, source=f"{os.fspath(root)}/{TOPIC_SAMPLES}")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> RecordedWorkload:
+        """A JSON Lines file of samples, or a load-history directory."""
+        return cls.from_history(path) if os.path.isdir(path) else cls.from_jsonl(path)
 
     def player(self) -> RecordedPlayer:
         return RecordedPlayer(self)

@@ -51,6 +51,7 @@ def run_scenario(
     validate: bool = False,
     on_cycle: Callable[[int, int], None] | None = None,
     history_dir: str | os.PathLike[str] | None = None,
+    history_topic_interval: float = 900.0,
 ) -> SimulationResult:
     """Run one scenario under one strategy.
 
@@ -61,14 +62,15 @@ def run_scenario(
       ``timing.*``/``resources.*``;
     * ``seed`` -- replaces the scenario's seed;
     * ``workload`` -- recorded topic traffic to replay instead of the synthetic workloads;
-    * ``history_dir`` -- also write the load history and topic stats there.
+    * ``history_dir`` -- also write the load history there (:mod:`brokerlb.sim.history`), with
+      topic stats every ``history_topic_interval`` seconds (0: none).
     """
     s, config, label = prepare(scenario, strategy, overrides, seed)
     history = None
     if history_dir is not None:
         from brokerlb.sim.history import HistoryWriter
 
-        history = HistoryWriter(history_dir, label)
+        history = HistoryWriter(history_dir, label, topic_interval=history_topic_interval)
     try:
         sim = Simulation(s, config_overrides=config, workload=workload, validate=validate, on_cycle=on_cycle,
                          history=history, label=label)
@@ -79,9 +81,9 @@ def run_scenario(
 
 
 def _run_one(args: tuple[Any, ...]) -> SimulationResult:
-    scenario, strategy, overrides, seed, workload, validate, history_dir = args
+    scenario, strategy, overrides, seed, workload, validate, history_dir, interval = args
     return run_scenario(scenario, strategy, overrides, seed, workload=workload, validate=validate,
-                        history_dir=history_dir)
+                        history_dir=history_dir, history_topic_interval=interval)
 
 
 def compare(
@@ -95,6 +97,7 @@ def compare(
     validate: bool = False,
     on_cycle: Callable[[str, int, int], None] | None = None,
     history_dir: str | os.PathLike[str] | None = None,
+    history_topic_interval: float = 900.0,
 ) -> list[SimulationResult]:
     """Run ``scenario`` once per strategy (default: the scenario's ``strategies``), in order.
 
@@ -108,7 +111,8 @@ def compare(
     if jobs > 1 and len(labels) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        args = [(s, label, overrides, seed, workload, validate, d) for label, d in zip(labels, dirs, strict=True)]
+        args = [(s, label, overrides, seed, workload, validate, d, history_topic_interval)
+                for label, d in zip(labels, dirs, strict=True)]
         with ProcessPoolExecutor(max_workers=min(jobs, len(labels))) as pool:
             results = []
             for label, result in zip(labels, pool.map(_run_one, args), strict=True):
@@ -120,5 +124,5 @@ def compare(
     for label, d in zip(labels, dirs, strict=True):
         progress = None if on_cycle is None else (lambda done, total, _l=label: on_cycle(_l, done, total))
         results.append(run_scenario(s, label, overrides, seed, workload=workload, validate=validate,
-                                    on_cycle=progress, history_dir=d))
+                                    on_cycle=progress, history_dir=d, history_topic_interval=history_topic_interval))
     return results

@@ -158,6 +158,8 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self.wall_seconds = 0.0
         self.cpu_seconds = 0.0
 
+        if history is not None:
+            history.start(self)
         for broker in self.brokers[: len(scenario.brokers)]:
             self._start_broker(broker)
         self._elect_leader()
@@ -221,6 +223,8 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         if self.validate:
             self._check_invariants(traffic, served, broker_totals)
         written = self._write_reports(usage, broker_totals, served, bundle)
+        if self.history is not None:
+            self.history.sample(self, traffic, served)
         self._leader_cycle()
 
         unowned_ms = self.ownership.end_cycle(self.now_ms)
@@ -249,7 +253,7 @@ class Simulation(LeaderDuties, ClusterLifecycle):
             decisions=self._cycle_decisions,
         ))
         if self.history is not None:
-            self.history.cycle(self, traffic, bundle, served)
+            self.history.cycle(self)
         if self.on_cycle is not None:
             self.on_cycle(self._cycle, self.cycles)
 

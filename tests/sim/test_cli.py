@@ -1,5 +1,6 @@
 """``brokerlb simulate``."""
 
+import importlib.util
 import json
 
 import yaml
@@ -48,6 +49,9 @@ def test_json_summary_and_report(tmp_path):
     summary = json.loads(result.stdout)
     assert list(summary) == ["OverloadShedder"] and summary["OverloadShedder"]["cycles"] == 3
     assert (out / "index.html").is_file() and (out / "summary.json").is_file()
+    if importlib.util.find_spec("brokerlb.history") is not None:
+        samples = out / "history" / "OverloadShedder" / "broker-samples"
+        assert samples.is_dir() and any(samples.glob("*.jsonl"))
 
 
 def test_errors_are_one_line_and_exit_2(tmp_path):
