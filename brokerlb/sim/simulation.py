@@ -50,11 +50,13 @@ from brokerlb.sim.metrics import CycleMetrics, MetricsRecorder, lower_bound
 from brokerlb.sim.ownership import Move, OwnershipTable
 from brokerlb.sim.recorded import RecordedWorkload
 from brokerlb.sim.resources import BrokerUsage, Capacities, ResourceModel
+from brokerlb.sim.result import SimulationResult
 from brokerlb.sim.spec import (
     AddBroker,
     BrokerSpec,
     Scenario,
 )
+from brokerlb.sim.timeline import Timeline
 from brokerlb.sim.topology import Topology
 from brokerlb.sim.workloads import SyntheticWorkload, TopicTraffic, Workload
 
@@ -62,7 +64,6 @@ __all__ = ["Simulation", "DEFAULT_START_MS"]
 
 #: Simulated time 0 (2023-11-14T22:13:20Z), unless a recorded workload says otherwise.
 DEFAULT_START_MS = 1_700_000_000_000
-
 
 
 class Simulation(LeaderDuties, ClusterLifecycle):
@@ -101,7 +102,7 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self._leader_seed = int(streams[2].generate_state(1)[0])
 
         if workload is None and scenario.recorded_workload is not None:
-            workload = RecordedWorkload.from_jsonl(scenario.recorded_workload)
+            workload = RecordedWorkload.load(scenario.recorded_workload)
         self.workload: Workload
         if workload is not None:
             self.workload = workload.player()
@@ -132,8 +133,6 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self.metrics = MetricsRecorder(self.broker_ids, grace_s)
         self._affinity: dict[int, int] = {}
         self._lookup_attempts: dict[int, int] = {}
-
-        from brokerlb.sim.timeline import Timeline
 
         self.timeline = Timeline()
         for event in scenario.events:
@@ -186,10 +185,8 @@ class Simulation(LeaderDuties, ClusterLifecycle):
 
     # ------------------------------------------------------------------ running
 
-    def run(self) -> Any:
+    def run(self) -> SimulationResult:
         """Run every cycle; returns the :class:`~brokerlb.sim.result.SimulationResult`."""
-        from brokerlb.sim.result import SimulationResult
-
         started, cpu = time.perf_counter(), time.process_time()
         while self._cycle < self.cycles:
             self.step()
@@ -227,21 +224,31 @@ class Simulation(LeaderDuties, ClusterLifecycle):
             self.history.sample(self, traffic, served)
         self._leader_cycle()
 
+        self._record_metrics(t, bundle, served, broker_totals, up, written)
+        if self.history is not None:
+            self.history.cycle(self)
+        if self.on_cycle is not None:
+            self.on_cycle(self._cycle, self.cycles)
+
+    def _record_metrics(self, t: float, bundle: BundleTraffic, served: np.ndarray,
+                        broker_totals: dict[str, np.ndarray], up: np.ndarray, written: int) -> None:
+        """The cycle's metrics, from the traffic as sampled (before the leader moved anything)."""
         unowned_ms = self.ownership.end_cycle(self.now_ms)
-        true_usage = self.model.broker_usage(self.caps, broker_totals["rate"], broker_totals["tput_in"],
-                                             broker_totals["tput_out"], up, measured=False)
-        base = self.model.broker_usage(self.caps, *(np.zeros(len(self.brokers)),) * 3, up, measured=False)
+        rate, tin, tout = broker_totals["rate"], broker_totals["tput_in"], broker_totals["tput_out"]
+        demand = self.model.broker_usage(self.caps, rate, tin, tout, up, measured=False)
+        zero = np.zeros(len(self.brokers))
+        base = self.model.broker_usage(self.caps, zero, zero, zero, up, measured=False)
         offered = float(bundle.throughput.sum())
         served_tput = float(bundle.throughput[served].sum())
-        live_bundles = bundle.topics > 0  # this cycle's bundles (computed before any split below)
+        sampled = bundle.topics > 0  # this cycle's bundles (computed before any split)
         self.metrics.record(CycleMetrics(
             time_s=t,
-            broker_load=true_usage.load(self.caps, self.scenario.resources),
-            broker_throughput=broker_totals["tput_in"] + broker_totals["tput_out"],
+            broker_load=demand.load(self.caps, self.scenario.resources),
+            broker_throughput=tin + tout,
             live=up,
             lower_bound=lower_bound(self.caps, base, up, self.model,
-                                    (bundle.msg_rate_in + bundle.msg_rate_out)[live_bundles],
-                                    bundle.msg_throughput_in[live_bundles], bundle.msg_throughput_out[live_bundles]),
+                                    (bundle.msg_rate_in + bundle.msg_rate_out)[sampled],
+                                    bundle.msg_throughput_in[sampled], bundle.msg_throughput_out[sampled]),
             moves=self._cycle_moves,
             unowned_seconds=unowned_ms / 1000,
             unserved_throughput=offered - served_tput,
@@ -252,10 +259,6 @@ class Simulation(LeaderDuties, ClusterLifecycle):
             bundles=self.topology.num_live_bundles,
             decisions=self._cycle_decisions,
         ))
-        if self.history is not None:
-            self.history.cycle(self)
-        if self.on_cycle is not None:
-            self.on_cycle(self._cycle, self.cycles)
 
     # ------------------------------------------------------------------ traffic
 
