@@ -15,7 +15,8 @@ Baseline measured in the same run: the same day with ``loadBalancerSheddingEnabl
 and ``loadBalancerAutoBundleSplitEnabled=false`` (traffic, reports, refreshes and lookups
 only), so the cost of the strategy itself shows as a difference.
 
-Run: ``.venv/bin/python benchmarks/bench_simulator.py [--strategy ThresholdShedder] [--hours 24] [--profile]``
+Run: ``.venv/bin/python benchmarks/bench_simulator.py [--strategy ThresholdShedder] [--hours 24] [--profile]
+[--set timing.refresh_interval=5m]``
 """
 
 from __future__ import annotations
@@ -65,11 +66,14 @@ def main() -> None:
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="scenario or broker.conf override, e.g. timing.refresh_interval=5m (repeatable)")
     args = ap.parse_args()
+    extra = dict(item.split("=", 1) for item in args.set)
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}")
-    wall, cpu, result, profiler = run(args.strategy, args.hours, {}, args.profile)
+    wall, cpu, result, profiler = run(args.strategy, args.hours, extra, args.profile)
     s = result.summary
     cycles = result.cycles
     print(f"{args.strategy}: {cycles} cycles, {len(result.brokers)} brokers, {s['final_bundles']} bundles at the end")
@@ -87,7 +91,7 @@ def main() -> None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
     if not args.no_baseline:
         base_wall, base_cpu, base, _ = run(args.strategy, args.hours, {
-            "loadBalancerSheddingEnabled": "false", "loadBalancerAutoBundleSplitEnabled": "false"}, False)
+            **extra, "loadBalancerSheddingEnabled": "false", "loadBalancerAutoBundleSplitEnabled": "false"}, False)
         print(f"baseline (no shedding, no split): wall {base_wall:.1f} s, CPU {base_cpu:.1f} s, engine "
               f"{base.engine_seconds:.1f} s CPU, {base.summary['leader_refreshes']} leader refreshes; the strategy "
               f"and splits add {cpu - base_cpu:+.1f} s of CPU ({cpu / base_cpu:.2f}x)")

@@ -49,7 +49,7 @@ class LeaderDuties(SimulationParts):
             return
         rng = random.Random(self._leader_seed + len(self._registration_order) * 7919 + new)
         self.leader = self._leader_factory(self.broker_ids[new], self.config, rng, dict(self._stored_bundle_data))
-        self._reports_changed = True
+        self._mark_changed(structure=True)
         now = self.now_ms
         self._next_shed_ms = now + self.config.duration_seconds("loadBalancerSheddingIntervalMinutes") * 1000
         self._next_split_ms = now + self.config.duration_seconds("loadBalancerSplitIntervalMinutes") * 1000
@@ -64,7 +64,7 @@ class LeaderDuties(SimulationParts):
 
     def _inputs(self) -> ClusterInputs:
         """What the leader reads now. Rebuilt only after reports, registrations or bundles changed."""
-        if self._cached_inputs is not None and not self._reports_changed:
+        if self._cached_inputs is not None and self._inputs_version == self._change_version:
             return self._cached_inputs
         registered = [b for b in self.brokers if b.registered]
         topo = self.topology
@@ -79,6 +79,7 @@ class LeaderDuties(SimulationParts):
             anti_affinity=self.anti_affinity,
         )
         self._cached_inputs = inputs
+        self._inputs_version = self._change_version
         return inputs
 
     def _leader_cycle(self) -> None:
@@ -107,11 +108,16 @@ class LeaderDuties(SimulationParts):
 
     def _ensure_refreshed(self, inputs: ClusterInputs) -> bool:
         """The leader's ``updateAll`` runs on every change under ``/loadbalance/brokers``;
-        changes since its last run are folded in before it decides anything."""
-        if not self._reports_changed or self.leader is None:
+        changes since its last run are folded in before it decides anything (new reports at most
+        every ``timing.refresh_interval``; registrations, departures and splits at once)."""
+        if self.leader is None or not (self._reports_changed or self._structure_changed):
             return False
-        self.leader.refresh(self.now_ms, inputs)
-        self._reports_changed = False
+        now = self.now_ms
+        if not self._structure_changed and now - self._last_refresh_ms < self.scenario.timing.refresh_interval * 1000:
+            return False
+        self.leader.refresh(now, inputs)
+        self._reports_changed = self._structure_changed = False
+        self._last_refresh_ms = now
         self.refreshes += 1
         return True
 
@@ -161,7 +167,7 @@ class LeaderDuties(SimulationParts):
             self.ownership.split(parent, children, now, f"{decision.reason}: {decision.detail}".strip(": "))
             self._cycle_splits += 1
             self.leader.bundle_split(decision.bundle, names)
-            self._reports_changed = True
+            self._mark_changed(structure=True)
             if self.validate:
                 from brokerlb.testing import assert_ring_covers_keyspace
 

@@ -88,7 +88,7 @@ class ClusterLifecycle(SimulationParts):
                                             self.topology.bundle_names, 0, None)
         if self.history is not None:
             self.history.report(broker)
-        self._reports_changed = True
+        self._mark_changed(structure=True)
 
     def _on_broker_up(self, index: int) -> None:
         self._start_broker(self.brokers[index])
@@ -102,7 +102,7 @@ class ClusterLifecycle(SimulationParts):
             self.ownership.release(int(b), now, "restart", self._throughput_of(int(b)))
             self.timeline.schedule(now + self.scenario.timing.unload * 1000, "release_done", (int(b), -1))
         broker.stop()
-        self._reports_changed = True
+        self._mark_changed(structure=True)
         self.timeline.schedule(now + downtime * 1000, "broker_up", broker.index)
 
     def _fail_broker(self, broker: SimBroker) -> None:
@@ -127,7 +127,7 @@ class ClusterLifecycle(SimulationParts):
         now = self.now_ms
         for b in self.ownership.broker_lost(index, now, f"session of {broker.broker_id} expired"):
             self._schedule_lookup(b, now)
-        self._reports_changed = True
+        self._mark_changed(structure=True)
         self._elect_leader()
 
     def _on_release_done(self, payload: tuple[int, int]) -> None:

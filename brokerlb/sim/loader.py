@@ -94,6 +94,7 @@ def _timing(node: Node) -> TimingSpec:
         transfer=n.get("transfer", parse_duration, default.transfer),
         lookup=n.get("lookup", parse_duration, default.lookup),
         session_timeout=n.get("session_timeout", parse_duration, None),
+        refresh_interval=n.get("refresh_interval", parse_duration, default.refresh_interval),
     )
 
 

@@ -55,6 +55,10 @@ class SimulationParts:
     _next_shed_ms: float
     _next_split_ms: float
     _reports_changed: bool
+    _structure_changed: bool
+    _change_version: int
+    _inputs_version: int
+    _last_refresh_ms: float
     _cached_inputs: ClusterInputs | None
     _cycle: int
     _cycle_decisions: Counter[str]
@@ -67,6 +71,15 @@ class SimulationParts:
     @property
     def now_ms(self) -> int:
         return self.clock.now_ms()
+
+    def _mark_changed(self, *, structure: bool = False) -> None:
+        """Something the leader reads changed: a report (``structure=False``), or the brokers or
+        bundles themselves (registration, departure, split)."""
+        if structure:
+            self._structure_changed = True
+        else:
+            self._reports_changed = True
+        self._change_version += 1
 
     # provided by the leader's duties (brokerlb.sim.leadership)
     @property

@@ -144,7 +144,12 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self._stored_bundle_data: dict[str, Any] = {}
         self._next_shed_ms = 0.0
         self._next_split_ms = 0.0
-        self._reports_changed = True
+        #: reports written since the leader's last refresh / brokers or bundles changed since then
+        self._reports_changed = False
+        self._structure_changed = True
+        self._change_version = 0
+        self._inputs_version = -1
+        self._last_refresh_ms = -float("inf")
         self._cached_inputs: ClusterInputs | None = None
         self._cycle = 0
         self._cycle_decisions: Counter[str] = Counter()
@@ -340,11 +345,11 @@ class Simulation(LeaderDuties, ClusterLifecycle):
             if extensible:
                 assert weights is not None
                 if self.writer.publish_load_data(b, now, system, sums, int(totals["topics"][i]), conf, weights):
-                    self._reports_changed = True
+                    self._mark_changed()
                 self.writer.publish_top_bundles(b, mine, bundle, self.topology.bundle_names, k, policies)
             if self.writer.write_local_data(b, now, system, sums, mine, bundle, self.topology.bundle_names, conf):
                 written += 1
-                self._reports_changed = True
+                self._mark_changed()
                 if self.history is not None:
                     self.history.report(b)
         return written

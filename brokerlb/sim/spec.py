@@ -129,13 +129,19 @@ class TimingSpec:
     * ``lookup`` -- after an unload (or a lost owner), until the clients' next lookup
       reaches the leader and the bundle is placed;
     * ``session_timeout`` -- after a broker dies, until its ephemeral nodes vanish
-      (``None``: metadataStoreSessionTimeoutMillis of the config).
+      (``None``: metadataStoreSessionTimeoutMillis of the config);
+    * ``refresh_interval`` -- the leader folds new load reports into its load data at most this
+      often (0, the default: in every cycle that has one -- the closest to Pulsar, whose leader
+      refreshes on every report notification). Larger values trade fidelity (fewer samples in
+      the bundle histories, later split checks) for speed on large clusters; registrations,
+      departures and splits always refresh at once.
     """
 
     unload: float = 0.05
     transfer: float = 0.05
     lookup: float = 0.5
     session_timeout: float | None = None
+    refresh_interval: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

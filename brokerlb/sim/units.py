@@ -22,6 +22,7 @@ from typing import Any
 __all__ = ["parse_duration", "parse_size", "parse_quantity", "format_duration"]
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+_PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|min|s|m|h|d)")
 _SIZE_UNITS = {
     "": 1.0, "b": 1.0,
@@ -46,13 +47,16 @@ def _number(value: Any, what: str) -> float | None:
 
 
 def parse_duration(value: Any) -> float:
-    """Seconds from a number (seconds) or text such as ``500ms``, ``90s``, ``5m``, ``2h``, ``1d``, ``1h30m``."""
+    """Seconds from a number or plain numeric text (seconds), or text such as ``500ms``, ``90s``,
+    ``5m``, ``2h``, ``1d``, ``1h30m``."""
     number = _number(value, "a duration")
     if number is not None:
         return number
     text = value.strip().lower().replace(" ", "")
     if not text:
         raise ValueError("empty duration")
+    if _PLAIN_NUMBER.fullmatch(text):
+        return float(text)
     pos, total = 0, 0.0
     while pos < len(text):
         match = _DURATION_PART.match(text, pos)

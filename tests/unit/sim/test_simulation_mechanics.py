@@ -135,3 +135,18 @@ def test_split_replaces_the_bundle_on_the_ring_and_unloads_the_children():
     assert len(children) == 2 and {m["bundle"] for m in children} == {
         "t/ns-1/0x00000000_0x10000000", "t/ns-1/0x10000000_0x20000000"}
     assert result.summary["final_bundles"] == 17
+
+
+def test_refresh_interval_batches_report_changes_but_not_registrations():
+    noisy = {"msg_rate": 40_000, "noise": 0.8}  # reports change by more than 10% most cycles
+    every_cycle = Simulation(scenario(minutes=30, workload=noisy), leader_factory=ScriptedLeader)
+    every_cycle.run()
+    assert every_cycle.refreshes > 20
+    ScriptedLeader.reset()
+    batched = Simulation(scenario([{"at": "7m", "type": "add_broker", "broker": "b9"}], minutes=30,
+                                  workload=noisy,
+                                  timing={"unload": "50ms", "lookup": "500ms", "refresh_interval": "10m"}),
+                         leader_factory=ScriptedLeader)
+    batched.run()
+    # the start, at most one per 10 minutes of reports, and the registration at 7m at once
+    assert batched.refreshes <= 1 + 3 + 1
