@@ -132,9 +132,9 @@ class TimingSpec:
       (``None``: metadataStoreSessionTimeoutMillis of the config);
     * ``refresh_interval`` -- the leader folds new load reports into its load data at most this
       often (0, the default: in every cycle that has one -- the closest to Pulsar, whose leader
-      refreshes on every report notification). Larger values trade fidelity (fewer samples in
-      the bundle histories, later split checks) for speed on large clusters; registrations,
-      departures and splits always refresh at once.
+      refreshes on every report notification). Larger values are faster but change the decisions:
+      strategies act on load data up to that old (a shedder keeps shedding load it already moved);
+      registrations, departures and splits always refresh at once.
     """
 
     unload: float = 0.05
