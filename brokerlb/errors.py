@@ -23,6 +23,7 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── InvalidSnapshotError                 400
     │   ├── InvalidScenarioError                 400  simulator scenario: names the file and the field
     │   ├── NotAcceptableError                   406  a value out of range (e.g. partitions <= 0)
+    │   ├── InvalidPlanError                     400  a bundle-operation plan file that does not parse
     │   └── UnknownStrategyError                 400
     │       └── StrategyNotAvailableError        400  registered, but its module is missing
     ├── NotFoundError (LookupError)              404
@@ -34,6 +35,7 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── ConsumerBusyError                    409  exclusive subscription taken, consumer limit
     │   └── ConsumerAssignError                  409  Key_Shared hash range conflict / none left
     ├── PreconditionFailedError                  412
+    ├── PipelineError                            500  a Spark job of the data pipeline failed
     ├── ServiceUnavailableError                  503  retriable
     │   ├── NoBrokerAvailableError
     │   ├── TooManyRequestsError
@@ -86,6 +88,7 @@ __all__ = [
     "InvalidSnapshotError",
     "InvalidScenarioError",
     "NotAcceptableError",
+    "InvalidPlanError",
     "UnknownStrategyError",
     "StrategyNotAvailableError",
     "NotFoundError",
@@ -97,6 +100,7 @@ __all__ = [
     "ConsumerBusyError",
     "ConsumerAssignError",
     "PreconditionFailedError",
+    "PipelineError",
     "ServiceUnavailableError",
     "NoBrokerAvailableError",
     "TooManyRequestsError",
@@ -259,6 +263,10 @@ class NotAcceptableError(InvalidInputError):
     http_status = 406
 
 
+class InvalidPlanError(InvalidInputError):
+    """A plan of bundle operations (``docs/plan-format.md``) is malformed; names the operation and field."""
+
+
 class UnknownStrategyError(InvalidInputError):
     def __init__(self, name: str, kind: str, known: Sequence[str] = ()) -> None:
         self.name = name
@@ -317,6 +325,12 @@ class ConsumerAssignError(ConflictError):
 
 class PreconditionFailedError(BrokerLBError):
     http_status = 412
+
+
+class PipelineError(BrokerLBError):
+    """A Spark job of the data pipeline failed (the Spark error is the ``__cause__``)."""
+
+    http_status = 500
 
 
 class ServiceUnavailableError(BrokerLBError):

@@ -1,0 +1,180 @@
+"""``brokerlb pipeline``: the Spark jobs over load history (needs the ``pipeline`` extra).
+
+Each command starts a SparkSession (``--master``, default ``local[*]``), runs one job and
+prints a JSON summary on stdout. pyspark is imported only inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+
+from brokerlb.cli.common import cli_errors, print_json
+from brokerlb.errors import InvalidInputError, PipelineError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+app = typer.Typer(no_args_is_help=True)
+
+T = TypeVar("T")
+
+_MASTER = typer.Option(None, "--master", help="Spark master URL (default local[*]; e.g. spark://host:7077)")
+_CONF = typer.Option([], "--conf", help="Spark setting key=value (repeatable)")
+_WAREHOUSE = typer.Option(..., "--warehouse", "-w", help="warehouse directory (Parquet tables)")
+_SINCE = typer.Option(None, "--since", help="start of the window: ms since the epoch or ISO 8601 (UTC)")
+_UNTIL = typer.Option(None, "--until", help="end of the window (inclusive): ms or ISO 8601 (UTC)")
+
+
+def parse_time(value: str | None, option: str) -> int | None:
+    """Milliseconds since the epoch from ``1700000000000`` or ``2026-11-21T10:00:00`` (UTC unless an offset is given)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInputError(f"Invalid {option} {value!r}: expected milliseconds since the epoch or ISO 8601") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _conf(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInputError(f"Invalid --conf {pair!r}: expected key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@contextmanager
+def _spark(master: str | None, conf: list[str]) -> Iterator[SparkSession]:
+    try:
+        from brokerlb.pipeline.session import spark_session
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise PipelineError("The pipeline needs the 'pipeline' extra (pyspark, pyarrow, pandas)") from exc
+    spark = spark_session(master, conf=_conf(conf))
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def _run(job: str, fn: Callable[[], T]) -> T:
+    """Run a job; Spark's own errors become :class:`PipelineError` with their first line."""
+    from pyspark.errors import PySparkException
+
+    try:
+        return fn()
+    except PySparkException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PipelineError(f"{job} failed: {first}") from exc
+
+
+@app.command("ingest")
+def ingest_cmd(
+    history: Path = typer.Option(..., "--history", "-i", help="history root (broker-samples/, topic-samples/, bundle-boundaries/)"),
+    warehouse: Path = _WAREHOUSE,
+    kind: list[str] = typer.Option([], "--kind", help="only these record kinds (repeatable)"),
+    max_files_per_trigger: int | None = typer.Option(None, "--max-files-per-trigger", min=1),
+    master: str | None = _MASTER,
+    conf: list[str] = _CONF,
+) -> None:
+    """Ingest new history files into Parquet tables by date (incremental; bad rows go to 'rejects')."""
+    from brokerlb.history import RECORD_KINDS
+
+    with cli_errors(), _spark(master, conf) as spark:
+        from brokerlb.pipeline.ingest import ingest
+
+        result = _run("ingest", lambda: ingest(
+            spark, str(history), str(warehouse), kinds=kind or RECORD_KINDS, max_files_per_trigger=max_files_per_trigger
+        ))
+        print_json(result.to_json())
+
+
+@app.command("loaddata")
+def loaddata_cmd(
+    warehouse: Path = _WAREHOUSE,
+    source: str = typer.Option("reports", "--source", help="reports (broker samples) or topics (topic samples)"),
+    cycles: str = typer.Option("leader", "--cycles", help="leader (Pulsar: every report re-folds all) or report"),
+    since: str | None = _SINCE,
+    until: str | None = _UNTIL,
+    output: Path | None = typer.Option(None, "--output", help="default <warehouse>/loaddata/<source>-<cycles>"),
+    json_out: Path | None = typer.Option(None, "--json", help="also write the final load data as Pulsar JSON"),
+    master: str | None = _MASTER,
+    conf: list[str] = _CONF,
+) -> None:
+    """Bundle short/long-term averages and broker time averages, with their history."""
+    with cli_errors():
+        window = (parse_time(since, "--since"), parse_time(until, "--until"))
+        with _spark(master, conf) as spark:
+            from brokerlb.pipeline.loaddata import load_data, load_data_json
+
+            result = _run("loaddata", lambda: load_data(
+                spark, str(warehouse), source=source, cycles=cycles, since=window[0], until=window[1],
+                output=str(output) if output else None,
+            ))
+            if json_out is not None:
+                doc = _run("loaddata", lambda: load_data_json(spark, result))
+                json_out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+            print_json(result.to_json())
+
+
+@app.command("recommend")
+def recommend_cmd(
+    warehouse: Path = _WAREHOUSE,
+    out: Path | None = typer.Option(None, "--out", "-o", help="plan file to write (default: stdout)"),
+    since: str | None = _SINCE,
+    until: str | None = _UNTIL,
+    statistic: str = typer.Option("mean", "--statistic", help="per-topic load over the window: mean, p95 or max"),
+    overrides: list[str] = typer.Option([], "--set", help="broker.conf key=value for the bundle limits (repeatable)"),
+    target_fill: float = typer.Option(0.8, "--target-fill", help="children at most this fraction of every limit"),
+    isolate_fraction: float = typer.Option(0.5, "--isolate-fraction", help="a topic using this fraction gets its own bundle"),
+    cold_fill: float = typer.Option(0.1, "--cold-fill", help="bundles below this fraction are cold"),
+    merge_fill: float = typer.Option(0.5, "--merge-fill", help="merged bundles stay at most this fraction"),
+    min_bundles: int = typer.Option(1, "--min-bundles", help="merges keep at least this many bundles per namespace"),
+    no_unload: bool = typer.Option(False, "--no-unload", help="splits keep their children on the same broker"),
+    master: str | None = _MASTER,
+    conf: list[str] = _CONF,
+) -> None:
+    """A plan of balanced splits, merges of cold bundles and bundle-count advice (for 'brokerlb plan apply')."""
+    from brokerlb.config import ServiceConfig
+    from brokerlb.config.loader import parse_overrides
+    from brokerlb.pipeline.advisor import AdvisorOptions, BundleLimits
+
+    with cli_errors():
+        window = (parse_time(since, "--since"), parse_time(until, "--until"))
+        config = ServiceConfig().with_overrides(parse_overrides(overrides))
+        limits = BundleLimits.from_config(config)
+        options = AdvisorOptions(target_fill, isolate_fraction, cold_fill, merge_fill, min_bundles, not no_unload)
+        with _spark(master, conf) as spark:
+            from brokerlb.pipeline.recommend import recommend
+
+            plan = _run("recommend", lambda: recommend(
+                spark, str(warehouse), since=window[0], until=window[1], statistic=statistic,
+                limits=limits, options=options,
+            ))
+        if out is None:
+            print_json(plan.to_json())
+        else:
+            plan.save(out)
+            summary: dict[str, Any] = {
+                "plan": str(out),
+                "operations": len(plan.operations),
+                "splits": sum(1 for op in plan.operations if op.op == "split"),
+                "merges": sum(1 for op in plan.operations if op.op == "merge"),
+                "namespaces": len(plan.advice),
+            }
+            sys.stdout.write(json.dumps(summary) + "\n")

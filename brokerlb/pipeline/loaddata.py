@@ -1,0 +1,341 @@
+"""``loaddata``: the leader's load data computed at scale from the history, with its history.
+
+Inputs (from the warehouse ``ingest`` filled):
+
+* ``source="reports"`` (default): ``broker_samples`` (the cycles) and ``bundle_samples`` (each
+  report's ``lastStats``) -- exactly what the leader read;
+* ``source="topics"``: ``topic_samples`` mapped to bundles (``crc32`` + the layout valid at the
+  sample's time, :mod:`brokerlb.pipeline.topic_bundles`) and summed per ``(timestamp, broker,
+  bundle)`` into bundle samples, as a broker sums its topics into ``lastStats``
+  (``topics`` = number of topics; ``cacheSize`` 0). Each ``(timestamp, broker)`` is one report.
+
+Report cycles, and the fold order inside a cycle, are those of
+:func:`brokerlb.history.replay_load_data` (``cycles="leader"``: every report re-folds every
+broker's latest ``lastStats``; ``"report"``: a report folds only its own). Per bundle, the
+contributions are folded by :func:`brokerlb.pipeline.running_average.sweep_bundle` in a
+``mapInPandas`` over partitions grouped by bundle (no per-row Python UDF, no per-group call).
+The results equal the in-process replay (a test checks every value; relative tolerance 1e-9).
+
+Outputs, under ``<warehouse>/loaddata/<source>-<cycles>/`` (replaced on each run):
+
+============================== ============================================================
+``bundle_load_data``           final ``BundleData`` per bundle: short/long-term averages, sample
+                               counts, ``topics``; ``lastCycle``/``lastTimestamp`` of its last fold;
+                               ``active`` (listed in some broker's latest report)
+``bundle_load_history``        the bundle's ``BundleData`` right after each report that listed it
+``broker_time_average``        final ``TimeAverageBrokerData`` per broker still present
+``broker_time_average_history`` a broker's ``TimeAverageBrokerData`` right after each of its reports
+``unmapped_topic_samples``     (``source="topics"``) samples left without a bundle, with ``reason``
+``summary.json``               counts and timings
+============================== ============================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from brokerlb.errors import InvalidInputError
+from brokerlb.history.replay import CYCLE_MODES
+from brokerlb.pipeline.columns import BROKER_AVERAGE_FIELDS, BUNDLE_STATE_FIELDS
+from brokerlb.pipeline.tables import Warehouse
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "SOURCES",
+    "BROKER_AVERAGE_FIELDS",
+    "LoadDataFrames",
+    "LoadDataResult",
+    "load_data",
+    "compute_load_data",
+    "bundle_samples_from_topics",
+    "load_data_json",
+]
+
+SOURCES = ("reports", "topics")
+_VALUE_COLUMNS = ("msgThroughputIn", "msgThroughputOut", "msgRateIn", "msgRateOut")
+_SWEEP_SCHEMA = (
+    "rowType string, bundle string, cycle long, brokerId string, "
+    + ", ".join(f"{name} {'long' if name.endswith('Samples') or name == 'topics' else 'double'}" for name in BUNDLE_STATE_FIELDS)
+    + ", lastCycle long"
+)
+
+
+def _sweep_partition(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` body: the partition's contributions, sorted by (bundle, cycle, brokerId)."""
+    import numpy as np
+    import pandas as pd
+
+    from brokerlb.pipeline.running_average import sweep_bundle
+
+    parts = [f for f in frames if len(f)]
+    if not parts:
+        return
+    df = pd.concat(parts, ignore_index=True)
+    bundles = df["bundle"].to_numpy()
+    starts = df["cycle"].to_numpy(dtype=np.int64)
+    ends = df["end"].to_numpy(dtype=np.int64)
+    brokers = df["brokerId"].tolist()
+    values = list(zip(*(df[c].to_numpy(dtype=np.float64).tolist() for c in _VALUE_COLUMNS), strict=True))
+    topics = df["topics"].to_numpy(dtype=np.int64).tolist()
+    n = len(df)
+    firsts = np.flatnonzero(np.r_[True, bundles[1:] != bundles[:-1]]).tolist() + [n]
+    out: list[tuple[Any, ...]] = []
+    for a, b in zip(firsts[:-1], firsts[1:], strict=True):
+        result = sweep_bundle(starts[a:b].tolist(), ends[a:b].tolist(), brokers[a:b], values[a:b], topics[a:b])
+        for k, snap in enumerate(result.after_start):
+            out.append(("sample", bundles[a], int(starts[a + k]), brokers[a + k], *snap))
+        out.append(("final", bundles[a], None, None, *result.final))
+    columns = ["rowType", "bundle", "cycle", "brokerId", *BUNDLE_STATE_FIELDS, "lastCycle"]
+    result_df = pd.DataFrame(out, columns=columns)
+    result_df["cycle"] = result_df["cycle"].astype("Int64")
+    yield result_df
+
+
+@dataclass
+class LoadDataFrames:
+    """The four load-data results as DataFrames (not written yet)."""
+
+    bundle_load_data: DataFrame
+    bundle_load_history: DataFrame
+    broker_time_average: DataFrame
+    broker_time_average_history: DataFrame
+    cycles: int
+
+
+def _cycles(cycle_records: DataFrame) -> DataFrame:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    unique = cycle_records.select("timestamp", "brokerId", "removed").dropDuplicates(["timestamp", "brokerId"])
+    ordered = unique.withColumn("cycle", F.row_number().over(Window.orderBy("timestamp", "brokerId")) - 1)
+    return ordered.withColumn("nextCycle", F.lead("cycle").over(Window.partitionBy("brokerId").orderBy("cycle")))
+
+
+def compute_load_data(
+    spark: SparkSession, cycle_records: DataFrame, bundle_samples: DataFrame, *, cycles: str = "leader"
+) -> LoadDataFrames:
+    """The load data of ``bundle_samples`` over the cycles of ``cycle_records``.
+
+    ``cycle_records``: ``timestamp, brokerId, removed`` (one per report or removal);
+    ``bundle_samples``: ``timestamp, brokerId, bundle, msgThroughputIn/Out, msgRateIn/Out, topics``.
+    """
+    from pyspark.sql import functions as F
+
+    if cycles not in CYCLE_MODES:
+        raise InvalidInputError(f"Unknown cycle mode {cycles!r}; known: {', '.join(CYCLE_MODES)}")
+    cyc = _cycles(cycle_records).persist()
+    total = cyc.count()
+    reports = cyc.where(~F.col("removed"))
+    end = F.coalesce(F.col("nextCycle"), F.lit(total)) if cycles == "leader" else F.col("cycle") + 1
+    contributions = (
+        bundle_samples.select("timestamp", "brokerId", "bundle", *_VALUE_COLUMNS, "topics")
+        .dropDuplicates(["timestamp", "brokerId", "bundle"])
+        .join(reports.select("timestamp", "brokerId", "cycle", "nextCycle"), ["timestamp", "brokerId"])
+        .withColumn("end", end.cast("long"))
+        .withColumn("latest", F.col("nextCycle").isNull())
+        .persist()
+    )
+    swept = (
+        contributions.select("bundle", "cycle", "end", "brokerId", *_VALUE_COLUMNS, "topics")
+        .repartition("bundle")
+        .sortWithinPartitions("bundle", "cycle", "brokerId")
+        .mapInPandas(_sweep_partition, _SWEEP_SCHEMA)
+        .persist()
+    )
+    times = cyc.select("cycle", "timestamp")
+    state = [F.col(name) for name in BUNDLE_STATE_FIELDS]
+    namespace = F.regexp_extract(F.col("bundle"), r"^(.*)/[^/]*$", 1).alias("namespace")
+
+    history = (
+        swept.where(F.col("rowType") == "sample")
+        .join(times, "cycle")
+        .select("timestamp", F.to_date(F.timestamp_millis("timestamp")).alias("date"), "cycle", "brokerId", "bundle", namespace, *state)
+    )
+    active = contributions.where(F.col("latest")).select("bundle").distinct().withColumn("active", F.lit(True))
+    final = (
+        swept.where(F.col("rowType") == "final")
+        .join(times.withColumnRenamed("cycle", "lastCycle").withColumnRenamed("timestamp", "lastTimestamp"), "lastCycle", "left")
+        .join(active, "bundle", "left")
+        .select("bundle", namespace, *state, "lastCycle", "lastTimestamp", F.coalesce(F.col("active"), F.lit(False)).alias("active"))
+    )
+
+    def sums(prefix_map: dict[str, str]) -> list:
+        return [F.sum(F.col(src)).alias(dst) for dst, src in prefix_map.items()]
+
+    average_of = {name: name for name in BROKER_AVERAGE_FIELDS}
+    zero = [F.coalesce(F.col(name), F.lit(0.0)).alias(name) for name in BROKER_AVERAGE_FIELDS]
+    per_report = history.groupBy("brokerId", "cycle").agg(*sums(average_of), F.count(F.lit(1)).alias("numBundles"))
+    broker_history = (
+        reports.select("brokerId", "cycle", "timestamp")
+        .join(per_report, ["brokerId", "cycle"], "left")
+        .select(
+            "timestamp", F.to_date(F.timestamp_millis("timestamp")).alias("date"), "cycle", "brokerId", *zero,
+            F.coalesce(F.col("numBundles"), F.lit(0)).alias("numBundles"),
+        )
+    )
+    latest_bundles = contributions.where(F.col("latest")).select("brokerId", "bundle")
+    per_broker = (
+        latest_bundles.join(final.select("bundle", *BROKER_AVERAGE_FIELDS), "bundle")
+        .groupBy("brokerId")
+        .agg(*sums(average_of), F.count(F.lit(1)).alias("numBundles"))
+    )
+    broker_final = (
+        reports.where(F.col("nextCycle").isNull())
+        .select("brokerId", F.col("timestamp").alias("lastReport"))
+        .join(per_broker, "brokerId", "left")
+        .select("brokerId", *zero, F.coalesce(F.col("numBundles"), F.lit(0)).alias("numBundles"), "lastReport")
+    )
+    return LoadDataFrames(final, history, broker_final, broker_history, total)
+
+
+def bundle_samples_from_topics(spark: SparkSession, topic_samples: DataFrame, layouts: DataFrame | None) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """``(cycle_records, bundle_samples, unmapped)`` from topic samples (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    from brokerlb.pipeline.topic_bundles import assign_bundles, boundary_index, unmapped_reason
+
+    index = boundary_index(layouts)
+    mapped = assign_bundles(spark, topic_samples, index).persist()
+    cycle_records = mapped.select("timestamp", F.col("broker").alias("brokerId")).distinct().withColumn("removed", F.lit(False))
+    bundle_samples = (
+        mapped.where(F.col("bundle").isNotNull())
+        .groupBy("timestamp", F.col("broker").alias("brokerId"), "bundle")
+        .agg(
+            F.sum("msgRateIn").alias("msgRateIn"),
+            F.sum("msgThroughputIn").alias("msgThroughputIn"),
+            F.sum("msgRateOut").alias("msgRateOut"),
+            F.sum("msgThroughputOut").alias("msgThroughputOut"),
+            F.sum("consumerCount").alias("consumerCount"),
+            F.sum("producerCount").alias("producerCount"),
+            F.count(F.lit(1)).alias("topics"),
+            F.sum(F.col("bundleMismatch").cast("int")).alias("bundleMismatches"),
+        )
+    )
+    unmapped = mapped.where(F.col("bundle").isNull()).select(
+        unmapped_reason().alias("reason"), "timestamp", "broker", "topic", "namespace"
+    )
+    return cycle_records, bundle_samples, unmapped
+
+
+@dataclass
+class LoadDataResult:
+    """Where ``loaddata`` wrote its tables, and what it counted."""
+
+    output: str
+    source: str
+    cycles: str
+    counts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def table(self, spark: SparkSession, name: str) -> DataFrame:
+        return spark.read.parquet(Warehouse(self.output).table(name))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "output": self.output,
+            "source": self.source,
+            "cycles": self.cycles,
+            "counts": self.counts,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _window(df: DataFrame, since: int | None, until: int | None) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    if since is not None:
+        df = df.where(F.col("timestamp") >= since)
+    if until is not None:
+        df = df.where(F.col("timestamp") <= until)
+    return df
+
+
+def load_data(
+    spark: SparkSession,
+    warehouse: str,
+    *,
+    source: str = "reports",
+    cycles: str = "leader",
+    since: int | None = None,
+    until: int | None = None,
+    output: str | None = None,
+) -> LoadDataResult:
+    """Compute and write the load-data tables (see the module docstring). ``since``/``until``: ms, inclusive."""
+    if source not in SOURCES:
+        raise InvalidInputError(f"Unknown load-data source {source!r}; known: {', '.join(SOURCES)}")
+    if cycles not in CYCLE_MODES:
+        raise InvalidInputError(f"Unknown cycle mode {cycles!r}; known: {', '.join(CYCLE_MODES)}")
+    started = time.perf_counter()
+    wh = Warehouse(warehouse)
+    out = Warehouse(output or wh.path("loaddata", f"{source}-{cycles}"))
+    counts: dict[str, int] = {}
+    unmapped = None
+    if source == "reports":
+        cycle_records = _window(wh.read(spark, "broker_samples"), since, until)
+        bundle_samples = _window(wh.read(spark, "bundle_samples"), since, until)
+    else:
+        topic_samples = _window(wh.read(spark, "topic_samples"), since, until)
+        layouts = wh.read(spark, "bundle_boundaries", required=False)
+        cycle_records, bundle_samples, unmapped = bundle_samples_from_topics(spark, topic_samples, layouts)
+        bundle_samples = bundle_samples.persist()
+    frames = compute_load_data(spark, cycle_records, bundle_samples, cycles=cycles)
+    frames.bundle_load_data.write.mode("overwrite").parquet(out.table("bundle_load_data"))
+    frames.bundle_load_history.write.mode("overwrite").partitionBy("date").parquet(out.table("bundle_load_history"))
+    frames.broker_time_average.write.mode("overwrite").parquet(out.table("broker_time_average"))
+    frames.broker_time_average_history.write.mode("overwrite").partitionBy("date").parquet(
+        out.table("broker_time_average_history")
+    )
+    counts["cycles"] = frames.cycles
+    counts["bundles"] = spark.read.parquet(out.table("bundle_load_data")).count()
+    counts["bundleSamples"] = spark.read.parquet(out.table("bundle_load_history")).count()
+    counts["brokers"] = spark.read.parquet(out.table("broker_time_average")).count()
+    if unmapped is not None:
+        from pyspark.sql import functions as F
+
+        unmapped.write.mode("overwrite").parquet(out.table("unmapped_topic_samples"))
+        counts["unmappedTopicSamples"] = spark.read.parquet(out.table("unmapped_topic_samples")).count()
+        counts["bundleMismatches"] = int(bundle_samples.agg(F.coalesce(F.sum("bundleMismatches"), F.lit(0))).first()[0])
+    spark.catalog.clearCache()
+    result = LoadDataResult(out.root, source, cycles, counts, time.perf_counter() - started)
+    if "://" not in out.root:
+        with open(os.path.join(out.root, "summary.json"), "w", encoding="utf-8") as f:
+            json.dump(result.to_json(), f, indent=2)
+    return result
+
+
+def load_data_json(spark: SparkSession, result: LoadDataResult) -> dict[str, Any]:
+    """The final load data in Pulsar's JSON, validated through :mod:`brokerlb.model`:
+    ``{"bundleData": {bundle: BundleData}, "timeAverageData": {broker: TimeAverageBrokerData}}``
+    (the leader's ``/loadbalance/bundle-data`` and ``/loadbalance/broker-time-average`` documents)."""
+    from brokerlb.model import (
+        NUM_LONG_SAMPLES,
+        NUM_SHORT_SAMPLES,
+        BundleData,
+        TimeAverageBrokerData,
+        TimeAverageMessageData,
+    )
+
+    bundles: dict[str, Any] = {}
+    for row in result.table(spark, "bundle_load_data").collect():
+        short = TimeAverageMessageData(
+            NUM_SHORT_SAMPLES, row["shortTermSamples"], row["shortTermMsgThroughputIn"],
+            row["shortTermMsgThroughputOut"], row["shortTermMsgRateIn"], row["shortTermMsgRateOut"],
+        )
+        long_ = TimeAverageMessageData(
+            NUM_LONG_SAMPLES, row["longTermSamples"], row["longTermMsgThroughputIn"],
+            row["longTermMsgThroughputOut"], row["longTermMsgRateIn"], row["longTermMsgRateOut"],
+        )
+        bundles[row["bundle"]] = BundleData(short, long_, row["topics"]).to_json()
+    brokers = {
+        row["brokerId"]: TimeAverageBrokerData.from_json({name: row[name] for name in BROKER_AVERAGE_FIELDS}).to_json()
+        for row in result.table(spark, "broker_time_average").collect()
+    }
+    return {"bundleData": dict(sorted(bundles.items())), "timeAverageData": dict(sorted(brokers.items()))}

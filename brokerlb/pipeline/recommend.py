@@ -1,0 +1,151 @@
+"""``recommend``: hot-bundle splits, cold-bundle merges and bundle counts from topic-level history → a plan.
+
+1. Topic samples in the window (default: the 24 hours up to the newest sample) are reduced per
+   topic to one load: ``mean`` (default), ``p95`` or ``max`` over its samples of msg rate in +
+   out, throughput in + out and producers + consumers.
+2. Each topic goes to its bundle in the namespace's layout valid at the window's end (``crc32``
+   of the full name, as the ring does). Namespaces without a recorded layout are listed in the
+   advice and left alone.
+3. Per namespace (``applyInPandas`` over namespaces: coarse groups), the pure advisor
+   :func:`brokerlb.pipeline.advisor.plan_namespace` picks balanced split boundaries for hot
+   bundles (hot topics alone), merges of adjacent cold bundles, and a bundle count.
+4. The result is a :class:`~brokerlb.plan.Plan` (splits first, then merges) that
+   ``brokerlb plan apply PLAN --url ...`` sends to a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from brokerlb.errors import InvalidInputError
+from brokerlb.pipeline.advisor import AdvisorOptions, BundleLimits
+from brokerlb.pipeline.tables import Warehouse
+from brokerlb.plan.format import MergeOp, Plan, SplitOp
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["STATISTICS", "DEFAULT_WINDOW_MS", "topic_loads", "recommend"]
+
+STATISTICS = ("mean", "p95", "max")
+DEFAULT_WINDOW_MS = 24 * 3600 * 1000
+
+
+def _stat(column, statistic: str):  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F
+
+    if statistic == "mean":
+        return F.avg(column)
+    if statistic == "max":
+        return F.max(column)
+    return F.percentile_approx(column, 0.95, 1000).cast("double")
+
+
+def topic_loads(samples: DataFrame, statistic: str = "mean") -> DataFrame:
+    """One row per topic: ``namespace, topic, topicHash, msgRate, msgThroughput, sessions, samples``."""
+    from pyspark.sql import functions as F
+
+    if statistic not in STATISTICS:
+        raise InvalidInputError(f"Unknown statistic {statistic!r}; known: {', '.join(STATISTICS)}")
+    rate = F.col("msgRateIn") + F.col("msgRateOut")
+    tput = F.col("msgThroughputIn") + F.col("msgThroughputOut")
+    sessions = (F.col("producerCount") + F.col("consumerCount")).cast("double")
+    return samples.groupBy("namespace", "topic").agg(
+        F.first(F.crc32(F.col("topic"))).alias("topicHash"),
+        _stat(rate, statistic).alias("msgRate"),
+        _stat(tput, statistic).alias("msgThroughput"),
+        _stat(sessions, statistic).alias("sessions"),
+        F.count(F.lit(1)).alias("samples"),
+    )
+
+
+def _planner(layouts: dict[str, tuple[int, ...]], limits: BundleLimits, options: AdvisorOptions):  # type: ignore[no-untyped-def]
+    def plan_group(key: tuple[Any, ...], frame: pd.DataFrame) -> pd.DataFrame:
+        import pandas as pd
+
+        from brokerlb.pipeline.advisor import TopicLoads, plan_namespace
+
+        namespace = key[0]
+        topics = TopicLoads.of(
+            frame["topicHash"].to_numpy(), frame["msgRate"].to_numpy(), frame["msgThroughput"].to_numpy(),
+            frame["sessions"].to_numpy(), frame["topic"].tolist(),
+        )
+        plan = plan_namespace(namespace, layouts[namespace], topics, limits, options)
+        doc = {
+            "splits": [op.to_json() for op in plan.splits],
+            "merges": [op.to_json() for op in plan.merges],
+            "advice": plan.advice,
+        }
+        return pd.DataFrame({"namespace": [namespace], "plan": [json.dumps(doc)]})
+
+    return plan_group
+
+
+def recommend(
+    spark: SparkSession,
+    warehouse: str,
+    *,
+    since: int | None = None,
+    until: int | None = None,
+    statistic: str = "mean",
+    limits: BundleLimits | None = None,
+    options: AdvisorOptions | None = None,
+    created_at: int | None = None,
+) -> Plan:
+    """The plan for the topic samples of ``warehouse`` (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    from brokerlb.pipeline.topic_bundles import boundary_index
+
+    limits = limits or BundleLimits()
+    options = options or AdvisorOptions()
+    wh = Warehouse(warehouse)
+    samples = wh.read(spark, "topic_samples")
+    if until is None:
+        until = samples.agg(F.max("timestamp")).first()[0]
+        if until is None:
+            raise InvalidInputError(f"No topic samples in warehouse {warehouse}")
+    if since is None:
+        since = until - DEFAULT_WINDOW_MS
+    window = samples.where((F.col("timestamp") >= since) & (F.col("timestamp") <= until))
+    loads = topic_loads(window, statistic).persist()
+    index = boundary_index(wh.read(spark, "bundle_boundaries", required=False), until=until)
+    layouts = {ns: v.boundaries for ns, v in index.latest(until).items()}
+    namespaces = {r["namespace"]: (r["topics"], r["samples"]) for r in
+                  loads.groupBy("namespace").agg(F.count(F.lit(1)).alias("topics"), F.sum("samples").alias("samples")).collect()}
+    advice: list[dict[str, Any]] = []
+    splits: list[SplitOp] = []
+    merges: list[MergeOp] = []
+    known = sorted(ns for ns in namespaces if ns in layouts)
+    if known:
+        planned = (
+            loads.where(F.col("namespace").isin(known))
+            .groupBy("namespace")
+            .applyInPandas(_planner(layouts, limits, options), "namespace string, plan string")
+            .collect()
+        )
+        for row in sorted(planned, key=lambda r: r["namespace"]):
+            doc = json.loads(row["plan"])
+            plan = Plan.from_json({"operations": doc["splits"] + doc["merges"]})
+            splits.extend(op for op in plan.operations if isinstance(op, SplitOp))
+            merges.extend(op for op in plan.operations if isinstance(op, MergeOp))
+            advice.append(doc["advice"])
+    for ns in sorted(set(namespaces) - set(layouts)):
+        advice.append({"namespace": ns, "notes": ["no bundle-boundaries record at or before the window's end: left alone"],
+                       "load": {"topics": namespaces[ns][0]}})
+    loads.unpersist()
+    source = {
+        "job": "recommend",
+        "warehouse": str(warehouse),
+        "window": {"since": since, "until": until},
+        "statistic": statistic,
+        "topics": sum(t for t, _ in namespaces.values()),
+        "samples": sum(s for _, s in namespaces.values()),
+        "limits": limits.to_json(),
+        "options": options.to_json(),
+    }
+    return Plan(tuple(splits) + tuple(merges), created_at if created_at is not None else int(time.time() * 1000),
+                source, advice)

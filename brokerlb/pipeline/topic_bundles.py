@@ -1,0 +1,115 @@
+"""Topic → bundle at scale: ``crc32`` in Spark, a range lookup against the layout valid at each sample's time.
+
+1. The ``bundle_boundaries`` table is small; it is collected into a
+   :class:`~brokerlb.pipeline.bundle_index.BoundaryIndex` on the driver (one version per record).
+2. Each topic sample gets the ``versionId`` valid at its ``timestamp`` by a broadcast join on
+   the namespace and the version's ``[validFrom, validTo)``.
+3. Spark's ``crc32(topic)`` is the ring's hash (``zlib.crc32`` of the UTF-8 name, unsigned).
+   Topics keep their hash across samples, so only the distinct ``(versionId, topicHash)``
+   pairs -- about topics × layouts, not samples -- go through the numpy lookup
+   (``mapInArrow``); the result is joined back.
+4. ``bundle`` is the looked-up bundle; a sample whose namespace had no layout yet keeps the bundle
+   the broker recorded (``bundleSource = "recorded"``); with neither it stays unmapped (null).
+   A recorded bundle that disagrees with the layout is counted in ``bundleMismatch``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from brokerlb.pipeline.bundle_index import BoundaryIndex
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["boundary_index", "versions_frame", "assign_bundles", "unmapped_reason"]
+
+
+def boundary_index(layouts: DataFrame | None, *, until: int | None = None) -> BoundaryIndex:
+    """The layouts of a ``bundle_boundaries`` table (records after ``until`` left out)."""
+    if layouts is None:
+        return BoundaryIndex([])
+    from pyspark.sql import functions as F
+
+    if until is not None:
+        layouts = layouts.where(F.col("timestamp") <= until)
+    rows = layouts.select("namespace", "timestamp", "boundaries").collect()
+    return BoundaryIndex((r["namespace"], r["timestamp"], r["boundaries"]) for r in rows)
+
+
+def versions_frame(spark: SparkSession, index: BoundaryIndex) -> DataFrame:
+    """``(namespace, versionId, validFrom, validTo)`` of every layout version."""
+    rows = [(v.namespace, v.version_id, v.valid_from, v.valid_to) for v in index.versions]
+    return spark.createDataFrame(rows, "namespace string, versionId long, validFrom long, validTo long")
+
+
+def _lookup(index: BoundaryIndex):  # type: ignore[no-untyped-def]
+    def lookup(batches):  # type: ignore[no-untyped-def]
+        import pyarrow as pa
+
+        for batch in batches:
+            versions = batch.column(0).to_numpy(zero_copy_only=False)
+            hashes = batch.column(1).to_numpy(zero_copy_only=False)
+            lower, upper = index.bundle_of(versions, hashes)
+            yield pa.RecordBatch.from_arrays(
+                [batch.column(0), batch.column(1), pa.array(lower, mask=lower < 0), pa.array(upper, mask=upper < 0)],
+                names=["versionId", "topicHash", "bundleLower", "bundleUpper"],
+            )
+
+    return lookup
+
+
+def assign_bundles(spark: SparkSession, samples: DataFrame, index: BoundaryIndex) -> DataFrame:
+    """``samples`` (``topic_samples`` columns) plus ``versionId``, ``bundleLower``, ``bundleUpper``,
+    ``bundle``, ``bundleSource`` and ``bundleMismatch`` (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    from brokerlb.pipeline.parse import bundle_range_name
+
+    if "topicHash" not in samples.columns:
+        samples = samples.withColumn("topicHash", F.crc32(F.col("topic")))
+    samples = samples.withColumnRenamed("bundle", "recordedBundle")
+    if len(index) == 0:
+        versioned = samples.withColumn("versionId", F.lit(None).cast("long"))
+        mapped = versioned.withColumn("bundleLower", F.lit(None).cast("long")).withColumn(
+            "bundleUpper", F.lit(None).cast("long")
+        )
+    else:
+        v = versions_frame(spark, index).alias("v")
+        s = samples.alias("s")
+        cond = (
+            (F.col("s.namespace") == F.col("v.namespace"))
+            & (F.col("s.timestamp") >= F.col("v.validFrom"))
+            & (F.col("v.validTo").isNull() | (F.col("s.timestamp") < F.col("v.validTo")))
+        )
+        versioned = s.join(F.broadcast(v), cond, "left").select("s.*", F.col("v.versionId"))
+        keys = versioned.where(F.col("versionId").isNotNull()).select("versionId", "topicHash").distinct()
+        looked_up = keys.mapInArrow(
+            _lookup(index), "versionId long, topicHash long, bundleLower long, bundleUpper long"
+        )
+        mapped = versioned.join(looked_up, ["versionId", "topicHash"], "left")
+    computed = F.when(
+        F.col("bundleLower").isNotNull(),
+        F.concat_ws("/", F.col("namespace"), bundle_range_name(F.col("bundleLower"), F.col("bundleUpper"))),
+    )
+    recorded = F.col("recordedBundle")
+    return (
+        mapped.withColumn("bundle", F.coalesce(computed, recorded))
+        .withColumn(
+            "bundleSource", F.when(computed.isNotNull(), F.lit("layout")).when(recorded.isNotNull(), F.lit("recorded"))
+        )
+        .withColumn("bundleMismatch", computed.isNotNull() & recorded.isNotNull() & (computed != recorded))
+    )
+
+
+def unmapped_reason():  # type: ignore[no-untyped-def]
+    """The reject reason of a sample left without a bundle."""
+    from pyspark.sql import functions as F
+
+    return F.format_string(
+        "no bundle for topic %s: namespace %s has no bundle-boundaries record at or before %s and the sample "
+        "names no bundle",
+        F.col("topic"),
+        F.col("namespace"),
+        F.col("timestamp").cast("string"),
+    )
