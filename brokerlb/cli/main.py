@@ -20,6 +20,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("metadata", "brokerlb.cli.metadata", "Metadata store in Pulsar's layout: brokers, leader, owners, bundles; a local ZooKeeper."),
     ("admin", "brokerlb.cli.admin", "pulsar-admin-style client of any broker: namespaces, topics, brokers, broker-stats."),
     ("plan", "brokerlb.cli.plan", "Offline planner: what shedding, split and placement would do on a snapshot."),
+    ("pipeline", "brokerlb.cli.pipeline", "Spark jobs over load history: ingest, loaddata, recommend, backtest."),
 ]
 
 #: (command name, module, function) -- single top-level commands.

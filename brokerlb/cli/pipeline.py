@@ -31,6 +31,12 @@ _CONF = typer.Option([], "--conf", help="Spark setting key=value (repeatable)")
 _WAREHOUSE = typer.Option(..., "--warehouse", "-w", help="warehouse directory (Parquet tables)")
 _SINCE = typer.Option(None, "--since", help="start of the window: ms since the epoch or ISO 8601 (UTC)")
 _UNTIL = typer.Option(None, "--until", help="end of the window (inclusive): ms or ISO 8601 (UTC)")
+_HISTORY = typer.Option(..., "--history", "-i", help="history root (broker-samples/, topic-samples/, bundle-boundaries/)")
+_KINDS = typer.Option([], "--kind", help="only these record kinds (repeatable)")
+_OUTPUT = typer.Option(None, "--output", help="default <warehouse>/loaddata/<source>-<cycles>")
+_JSON_OUT = typer.Option(None, "--json", help="also write the final load data as Pulsar JSON")
+_PLAN_OUT = typer.Option(None, "--out", "-o", help="plan file to write (default: stdout)")
+_OVERRIDES = typer.Option([], "--set", help="broker.conf key=value for the bundle limits (repeatable)")
 
 
 def parse_time(value: str | None, option: str) -> int | None:
@@ -65,11 +71,15 @@ def _spark(master: str | None, conf: list[str]) -> Iterator[SparkSession]:
         from brokerlb.pipeline.session import spark_session
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise PipelineError("The pipeline needs the 'pipeline' extra (pyspark, pyarrow, pandas)") from exc
+    from pyspark.sql import SparkSession
+
+    reused = SparkSession.getActiveSession() is not None  # e.g. a notebook's or a test's session
     spark = spark_session(master, conf=_conf(conf))
     try:
         yield spark
     finally:
-        spark.stop()
+        if not reused:
+            spark.stop()
 
 
 def _run(job: str, fn: Callable[[], T]) -> T:
@@ -85,9 +95,9 @@ def _run(job: str, fn: Callable[[], T]) -> T:
 
 @app.command("ingest")
 def ingest_cmd(
-    history: Path = typer.Option(..., "--history", "-i", help="history root (broker-samples/, topic-samples/, bundle-boundaries/)"),
+    history: Path = _HISTORY,
     warehouse: Path = _WAREHOUSE,
-    kind: list[str] = typer.Option([], "--kind", help="only these record kinds (repeatable)"),
+    kind: list[str] = _KINDS,
     max_files_per_trigger: int | None = typer.Option(None, "--max-files-per-trigger", min=1),
     master: str | None = _MASTER,
     conf: list[str] = _CONF,
@@ -111,8 +121,8 @@ def loaddata_cmd(
     cycles: str = typer.Option("leader", "--cycles", help="leader (Pulsar: every report re-folds all) or report"),
     since: str | None = _SINCE,
     until: str | None = _UNTIL,
-    output: Path | None = typer.Option(None, "--output", help="default <warehouse>/loaddata/<source>-<cycles>"),
-    json_out: Path | None = typer.Option(None, "--json", help="also write the final load data as Pulsar JSON"),
+    output: Path | None = _OUTPUT,
+    json_out: Path | None = _JSON_OUT,
     master: str | None = _MASTER,
     conf: list[str] = _CONF,
 ) -> None:
@@ -135,11 +145,11 @@ def loaddata_cmd(
 @app.command("recommend")
 def recommend_cmd(
     warehouse: Path = _WAREHOUSE,
-    out: Path | None = typer.Option(None, "--out", "-o", help="plan file to write (default: stdout)"),
+    out: Path | None = _PLAN_OUT,
     since: str | None = _SINCE,
     until: str | None = _UNTIL,
     statistic: str = typer.Option("mean", "--statistic", help="per-topic load over the window: mean, p95 or max"),
-    overrides: list[str] = typer.Option([], "--set", help="broker.conf key=value for the bundle limits (repeatable)"),
+    overrides: list[str] = _OVERRIDES,
     target_fill: float = typer.Option(0.8, "--target-fill", help="children at most this fraction of every limit"),
     isolate_fraction: float = typer.Option(0.5, "--isolate-fraction", help="a topic using this fraction gets its own bundle"),
     cold_fill: float = typer.Option(0.1, "--cold-fill", help="bundles below this fraction are cold"),

@@ -16,8 +16,10 @@ from typing import Any
 import typer
 
 from brokerlb.cli.common import cli_errors, console, print_json
+from brokerlb.cli.plan_apply import apply_cmd
 
 app = typer.Typer(no_args_is_help=True)
+app.command("apply")(apply_cmd)  # brokerlb plan apply PLAN --url ... (the pipeline's plans, docs/plan-format.md)
 
 
 class OutputFormat(StrEnum):

@@ -283,7 +283,7 @@ def load_data(
         bundle_samples = _window(wh.read(spark, "bundle_samples"), since, until)
     else:
         topic_samples = _window(wh.read(spark, "topic_samples"), since, until)
-        layouts = wh.read(spark, "bundle_boundaries", required=False)
+        layouts = wh.read_optional(spark, "bundle_boundaries")
         cycle_records, bundle_samples, unmapped = bundle_samples_from_topics(spark, topic_samples, layouts)
         bundle_samples = bundle_samples.persist()
     frames = compute_load_data(spark, cycle_records, bundle_samples, cycles=cycles)
@@ -294,15 +294,17 @@ def load_data(
         out.table("broker_time_average_history")
     )
     counts["cycles"] = frames.cycles
-    counts["bundles"] = spark.read.parquet(out.table("bundle_load_data")).count()
-    counts["bundleSamples"] = spark.read.parquet(out.table("bundle_load_history")).count()
-    counts["brokers"] = spark.read.parquet(out.table("broker_time_average")).count()
+    counts["bundles"] = frames.bundle_load_data.count()
+    counts["bundleSamples"] = frames.bundle_load_history.count()
+    counts["brokers"] = frames.broker_time_average.count()
     if unmapped is not None:
         from pyspark.sql import functions as F
 
+        unmapped = unmapped.persist()
         unmapped.write.mode("overwrite").parquet(out.table("unmapped_topic_samples"))
-        counts["unmappedTopicSamples"] = spark.read.parquet(out.table("unmapped_topic_samples")).count()
-        counts["bundleMismatches"] = int(bundle_samples.agg(F.coalesce(F.sum("bundleMismatches"), F.lit(0))).first()[0])
+        counts["unmappedTopicSamples"] = unmapped.count()
+        mismatches = bundle_samples.agg(F.coalesce(F.sum("bundleMismatches"), F.lit(0)).alias("n")).first()
+        counts["bundleMismatches"] = int(mismatches["n"]) if mismatches is not None else 0
     spark.catalog.clearCache()
     result = LoadDataResult(out.root, source, cycles, counts, time.perf_counter() - started)
     if "://" not in out.root:

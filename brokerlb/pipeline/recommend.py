@@ -105,14 +105,15 @@ def recommend(
     wh = Warehouse(warehouse)
     samples = wh.read(spark, "topic_samples")
     if until is None:
-        until = samples.agg(F.max("timestamp")).first()[0]
+        newest = samples.agg(F.max("timestamp").alias("t")).first()
+        until = newest["t"] if newest is not None else None
         if until is None:
             raise InvalidInputError(f"No topic samples in warehouse {warehouse}")
     if since is None:
         since = until - DEFAULT_WINDOW_MS
     window = samples.where((F.col("timestamp") >= since) & (F.col("timestamp") <= until))
     loads = topic_loads(window, statistic).persist()
-    index = boundary_index(wh.read(spark, "bundle_boundaries", required=False), until=until)
+    index = boundary_index(wh.read_optional(spark, "bundle_boundaries"), until=until)
     layouts = {ns: v.boundaries for ns, v in index.latest(until).items()}
     namespaces = {r["namespace"]: (r["topics"], r["samples"]) for r in
                   loads.groupBy("namespace").agg(F.count(F.lit(1)).alias("topics"), F.sum("samples").alias("samples")).collect()}

@@ -51,13 +51,18 @@ class Warehouse:
         path = self.table(name)
         return "://" in path or os.path.isdir(path)
 
-    def read(self, spark: SparkSession, name: str, *, required: bool = True) -> DataFrame | None:
-        """The table ``name``; ``None`` (or :class:`InvalidInputError` when ``required``) if never written."""
+    def read(self, spark: SparkSession, name: str) -> DataFrame:
+        """The table ``name``; :class:`InvalidInputError` if it was never written."""
+        table = self.read_optional(spark, name)
+        if table is None:
+            raise InvalidInputError(
+                f"Table {name} does not exist in warehouse {self.root}: run 'brokerlb pipeline ingest' first"
+            )
+        return table
+
+    def read_optional(self, spark: SparkSession, name: str) -> DataFrame | None:
+        """The table ``name``, or ``None`` if it was never written."""
         if not self._has_data(name):
-            if required:
-                raise InvalidInputError(
-                    f"Table {name} does not exist in warehouse {self.root}: run 'brokerlb pipeline ingest' first"
-                )
             return None
         return spark.read.parquet(self.table(name))
 

@@ -187,6 +187,8 @@ def _op_from_json(data: Any, index: int) -> PlanOp:
     if not isinstance(data, Mapping):
         raise InvalidPlanError(f"{where}: expected a JSON object")
     op = data.get("op")
+    namespace: Any = data.get("namespace")
+    bundle: Any = data.get("bundle")
     reason = data.get("reason", "")
     if not isinstance(reason, str):
         raise InvalidPlanError(f"{where}.reason: expected a string")
@@ -198,15 +200,15 @@ def _op_from_json(data: Any, index: int) -> PlanOp:
             unload = data.get("unload", False)
             if not isinstance(unload, bool):
                 raise InvalidPlanError(f"{where}.unload: expected true or false")
-            return SplitOp(data.get("namespace"), data.get("bundle"), tuple(boundaries), unload, reason,
+            return SplitOp(namespace, bundle, tuple(boundaries), unload, reason,
                            data.get("expected"))
         if op == "merge":
             bundles = data.get("bundles")
             if not isinstance(bundles, list):
                 raise InvalidPlanError(f"{where}.bundles: expected a list of bundle ranges")
-            return MergeOp(data.get("namespace"), tuple(bundles), reason, data.get("expected"))
+            return MergeOp(namespace, tuple(bundles), reason, data.get("expected"))
         if op == "unload":
-            return UnloadOp(data.get("namespace"), data.get("bundle"), data.get("destinationBroker"), reason)
+            return UnloadOp(namespace, bundle, data.get("destinationBroker"), reason)
     except InvalidPlanError as exc:
         raise InvalidPlanError(f"{where}: {exc}") from exc
     raise InvalidPlanError(f"{where}.op: unknown operation {op!r} (expected split, merge or unload)")

@@ -1,0 +1,169 @@
+"""loaddata equals the in-process load data (brokerlb.history.replay_load_data over brokerlb.model).
+
+Tolerance: relative 1e-9 on every average (the closed-form folds of long runs differ from
+step-by-step folding in the last bits; sample counts and topic counts are exact).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import pytest
+
+from brokerlb.history import BrokerSample, TopicSample, record_from_json, replay_load_data
+from brokerlb.model import BundleData, LocalBrokerData, NamespaceBundleStats, TimeAverageBrokerData
+from brokerlb.ring import NamespaceBundles, topic_hash
+from tests.pipeline.conftest import ODD_GOOD_LINES
+
+pytestmark = pytest.mark.spark
+
+REL = 1e-9
+WINDOWS = (("shortTerm", "short_term_data"), ("longTerm", "long_term_data"))
+VALUES = (("MsgThroughputIn", "msg_throughput_in"), ("MsgThroughputOut", "msg_throughput_out"),
+          ("MsgRateIn", "msg_rate_in"), ("MsgRateOut", "msg_rate_out"))
+
+
+def assert_bundle(row, data: BundleData) -> None:
+    for prefix, attr in WINDOWS:
+        window = getattr(data, attr)
+        assert row[f"{prefix}Samples"] == window.num_samples, (row["bundle"], prefix)
+        for column, field in VALUES:
+            assert row[prefix + column] == pytest.approx(getattr(window, field), rel=REL, abs=1e-12), (row["bundle"], column)
+    assert row["topics"] == data.topics
+
+
+def assert_broker(row, data: TimeAverageBrokerData) -> None:
+    for key, value in data.to_json().items():
+        assert row[key] == pytest.approx(value, rel=REL, abs=1e-9), (row["brokerId"], key)
+
+
+def assert_equal_to_replay(spark, result, ref) -> None:
+    final = {r["bundle"]: r for r in result.table(spark, "bundle_load_data").collect()}
+    assert set(final) == set(ref.bundle_data)
+    for bundle, data in ref.bundle_data.items():
+        assert_bundle(final[bundle], data)
+    active = {b for report in ref.latest_reports.values() for b in report.last_stats}
+    assert {b for b, r in final.items() if r["active"]} == active
+    history = {(r["cycle"], r["bundle"]): r for r in result.table(spark, "bundle_load_history").collect()}
+    assert set(history) == {(h.cycle, h.bundle) for h in ref.bundle_history}
+    for h in ref.bundle_history:
+        assert_bundle(history[(h.cycle, h.bundle)], h.data)
+        assert history[(h.cycle, h.bundle)]["timestamp"] == h.timestamp
+    brokers = {r["brokerId"]: r for r in result.table(spark, "broker_time_average").collect()}
+    assert set(brokers) == set(ref.time_average_data)
+    for broker, data in ref.time_average_data.items():
+        assert_broker(brokers[broker], data)
+    broker_history = {(r["cycle"], r["brokerId"]): r for r in result.table(spark, "broker_time_average_history").collect()}
+    assert set(broker_history) == {(h.cycle, h.broker_id) for h in ref.broker_history}
+    for h in ref.broker_history:
+        assert_broker(broker_history[(h.cycle, h.broker_id)], h.data)
+    assert result.counts["cycles"] == ref.cycles
+
+
+@pytest.mark.parametrize("cycles", ["leader", "report"])
+def test_reports_equal_the_in_process_leader(spark, history, cycles):
+    from brokerlb.pipeline.loaddata import load_data
+
+    result = load_data(spark, str(history.warehouse), cycles=cycles)
+    assert_equal_to_replay(spark, result, replay_load_data(history.broker_samples, cycles=cycles))
+    assert (history.warehouse / "loaddata" / f"reports-{cycles}" / "summary.json").exists()
+
+
+def topic_reports(samples: list[TopicSample], layouts) -> list[BrokerSample]:
+    """What a broker would report from these topic samples: per (timestamp, broker), per bundle, the sums."""
+    versions = defaultdict(list)
+    for layout in layouts:
+        versions[layout.namespace].append((layout.timestamp, NamespaceBundles(layout.namespace, layout.boundaries)))
+    groups: dict = defaultdict(lambda: defaultdict(list))
+    for s in samples:
+        valid = [b for ts, b in sorted(versions[s.namespace], key=lambda v: v[0]) if ts <= s.timestamp]
+        bundle = str(valid[-1].bundle_for_hash(topic_hash(s.topic))) if valid else s.bundle
+        groups[(s.timestamp, s.broker)][bundle].append(s)
+    reports = []
+    for (ts, broker), bundles in groups.items():
+        data = LocalBrokerData()
+        data.last_stats = {
+            bundle: NamespaceBundleStats(
+                msg_rate_in=sum(t.msg_rate_in for t in topics), msg_throughput_in=sum(t.msg_throughput_in for t in topics),
+                msg_rate_out=sum(t.msg_rate_out for t in topics), msg_throughput_out=sum(t.msg_throughput_out for t in topics),
+                consumer_count=sum(t.consumer_count for t in topics), producer_count=sum(t.producer_count for t in topics),
+                topics=len(topics))
+            for bundle, topics in bundles.items() if bundle is not None
+        }
+        reports.append(BrokerSample(ts, broker, data))
+    return reports
+
+
+def test_topic_level_history_equals_what_brokers_would_report(spark, history):
+    from brokerlb.pipeline.loaddata import load_data
+
+    samples = history.topic_samples + [record_from_json("topic-samples", json.loads(line))
+                                       for line in ODD_GOOD_LINES["topic-samples"]]
+    result = load_data(spark, str(history.warehouse), source="topics")
+    assert_equal_to_replay(spark, result, replay_load_data(topic_reports(samples, history.layouts)))
+    assert result.counts["unmappedTopicSamples"] == 0 and result.counts["bundleMismatches"] == 0
+    split = [r for r in result.table(spark, "bundle_load_data").collect() if r["bundle"].startswith("t/ns/0x00000000_0x")]
+    assert {r["bundle"] for r in split} == {"t/ns/0x00000000_0x40000000", "t/ns/0x00000000_0x20000000"}
+
+
+def test_topic_to_bundle_uses_crc32_and_the_layout_valid_at_the_time(spark, history):
+    from pyspark.sql import functions as F
+
+    from brokerlb.pipeline.topic_bundles import assign_bundles, boundary_index
+
+    samples = spark.read.parquet(str(history.warehouse / "topic_samples"))
+    layouts = spark.read.parquet(str(history.warehouse / "bundle_boundaries"))
+    extra = spark.createDataFrame(
+        [(1_700_000_000_000, "b", "persistent://nolayout/ns/a", "nolayout/ns", None),
+         (1_700_000_000_000, "b", "persistent://nolayout/ns/b", "nolayout/ns", "nolayout/ns/0x00000000_0xffffffff")],
+        "timestamp long, broker string, topic string, namespace string, bundle string")
+    mapped = assign_bundles(spark, samples.select("timestamp", "broker", "topic", "namespace", "bundle").unionByName(extra),
+                            boundary_index(layouts))
+    rows = mapped.select("timestamp", "topic", "topicHash", "bundle", "bundleSource").collect()
+    reference = {(s.timestamp, s.topic): s for s in history.topic_samples}
+    expected = {s.timestamp: s for s in history.layouts}
+    checked = 0
+    for r in rows:
+        if r["topic"].startswith("persistent://nolayout"):
+            continue
+        assert r["topicHash"] == topic_hash(r["topic"])
+        if (r["timestamp"], r["topic"]) in reference:
+            ns = reference[(r["timestamp"], r["topic"])].namespace
+            valid = max((lay for lay in history.layouts if lay.namespace == ns and lay.timestamp <= r["timestamp"]),
+                        key=lambda lay: lay.timestamp)
+            assert r["bundle"] == str(valid.bundles().find_bundle(r["topic"])) and r["bundleSource"] == "layout"
+            checked += 1
+    assert checked == len(history.topic_samples) and expected
+    by_topic = {r["topic"]: (r["bundle"], r["bundleSource"]) for r in rows if r["topic"].startswith("persistent://nolayout")}
+    assert by_topic == {"persistent://nolayout/ns/a": (None, None),
+                        "persistent://nolayout/ns/b": ("nolayout/ns/0x00000000_0xffffffff", "recorded")}
+    assert mapped.where(F.col("bundleMismatch")).count() == 0
+
+
+def test_load_data_json_is_pulsars_and_reads_back_through_the_model(spark, history):
+    from brokerlb.pipeline.loaddata import LoadDataResult, load_data_json
+
+    result = LoadDataResult(str(history.warehouse / "loaddata" / "reports-leader"), "reports", "leader")
+    doc = load_data_json(spark, result)
+    ref = replay_load_data(history.broker_samples)
+    for bundle, data in ref.bundle_data.items():
+        back = BundleData.from_json(doc["bundleData"][bundle])
+        assert back.short_term_data.num_samples == data.short_term_data.num_samples
+        assert back.long_term_data.msg_rate_in == pytest.approx(data.long_term_data.msg_rate_in, rel=REL)
+    assert set(doc["timeAverageData"]) == set(ref.time_average_data)
+
+
+def test_window_and_bad_arguments(spark, history):
+    from brokerlb.errors import InvalidInputError
+    from brokerlb.pipeline.loaddata import load_data
+
+    until = sorted(s.timestamp for s in history.broker_samples)[50]
+    result = load_data(spark, str(history.warehouse), cycles="report", until=until,
+                       output=str(history.warehouse / "windowed"))
+    inside = [s for s in history.broker_samples if s.timestamp <= until]
+    assert_equal_to_replay(spark, result, replay_load_data(inside, cycles="report"))
+    with pytest.raises(InvalidInputError, match="source"):
+        load_data(spark, str(history.warehouse), source="metrics")
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        load_data(spark, str(history.warehouse / "nowhere"))
