@@ -68,6 +68,17 @@ class NamespaceBundlesCache:
         entry = self._entries.get(str(namespace))
         return None if entry is None else entry.anti_affinity_group
 
+    async def current(self, namespace: NamespaceName | str) -> NamespaceBundles:
+        """The bundles as the store has them now: the cached ones if the local-policies node has not
+        changed since (one ``exists`` call), else a fresh read."""
+        ns = NamespaceName.parse(namespace)
+        entry = self._entries.get(str(ns))
+        if entry is not None and entry.bundles is not None and entry.local is not None:
+            stat = await self.store.exists(local_policies_path(ns))
+            if stat is not None and stat.mzxid == entry.local.stat.mzxid:
+                return entry.bundles
+        return await self.refresh(ns)
+
     async def refresh(self, namespace: NamespaceName | str) -> NamespaceBundles:
         """Read the bundles from the store now (a lookup suspects the cache is behind)."""
         ns = NamespaceName.parse(namespace)

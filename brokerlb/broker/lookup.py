@@ -186,7 +186,7 @@ class LookupService:
             return candidate
         if candidate != self.identity.broker_id:
             return Resolution(redirect_url=self._web_url(candidate), authoritative=auth_redirect)
-        if bundle not in await self.bundles.refresh(bundle.namespace):
+        if bundle not in await self.bundles.current(bundle.namespace):
             raise StaleBundleError(f"Bundle {bundle} was split or merged meanwhile; look the topic up again")
         return Resolution(owner=await self._own(bundle))
 

@@ -46,6 +46,9 @@ __all__ = ["LoadReporter", "HostUsageSource", "initial_local_data"]
 
 logger = logging.getLogger(__name__)
 
+#: A forced write waits this long so that a burst of changes (many bundles taken at once) makes one.
+FORCE_COALESCE_S = 0.02
+
 
 class HostUsageSource(Protocol):
     def sample(self) -> SystemResourceUsage: ...
@@ -159,5 +162,6 @@ class LoadReporter:
             interval = self.conf.duration_seconds("loadBalancerReportUpdateMinIntervalMillis")
             try:
                 await asyncio.wait_for(self._wake.wait(), interval)
+                await asyncio.sleep(FORCE_COALESCE_S)  # a burst of ownership changes makes one write
             except TimeoutError:
                 pass

@@ -7,6 +7,7 @@ and the brokers deregister before the process exits. uvloop is used when install
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,12 @@ def _logging(level: str) -> None:
 
 
 def run_until_signalled(start: Callable[[], Awaitable[object]], stop: Callable[[], Awaitable[None]]) -> None:
-    """Run ``start()``, wait for SIGINT/SIGTERM, then ``stop()`` (on uvloop when available)."""
+    """Run ``start()``, wait for SIGINT/SIGTERM, then ``stop()`` (on uvloop when available).
+
+    After start-up every object then alive is moved out of the garbage collector's view
+    (``gc.freeze``): full collections no longer walk the imported modules and caches, which
+    otherwise shows as multi-millisecond pauses in the lookup latency tail.
+    """
 
     async def main() -> None:
         done = asyncio.Event()
@@ -37,6 +43,8 @@ def run_until_signalled(start: Callable[[], Awaitable[object]], stop: Callable[[
             loop.add_signal_handler(sig, done.set)
         try:
             await start()
+            gc.collect()
+            gc.freeze()
             await done.wait()
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
