@@ -222,7 +222,7 @@ def _print_line(console: Console, state: _State, sample: _Sample) -> None:
 def _summary(cluster: Any, clients: Any, state: _State) -> dict[str, Any]:
     after_surge = [s for s in state.samples if state.surge_at is not None and s.at >= state.surge_at]
     worst = max(after_surge or state.samples, key=lambda s: max(s.usage.values()) - min(s.usage.values()))
-    final = state.samples[-1]
+    final = _average(state.samples[-6:])  # the last ~3 s: one sample may catch clients mid-reconnect
     leader = cluster.leader()
 
     def spread(sample: _Sample) -> float:
@@ -244,7 +244,7 @@ def _summary(cluster: Any, clients: Any, state: _State) -> dict[str, Any]:
 
 
 def _print_summary(console: Console, summary: dict[str, Any]) -> None:
-    table = Table(title="before (worst moment after the surge) / after (end of the run)")
+    table = Table(title="before (worst moment after the surge) / after (mean of the last 3 s)")
     for col in ("broker", "cpu before", "cpu after", "bundles before", "bundles after"):
         table.add_column(col, justify="right" if col != "broker" else "left")
     before, after = summary["before"], summary["after"]
@@ -260,6 +260,13 @@ def _print_summary(console: Console, summary: dict[str, Any]) -> None:
                   highlight=False)
     console.print("(traffic was synthetic: injected into the brokers' topic stats; host usage modelled from it)",
                   style="dim")
+
+
+def _average(samples: list[_Sample]) -> _Sample:
+    brokers = samples[-1].usage.keys()
+    return _Sample(samples[-1].at, {b: statistics.fmean(s.usage.get(b, 0.0) for s in samples) for b in brokers},
+                   {b: statistics.fmean(s.rate.get(b, 0.0) for s in samples) for b in brokers},
+                   dict(samples[-1].bundles))
 
 
 class _NoLive:
