@@ -56,6 +56,7 @@ from brokerlb.errors import (
     NotFoundError,
     OperationTimeoutError,
     OwnershipLostError,
+    ServiceUnavailableError,
     StaleBundleError,
     TooManyRequestsError,
 )
@@ -101,7 +102,8 @@ class LookupService:
     def __init__(self, identity: BrokerIdentity, *, bundles: NamespaceBundlesCache, owners: OwnershipCache,
                  ownership: OwnershipManager, registry: BrokerRegistry, election: LeaderElection,
                  assigner: Assigner, max_concurrent: int | Callable[[], int] = 50_000,
-                 on_acquired: Callable[[str], None] = lambda _bundle: None) -> None:
+                 on_acquired: Callable[[str], None] = lambda _bundle: None,
+                 can_own: Callable[[], bool] = lambda: True) -> None:
         self.identity = identity
         self.bundles = bundles
         self.owners = owners
@@ -111,6 +113,7 @@ class LookupService:
         self.assigner = assigner
         self._max = max_concurrent if callable(max_concurrent) else (lambda: max_concurrent)
         self._on_acquired = on_acquired
+        self._can_own = can_own
         self._running = 0
         self._flights: SingleFlight[tuple[str, bool], Resolution] = SingleFlight()
         self._encoded: dict[str, tuple[OwnerInfo, bytes]] = {}
@@ -211,6 +214,8 @@ class LookupService:
         return Resolution(redirect_url=leader.service_url.rstrip("/"), authoritative=False), False
 
     async def _own(self, bundle: NamespaceBundle) -> NamespaceEphemeralData:
+        if not self._can_own():
+            raise ServiceUnavailableError(f"Broker {self.identity.broker_id} is shutting down; not taking {bundle}")
         if not self.ownership.store.connected:
             raise OwnershipLostError(f"Cannot take {bundle}: the metadata session is not connected")
         result = await self.ownership.try_acquire(bundle)

@@ -157,7 +157,8 @@ class BrokerService:
         self.lookup = LookupService(ident, bundles=self.bundles, owners=self.owners, ownership=self.ownership,
                                     registry=self.registry, election=self.election, assigner=self,
                                     max_concurrent=lambda: self.conf.maxConcurrentLookupRequest,
-                                    on_acquired=lambda _b: self.reporter.force_update())
+                                    on_acquired=lambda _b: self.reporter.force_update(),
+                                    can_own=lambda: not self._closing)
         self.actions = OwnerActions(conf, ownership=self.ownership, metadata=self.metadata, bundles=self.bundles,
                                     topics=self.topics, hand_over=self._hand_over,
                                     report_changed=self.reporter.force_update)
