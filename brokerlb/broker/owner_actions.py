@@ -4,10 +4,15 @@
   ``disabled`` (lookups now answer "is being unloaded"), close the bundle's topics
   (``namespaceBundleUnloadingTimeoutMs``; a timeout is not an error), delete the
   ownership node, force a load report (the loss shows in ``lastBundleLosses``);
-* **transfer** (unload with a destination, Pulsar's PIP-192 transfer): the same, then
-  the destination broker takes the bundle at once (``PUT .../{bundle}/acquire``), so
-  the bundle is owned again before any client looks it up; if the destination cannot
-  take it, the next lookup places it (the leader still prefers the destination);
+* **transfer** (unload with a destination, Pulsar's PIP-192 transfer with PIP-307's
+  close): mark the node ``disabled``, *fence* the bundle's topics (connections stay,
+  publishes are ignored), delete the ownership node, let the destination take the
+  bundle at once (``PUT .../{bundle}/acquire``), and only then close the topics,
+  telling the clients the new owner (:class:`~brokerlb.broker.topics.CloseCause`
+  ``transfer``), so they reconnect there without a lookup and re-send what was not
+  acknowledged. If the destination cannot take the bundle, the close is a plain unload
+  (clients look up; the next lookup places the bundle, the leader still prefers the
+  destination);
 * **split** (``NamespaceService.splitAndOwnBundle``): boundaries from the algorithm
   (none → nothing to do) → own the children → compare-and-set the boundaries →
   release the parent (:func:`~brokerlb.coordination.split_and_own`) → force a load
@@ -22,7 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
-from brokerlb.broker.topics import TopicRegistry
+from brokerlb.broker.topics import LOST, UNLOAD, CloseCause, TopicRegistry
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import BundleMetadata, OwnershipManager, split_and_own
 from brokerlb.errors import BrokerLBError, InvalidBundlesError, InvalidSplitError
@@ -91,22 +96,32 @@ class OwnerActions:
         if self.ownership.is_owned(bundle):
             await self.ownership.disable(bundle)
         timeout = self.conf.namespaceBundleUnloadingTimeoutMs / 1000
-        closed = await self.topics.close_bundle(name, timeout)
-        await self.ownership.release(bundle)
-        self._report_changed()
-        logger.info("Unloaded bundle %s (%d topics closed)%s", name, closed,
-                    f", handing it over to {destination}" if destination else "")
-        if destination:
+        if not destination:
+            closed = await self.topics.close_bundle(name, timeout, UNLOAD)
+            await self.ownership.release(bundle)
+            self._report_changed()
+            logger.info("Unloaded bundle %s (%d topics closed)", name, closed)
+            return True
+        self.topics.fence_bundle(name)
+        cause = UNLOAD
+        try:
+            await self.ownership.release(bundle)
+            self._report_changed()
             try:
                 await self._hand_over(bundle, destination)
+                cause = CloseCause.transfer(destination)
             except BrokerLBError as exc:
                 logger.warning("Destination %s did not take %s (%s); the next lookup will place it",
                                destination, name, exc)
+        finally:
+            closed = await self.topics.close_bundle(name, timeout, cause)
+        logger.info("Unloaded bundle %s (%d topics closed), %s", name, closed,
+                    f"transferred to {destination}" if cause.destination else "clients look it up again")
         return True
 
     async def close_lost(self, bundle: str) -> None:
         """The bundle was lost with the session: stop serving its topics."""
-        await self.topics.close_bundle(bundle, self.conf.namespaceBundleUnloadingTimeoutMs / 1000)
+        await self.topics.close_bundle(bundle, self.conf.namespaceBundleUnloadingTimeoutMs / 1000, LOST)
         self._report_changed()
 
     async def split(self, bundle: NamespaceBundle, *, algorithm: str | None, positions: Sequence[int] = (),

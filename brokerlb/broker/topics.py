@@ -10,9 +10,13 @@ it with :meth:`TopicRegistry.attach`, passing a ``close`` callback, and keeps it
   (:meth:`TopicRegistry.bundle_stats`) and ``broker-stats/topics``
   (:meth:`TopicRegistry.topics_report`);
 * on unload, transfer or loss of a bundle calls every ``close`` callback of its topics
-  and every bundle hook (:meth:`TopicRegistry.add_bundle_hook`) --
+  and every bundle hook (:meth:`TopicRegistry.add_bundle_hook`) with the
+  :class:`CloseCause` (unload, transfer to a named broker, loss) --
   :meth:`TopicRegistry.close_bundle`, bounded by ``namespaceBundleUnloadingTimeoutMs``
-  (a timeout is logged, not an error, as in Pulsar) -- and forgets them.
+  (a timeout is logged, not an error, as in Pulsar) -- and forgets them;
+* before a transfer hands the bundle over, fences its topics
+  (:meth:`TopicRegistry.fence_bundle`, PIP-307): they keep their connections but ignore
+  publishes until the close tells the clients where the bundle went.
 
 Topics are grouped by the bundle their name hashes into *now*: the registry asks a
 ``bundle_of(topic)`` function (the namespace bundle cache), so after a split the
@@ -33,12 +37,31 @@ from brokerlb.errors import InvalidLoadDataError
 from brokerlb.model import NamespaceBundleStats
 from brokerlb.naming import TopicName
 
-__all__ = ["TopicStats", "TopicRegistry", "CloseHook"]
+__all__ = ["TopicStats", "TopicRegistry", "CloseHook", "FenceHook", "CloseCause", "UNLOAD", "LOST"]
 
 logger = logging.getLogger(__name__)
 
+
+@dataclass(frozen=True, slots=True)
+class CloseCause:
+    """Why a bundle's topics stop being served here: ``unload``, ``transfer`` (to ``destination``) or ``lost``."""
+
+    kind: str = "unload"
+    #: The broker id that owns the bundle now (transfer only).
+    destination: str | None = None
+
+    @classmethod
+    def transfer(cls, destination: str) -> CloseCause:
+        return cls("transfer", destination)
+
+
+UNLOAD = CloseCause("unload")
+LOST = CloseCause("lost")
+
 #: Called when the topic (or bundle) must stop being served here.
-CloseHook = Callable[[], Awaitable[None]]
+CloseHook = Callable[[CloseCause], Awaitable[None]]
+#: Called (synchronously) when the topic must stop accepting messages but keep its connections.
+FenceHook = Callable[[], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +97,7 @@ class _Topic:
     name: TopicName
     stats: TopicStats
     close: CloseHook | None
+    fence: FenceHook | None = None
 
 
 def _sum(stats: Iterable[TopicStats]) -> NamespaceBundleStats:
@@ -102,10 +126,11 @@ class TopicRegistry:
 
     # ------------------------------------------------------------------ serving
     def attach(self, topic: TopicName | str, close: CloseHook | None = None,
-               stats: TopicStats | None = None) -> str:
-        """Start serving ``topic`` here; returns its bundle. ``close`` runs when the bundle leaves."""
+               stats: TopicStats | None = None, fence: FenceHook | None = None) -> str:
+        """Start serving ``topic`` here; returns its bundle. ``close`` runs when the bundle leaves,
+        ``fence`` when a transfer starts."""
         name = TopicName.parse(topic)
-        self._topics[str(name)] = _Topic(name, stats or TopicStats(), close)
+        self._topics[str(name)] = _Topic(name, stats or TopicStats(), close, fence)
         return self._bundle_of(name)
 
     def detach(self, topic: TopicName | str) -> None:
@@ -162,13 +187,25 @@ class TopicRegistry:
         return out
 
     # ------------------------------------------------------------------ closing
-    async def close_bundle(self, bundle: str, timeout: float) -> int:
+    def fence_bundle(self, bundle: str) -> int:
+        """Fence every topic of ``bundle`` (its ``fence`` callback); returns how many topics it has."""
+        names = self.topics_in(bundle)
+        for name in names:
+            fence = self._topics[name].fence
+            if fence is not None:
+                try:
+                    fence()
+                except Exception:
+                    logger.exception("Fencing topic %s failed", name)
+        return len(names)
+
+    async def close_bundle(self, bundle: str, timeout: float, cause: CloseCause = UNLOAD) -> int:
         """Close every topic of ``bundle`` and run its hooks, within ``timeout`` s; returns the topics closed."""
         names = self.topics_in(bundle)
         entries = [self._topics.pop(name) for name in names]
         hooks = [e.close for e in entries if e.close is not None] + self._bundle_hooks.pop(bundle, [])
         if hooks:
-            done, pending = await asyncio.wait([asyncio.ensure_future(_run(h, bundle)) for h in hooks],
+            done, pending = await asyncio.wait([asyncio.ensure_future(_run(h, bundle, cause)) for h in hooks],
                                                timeout=timeout)
             for task in pending:
                 task.cancel()
@@ -183,8 +220,8 @@ class TopicRegistry:
             self._bundle_hooks.pop(bundle, None)
 
 
-async def _run(hook: CloseHook, bundle: str) -> None:
+async def _run(hook: CloseHook, bundle: str, cause: CloseCause) -> None:
     try:
-        await hook()
+        await hook(cause)
     except Exception:
         logger.exception("A close callback of bundle %s failed", bundle)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from brokerlb.broker.topics import TopicRegistry, TopicStats
+from brokerlb.broker.topics import CloseCause, TopicRegistry, TopicStats
 from brokerlb.errors import InvalidLoadDataError
 from brokerlb.naming import TopicName
 from brokerlb.ring import NamespaceBundles
@@ -72,28 +72,58 @@ def test_a_split_regroups_topics_without_rekeying() -> None:
 
 async def test_close_bundle_runs_callbacks_and_hooks_and_forgets_topics() -> None:
     reg = registry()
-    closed: list[str] = []
+    closed: list[tuple[str, CloseCause]] = []
     t0, t1, other = topic_in(0, 0), topic_in(0, 1), topic_in(1, 0)
 
     def closer(name: str):
-        async def close() -> None:
-            closed.append(name)
+        async def close(cause: CloseCause) -> None:
+            closed.append((name, cause))
         return close
 
     reg.attach(t0, closer(t0))
     reg.attach(t1, closer(t1))
     reg.attach(other, closer(other))
     reg.add_bundle_hook(str(BUNDLES.bundles[0]), closer("hook"))
-    assert await reg.close_bundle(str(BUNDLES.bundles[0]), timeout=1) == 2
-    assert sorted(closed) == sorted([t0, t1, "hook"])
+    cause = CloseCause.transfer("broker-2:8080")
+    assert await reg.close_bundle(str(BUNDLES.bundles[0]), timeout=1, cause=cause) == 2
+    assert sorted(closed) == sorted([(t0, cause), (t1, cause), ("hook", cause)])
     assert t0 not in reg and other in reg
+
+
+async def test_close_bundle_tells_an_unload_by_default() -> None:
+    reg = registry()
+    causes: list[CloseCause] = []
+
+    async def close(cause: CloseCause) -> None:
+        causes.append(cause)
+
+    reg.attach(topic_in(0), close)
+    await reg.close_bundle(str(BUNDLES.bundles[0]), timeout=1)
+    assert causes == [CloseCause("unload")] and causes[0].destination is None
+
+
+def test_fence_bundle_fences_only_that_bundles_topics_and_keeps_them() -> None:
+    reg = registry()
+    fenced: list[str] = []
+    t0, t1, other = topic_in(0, 0), topic_in(0, 1), topic_in(1, 0)
+    for t in (t0, t1, other):
+        reg.attach(t, fence=lambda t=t: fenced.append(t))
+    reg.attach(topic_in(0, 2))  # no fence callback: counted, nothing to call
+
+    def broken() -> None:
+        raise RuntimeError("broken session")
+
+    reg.attach(topic_in(0, 3), fence=broken)  # a failing callback does not stop the others
+    assert reg.fence_bundle(str(BUNDLES.bundles[0])) == 4
+    assert sorted(fenced) == sorted([t0, t1])
+    assert t0 in reg and t1 in reg
 
 
 async def test_close_bundle_timeout_is_not_an_error() -> None:
     reg = registry()
     t = topic_in(0)
 
-    async def stuck() -> None:
+    async def stuck(_cause: CloseCause) -> None:
         await asyncio.sleep(10)
 
     reg.attach(t, stuck)
@@ -105,10 +135,10 @@ async def test_a_failing_callback_does_not_stop_the_others() -> None:
     reg = registry()
     done: list[str] = []
 
-    async def boom() -> None:
+    async def boom(_cause: CloseCause) -> None:
         raise RuntimeError("broken client")
 
-    async def fine() -> None:
+    async def fine(_cause: CloseCause) -> None:
         done.append("ok")
 
     reg.attach(topic_in(0, 0), boom)
