@@ -24,6 +24,7 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── InvalidScenarioError                 400  simulator scenario: names the file and the field
     │   ├── NotAcceptableError                   406  a value out of range (e.g. partitions <= 0)
     │   ├── InvalidPlanError                     400  a bundle-operation plan file that does not parse
+    │   ├── DataPathProtocolError                400  a data-path frame the broker cannot accept
     │   └── UnknownStrategyError                 400
     │       └── StrategyNotAvailableError        400  registered, but its module is missing
     ├── NotFoundError (LookupError)              404
@@ -55,11 +56,16 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── InvalidStoreOperationError           400  bad path, child of an ephemeral, ...
     │   ├── StoreAccessDeniedError               403  ACL / authentication refused
     │   └── CorruptMetadataError                 500  a stored value is not the JSON expected
-    └── OwnershipError                           409
-        ├── InvalidTransitionError               409  carries the bundle's story
-        ├── BundleUnloadingError                 503  retriable ("is being unloaded")
-        ├── OwnershipLostError                   503  retriable (session lost / node taken)
-        └── LeadershipLostError                  503  retriable
+    ├── OwnershipError                           409
+    │   ├── InvalidTransitionError               409  carries the bundle's story
+    │   ├── BundleUnloadingError                 503  retriable ("is being unloaded")
+    │   ├── OwnershipLostError                   503  retriable (session lost / node taken)
+    │   └── LeadershipLostError                  503  retriable
+    └── ClientError                                   data-path client (brokerlb.client)
+        ├── ProducerSendError                         the broker answered a send with an error
+        ├── SendTimeoutError                          no ack within sendTimeoutMs (retriable)
+        ├── ProducerQueueIsFullError                  maxPendingMessages reached, not blocking
+        └── ClientClosedError                         the producer / consumer / client is closed
 
 Warnings (not errors; issued with :mod:`warnings`)::
 
@@ -89,6 +95,7 @@ __all__ = [
     "InvalidScenarioError",
     "NotAcceptableError",
     "InvalidPlanError",
+    "DataPathProtocolError",
     "UnknownStrategyError",
     "StrategyNotAvailableError",
     "NotFoundError",
@@ -125,6 +132,11 @@ __all__ = [
     "BundleUnloadingError",
     "OwnershipLostError",
     "LeadershipLostError",
+    "ClientError",
+    "ProducerSendError",
+    "SendTimeoutError",
+    "ProducerQueueIsFullError",
+    "ClientClosedError",
     "ConfigWarning",
     "UnknownConfigKeyWarning",
     "DeprecatedConfigKeyWarning",
@@ -265,6 +277,19 @@ class NotAcceptableError(InvalidInputError):
 
 class InvalidPlanError(InvalidInputError):
     """A plan of bundle operations (``docs/plan-format.md``) is malformed; names the operation and field."""
+
+
+class DataPathProtocolError(InvalidInputError):
+    """A data-path (WebSocket) frame the broker cannot accept.
+
+    ``code`` is Pulsar's ``WebSocketError`` code (3 = bad JSON, 7 = bad payload encoding);
+    ``context`` is the producer's context of the frame, when it could be read.
+    """
+
+    def __init__(self, code: int, message: str, context: str | None = None) -> None:
+        super().__init__(message)
+        self.code = int(code)
+        self.context = context
 
 
 class UnknownStrategyError(InvalidInputError):
@@ -490,6 +515,43 @@ class OwnershipLostError(OwnershipError):
 class LeadershipLostError(OwnershipError):
     http_status = 503
     retriable = True
+
+
+# --------------------------------------------------------------------------- data-path client
+
+
+class ClientError(BrokerLBError):
+    """An operation of the data-path client (:mod:`brokerlb.client`) failed."""
+
+
+class ProducerSendError(ClientError):
+    """The broker answered a send with an error: ``result`` is its ``send-error:<code>``."""
+
+    def __init__(self, message: str, result: str = "send-error:8") -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class SendTimeoutError(ProducerSendError):
+    """No ack arrived within the producer's ``sendTimeoutMs`` (Pulsar's ``TimeoutException``)."""
+
+    retriable = True
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "timeout")
+
+
+class ProducerQueueIsFullError(ProducerSendError):
+    """``maxPendingMessages`` sends are pending and the producer does not block (Pulsar's name)."""
+
+    retriable = True
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "queue-full")
+
+
+class ClientClosedError(ClientError):
+    """The producer, consumer or client was closed (Pulsar's ``AlreadyClosedException``)."""
 
 
 # --------------------------------------------------------------------------- warnings
