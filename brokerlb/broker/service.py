@@ -31,7 +31,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
@@ -76,6 +76,9 @@ from brokerlb.errors import BrokerLBError, NamespaceNotFoundError, ServiceUnavai
 from brokerlb.model import LocalBrokerData
 from brokerlb.naming import NamespaceName, TopicName, heartbeat_namespace, heartbeat_namespace_v2
 from brokerlb.ring import NamespaceBundle, NamespaceBundles
+
+if TYPE_CHECKING:
+    from brokerlb.broker.data_path import DataPath
 
 __all__ = ["BrokerService"]
 
@@ -143,6 +146,7 @@ class BrokerService:
         self.load_data_store = LoadDataStore(store)
         self.partitioned_topics = PartitionedTopics(store)
         self.topics = TopicRegistry(self._bundle_of)
+        self.data_path = self._data_path() if conf.webSocketServiceEnabled else None
         self.admin = AsyncAdminClient(ident.web_service_url or "")
         if self._host_usage is None:
             self._host_usage = self._default_host_usage()
@@ -175,6 +179,21 @@ class BrokerService:
             self.store.add_session_listener(self._on_session),
         ]
 
+    def _data_path(self) -> DataPath:
+        """The WebSocket produce/consume path (``webSocketServiceEnabled``); rates over ``statsUpdateFrequencyInSecs``."""
+        from brokerlb.broker.data_path import DataPath
+
+        return DataPath(registry=self.topics, ownership=self.ownership, bundle_of=self._bundle_of,
+                        broker_urls=self._broker_urls, stats_window=self.conf.statsUpdateFrequencyInSecs,
+                        clock=self.clock)
+
+    def _broker_urls(self, broker_id: str) -> tuple[str | None, str | None]:
+        """``(webServiceUrl, pulsarServiceUrl)`` of an active broker, from its registration."""
+        report = self.registry.broker_json(broker_id)
+        if not isinstance(report, dict):
+            return None, None
+        return report.get("webServiceUrl"), report.get("pulsarServiceUrl")
+
     def _default_host_usage(self) -> HostUsageSource:
         conf = self.conf
         if conf.brokerlbHostUsage == "traffic":
@@ -196,6 +215,8 @@ class BrokerService:
         await self.election.start()
         await self._own_heartbeat_namespaces()
         self._spawn(self.reporter.run(), "load reporter")
+        if self.data_path is not None:
+            self._spawn(self.data_path.run(), "topic stats")
 
     async def _own_heartbeat_namespaces(self) -> None:
         """Own ``pulsar/{cluster}/{brokerId}`` and ``pulsar/{brokerId}`` (full bundles), as Pulsar does."""
@@ -341,6 +362,8 @@ class BrokerService:
 
     async def _close_local(self) -> None:
         self.started = False
+        if self.data_path is not None:  # after a graceful stop nothing is left; after a kill, clients reconnect
+            await self.data_path.close_all()
         for remove in self._listeners:
             remove()
         self._listeners.clear()

@@ -32,6 +32,7 @@ STANDALONE_DEFAULTS: dict[str, Any] = {
     "advertisedAddress": "127.0.0.1",
     "bindAddress": "127.0.0.1",
     "brokerlbHostUsage": "traffic",
+    "webSocketServiceEnabled": True,
 }
 
 

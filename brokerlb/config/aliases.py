@@ -85,7 +85,7 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset("""
     webServiceTlsProtocols webServiceTlsCiphers numAcceptorThreads numIOThreads numOrderedExecutorThreads
     numHttpServerThreads numExecutorThreadPoolSize numCacheExecutorThreadPoolSize enableBusyWait
     maxConcurrentHttpRequests httpServerThreadPoolQueueSize httpServerAcceptQueueSize
-    maxHttpServerConnections httpServerGzipCompressionExcludedPaths webSocketServiceEnabled
+    maxHttpServerConnections httpServerGzipCompressionExcludedPaths
     isRunningStandalone maxTenants skipBrokerShutdownOnOOM topicLoadTimeoutSeconds topicFactoryClassName
     backlogQuotaCheckEnabled backlogQuotaCheckIntervalInSeconds backlogQuotaDefaultLimitGB
     backlogQuotaDefaultLimitBytes backlogQuotaDefaultLimitSecond backlogQuotaDefaultRetentionPolicy

@@ -63,6 +63,10 @@ class ServerKeys(KeyGroup):
         INT, 50000, "Lookups served at once; more are answered 503 at once.", dynamic=True, ge=1)
     maxConcurrentTopicLoadRequest: int = key(
         INT, 5000, "Topic loads in progress at once.", dynamic=True, ge=1)
+    webSocketServiceEnabled: bool = key(
+        BOOL, False,
+        "Serve Pulsar's WebSocket API (produce/consume at /ws/v2/...) on the web port; "
+        "`brokerlb standalone` turns it on, as Pulsar's standalone does.")
 
 
 class MetadataStoreKeys(KeyGroup):

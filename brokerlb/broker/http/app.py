@@ -4,6 +4,8 @@
 
 * ``GET /lookup/v2/topic/...`` → :class:`~brokerlb.broker.http.lookup_routes.LookupEndpoint`
   (unless ``fast_lookup=False``);
+* WebSocket ``/ws/v2/producer|consumer/...`` → :class:`~brokerlb.broker.websocket.WebSocketEndpoint`
+  (Pulsar's WebSocket API, when ``webSocketServiceEnabled``);
 * everything else → the FastAPI app: lookup, ``/admin/v2`` namespaces, brokers,
   broker-stats, clusters, partitioned topics, and the OpenAPI document at
   ``/openapi.json`` (browsable at ``/docs``).
@@ -25,6 +27,7 @@ from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router,
 from brokerlb.broker.http.errors import error_body, error_headers, error_status, json_bytes
 from brokerlb.broker.http.lookup_routes import LookupEndpoint, lookup_router
 from brokerlb.broker.http.namespaces_routes import namespaces_router
+from brokerlb.broker.websocket import WebSocketEndpoint
 from brokerlb.errors import BrokerLBError
 
 if TYPE_CHECKING:
@@ -87,10 +90,14 @@ class BrokerApp:
     def __init__(self, service: BrokerService, *, fast_lookup: bool = True) -> None:
         self.fastapi = _fastapi(service)
         self.lookup = LookupEndpoint(service) if fast_lookup else None
+        self.websocket = WebSocketEndpoint(getattr(service, "data_path", None), service.bundles)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if self.lookup is not None and scope["type"] == "http" and self.lookup.handles(scope):
             await self.lookup(scope, send)
+            return
+        if self.websocket.handles(scope):
+            await self.websocket(scope, receive, send)
             return
         await self.fastapi(scope, receive, send)
 

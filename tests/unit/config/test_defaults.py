@@ -32,6 +32,7 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "brokerShutdownTimeoutMs": (60000, True),
     "maxConcurrentLookupRequest": (50000, True),
     "maxConcurrentTopicLoadRequest": (5000, True),
+    "webSocketServiceEnabled": (False, False),
     "statsUpdateFrequencyInSecs": (60, False),
     "exposeBundlesMetricsInPrometheus": (False, True),
     "metadataStoreSessionTimeoutMillis": (30000, False),
