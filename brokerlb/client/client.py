@@ -1,0 +1,128 @@
+"""The data-path client: producers and consumers that find their topic's owner and follow it.
+
+>>> async def example() -> None:                                  # doctest: +SKIP
+...     async with Client("http://127.0.0.1:8080") as client:
+...         producer = await client.create_producer("persistent://public/default/orders")
+...         message_id = await producer.send(b"hello", key="customer-1")
+...         consumer = await client.subscribe("persistent://public/default/orders", "audit",
+...                                           subscription_type="Shared")
+...         message = await consumer.receive()
+...         await consumer.acknowledge(message)
+
+Settings with Pulsar's client names: ``operation_timeout`` (``operationTimeoutMs``,
+30 s: how long creating a producer or consumer may take), ``initial_backoff`` /
+``max_backoff`` (``initialBackoffIntervalNanos`` 100 ms / ``maxBackoffIntervalNanos``;
+Pulsar's maximum is 60 s, 30 s here), ``connect_timeout`` (``connectionTimeoutMs``, 10 s).
+One timer task expires the producers' sends past their ``send_timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from brokerlb.client.consumer import Consumer
+from brokerlb.client.lookup import HttpLookup, LookupResult
+from brokerlb.client.producer import Producer
+from brokerlb.errors import ClientClosedError
+from brokerlb.naming import TopicName
+
+__all__ = ["Client"]
+
+#: How often the send timeouts are checked (seconds).
+TIMEOUT_TICK = 0.1
+
+
+class Client:
+    """Entry point of :mod:`brokerlb.client` (module docstring)."""
+
+    def __init__(self, service_url: str, *, operation_timeout: float = 30.0, connect_timeout: float = 10.0,
+                 initial_backoff: float = 0.1, max_backoff: float = 30.0) -> None:
+        self.service_url = service_url.rstrip("/")
+        self.operation_timeout = operation_timeout
+        self.connect_timeout = connect_timeout
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self._lookup = HttpLookup(self.service_url, timeout=operation_timeout)
+        self._links: set[Producer | Consumer] = set()
+        self._timed: set[Producer] = set()
+        self._timer: asyncio.Task[None] | None = None
+        self.closed = False
+
+    async def lookup(self, topic: TopicName | str) -> LookupResult:
+        return await self._lookup.lookup(topic)
+
+    @property
+    def lookups(self) -> int:
+        return self._lookup.lookups
+
+    async def create_producer(self, topic: TopicName | str, **options: Any) -> Producer:
+        """A connected producer (options: ``max_pending_messages``, ``block_if_queue_full``, ``send_timeout``)."""
+        self._check_open()
+        producer = Producer(self, topic, **options)
+        await self._start(producer)
+        return producer
+
+    async def subscribe(self, topic: TopicName | str, subscription: str, **options: Any) -> Consumer:
+        """A connected consumer (options: ``subscription_type``, ``receiver_queue_size``, ``consumer_name``,
+        ``priority_level``)."""
+        self._check_open()
+        consumer = Consumer(self, topic, subscription, **options)
+        await self._start(consumer)
+        return consumer
+
+    async def _start(self, link: Producer | Consumer) -> None:
+        self._links.add(link)
+        try:
+            await link.start()
+        except BaseException:
+            self._links.discard(link)
+            await link.close()
+            raise
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClientClosedError("The client is closed")
+
+    # ------------------------------------------------------------------ send timeouts
+    def register_timeouts(self, producer: Producer) -> None:
+        self._timed.add(producer)
+        if self._timer is None or self._timer.done():
+            self._timer = asyncio.create_task(self._expire_loop(), name="client send timeouts")
+
+    def unregister_timeouts(self, producer: Producer) -> None:
+        self._timed.discard(producer)
+
+    def forget(self, link: object) -> None:
+        """A producer or consumer was closed."""
+        self._links.discard(link)  # type: ignore[arg-type]
+
+    async def _expire_loop(self) -> None:
+        while self._timed:
+            await asyncio.sleep(TIMEOUT_TICK)
+            now = time.monotonic()
+            for producer in list(self._timed):
+                producer.expire(now)
+
+    # ------------------------------------------------------------------ closing
+    async def close(self) -> None:
+        """Close every producer (pending sends fail) and consumer, then the lookup connections."""
+        if self.closed:
+            return
+        self.closed = True
+        links = list(self._links)
+        self._links.clear()
+        await asyncio.gather(*(link.close() for link in links), return_exceptions=True)
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+        await self._lookup.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,102 @@
+"""Topic lookup over HTTP (Pulsar's ``HttpLookupService``): follow redirects to the owner's URLs.
+
+``GET {service}/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}`` answers 200 with
+``LookupData`` (``brokerUrl``, ``httpUrl``, ...) or 307 to another broker (the leader,
+or the broker chosen for an unowned bundle, with ``authoritative=true``). The redirects
+are followed here, at most ``max_redirects`` (Pulsar's ``maxLookupRedirects``, 20).
+
+Errors: a 503 (no broker yet, bundle being unloaded, too many lookups) and a broker
+that cannot be reached are retriable (:class:`~brokerlb.errors.ServiceUnavailableError`
+subclasses); 404 / 412 are not (:class:`~brokerlb.errors.RemoteBrokerError` with the
+status). Retrying is the caller's business (the producer and consumer back off).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from urllib.parse import urljoin
+
+import httpx
+
+from brokerlb.errors import BrokerUnreachableError, RemoteBrokerError, ServiceUnavailableError
+from brokerlb.naming import TopicName
+
+__all__ = ["LookupResult", "HttpLookup", "ws_url"]
+
+#: Pulsar's ``maxLookupRedirects``.
+MAX_REDIRECTS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class LookupResult:
+    """Where a topic is served: the owner's web URL (the data path's) and binary URL."""
+
+    http_url: str
+    broker_url: str | None = None
+
+
+def ws_url(http_url: str) -> str:
+    """``http://h:p`` → ``ws://h:p`` (``https`` → ``wss``)."""
+    base = http_url.rstrip("/")
+    if base.startswith("https://"):
+        return "wss://" + base[len("https://"):]
+    if base.startswith("http://"):
+        return "ws://" + base[len("http://"):]
+    return base
+
+
+class HttpLookup:
+    """Looks topics up from ``service_url`` (any broker), following redirects by hand."""
+
+    def __init__(self, service_url: str, *, timeout: float = 30.0, max_redirects: int = MAX_REDIRECTS,
+                 max_concurrent: int = 5000) -> None:
+        self.service_url = service_url.rstrip("/")
+        self.max_redirects = max_redirects
+        self._http = httpx.AsyncClient(timeout=timeout, follow_redirects=False,
+                                       limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
+        self._gate = asyncio.Semaphore(max_concurrent)
+        #: Lookups answered, and redirects followed, since start.
+        self.lookups = 0
+        self.redirects = 0
+
+    async def lookup(self, topic: TopicName | str) -> LookupResult:
+        name = TopicName.parse(topic)
+        url = f"{self.service_url}/lookup/v2/topic/{name.lookup_name}"
+        async with self._gate:
+            for _ in range(self.max_redirects + 1):
+                response = await self._get(url)
+                if response.status_code == 200:
+                    self.lookups += 1
+                    return _result(response, url)
+                if response.status_code in (301, 302, 307, 308) and "location" in response.headers:
+                    self.redirects += 1
+                    url = urljoin(url, response.headers["location"])
+                    continue
+                raise _error(response, url)
+        raise ServiceUnavailableError(f"Lookup of {name} redirected more than {self.max_redirects} times")
+
+    async def _get(self, url: str) -> httpx.Response:
+        try:
+            return await self._http.get(url)
+        except httpx.HTTPError as exc:
+            raise BrokerUnreachableError(f"Lookup {url} failed: {type(exc).__name__}: {exc}") from exc
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _result(response: httpx.Response, url: str) -> LookupResult:
+    try:
+        body = response.json()
+        return LookupResult(str(body["httpUrl"]).rstrip("/"), body.get("brokerUrl"))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RemoteBrokerError(502, f"Malformed lookup answer: {response.text[:200]}", "GET", url) from exc
+
+
+def _error(response: httpx.Response, url: str) -> RemoteBrokerError:
+    try:
+        reason = str(response.json().get("reason", response.text))
+    except (ValueError, AttributeError):
+        reason = response.text
+    return RemoteBrokerError(response.status_code, reason, "GET", url)
