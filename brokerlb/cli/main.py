@@ -21,6 +21,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("admin", "brokerlb.cli.admin", "pulsar-admin-style client of any broker: namespaces, topics, brokers, broker-stats."),
     ("plan", "brokerlb.cli.plan", "Offline planner: what shedding, split and placement would do on a snapshot."),
     ("pipeline", "brokerlb.cli.pipeline", "Spark jobs over load history: ingest, loaddata, recommend, backtest."),
+    ("perf", "brokerlb.cli.perf", "Load over the data path, like pulsar-perf: produce | consume with skew."),
 ]
 
 #: (command name, module, function) -- single top-level commands.
