@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -93,6 +94,7 @@ class OwnerActions:
         if not self.owns(bundle):
             return False
         name = str(bundle)
+        started = time.monotonic()
         if self.ownership.is_owned(bundle):
             await self.ownership.disable(bundle)
         timeout = self.conf.namespaceBundleUnloadingTimeoutMs / 1000
@@ -100,12 +102,15 @@ class OwnerActions:
             closed = await self.topics.close_bundle(name, timeout, UNLOAD)
             await self.ownership.release(bundle)
             self._report_changed()
-            logger.info("Unloaded bundle %s (%d topics closed)", name, closed)
+            logger.info("Unloaded bundle %s in %.0f ms (%d topics closed)", name,
+                        (time.monotonic() - started) * 1e3, closed)
             return True
         self.topics.fence_bundle(name)
+        fenced = time.monotonic()
         cause = UNLOAD
         try:
             await self.ownership.release(bundle)
+            released = time.monotonic()
             self._report_changed()
             try:
                 await self._hand_over(bundle, destination)
@@ -114,9 +119,12 @@ class OwnerActions:
                 logger.warning("Destination %s did not take %s (%s); the next lookup will place it",
                                destination, name, exc)
         finally:
+            handed = time.monotonic()
             closed = await self.topics.close_bundle(name, timeout, cause)
-        logger.info("Unloaded bundle %s (%d topics closed), %s", name, closed,
-                    f"transferred to {destination}" if cause.destination else "clients look it up again")
+        logger.info("Unloaded bundle %s in %.0f ms (disable %.0f, release %.0f, hand over %.0f, close %.0f; "
+                    "%d topics closed), %s", name, (time.monotonic() - started) * 1e3, (fenced - started) * 1e3,
+                    (released - fenced) * 1e3, (handed - released) * 1e3, (time.monotonic() - handed) * 1e3,
+                    closed, f"transferred to {destination}" if cause.destination else "clients look it up again")
         return True
 
     async def close_lost(self, bundle: str) -> None:

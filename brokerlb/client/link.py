@@ -21,6 +21,7 @@ and :meth:`on_disconnected`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import time
@@ -44,10 +45,16 @@ logger = logging.getLogger(__name__)
 
 #: A connection that stayed open this long (seconds) resets the backoff.
 STABLE_AFTER = 1.0
+#: Close events remembered per link.
+MAX_CLOSE_EVENTS = 1000
 
 
 class LinkStats:
-    """Counters of one link: connections made, reconnects, lookups, closes by reason."""
+    """Counters of one link: connections made, reconnects, lookups, closes by reason.
+
+    ``close_events`` keeps the latest closes as ``(monotonic time, reason)`` (bounded), so a
+    perf run can tell what each move cost (:mod:`brokerlb.perf.moves`).
+    """
 
     def __init__(self) -> None:
         self.connects = 0
@@ -55,6 +62,7 @@ class LinkStats:
         self.lookups = 0
         self.direct_reconnects = 0
         self.closes: dict[str, int] = {}
+        self.close_events: collections.deque[tuple[float, str]] = collections.deque(maxlen=MAX_CLOSE_EVENTS)
 
     def to_json(self) -> dict[str, Any]:
         return {"connects": self.connects, "reconnects": self.reconnects, "lookups": self.lookups,
@@ -154,6 +162,7 @@ class TopicLink:
                 if self.closed:
                     break
                 self.stats.closes[reason.reason] = self.stats.closes.get(reason.reason, 0) + 1
+                self.stats.close_events.append((time.monotonic(), reason.reason))
                 self.on_disconnected(reason)
                 if self._frames or time.monotonic() - self._connected_at >= STABLE_AFTER:
                     self._backoff.reset()

@@ -35,6 +35,9 @@ __all__ = ["ProduceOptions", "ConsumeOptions", "ProduceRun", "ConsumeRun", "Inte
 
 #: Producers / consumers created at once when a run starts.
 CONNECT_CONCURRENCY = 32
+#: Sends handed out per pacing step at most, and how often a burst yields to the event loop.
+SEND_BURST = 1000
+YIELD_EVERY = 32
 
 
 @dataclass
@@ -116,6 +119,8 @@ class ProduceSummary:
     closes: dict[str, int]
     longest_pause: Pause
     pauses: list[Pause] = field(default_factory=list, repr=False)
+    #: Every close a producer saw: ``(topic, monotonic time, reason)``.
+    close_events: list[tuple[str, float, str]] = field(default_factory=list, repr=False)
 
     @property
     def unaccounted(self) -> int:
@@ -258,8 +263,10 @@ class ProduceRun:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return
-            due = pacer.due(now, cap=1000 if self.options.rate <= 0 else 10_000)
-            for _ in range(due):
+            due = pacer.due(now, cap=SEND_BURST)
+            for sent_now in range(due):
+                if sent_now and not sent_now % YIELD_EVERY:
+                    await asyncio.sleep(0)  # let acks and other connections through during a burst
                 producer = producers[pick()]
                 key = None if keys is None else f"key-{keys.pick()}"
                 try:
@@ -304,7 +311,9 @@ class ProduceRun:
             reconnects=sum(p.stats.reconnects for p in self.producers),
             lookups=sum(p.stats.lookups for p in self.producers),
             direct_reconnects=sum(p.stats.direct_reconnects for p in self.producers),
-            closes=dict(closes), longest_pause=self.pauses.longest, pauses=list(self.pauses.kept))
+            closes=dict(closes), longest_pause=self.pauses.longest, pauses=list(self.pauses.kept),
+            close_events=sorted(((str(p.topic), at, reason) for p in self.producers
+                                 for at, reason in p.stats.close_events), key=lambda e: e[1]))
 
 
 def parse_publish_time(text: str) -> float | None:

@@ -1,0 +1,132 @@
+"""The client library against real brokers: sends always end, producers and consumers follow moves."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from brokerlb.admin import AsyncAdminClient
+from brokerlb.client import Client
+from brokerlb.errors import (
+    ClientClosedError,
+    ProducerQueueIsFullError,
+    RemoteBrokerError,
+    SendTimeoutError,
+)
+from brokerlb.testing.clusters import InProcessCluster
+
+from .helpers import bundle_of, owner_url, service_at, wait_until
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def test_send_receive_and_acknowledge(cluster: InProcessCluster, namespace: str) -> None:
+    topic = f"persistent://{namespace}/basic"
+    async with Client(cluster.urls[1]) as client:
+        consumer = await client.subscribe(topic, "s", subscription_type="Shared")
+        producer = await client.create_producer(topic)
+        message_id = await producer.send(b"hello", key="k", properties={"p": "1"})
+        message = await consumer.receive(timeout=5)
+        assert (message.message_id, message.data, message.key, message.properties) == (message_id, b"hello", "k",
+                                                                                        {"p": "1"})
+        assert await consumer.acknowledge(message)
+        assert (producer.sent, producer.acked, producer.failed, consumer.received) == (1, 1, 0, 1)
+    with pytest.raises(ClientClosedError):
+        await consumer.receive(timeout=1)
+    with pytest.raises(ClientClosedError):
+        await producer.send(b"late")
+
+
+async def _keep_sending(producer: object, stop: asyncio.Event, futures: list[asyncio.Future[str]]) -> None:
+    i = 0
+    while not stop.is_set():
+        receipt = await producer.send_async(f"m{i}".encode())  # type: ignore[attr-defined]
+        futures.append(receipt.future)
+        i += 1
+        await asyncio.sleep(0.003)
+
+
+async def test_producer_and_consumer_follow_a_transfer_without_a_lookup_and_an_unload_with_one(
+        cluster: InProcessCluster, namespace: str) -> None:
+    topic = f"persistent://{namespace}/follow"
+    async with Client(cluster.urls[0]) as client, AsyncAdminClient(cluster.urls[0]) as admin:
+        consumer = await client.subscribe(topic, "s", subscription_type="Failover")
+        producer = await client.create_producer(topic)
+        stop, futures = asyncio.Event(), []
+        sender = asyncio.create_task(_keep_sending(producer, stop, futures))
+        received: list[bytes] = []
+
+        async def receive() -> None:
+            while True:
+                m = await consumer.receive()
+                received.append(m.data)
+                await consumer.acknowledge(m)
+
+        receiver = asyncio.create_task(receive())
+        await asyncio.sleep(0.3)
+        owner = service_at(cluster, await owner_url(cluster, topic))
+        bundle_range = bundle_of(owner, topic).rsplit("/", 1)[1]
+        destination = next(s for s in cluster.services if s is not owner)
+        lookups_before = producer.stats.lookups
+        await admin.unload_bundle(namespace, bundle_range, destination_broker=destination.broker_id)
+        await wait_until(lambda: producer.stats.reconnects == 1 and consumer.stats.reconnects == 1)
+        assert producer.stats.direct_reconnects == 1 and producer.stats.lookups == lookups_before
+        assert producer.stats.closes == {"TopicTransferred": 1} and consumer.stats.closes == {"TopicTransferred": 1}
+        await asyncio.sleep(0.3)
+        await admin.unload_bundle(namespace, bundle_range)
+        await wait_until(lambda: producer.stats.reconnects == 2 and consumer.stats.reconnects == 2)
+        assert producer.stats.lookups == lookups_before + 1
+        assert producer.stats.closes["TopicUnloaded"] == 1
+        await asyncio.sleep(0.3)
+        stop.set()
+        await sender
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        receiver.cancel()
+        errors = [r for r in results if isinstance(r, BaseException)]
+        assert not errors, errors[:3]
+        assert producer.sent == producer.acked == len(futures) > 100
+        # at most once to consumers: a message published while the consumer re-subscribes is not delivered
+        assert len(set(received)) > 0.9 * len(futures)
+
+
+async def test_sends_that_are_never_acknowledged_time_out(cluster: InProcessCluster, namespace: str) -> None:
+    topic = f"persistent://{namespace}/fenced"
+    async with Client(cluster.urls[0]) as client:
+        producer = await client.create_producer(topic, send_timeout=0.3)
+        await producer.send(b"before")
+        owner = service_at(cluster, await owner_url(cluster, topic))
+        owner.topics.fence_bundle(bundle_of(owner, topic))  # publishes are now ignored: no ack comes
+        with pytest.raises(SendTimeoutError, match="within given timeout"):
+            await producer.send(b"lost?")
+        assert (producer.sent, producer.acked, producer.failed) == (2, 1, 1)
+
+
+async def test_a_full_queue_fails_fast_unless_blocking_and_close_fails_what_is_pending(
+        cluster: InProcessCluster, namespace: str) -> None:
+    topic = f"persistent://{namespace}/queue"
+    async with Client(cluster.urls[0]) as client:
+        owner = service_at(cluster, await owner_url(cluster, topic))
+        producer = await client.create_producer(topic, max_pending_messages=2, block_if_queue_full=False)
+        owner.topics.fence_bundle(bundle_of(owner, topic))
+        first = await producer.send_async(b"1")
+        second = await producer.send_async(b"2")
+        with pytest.raises(ProducerQueueIsFullError):
+            await producer.send_async(b"3")
+        await producer.close()
+        for receipt in (first, second):
+            with pytest.raises(ClientClosedError):
+                await receipt.future
+        assert (producer.sent, producer.acked, producer.failed) == (2, 0, 2)
+
+
+async def test_permanent_errors_end_the_creation(cluster: InProcessCluster, namespace: str) -> None:
+    async with Client(cluster.urls[0], operation_timeout=5) as client:
+        with pytest.raises(RemoteBrokerError) as unknown:
+            await client.create_producer("persistent://public/not-there/t")
+        assert unknown.value.status == 404
+        topic = f"persistent://{namespace}/exclusive"
+        await client.subscribe(topic, "x", subscription_type="Exclusive")
+        with pytest.raises(RemoteBrokerError) as busy:
+            await client.subscribe(topic, "x", subscription_type="Exclusive")
+        assert busy.value.status == 409
