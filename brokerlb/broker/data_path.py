@@ -6,8 +6,9 @@
   owns, creating it on first use and attaching it to the broker's
   :class:`~brokerlb.broker.topics.TopicRegistry` with a close and a fence callback; a
   topic of a bundle it does not own (or is giving up) is refused with
-  :class:`~brokerlb.errors.BundleUnloadingError` -- the WebSocket shell turns that into
-  the close code that tells the client to look the topic up again;
+  :class:`~brokerlb.errors.BundleUnloadingError` -- the WebSocket shell closes the session
+  with :meth:`DataPath.refusal`: the owner's URL when another broker owns the bundle (the
+  client followed a stale lookup answer), else "look the topic up again";
 * when the registry closes a bundle (unload, transfer, loss), every session of its topics
   is closed with the matching :class:`~brokerlb.messaging.CloseReason`; a transfer's
   reason names the new owner's URLs (PIP-307), taken from its registration;
@@ -132,6 +133,17 @@ class DataPath:
             await served.close(reason)
 
         return close
+
+    def refusal(self, topic: TopicName, owner_of: Callable[[str], str | None]) -> CloseReason:
+        """Why a new session of ``topic`` is refused here: "go to its owner" when the bundle has an
+        enabled owner elsewhere (``owner_of(bundle)``: its broker id), else "look it up again"."""
+        bundle = self._bundle_of(topic)
+        owner = owner_of(bundle)
+        if owner is not None:
+            http_url, broker_url = self._broker_urls(owner)
+            if http_url:
+                return CloseReason.redirected(http_url, broker_url)
+        return CloseReason.not_ready("bundle not owned here")
 
     def close_reason(self, cause: CloseCause) -> CloseReason:
         """The close frame for a bundle leaving: the new owner's URLs for a transfer, else "look up"."""

@@ -111,7 +111,7 @@ class SyntheticClients:
         service = self._services.get(url)
         if service is None or not service.started:
             raise BrokerLBError(f"{entry.name} is served by {url}, which is not a broker of this process")
-        service.topics.attach(entry.name, close=lambda: self._on_close(entry), stats=entry.stats)
+        service.topics.attach(entry.name, close=lambda _cause: self._on_close(entry), stats=entry.stats)
         entry.broker = service.broker_id
 
     async def _on_close(self, entry: _Topic) -> None:

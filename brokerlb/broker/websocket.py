@@ -7,7 +7,9 @@ Per connection:
    (404 unknown namespace) -- answered as HTTP errors to the upgrade request, as Pulsar's
    proxy does;
 2. ask :meth:`DataPath.open <brokerlb.broker.data_path.DataPath.open>` for the topic: not
-   owned here → accept and close at once with 4002 ``ServiceNotReady`` (look it up again);
+   owned here → accept and close at once, with 4003 ``TopicRedirected`` and the owner's URL
+   when this broker's ownership cache knows another owner, else 4002 ``ServiceNotReady``
+   (look it up again);
 3. a consumer joins its subscription (409 when an Exclusive one is taken, or the types
    differ);
 4. then serve: a producer's frames are published and acknowledged in order (a fenced
@@ -131,7 +133,7 @@ class ProducerSession:
                 delivery = topic.publish(message)
                 if delivery is None:
                     continue  # fenced for a transfer: ignored, the client re-sends to the new owner
-                await self.conn.send_text(ProducerAck.success(delivery.message_id, message.context).encode())
+                await self.conn.send_text(ProducerAck.success_text(delivery.message_id, message.context))
         finally:
             topic.remove_producer()
 
@@ -206,9 +208,12 @@ _DENIAL_FILTER = _DenialLogFilter()
 class WebSocketEndpoint:
     """The ASGI handler for ``/ws/v2/...`` (module docstring)."""
 
-    def __init__(self, data_path: DataPath | None, bundles: Any) -> None:
+    def __init__(self, data_path: DataPath | None, bundles: Any, owners: Any = None,
+                 self_id: str | None = None) -> None:
         self.data_path = data_path
         self.bundles = bundles
+        self._owners = owners
+        self._self_id = self_id
         uvicorn_errors = logging.getLogger("uvicorn.error")
         if _DENIAL_FILTER not in uvicorn_errors.filters:
             uvicorn_errors.addFilter(_DENIAL_FILTER)
@@ -232,11 +237,18 @@ class WebSocketEndpoint:
             return
         await self._serve(conn, endpoint, self.data_path)
 
+    def _other_owner(self, bundle: str) -> str | None:
+        """The broker that owns ``bundle`` now by this broker's ownership cache (enabled, not us)."""
+        info = self._owners.get_owner(bundle) if self._owners is not None else None
+        if info is None or info.disabled or info.broker_id == self._self_id:
+            return None
+        return str(info.broker_id)
+
     async def _serve(self, conn: Connection, endpoint: Endpoint, data_path: DataPath) -> None:
         try:
             served = data_path.open(endpoint.topic)
-        except BundleUnloadingError as exc:
-            await conn.close(CloseReason.not_ready(str(exc)[:60]))
+        except BundleUnloadingError:
+            await conn.close(data_path.refusal(endpoint.topic, self._other_owner))
             return
         session: ProducerSession | ConsumerSession
         if endpoint.kind == "producer":

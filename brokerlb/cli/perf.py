@@ -67,7 +67,14 @@ def _run_with_view(run: Any, interval: float, as_json: bool, title: str, latency
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
-    return asyncio.run(main())
+    try:
+        import uvloop
+
+        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+    except ImportError:  # pragma: no cover - the server extra installs uvloop
+        runner = asyncio.Runner()
+    with runner:
+        return runner.run(main())
 
 
 def _table(title: str, latency_label: str, rows: list[Any]) -> Table:

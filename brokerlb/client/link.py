@@ -4,8 +4,9 @@
 closes it (:mod:`brokerlb.messaging.protocol` close convention) or the connection
 breaks, the link reconnects:
 
-* ``TopicTransferred`` with the new owner's ``httpUrl`` (PIP-307): connect there at
-  once, no lookup; if that fails, fall back to a lookup;
+* ``TopicTransferred`` with the new owner's ``httpUrl`` (PIP-307), or ``TopicRedirected``
+  (the broker refused the topic but named its owner): connect there at once, no lookup;
+  if that fails, fall back to a lookup;
 * anything else (``TopicUnloaded``, ``ServiceNotReady``, a broken connection): wait
   the next :class:`~brokerlb.client.backoff.Backoff` delay (100 ms first, as Pulsar's
   client), look the topic up (following redirects), connect to the owner.
@@ -85,6 +86,9 @@ class TopicLink:
         self._connected_at = 0.0
         self._frames = 0
         self.connected = asyncio.Event()
+        #: Web URL of the broker connected to now (``None`` between connections).
+        self.broker_url: str | None = None
+        self._direct_in_row = 0
 
     # ------------------------------------------------------------------ hooks
     async def on_connected(self, ws: Any) -> None:
@@ -113,7 +117,7 @@ class TopicLink:
                 if target is None:
                     self.stats.lookups += 1
                     target = (await self.client.lookup(self.topic)).http_url
-                ws = await websockets.connect(ws_url(target) + self.path, compression=None,
+                ws = await websockets.connect(ws_url(target) + self.path, compression=None, proxy=None,
                                               open_timeout=self.client.connect_timeout, max_size=None)
             except InvalidStatus as exc:
                 status = exc.response.status_code
@@ -139,6 +143,7 @@ class TopicLink:
             if not first:
                 self.stats.reconnects += 1
             self.ws = ws
+            self.broker_url = target
             self._connected_at = time.monotonic()
             self._frames = 0
             await self.on_connected(ws)
@@ -159,14 +164,23 @@ class TopicLink:
                 reason = await self._read(self.ws)
                 self.connected.clear()
                 self.ws = None
+                self.broker_url = None
                 if self.closed:
                     break
                 self.stats.closes[reason.reason] = self.stats.closes.get(reason.reason, 0) + 1
                 self.stats.close_events.append((time.monotonic(), reason.reason))
                 self.on_disconnected(reason)
-                if self._frames or time.monotonic() - self._connected_at >= STABLE_AFTER:
+                stable = bool(self._frames) or time.monotonic() - self._connected_at >= STABLE_AFTER
+                if stable:
                     self._backoff.reset()
+                    self._direct_in_row = 0
                 target = reason.http_url
+                if target is not None and not stable:
+                    # refused right after connecting: follow a named owner once, then look up (no ping-pong
+                    # between two brokers with stale ownership caches)
+                    self._direct_in_row += 1
+                    if self._direct_in_row > 1:
+                        target = None
                 if target is None:
                     await asyncio.sleep(self._backoff.next())
                 await self._connect(target)

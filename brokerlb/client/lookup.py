@@ -26,6 +26,10 @@ __all__ = ["LookupResult", "HttpLookup", "ws_url"]
 
 #: Pulsar's ``maxLookupRedirects``.
 MAX_REDIRECTS = 20
+#: Lookups in flight at once (Pulsar's ``concurrentLookupRequest`` is 5000). Lower here: the rest wait
+#: on a semaphore, because httpx's connection pool rescans every queued request on each event, which
+#: made a storm of hundreds of lookups take seconds of CPU.
+MAX_CONCURRENT_LOOKUPS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +54,12 @@ class HttpLookup:
     """Looks topics up from ``service_url`` (any broker), following redirects by hand."""
 
     def __init__(self, service_url: str, *, timeout: float = 30.0, max_redirects: int = MAX_REDIRECTS,
-                 max_concurrent: int = 5000) -> None:
+                 max_concurrent: int = MAX_CONCURRENT_LOOKUPS) -> None:
         self.service_url = service_url.rstrip("/")
         self.max_redirects = max_redirects
         self._http = httpx.AsyncClient(timeout=timeout, follow_redirects=False,
-                                       limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
+                                       limits=httpx.Limits(max_connections=max_concurrent,
+                                                           max_keepalive_connections=max_concurrent))
         self._gate = asyncio.Semaphore(max_concurrent)
         #: Lookups answered, and redirects followed, since start.
         self.lookups = 0

@@ -1,7 +1,15 @@
-"""The demo's traffic: skewed (Zipf) per-topic rates, a surge on one broker's bundles, new topics.
+"""The demo's traffic: skewed (Zipf) per-topic rates, a surge on one broker's topics, new topics.
 
-Pure: given a seed and the topic names it returns rates; the runner applies them through
-:class:`~brokerlb.broker.synthetic.SyntheticClients`.
+Pure: given a seed and the topic names it returns rates (messages/s); the runner turns them
+into real producers and consumers over the data path (:mod:`brokerlb.perf.runner`).
+
+>>> model = TrafficModel(total_rate=100.0, seed=1)
+>>> rates = model.rates(["a", "b", "c", "d"])
+>>> round(sum(rates.values()), 6), max(rates.values()) > 40
+(100.0, True)
+>>> surged = model.surge(rates, {"a", "b"})
+>>> round(surged["a"] / rates["a"], 1), surged["c"] == rates["c"]
+(4.0, True)
 """
 
 from __future__ import annotations
@@ -9,21 +17,21 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from brokerlb.broker.topics import TopicStats
-
 __all__ = ["TrafficModel"]
 
 
 @dataclass(frozen=True)
 class TrafficModel:
-    #: messages per second over all topics (in; consumers read each message once: out = in)
-    total_rate: float = 24_000.0
+    #: messages per second over all topics before the surge (each also read once by a consumer)
+    total_rate: float = 150.0
     #: bytes per message
-    message_size: int = 2048
+    message_size: int = 512
     #: Zipf exponent of the per-topic rates (1.0 = classic skew)
     skew: float = 1.0
     #: how much the surge multiplies the rates of the topics it hits
-    surge_factor: float = 6.0
+    surge_factor: float = 4.0
+    #: messages per second of each topic added in the growth phase
+    new_topic_rate: float = 0.5
     seed: int = 42
 
     def rates(self, topics: list[str]) -> dict[str, float]:
@@ -33,9 +41,8 @@ class TrafficModel:
         rng.shuffle(order)
         weights = {t: 1.0 / (rank + 1) ** self.skew for rank, t in enumerate(order)}
         scale = self.total_rate / sum(weights.values())
-        return {t: w * scale for t, w in weights.items()}
+        return {t: weights[t] * scale for t in topics}
 
-    def stats(self, rate: float) -> TopicStats:
-        return TopicStats(msg_rate_in=rate, msg_throughput_in=rate * self.message_size,
-                          msg_rate_out=rate, msg_throughput_out=rate * self.message_size,
-                          producer_count=1, consumer_count=1)
+    def surge(self, rates: dict[str, float], hit: set[str]) -> dict[str, float]:
+        """The rates with the topics in ``hit`` multiplied by ``surge_factor``."""
+        return {t: r * self.surge_factor if t in hit else r for t, r in rates.items()}

@@ -37,7 +37,12 @@ code   ``reason``          what the client does
                            "brokerUrl": "pulsar://h:p"}`` -- connect there at once, no
                            lookup (``brokerUrl`` is left out when it would not fit)
 4002   ``ServiceNotReady``  refused at connect: this broker does not own the bundle
-                           (Pulsar's ServiceNotReady) -- look the topic up again
+                           and knows no other owner (Pulsar's ServiceNotReady) -- look
+                           the topic up again
+4003   ``TopicRedirected``  refused at connect, but the bundle has an owner: ``{"reason":
+                           "TopicRedirected", "httpUrl": ..., "brokerUrl": ...}`` --
+                           connect there at once (a client that followed a stale lookup
+                           answer saves a lookup and a backoff; brokerlb's extension)
 =====  ==================  ==========================================================
 
 Permanent errors at connect (bad topic or parameters, unknown namespace, an Exclusive
@@ -60,6 +65,7 @@ from brokerlb.errors import DataPathProtocolError, InvalidInputError
 from brokerlb.naming import TopicName
 
 __all__ = [
+    "MessageIds",
     "WS_PREFIX",
     "MAX_CLOSE_REASON_BYTES",
     "CloseCode",
@@ -96,6 +102,7 @@ class CloseCode(enum.IntEnum):
     TOPIC_UNLOADED = 4000
     TOPIC_TRANSFERRED = 4001
     SERVICE_NOT_READY = 4002
+    TOPIC_REDIRECTED = 4003
 
 
 class WebSocketError(enum.IntEnum):
@@ -138,6 +145,10 @@ class CloseReason:
     def not_ready(cls, message: str = "") -> CloseReason:
         return cls(CloseCode.SERVICE_NOT_READY, "ServiceNotReady", message=message)
 
+    @classmethod
+    def redirected(cls, http_url: str, broker_url: str | None = None) -> CloseReason:
+        return cls(CloseCode.TOPIC_REDIRECTED, "TopicRedirected", http_url=http_url, broker_url=broker_url)
+
     def encode(self) -> str:
         """The close frame's reason: compact JSON of at most :data:`MAX_CLOSE_REASON_BYTES` bytes.
 
@@ -176,7 +187,8 @@ class CloseReason:
             body = {}
         if not isinstance(body, dict):
             body = {}
-        http_url = body.get("httpUrl") if close_code is CloseCode.TOPIC_TRANSFERRED else None
+        with_url = close_code in (CloseCode.TOPIC_TRANSFERRED, CloseCode.TOPIC_REDIRECTED)
+        http_url = body.get("httpUrl") if with_url else None
         broker_url = body.get("brokerUrl") if http_url else None
         return cls(close_code, str(body.get("reason") or close_code.name), http_url=_str_or_none(http_url),
                    broker_url=_str_or_none(broker_url), message=str(body.get("message") or text or ""))
@@ -276,9 +288,12 @@ def consumer_path(topic: TopicName | str, subscription: str, **params: object) -
 # --------------------------------------------------------------------------- frames
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ProducerMessage:
-    """A producer's send request; ``payload`` stays base64 (it is forwarded as is)."""
+    """A producer's send request; ``payload`` stays base64 (it is forwarded as is).
+
+    Not frozen: one is made per message on the broker's hot path (treat it as read-only).
+    """
 
     payload: str
     size: int
@@ -302,7 +317,7 @@ class ProducerMessage:
         if not isinstance(payload, str):
             raise DataPathProtocolError(WebSocketError.PAYLOAD_ENCODING_ERROR, "Null or non-string payload", context)
         try:
-            size = len(base64.b64decode(payload, validate=True))
+            size = len(binascii.a2b_base64(payload, strict_mode=True))
         except (binascii.Error, ValueError) as exc:
             raise DataPathProtocolError(WebSocketError.PAYLOAD_ENCODING_ERROR,
                                 f"Invalid Base64 message-payload error={exc}", context) from None
@@ -345,6 +360,13 @@ class ProducerAck:
     @classmethod
     def success(cls, message_id: str, context: str | None) -> ProducerAck:
         return cls("ok", message_id, context)
+
+    @staticmethod
+    def success_text(message_id: str, context: str | None) -> str:
+        """``success(message_id, context).encode()`` without the object (the broker's hot path)."""
+        if context is None:
+            return f'{{"result":"ok","messageId":"{message_id}"}}'
+        return f'{{"result":"ok","messageId":"{message_id}","context":{_json_str(context)}}}'
 
     @classmethod
     def error(cls, code: WebSocketError | int, message: str, context: str | None) -> ProducerAck:
@@ -395,6 +417,24 @@ class ConsumerCommand:
 
 
 # --------------------------------------------------------------------------- message ids
+
+
+class MessageIds:
+    """Consecutive message ids of one topic incarnation: :func:`encode_message_id` with the
+    ledger's bytes computed once (the broker's hot path)."""
+
+    __slots__ = ("_prefix", "_suffix", "next_entry")
+
+    def __init__(self, ledger_id: int, partition: int = -1) -> None:
+        self._prefix = b"\x08" + _varint(ledger_id) + b"\x10"
+        self._suffix = b"\x18" + _varint(partition) if partition >= 0 else b""
+        self.next_entry = 0
+
+    def next(self) -> str:
+        entry = self.next_entry
+        self.next_entry = entry + 1
+        data = self._prefix + (_SMALL_VARINTS[entry] if entry < 128 else _varint(entry)) + self._suffix
+        return _b64(data, newline=False).decode()
 
 
 def _varint(value: int) -> bytes:
@@ -455,10 +495,15 @@ def _read_varint(data: bytes, pos: int, text: str) -> tuple[int, int]:
             return value, pos
 
 
+_second_cache: list[Any] = [None, ""]
+
+
 def format_publish_time(epoch_ms: int) -> str:
     """Pulsar's ``DateFormatter.format``: ISO-8601 with milliseconds (here in UTC)."""
     seconds, millis = divmod(epoch_ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+    if _second_cache[0] != seconds:  # the date part changes once a second
+        _second_cache[0], _second_cache[1] = seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{_second_cache[1]}.{millis:03d}Z"
 
 
 def consumer_frame(message_id: str, message: ProducerMessage, publish_time: str) -> str:
@@ -470,3 +515,8 @@ def consumer_frame(message_id: str, message: ProducerMessage, publish_time: str)
     if message.event_time is not None:
         body["eventTime"] = message.event_time
     return json.dumps(body, separators=(",", ":"))
+
+
+_b64 = binascii.b2a_base64
+_json_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_SMALL_VARINTS = [bytes([i]) for i in range(128)]

@@ -29,9 +29,9 @@ from typing import Protocol
 from brokerlb.dispatch import DispatchConsumer, Dispatcher, KeySharedMode, Message, create_dispatcher
 from brokerlb.errors import ConsumerBusyError, InvalidInputError
 from brokerlb.messaging.protocol import (
+    MessageIds,
     ProducerMessage,
     consumer_frame,
-    encode_message_id,
     format_publish_time,
 )
 from brokerlb.messaging.stats import TopicCounters, TopicLoad
@@ -122,7 +122,7 @@ class Topic:
         self.subscriptions: dict[str, Subscription] = {}
         self.producer_count = 0
         self.fenced = False
-        self._next_entry = 0
+        self._ids = MessageIds(ledger_id, self.name.partition_index)
 
     # ------------------------------------------------------------------ connections
     def add_producer(self) -> None:
@@ -168,9 +168,7 @@ class Topic:
         if self.fenced:
             return None
         now = self._now()
-        entry = self._next_entry
-        self._next_entry += 1
-        message_id = encode_message_id(self.ledger_id, entry, self.name.partition_index)
+        message_id = self._ids.next()
         self.counters.msg_in.add(now, 1, message.size)
         receivers: dict[str, int | None] = {}
         if self.subscriptions:

@@ -188,14 +188,18 @@ class _Window:
 class ProduceRun:
     """One ``perf produce`` run (module docstring)."""
 
-    def __init__(self, options: ProduceOptions, *, client: Client | None = None) -> None:
+    def __init__(self, options: ProduceOptions, *, client: Client | None = None, topics: list[str] | None = None,
+                 weights: list[float] | None = None) -> None:
+        """``topics`` / ``weights`` replace the named topics and the skew (the demo sets its own)."""
         options.check()
         self.options = options
-        self.topics = topic_names(options.topic, options.num_topics)
+        self.topics = list(topics) if topics is not None else topic_names(options.topic, options.num_topics)
         self._own_client = client is None
         self.client = client or Client(options.service_url, operation_timeout=max(30.0, options.send_timeout))
         seed = options.seed
-        self._topic_picker = Picker(len(self.topics), options.topic_skew, options.topic_zipf, seed=seed)
+        self._topic_picker = (Picker.from_weights(weights, seed=seed) if weights is not None else
+                              Picker(len(self.topics), options.topic_skew, options.topic_zipf, seed=seed))
+        self._pacer: Pacer | None = None
         self._key_picker = (None if options.key_skew == "none" else
                             Picker(options.num_keys, options.key_skew, options.key_zipf,
                                    seed=None if seed is None else seed + 1))
@@ -212,12 +216,42 @@ class ProduceRun:
 
     async def start(self) -> None:
         """Create and connect the producers (a failure here is an error of the run)."""
+        self.producers = await self._create(self.topics)
+
+    async def _create(self, topics: list[str]) -> list[Producer]:
         opts = self.options
-        self.producers = await _bounded([self.client.create_producer(
-            t, max_pending_messages=opts.max_pending, send_timeout=opts.send_timeout) for t in self.topics],
+        producers = await _bounded([self.client.create_producer(
+            t, max_pending_messages=opts.max_pending, send_timeout=opts.send_timeout) for t in topics],
             CONNECT_CONCURRENCY)
-        for producer in self.producers:
+        for producer in producers:
             producer.listeners.append(self._listener(str(producer.topic)))
+        return producers
+
+    async def add_topics(self, topics: list[str], weights: list[float], rate: float | None = None) -> None:
+        """Start producing to more topics too: ``weights`` now covers old and new topics, in order."""
+        if len(weights) != len(self.topics) + len(topics):
+            raise InvalidInputError(f"need {len(self.topics) + len(topics)} weights, got {len(weights)}")
+        new = await self._create(topics)
+        self.topics.extend(topics)
+        self.producers.extend(new)
+        self.set_weights(weights, rate)
+
+    def set_weights(self, weights: list[float], rate: float | None = None) -> None:
+        """Change how the rate spreads over the topics (and the total rate), from now on."""
+        if len(weights) != len(self.topics):
+            raise InvalidInputError(f"need {len(self.topics)} weights, got {len(weights)}")
+        self._topic_picker = Picker.from_weights(weights, seed=self.options.seed)
+        if rate is not None:
+            self.options.rate = rate
+            if self._pacer is not None:
+                self._pacer = Pacer(rate, start=time.monotonic())
+
+    def broker_of(self, topic: str) -> str | None:
+        """The web URL of the broker the topic's producer is connected to now (``None`` between brokers)."""
+        for producer in self.producers:
+            if str(producer.topic) == topic:
+                return producer.broker_url
+        return None
 
     def _listener(self, topic: str) -> Any:
         def done(error: Exception | None, queued_at: float, now: float) -> None:
@@ -256,14 +290,15 @@ class ProduceRun:
         return self.summary()
 
     async def _send_loop(self, deadline: float | None) -> None:
-        pacer = Pacer(self.options.rate, start=self.started_at)
-        producers, pick, keys = self.producers, self._topic_picker.pick, self._key_picker
+        self._pacer = Pacer(self.options.rate, start=self.started_at)
+        producers, keys = self.producers, self._key_picker
         payload = self._payload
         while not self._stop.is_set():
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return
-            due = pacer.due(now, cap=SEND_BURST)
+            due = self._pacer.due(now, cap=SEND_BURST)
+            pick = self._topic_picker.pick
             for sent_now in range(due):
                 if sent_now and not sent_now % YIELD_EVERY:
                     await asyncio.sleep(0)  # let acks and other connections through during a burst
@@ -327,9 +362,10 @@ def parse_publish_time(text: str) -> float | None:
 class ConsumeRun:
     """One ``perf consume`` run: a consumer per topic, each acking what it receives."""
 
-    def __init__(self, options: ConsumeOptions, *, client: Client | None = None) -> None:
+    def __init__(self, options: ConsumeOptions, *, client: Client | None = None,
+                 topics: list[str] | None = None) -> None:
         self.options = options
-        self.topics = topic_names(options.topic, options.num_topics)
+        self.topics = list(topics) if topics is not None else topic_names(options.topic, options.num_topics)
         self._own_client = client is None
         self.client = client or Client(options.service_url)
         self.consumers: list[Consumer] = []
@@ -338,14 +374,27 @@ class ConsumeRun:
         self.bytes = 0
         self._window = _Window(time.monotonic())
         self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] | None = None
         self.started_at = 0.0
         self.ended_at = 0.0
 
     async def start(self) -> None:
+        self.consumers = await self._subscribe(self.topics)
+
+    async def _subscribe(self, topics: list[str]) -> list[Consumer]:
         o = self.options
-        self.consumers = await _bounded([self.client.subscribe(
+        return await _bounded([self.client.subscribe(
             t, o.subscription, subscription_type=o.subscription_type, receiver_queue_size=o.receiver_queue_size)
-            for t in self.topics], CONNECT_CONCURRENCY)
+            for t in topics], CONNECT_CONCURRENCY)
+
+    async def add_topics(self, topics: list[str]) -> None:
+        """Subscribe to more topics (consumed at once if the run is going)."""
+        new = await self._subscribe(topics)
+        self.topics.extend(topics)
+        self.consumers.extend(new)
+        for consumer in new:
+            if self._tasks is not None:
+                self._tasks.append(asyncio.create_task(self._consume(consumer)))
 
     def stop(self) -> None:
         self._stop.set()
@@ -375,7 +424,7 @@ class ConsumeRun:
             await self.start()
         self.started_at = time.monotonic()
         self._window.reset(self.started_at)
-        tasks = [asyncio.create_task(self._consume(c)) for c in self.consumers]
+        tasks = self._tasks = [asyncio.create_task(self._consume(c)) for c in self.consumers]
         try:
             timeout = self.options.duration if self.options.duration > 0 else None
             try:

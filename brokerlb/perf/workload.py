@@ -59,6 +59,19 @@ class Picker:
         self._uniform = skew == "uniform"
         self.n = n
 
+    @classmethod
+    def from_weights(cls, weights: list[float], *, seed: int | None = None) -> Picker:
+        """Draw with explicit (positive, not necessarily normalised) weights."""
+        if not weights or any(not w >= 0 for w in weights) or sum(weights) <= 0:
+            raise InvalidInputError("weights must be non-negative numbers with a positive sum")
+        picker = cls(len(weights), "uniform", seed=seed)
+        total = sum(weights)
+        picker.weights = [w / total for w in weights]
+        picker._cumulative = list(itertools.accumulate(picker.weights))
+        picker._cumulative[-1] = 1.0
+        picker._uniform = False
+        return picker
+
     def pick(self) -> int:
         if self._uniform:
             return self._rng.randrange(self.n)

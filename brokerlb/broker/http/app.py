@@ -90,7 +90,8 @@ class BrokerApp:
     def __init__(self, service: BrokerService, *, fast_lookup: bool = True) -> None:
         self.fastapi = _fastapi(service)
         self.lookup = LookupEndpoint(service) if fast_lookup else None
-        self.websocket = WebSocketEndpoint(getattr(service, "data_path", None), service.bundles)
+        self.websocket = WebSocketEndpoint(getattr(service, "data_path", None), service.bundles, service.owners,
+                                           service.identity.broker_id)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if self.lookup is not None and scope["type"] == "http" and self.lookup.handles(scope):

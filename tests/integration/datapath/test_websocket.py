@@ -57,11 +57,18 @@ async def test_bad_frames_get_pulsars_error_results(cluster: InProcessCluster, n
 
 async def test_a_broker_refuses_a_topic_it_does_not_own(cluster: InProcessCluster, namespace: str) -> None:
     topic = f"persistent://{namespace}/elsewhere"
-    owner = await owner_url(cluster, topic)
-    other = next(u for u in cluster.urls if u != owner)
-    ws = await connect(other, producer_path(topic))
+    # nobody owns the bundle yet (no lookup happened): look it up again
+    ws = await connect(cluster.urls[0], producer_path(topic))
     code, reason = await closed_with(ws)
     assert code == 4002 and reason["reason"] == "ServiceNotReady" and reason["lookup"] is True
+    # another broker owns it: go there (a client that followed a stale lookup answer)
+    owner = await owner_url(cluster, topic)
+    other = next(u for u in cluster.urls if u != owner)
+    await wait_until(lambda: service_at(cluster, other).owners.get_owner(
+        bundle_of(service_at(cluster, owner), topic)) is not None)
+    ws = await connect(other, producer_path(topic))
+    code, reason = await closed_with(ws)
+    assert code == 4003 and reason["reason"] == "TopicRedirected" and reason["httpUrl"] == owner
 
 
 async def test_permanent_errors_are_http_answers_to_the_upgrade(cluster: InProcessCluster, namespace: str) -> None:

@@ -158,6 +158,9 @@ def test_close_reasons_tell_the_client_what_to_do() -> None:
     assert (back.http_url, back.broker_url, back.lookup) == ("http://127.0.0.1:8081", "pulsar://127.0.0.1:6651", False)
     refused = CloseReason.decode(4002, CloseReason.not_ready("not owned").encode())
     assert refused.lookup and refused.code is CloseCode.SERVICE_NOT_READY
+    redirected = CloseReason.decode(4003, CloseReason.redirected("http://h:8082").encode())
+    assert (redirected.reason, redirected.http_url, redirected.lookup) == ("TopicRedirected", "http://h:8082", False)
+    assert CloseReason.decode(4002, '{"reason": "x", "httpUrl": "http://h:1"}').lookup  # only 4001/4003 carry a URL
 
 
 @pytest.mark.parametrize("code, text", [(1006, None), (1001, ""), (4999, "garbage"), (4001, '{"reason": "x"}'),
@@ -169,6 +172,7 @@ def test_unexpected_closes_mean_look_it_up_again(code: int, text: str | None) ->
 @given(st.text(min_size=1, max_size=300), st.text(max_size=300), st.text(max_size=300))
 def test_encoded_close_reasons_fit_a_close_frame(host: str, broker: str, message: str) -> None:
     for reason in (CloseReason.transferred(f"http://{host}:8080", broker or None),
+                   CloseReason.redirected(f"http://{host}:8080", broker or None),
                    CloseReason.unloaded(message), CloseReason.not_ready(message)):
         text = reason.encode()
         assert len(text.encode()) <= MAX_CLOSE_REASON_BYTES

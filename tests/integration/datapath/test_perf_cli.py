@@ -1,0 +1,60 @@
+"""`brokerlb perf produce|consume` as a user runs them, against `brokerlb standalone` in another process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from brokerlb.admin import AsyncAdminClient
+from brokerlb.testing.standalone_process import StandaloneProcess
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def broker_url() -> AsyncIterator[str]:
+    async with StandaloneProcess(1, {"webSocketServiceEnabled": True, "clusterName": "perf"}) as cluster:
+        async with AsyncAdminClient(cluster.urls[0]) as admin:
+            await admin.create_namespace("public/perf", num_bundles=4)
+        yield cluster.urls[0]
+
+
+async def _cli(*args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "brokerlb.cli.main", "perf", *args,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_perf_produce_and_consume_account_for_every_message(broker_url: str) -> None:
+    url = broker_url
+    base = "persistent://public/perf/t"
+    consume = asyncio.create_task(_cli("consume", base, "-u", url, "-t", "5", "-st", "Key_Shared",
+                                       "-d", "6", "--json"))
+    await asyncio.sleep(2.0)
+    code, out, err = await _cli("produce", base, "-u", url, "-t", "5", "-r", "300", "-s", "64", "-d", "3",
+                                "--topic-skew", "zipf", "--key-skew", "zipf", "--num-keys", "50",
+                                "--seed", "1", "--json")
+    assert code == 0, err
+    produced = json.loads(out)
+    assert produced["topics"] == 5 and produced["sent"] == produced["acked"] > 700
+    assert produced["unaccounted"] == 0 and produced["errored"] == 0
+    assert set(produced["latencyMs"]) >= {"p50", "p99", "max"} and produced["longestPauseMs"] >= 0
+    code, out, err = await consume
+    assert code == 0, err
+    consumed = json.loads(out)
+    assert consumed["received"] == produced["acked"]  # nothing moved: every message delivered once
+    # the human summary (no --json): the accounting line and the pause
+    code, out, err = await _cli("produce", base, "-u", url, "-r", "50", "-d", "1")
+    assert code == 0, err
+    assert "sent =" in out and "acked +" in out and "longest publish pause" in out
+
+
+async def test_perf_reports_a_missing_namespace_as_an_error(broker_url: str) -> None:
+    code, _out, err = await _cli("produce", "persistent://public/missing/t", "-u", broker_url, "-d", "1")
+    assert code != 0 and "does not exist" in err

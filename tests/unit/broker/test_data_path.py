@@ -1,0 +1,117 @@
+"""The broker's data path without sockets: ownership checks, close reasons, stats into the registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from brokerlb.broker.data_path import DataPath
+from brokerlb.broker.topics import CloseCause, TopicRegistry
+from brokerlb.clock import ManualClock
+from brokerlb.dispatch import DispatchConsumer
+from brokerlb.errors import BundleUnloadingError
+from brokerlb.messaging import CloseCode, CloseReason, ProducerMessage
+from brokerlb.naming import TopicName
+from brokerlb.ring import NamespaceBundles
+
+BUNDLES = NamespaceBundles.create("t/ns", 4)
+TOPIC = TopicName.parse("persistent://t/ns/orders")
+BUNDLE = str(BUNDLES.find_bundle(TOPIC))
+URLS = {"b2:8080": ("http://b2:8080", "pulsar://b2:6650")}
+
+
+class Owned:
+    def __init__(self, *bundles: str) -> None:
+        self.bundles = set(bundles)
+
+    def is_owned(self, bundle: object) -> bool:
+        return str(bundle) in self.bundles
+
+
+class Session:
+    def __init__(self) -> None:
+        self.closed_with: CloseReason | None = None
+
+    async def close(self, reason: CloseReason) -> None:
+        self.closed_with = reason
+
+
+def data_path(owned: Owned, clock: ManualClock) -> tuple[DataPath, TopicRegistry]:
+    def bundle_of(topic: TopicName) -> str:
+        return str(BUNDLES.find_bundle(topic))
+
+    registry = TopicRegistry(bundle_of)
+    path = DataPath(registry=registry, ownership=owned, bundle_of=bundle_of,
+                    broker_urls=lambda b: URLS.get(b, (None, None)), stats_window=2, clock=clock)
+    return path, registry
+
+
+def test_a_topic_is_served_only_while_its_bundle_is_owned() -> None:
+    owned, clock = Owned(), ManualClock(1_000_000)
+    path, registry = data_path(owned, clock)
+    with pytest.raises(BundleUnloadingError, match="not served by this broker"):
+        path.open(TOPIC)
+    assert TOPIC not in registry
+    owned.bundles.add(BUNDLE)
+    served = path.open(TOPIC)
+    assert str(TOPIC) in registry and path.open(TOPIC) is served  # one topic, many sessions
+
+
+def test_refusals_name_the_owner_when_another_broker_has_the_bundle() -> None:
+    path, _ = data_path(Owned(), ManualClock(0))
+    redirect = path.refusal(TOPIC, lambda bundle: "b2:8080" if bundle == BUNDLE else None)
+    assert (redirect.code, redirect.http_url) == (CloseCode.TOPIC_REDIRECTED, "http://b2:8080")
+    assert path.refusal(TOPIC, lambda bundle: None).code is CloseCode.SERVICE_NOT_READY
+    assert path.refusal(TOPIC, lambda bundle: "gone:1").code is CloseCode.SERVICE_NOT_READY  # no registration
+
+
+async def test_closing_the_bundle_closes_every_session_with_the_reason_of_the_move() -> None:
+    owned, clock = Owned(BUNDLE), ManualClock(0)
+    path, registry = data_path(owned, clock)
+    served = path.open(TOPIC)
+    sessions = [Session(), Session()]
+    for s in sessions:
+        path.add_session(served, s)
+    registry.fence_bundle(BUNDLE)
+    assert served.topic.fenced and served.topic.publish(ProducerMessage("aGk=", 2)) is None
+    await registry.close_bundle(BUNDLE, timeout=1, cause=CloseCause.transfer("b2:8080"))
+    assert all(s.closed_with == CloseReason.transferred("http://b2:8080", "pulsar://b2:6650") for s in sessions)
+    assert served.closed and str(TOPIC) not in path.topics and path.closes == {"TopicTransferred": 2}
+    # a transfer to a broker without a registration, and a loss: "look it up again"
+    assert path.close_reason(CloseCause.transfer("gone:1")).lookup
+    assert path.close_reason(CloseCause("lost")).message == "bundle lost"
+
+
+def test_rates_reach_the_registry_and_idle_topics_are_forgotten() -> None:
+    owned, clock = Owned(BUNDLE), ManualClock(0)
+    path, registry = data_path(owned, clock)
+    served = path.open(TOPIC)
+    session = Session()
+    path.add_session(served, session)
+    served.topic.add_producer()
+    consumer = DispatchConsumer("c", permits=100)
+    served.topic.subscribe("s", "Shared", consumer, type("Sink", (), {"deliver": lambda *a: None})())
+    for _ in range(2):
+        for _ in range(10):
+            served.topic.publish(ProducerMessage("aGVsbG8=", 5))
+        clock.advance(1.0)
+    path.push_stats()
+    stats = registry.stats_of(TOPIC)
+    assert stats is not None
+    assert (stats.msg_rate_in, stats.msg_throughput_in, stats.msg_rate_out) == (10.0, 50.0, 10.0)
+    assert (stats.producer_count, stats.consumer_count) == (1, 1)
+    assert registry.bundle_stats()[BUNDLE].msg_rate_in == 10.0
+    path.remove_session(served, session)  # idle from now on
+    clock.advance(1.0)
+    path.push_stats()
+    assert TOPIC in registry  # idle for less than a window
+    clock.advance(2.5)
+    path.push_stats()
+    assert TOPIC not in registry and str(TOPIC) not in path.topics
+
+
+async def test_close_all_closes_every_session() -> None:
+    path, _ = data_path(Owned(BUNDLE), ManualClock(0))
+    session = Session()
+    path.add_session(path.open(TOPIC), session)
+    await path.close_all()
+    assert session.closed_with is not None and session.closed_with.lookup and not path.topics
