@@ -16,8 +16,10 @@ Phases, each ``--seconds`` long:
 
 1. **throughput** -- 4 topics, producers as fast as they can (up to 1000 pending each), no
    consumer: messages/s acknowledged; the same against the null broker;
-2. **throughput with consumers** -- the same with a consumer on each topic (every message is
-   dispatched and acknowledged by a consumer: 4 WebSocket frames per message);
+2. **with consumers** -- a fixed rate the consumer process can follow (``--consumed-rate``,
+   default 2500 msg/s) with a consumer on each topic: every message is dispatched and
+   acknowledged by a consumer (4 WebSocket frames per message through the broker); what the
+   consumers receive (non-persistent: a consumer without permits loses messages);
 3. **latency** -- a fixed rate (``--rate``, default 1000 msg/s over 4 topics) with consumers:
    publish latency p50 / p99 / p99.9 (send → ack) and end-to-end latency.
 
@@ -149,9 +151,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         produce, _ = await run_perf(perf_args("produce", url, f"{ns}/tput", secs, **fast))
         results["throughput"] = produce
         produce, consume = await run_perf(
-            perf_args("produce", url, f"{ns}/tput-c", secs, **fast),
+            perf_args("produce", url, f"{ns}/tput-c", secs, rate=args.consumed_rate, size=args.size),
             perf_args("consume", url, f"{ns}/tput-c", secs + 6, subscription_type="Shared"))
-        results["throughputWithConsumers"] = {"produce": produce, "consume": consume}
+        results["withConsumers"] = {"rate": args.consumed_rate, "produce": produce, "consume": consume}
         produce, consume = await run_perf(
             perf_args("produce", url, f"{ns}/lat", secs, rate=args.rate, size=args.size),
             perf_args("consume", url, f"{ns}/lat", secs + 6, subscription_type="Shared"))
@@ -177,15 +179,16 @@ def report(r: dict[str, Any]) -> None:
         return f"p50 {m['p50']:6.2f} ms  p99 {m['p99']:6.2f} ms  p99.9 {m['p999']:6.2f} ms"
 
     tput, null = r["throughput"], r["nullBrokerThroughput"]
-    withc = r["throughputWithConsumers"]
+    withc = r["withConsumers"]
     latency = r["latency"]
     print(f"data path through one broker -- {r['topics']} topics, {r['size']}-byte messages, {r['seconds']:g} s "
           f"per phase, {r['machine']['cpus']} CPUs, load {r['machine']['loadavg'][0]:.2f}")
     print(f"  throughput (no consumer)          {rate(tput)}   publish {lat(tput)}")
     print(f"  null broker (same stack, no work) {rate(null)}   publish {lat(null)}")
     print(f"    -> broker / null broker = {tput['rate'] / null['rate']:.2f}")
-    print(f"  throughput with consumers         {rate(withc['produce'])}   consumers receive "
-          f"{withc['consume']['rate']:,.0f} msg/s")
+    print(f"  with consumers at {withc['rate']:g} msg/s       {rate(withc['produce'])}   consumers receive "
+          f"{withc['consume']['rate']:,.0f} msg/s ({withc['consume']['received'] / max(1, withc['produce']['acked']):.1%}), "
+          f"end to end {lat(withc['consume'], 'endToEndLatencyMs')}")
     print(f"  latency at {latency['rate']:g} msg/s              publish {lat(latency['produce'])}")
     print(f"                                    end to end {lat(latency['consume'], 'endToEndLatencyMs')}")
     print(f"  null broker at {latency['rate']:g} msg/s          publish {lat(r['nullBrokerLatency'])}")
@@ -199,6 +202,7 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--consumed-rate", type=float, default=2500.0)
     parser.add_argument("--json", action="store_true", help="print the results as JSON too")
     options = parser.parse_args()
     started = time.monotonic()

@@ -2,7 +2,8 @@
 
 ``StandaloneCluster(brokers=3)`` starts brokers ``127.0.0.1:8080``, ``:8081``, ``:8082``
 (binary ports 6650, 6651, ...) over the embedded metadata store by default
-(``memory:standalone``), or over ZooKeeper (``zk:host:port``). Every broker is a full
+(``memory:standalone``), or over ZooKeeper (``zk:host:port``). The namespace ``public/default``
+is created at start (as Pulsar's standalone does). Every broker is a full
 :class:`~brokerlb.broker.service.BrokerService` (its own store session, registration,
 election, HTTP server); only the process is shared. Because of that, host usage is
 modelled from each broker's traffic (``brokerlbHostUsage=traffic``) unless set
@@ -26,6 +27,9 @@ from brokerlb.errors import InvalidConfigError
 __all__ = ["StandaloneCluster", "standalone_config"]
 
 logger = logging.getLogger(__name__)
+
+#: Created at start, as Pulsar's standalone creates ``public/default``.
+DEFAULT_NAMESPACE = "public/default"
 
 STANDALONE_DEFAULTS: dict[str, Any] = {
     "clusterName": "standalone",
@@ -62,14 +66,24 @@ class StandaloneCluster:
         self.brokers: list[BrokerService] = []
 
     async def start(self) -> StandaloneCluster:
-        """Start every broker (one after another, so the first one is the first leader)."""
+        """Start every broker (one after another, so the first one is the first leader), then make sure
+        the namespace ``public/default`` exists, as Pulsar's standalone does."""
         try:
             for conf in self.configs:
                 self.brokers.append(await BrokerService(conf).start())
+            await self._default_namespace()
         except BaseException:
             await self.stop()
             raise
         return self
+
+    async def _default_namespace(self) -> None:
+        from brokerlb.errors import ConflictError, NodeExistsError
+
+        try:
+            await self.brokers[0].namespaces.create_namespace(DEFAULT_NAMESPACE)
+        except (ConflictError, NodeExistsError):  # already there (a restart on a kept store)
+            pass
 
     async def stop(self) -> None:
         """Stop every broker gracefully, the leader last (fewer leader changes while stopping)."""

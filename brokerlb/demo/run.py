@@ -105,8 +105,11 @@ async def run_demo(options: DemoOptions, console: Console) -> dict[str, Any]:
                                 overrides={**DEMO_CONFIG, **options.overrides})
     await cluster.start()
     try:
+        def on_event(event: Any) -> None:
+            _on_event(state, event)
+
         for service in cluster.brokers:
-            service.leader_tasks.add_listener(lambda event, s=state: _on_event(s, event))
+            service.leader_tasks.add_listener(on_event)
         await cluster.wait_for_leader()
         return await _scenario(options, console, cluster, TrafficModel(seed=options.seed), state)
     finally:
@@ -371,6 +374,9 @@ def _average(samples: list[_Sample]) -> _Sample:
 class _NoLive:
     def __enter__(self) -> _NoLive:
         return self
+
+    def update(self, renderable: Any) -> None:
+        return None
 
     def __exit__(self, *exc: object) -> None:
         return None
