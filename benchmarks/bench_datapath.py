@@ -110,6 +110,25 @@ def perf_args(kind: str, url: str, topic: str, seconds: float, **options: Any) -
     return args
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds used so far by process ``pid``."""
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+async def measured(pid: int, producer: list[str], consumer: list[str] | None = None
+                   ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """:func:`run_perf`, adding the server's CPU time per acknowledged message (``serverCpuUsPerMsg``)."""
+    before = cpu_seconds(pid)
+    produce, consume = await run_perf(producer, consumer)
+    used = cpu_seconds(pid) - before
+    produce["serverCpuUsPerMsg"] = round(used / max(1, produce["acked"]) * 1e6, 1)
+    produce["serverCpuSeconds"] = round(used, 2)
+    return produce, consume
+
+
 async def run_perf(producer: list[str], consumer: list[str] | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Run a producer (and a consumer started first) as processes; their JSON summaries."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -143,15 +162,16 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     secs = args.seconds
     async with StandaloneProcess(1, BROKER_SETTINGS) as broker:
         url = broker.urls[0]
+        pid = broker.process.pid if broker.process is not None else 0
         async with AsyncAdminClient(url) as admin:
             await admin.create_namespace("public/bench", num_bundles=4)
         ns = "persistent://public/bench"
         fast = {"rate": 0, "size": args.size, "max_outstanding": 1000}
         produce, _ = await run_perf(perf_args("produce", url, f"{ns}/warmup", 3, **fast))
-        produce, _ = await run_perf(perf_args("produce", url, f"{ns}/tput", secs, **fast))
+        produce, _ = await measured(pid, perf_args("produce", url, f"{ns}/tput", secs, **fast))
         results["throughput"] = produce
-        produce, consume = await run_perf(
-            perf_args("produce", url, f"{ns}/tput-c", secs, rate=args.consumed_rate, size=args.size),
+        produce, consume = await measured(
+            pid, perf_args("produce", url, f"{ns}/tput-c", secs, rate=args.consumed_rate, size=args.size),
             perf_args("consume", url, f"{ns}/tput-c", secs + 6, subscription_type="Shared"))
         results["withConsumers"] = {"rate": args.consumed_rate, "produce": produce, "consume": consume}
         produce, consume = await run_perf(
@@ -160,7 +180,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         results["latency"] = {"rate": args.rate, "produce": produce, "consume": consume}
     null, null_url = await start_null_broker()
     try:
-        produce, _ = await run_perf(perf_args("produce", null_url, "persistent://public/bench/null", secs, **fast))
+        produce, _ = await measured(null.pid, perf_args("produce", null_url, "persistent://public/bench/null", secs,
+                                                        **fast))
         results["nullBrokerThroughput"] = produce
         produce, _ = await run_perf(perf_args("produce", null_url, "persistent://public/bench/null-lat", secs,
                                               rate=args.rate, size=args.size))
@@ -186,9 +207,13 @@ def report(r: dict[str, Any]) -> None:
     print(f"  throughput (no consumer)          {rate(tput)}   publish {lat(tput)}")
     print(f"  null broker (same stack, no work) {rate(null)}   publish {lat(null)}")
     print(f"    -> broker / null broker = {tput['rate'] / null['rate']:.2f}")
-    print(f"  with consumers at {withc['rate']:g} msg/s       {rate(withc['produce'])}   consumers receive "
-          f"{withc['consume']['rate']:,.0f} msg/s ({withc['consume']['received'] / max(1, withc['produce']['acked']):.1%}), "
-          f"end to end {lat(withc['consume'], 'endToEndLatencyMs')}")
+    print(f"  server CPU per message: broker {tput['serverCpuUsPerMsg']} us, null broker {null['serverCpuUsPerMsg']} us"
+          f" -> one core of broker would carry ~{1e6 / tput['serverCpuUsPerMsg']:,.0f} msg/s")
+    wc = withc["consume"]
+    print(f"  with consumers at {withc['rate']:g} msg/s       {rate(withc['produce'])}   consumers received "
+          f"{wc['received']:,} of {withc['produce']['acked']:,} ({wc['received'] / max(1, withc['produce']['acked']):.1%}); "
+          f"broker CPU {withc['produce']['serverCpuUsPerMsg']} us per message (publish + dispatch + 2 acks)")
+    print(f"                                    end to end {lat(wc, 'endToEndLatencyMs')}")
     print(f"  latency at {latency['rate']:g} msg/s              publish {lat(latency['produce'])}")
     print(f"                                    end to end {lat(latency['consume'], 'endToEndLatencyMs')}")
     print(f"  null broker at {latency['rate']:g} msg/s          publish {lat(r['nullBrokerLatency'])}")
