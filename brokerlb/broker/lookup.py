@@ -51,6 +51,7 @@ from brokerlb.coordination import (
     OwnershipManager,
 )
 from brokerlb.errors import (
+    BrokerLBError,
     BundleUnloadingError,
     NoBrokerAvailableError,
     NotFoundError,
@@ -116,9 +117,27 @@ class LookupService:
         self._can_own = can_own
         self._running = 0
         self._flights: SingleFlight[tuple[str, bool], Resolution] = SingleFlight()
-        self._encoded: dict[str, tuple[OwnerInfo, bytes]] = {}
+        #: bundle -> LookupData bytes of its enabled owner, kept by the ownership cache's listener
+        self._answers: dict[NamespaceBundle, bytes] = {}
+        for name, info in owners.owners().items():
+            self._on_owner(name, info)
+        self._remove_listener = owners.add_listener(self._on_owner)
         #: Counters by answer: ``broker`` (200), ``redirect`` (307), ``failure``.
         self.stats = {"broker": 0, "redirect": 0, "failure": 0}
+
+    def close(self) -> None:
+        self._remove_listener()
+        self._answers.clear()
+
+    def _on_owner(self, name: str, info: OwnerInfo | None) -> None:
+        try:
+            bundle = NamespaceBundle.parse(name)
+        except BrokerLBError:
+            return
+        if info is None or info.data.disabled:
+            self._answers.pop(bundle, None)
+        else:
+            self._answers[bundle] = _encode(info.data, None)
 
     # ------------------------------------------------------------------ the hot path
     def lookup_cached(self, topic: TopicName) -> bytes | None:
@@ -126,16 +145,10 @@ class LookupService:
         bundles = self.bundles.cached(topic.namespace)
         if bundles is None:
             return None
-        name = str(bundles.find_bundle(topic))
-        info = self.owners.get_owner(name)
-        if info is None or info.data.disabled:
-            return None
-        cached = self._encoded.get(name)
-        if cached is None or cached[0] is not info:
-            cached = (info, _encode(info.data, None))
-            self._encoded[name] = cached
-        self.stats["broker"] += 1
-        return cached[1]
+        answer = self._answers.get(bundles.find_bundle(topic))
+        if answer is not None:
+            self.stats["broker"] += 1
+        return answer
 
     # ------------------------------------------------------------------ the full path
     async def lookup(self, topic: TopicName, *, authoritative: bool = False, listener: str | None = None) -> LookupAnswer:

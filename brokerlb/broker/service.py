@@ -372,6 +372,7 @@ class BrokerService:
         history = getattr(self.leader_tasks, "history", None)
         if history is not None:
             history.close()
+        self.lookup.close()
         self.bundles.close()
         self.owners.close()
         self.policies_cache.close()

@@ -14,6 +14,7 @@ Query: ``authoritative`` (default false), ``listenerName`` (or the header
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote_plus
 
@@ -67,6 +68,16 @@ async def lookup_answer(lookup: LookupService, topic: TopicName, authoritative: 
     return await lookup.lookup(topic, authoritative=authoritative, listener=listener)
 
 
+@lru_cache(maxsize=100_000)
+def _topic_of_path(rest: bytes) -> tuple[TopicName, bool]:
+    """``domain/tenant/ns/topic[/bundle]`` (still encoded) -> (topic, bundle query?); errors are not cached."""
+    parts = rest.decode("utf-8", "replace").split("/")
+    bundle_query = len(parts) == 5 and parts[4] == "bundle"
+    if len(parts) != 4 and not bundle_query:
+        raise InvalidTopicNameError("/".join(parts), "expected /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}")
+    return topic_from_segments(*parts[:4]), bundle_query
+
+
 class LookupEndpoint:
     """The raw ASGI lookup handler; :meth:`handles` says whether a request is ours."""
 
@@ -89,12 +100,7 @@ class LookupEndpoint:
 
     async def _answer(self, scope: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         raw = scope.get("raw_path") or scope["path"].encode()
-        parts = raw[len(_PREFIX):].decode("utf-8", "replace").split("/")
-        bundle_query = len(parts) == 5 and parts[4] == "bundle"
-        if len(parts) != 4 and not bundle_query:
-            raise InvalidTopicNameError("/".join(parts),
-                                        "expected /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}")
-        topic = topic_from_segments(*parts[:4])
+        topic, bundle_query = _topic_of_path(raw[len(_PREFIX):])
         service = self.service
         if bundle_query:
             bundle = await service.lookup.bundle_of(topic)
