@@ -13,6 +13,7 @@ import pytest
 from brokerlb.admin import AsyncAdminClient
 from brokerlb.coordination import open_store
 from brokerlb.testing import eventually
+from brokerlb.testing.clusters import ProcessCluster
 
 from .conftest import BACKENDS, make_cluster
 from .helpers import assert_answers_match_owners, lookup_data, new_namespace, owners_snapshot, topics_of
@@ -78,3 +79,6 @@ async def test_killed_brokers_bundles_move_and_a_new_leader_takes_over(backend, 
     finally:
         await store.close()
         await cluster.stop()
+    if isinstance(cluster, ProcessCluster):  # SIGTERM: a graceful stop exits with 0
+        codes = cluster.returncodes()
+        assert [codes[i] for i in range(len(codes)) if i not in (victim_index, leader_index)] == [0], codes
