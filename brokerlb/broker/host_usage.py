@@ -106,10 +106,11 @@ class CgroupInfo:
             except ValueError:
                 return None
         else:
-            quota = _read_int(self.cpu_dir / "cpu.cfs_quota_us")
-            period = _read_int(self.cpu_dir / "cpu.cfs_period_us")
-            if quota is None or period is None:
+            v1_quota = _read_int(self.cpu_dir / "cpu.cfs_quota_us")
+            v1_period = _read_int(self.cpu_dir / "cpu.cfs_period_us")
+            if v1_quota is None or v1_period is None:
                 return None
+            quota, period = v1_quota, v1_period
         if quota <= 0 or period <= 0:
             return None
         return quota / period
@@ -138,9 +139,10 @@ class CgroupInfo:
             except ValueError:
                 return None
         else:
-            value = _read_int(self.memory_dir / "memory.limit_in_bytes")
-            if value is None:
+            v1_value = _read_int(self.memory_dir / "memory.limit_in_bytes")
+            if v1_value is None:
                 return None
+            value = v1_value
         return None if value <= 0 or value >= _NO_MEMORY_LIMIT else value
 
 

@@ -249,7 +249,7 @@ def stats_load_report(ctx: typer.Context) -> None:
     """The broker's LocalBrokerData."""
 
     def table(d: dict[str, Any]) -> None:
-        rows = {k: d[k] for k in ("webServiceUrl", "numBundles", "numTopics", "msgRateIn", "msgRateOut",
+        rows: dict[str, Any] = {k: d[k] for k in ("webServiceUrl", "numBundles", "numTopics", "msgRateIn", "msgRateOut",
                                   "msgThroughputIn", "msgThroughputOut", "maxResourceUsage") if k in d}
         for res in ("cpu", "memory", "bandwidthIn", "bandwidthOut"):
             if res in d:

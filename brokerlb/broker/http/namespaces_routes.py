@@ -7,6 +7,7 @@ and ``PUT /{tenant}/{namespace}/{bundle}/acquire`` (the destination side of a tr
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -29,7 +30,7 @@ def _ns(tenant: str, namespace: str) -> str:
 
 def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one route per endpoint
     router = APIRouter(tags=["namespaces"])
-    ext = ["brokerlb extensions"]
+    ext: list[str | Enum] = ["brokerlb extensions"]
 
     @router.get(f"{_P}/{{tenant}}", summary="Namespaces of a tenant")
     async def list_namespaces(tenant: str) -> Response:
