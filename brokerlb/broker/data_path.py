@@ -54,11 +54,12 @@ class Ownership(Protocol):
 class ServedTopic:
     """A topic served here: the in-memory topic and its open sessions."""
 
-    def __init__(self, topic: Topic) -> None:
+    def __init__(self, topic: Topic, now: float) -> None:
         self.topic = topic
         self.sessions: set[Session] = set()
         self.closed = False
-        self.idle_since: float | None = None
+        #: Since when it has had no session (``None`` while it has some).
+        self.idle_since: float | None = now
 
     @property
     def name(self) -> str:
@@ -109,10 +110,9 @@ class DataPath:
         served = self.topics.get(name)
         if served is None or served.closed:
             served = ServedTopic(Topic(topic, ledger_id=next(self._ledgers), window=self.stats_window,
-                                       now=self.clock.monotonic, now_ms=self.clock.now_ms))
+                                       now=self.clock.monotonic, now_ms=self.clock.now_ms), self.clock.monotonic())
             self.topics[name] = served
             self.registry.attach(topic, close=self._closer(served), stats=TopicStats(), fence=served.fence)
-        served.idle_since = None
         return served
 
     def add_session(self, served: ServedTopic, session: Session) -> None:

@@ -77,24 +77,37 @@ def _run_with_view(run: Any, interval: float, as_json: bool, title: str, latency
         return runner.run(main())
 
 
+def _producing(latency_label: str) -> bool:
+    return latency_label == "publish"
+
+
 def _table(title: str, latency_label: str, rows: list[Any]) -> Table:
     table = Table(title=title)
-    for name in ("msg/s", "MB/s", "errors", f"{latency_label} p50", "p99", "p99.9", "max", "pending",
-                 "reconnects", "longest pause"):
+    producing = _producing(latency_label)
+    names = ["msg/s", "MB/s", f"{latency_label} ms p50", "p99", "p99.9", "max", "reconnects"]
+    if producing:
+        names.insert(2, "errors")
+        names += ["pending", "longest pause ms"]
+    for name in names:
         table.add_column(name, justify="right")
     for r in rows:
         lat = r.latency_ms
-        table.add_row(f"{r.rate:,.0f}", f"{r.mbytes_per_s:.2f}", str(r.errors), f"{lat['p50']:.2f} ms",
-                      f"{lat['p99']:.2f}", f"{lat['p999']:.2f}", f"{lat['max']:.2f}", str(r.outstanding),
-                      str(r.reconnects), f"{r.longest_pause_ms:.0f} ms")
+        cells = [f"{r.rate:,.0f}", f"{r.mbytes_per_s:.2f}"] + ([str(r.errors)] if producing else [])
+        cells += [f"{lat['p50']:.2f}", f"{lat['p99']:.2f}", f"{lat['p999']:.2f}", f"{lat['max']:.2f}",
+                  str(r.reconnects)]
+        if producing:
+            cells += [str(r.outstanding), f"{r.longest_pause_ms:.0f}"]
+        table.add_row(*cells)
     return table
 
 
 def _line(r: Any, latency_label: str) -> str:
     lat = r.latency_ms
-    return (f"{r.rate:10,.0f} msg/s {r.mbytes_per_s:7.2f} MB/s | {latency_label} ms p50 {lat['p50']:.2f} "
-            f"p99 {lat['p99']:.2f} p99.9 {lat['p999']:.2f} max {lat['max']:.2f} | pending {r.outstanding} "
-            f"| reconnects {r.reconnects} | longest pause {r.longest_pause_ms:.0f} ms")
+    text = (f"{r.rate:10,.0f} msg/s {r.mbytes_per_s:7.2f} MB/s | {latency_label} ms p50 {lat['p50']:.2f} "
+            f"p99 {lat['p99']:.2f} p99.9 {lat['p999']:.2f} max {lat['max']:.2f} | reconnects {r.reconnects}")
+    if _producing(latency_label):
+        text += f" | errors {r.errors} | pending {r.outstanding} | longest pause {r.longest_pause_ms:.0f} ms"
+    return text
 
 
 @app.command("produce")

@@ -98,6 +98,8 @@ class Producer(TopicLink):
         """Queue a message (waiting for room when the queue is full); returns its receipt at once."""
         if self.closed:
             raise ClientClosedError(f"Producer of {self.topic} is closed")
+        if isinstance(self.failure, Exception):  # the link gave up for good (e.g. the namespace was deleted)
+            raise self.failure
         while len(self._pending) >= self.max_pending_messages:
             if not self.block_if_queue_full:
                 raise ProducerQueueIsFullError(f"Producer send queue is full ({self.max_pending_messages} pending)")

@@ -109,6 +109,15 @@ def test_rates_reach_the_registry_and_idle_topics_are_forgotten() -> None:
     assert TOPIC not in registry and str(TOPIC) not in path.topics
 
 
+def test_a_topic_whose_first_session_never_started_is_forgotten_too() -> None:
+    clock = ManualClock(0)
+    path, registry = data_path(Owned(BUNDLE), clock)
+    path.open(TOPIC)  # e.g. the consumer was refused (Exclusive taken) before its session began
+    clock.advance(3.0)
+    path.push_stats()
+    assert TOPIC not in registry and not path.topics
+
+
 async def test_close_all_closes_every_session() -> None:
     path, _ = data_path(Owned(BUNDLE), ManualClock(0))
     session = Session()
