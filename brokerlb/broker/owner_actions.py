@@ -17,6 +17,13 @@
   (none → nothing to do) → own the children → compare-and-set the boundaries →
   release the parent (:func:`~brokerlb.coordination.split_and_own`) → force a load
   report → unload the children in the background only if asked.
+
+Actions on one bundle run one at a time (a lock per bundle name): a leader's split
+and a shedding transfer of the same bundle may reach its owner together, and the
+second must see what the first did. After waiting, an unload of a bundle no longer
+owned answers ``False``; a split of a bundle no longer owned (unloaded, transferred
+or split meanwhile) raises :class:`~brokerlb.errors.StaleBundleError` (503) -- the
+caller looks the bundle up again.
 """
 
 from __future__ import annotations
@@ -24,14 +31,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.topics import LOST, UNLOAD, CloseCause, TopicRegistry
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import BundleMetadata, OwnershipManager, split_and_own
-from brokerlb.errors import BrokerLBError, InvalidBundlesError, InvalidSplitError
+from brokerlb.errors import BrokerLBError, InvalidBundlesError, InvalidSplitError, StaleBundleError
 from brokerlb.ring import (
     BundleSplitOption,
     NamespaceBundle,
@@ -85,6 +93,28 @@ class OwnerActions:
         self._hand_over = hand_over
         self._report_changed = report_changed
         self._background: set[asyncio.Task[None]] = set()
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def _exclusive(self, name: str) -> AsyncIterator[None]:
+        """Hold the bundle's lock; the entry is dropped when nobody holds or waits for it."""
+        lock, users = self._locks.get(name, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[name] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[name]
+            if users == 1:
+                del self._locks[name]
+            else:
+                self._locks[name] = (lock, users - 1)
+
+    def busy(self, bundle: NamespaceBundle | str) -> bool:
+        """Whether an unload, transfer or split of ``bundle`` is running or waiting here."""
+        return str(bundle) in self._locks
 
     def owns(self, bundle: NamespaceBundle | str) -> bool:
         return self.ownership.is_owned(bundle) or self.ownership.is_disabled(bundle)
@@ -93,6 +123,12 @@ class OwnerActions:
         """Give ``bundle`` up (to ``destination`` when given); ``False`` if we did not own it."""
         if not self.owns(bundle):
             return False
+        async with self._exclusive(str(bundle)):
+            if not self.owns(bundle):  # unloaded, transferred or split while we waited
+                return False
+            return await self._unload(bundle, destination)
+
+    async def _unload(self, bundle: NamespaceBundle, destination: str | None) -> bool:
         name = str(bundle)
         started = time.monotonic()
         if self.ownership.is_owned(bundle):
@@ -136,9 +172,17 @@ class OwnerActions:
                     unload: bool = False) -> SplitOutcome:
         """Split an owned bundle (rules in the module docstring)."""
         algo = resolve_split_algorithm(algorithm, self.conf.defaultNamespaceBundleSplitAlgorithm)
-        boundaries = algo.split_boundaries(self._split_option(bundle, positions))
+        async with self._exclusive(str(bundle)):
+            if not self.ownership.is_owned(bundle):
+                raise StaleBundleError(f"Bundle {bundle} is no longer owned by this broker "
+                                       "(unloaded, transferred or split meanwhile); look it up again")
+            boundaries = algo.split_boundaries(self._split_option(bundle, positions)) or []
+            return await self._split(bundle, algo.name, boundaries, unload)
+
+    async def _split(self, bundle: NamespaceBundle, algorithm: str, boundaries: list[int],
+                     unload: bool) -> SplitOutcome:
         if not boundaries:
-            logger.info("No valid boundary found to split %s with %s", bundle, algo.name)
+            logger.info("No valid boundary found to split %s with %s", bundle, algorithm)
             return SplitOutcome(str(bundle), (), ())
         children = await split_and_own(self.metadata, self.ownership, bundle, boundaries)
         await self.bundles.refresh(bundle.namespace)
