@@ -24,6 +24,8 @@ True
 
 from __future__ import annotations
 
+from brokerlb.java_hash import java_string_hash as _unsigned_java_string_hash
+
 __all__ = [
     "MASK32",
     "INT_MAX",
@@ -118,12 +120,8 @@ def murmur3_32(data: bytes, seed: int = 0) -> int:
 
 
 def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode()``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units."""
-    units = text.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & MASK32
-    return to_int32(h)
+    """Java's ``String.hashCode()``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units (signed)."""
+    return to_int32(_unsigned_java_string_hash(text))
 
 
 def sign_safe_mod(dividend: int, divisor: int) -> int:

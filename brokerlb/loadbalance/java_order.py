@@ -20,39 +20,19 @@ order the keys are given in (a snapshot's JSON order).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+
+from brokerlb import java_hash
 
 __all__ = ["java_string_hash", "hash_map_capacity", "java_hash_map_order", "JavaOrder"]
 
 _DEFAULT_CAPACITY = 16
 _LOAD_FACTOR = 0.75
 
-
-_POWERS: list[int] = [1]
-
-
-def _powers(n: int) -> list[int]:
-    """``31**k mod 2**32`` for ``k < n``."""
-    while len(_POWERS) < n:
-        _POWERS.append(_POWERS[-1] * 31 & 0xFFFFFFFF)
-    return _POWERS
-
-
-@lru_cache(maxsize=1 << 20)
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units) as an unsigned 32-bit int:
-    ``sum(c[i] * 31**(n-1-i)) mod 2**32``."""
-    if text.isascii():
-        units: Sequence[int] = text.encode("ascii")
-    else:
-        raw = text.encode("utf-16-le")
-        units = [raw[i] | raw[i + 1] << 8 for i in range(0, len(raw), 2)]
-    n = len(units)
-    powers = _powers(n)
-    return sum(map(operator.mul, units, reversed(powers[:n]))) & 0xFFFFFFFF
-
+#: ``String.hashCode`` (unsigned) of broker and bundle names, cached: the same names are
+#: ordered cycle after cycle.
+java_string_hash = lru_cache(maxsize=1 << 20)(java_hash.java_string_hash)
 
 def hash_map_capacity(size: int) -> int:
     """Table size of a ``HashMap`` that received ``size`` keys one by one."""

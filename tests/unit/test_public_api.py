@@ -51,8 +51,9 @@ PURE_MODULES = [
     "brokerlb.config",
     "brokerlb.errors",
     "brokerlb.clock",
+    "brokerlb.java_hash",
 ]
-OPTIONAL_PURE = ["brokerlb.loadbalance", "brokerlb.ownership", "brokerlb.kafka.assignors", "brokerlb.history"]
+OPTIONAL_PURE = ["brokerlb.loadbalance", "brokerlb.ownership", "brokerlb.kafka.assignors", "brokerlb.kafka.hashing", "brokerlb.history"]
 FORBIDDEN = ["asyncio", "kazoo", "httpx", "fastapi", "starlette", "uvicorn", "pyspark", "matplotlib", "socket",
              "aiohttp", "websockets", "pandas"]
 
