@@ -18,8 +18,7 @@ from pyspark.sql import functions as F
 
 from brokerlb.pipeline.rules import (
     NAMESPACE_PATTERN,
-    TOPIC_V1_PATTERN,
-    TOPIC_V2_PATTERN,
+    TOPIC_PATTERN,
     Rules,
     as_long,
     check_count,
@@ -223,9 +222,7 @@ def bundle_sample_rows(parsed: DataFrame) -> DataFrame:
 
 def topic_namespace(topic: Column) -> Column:
     """The namespace of a full topic name (``tenant/ns`` or ``tenant/cluster/ns``); null if not a full name."""
-    v2 = F.regexp_extract(topic, TOPIC_V2_PATTERN, 2)
-    v1 = F.regexp_extract(topic, TOPIC_V1_PATTERN, 2)
-    return F.when(topic.rlike(TOPIC_V2_PATTERN), v2).when(topic.rlike(TOPIC_V1_PATTERN), v1)
+    return F.nullif(F.regexp_extract(topic, TOPIC_PATTERN, 1), F.lit(""))
 
 
 def bundle_range_name(lower: Column, upper: Column) -> Column:

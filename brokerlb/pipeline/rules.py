@@ -29,8 +29,7 @@ __all__ = [
     "first_map_key",
     "NAMED_ENTITY",
     "NAMESPACE_PATTERN",
-    "TOPIC_V2_PATTERN",
-    "TOPIC_V1_PATTERN",
+    "TOPIC_PATTERN",
     "FLOAT32_MAX",
 ]
 
@@ -38,8 +37,12 @@ __all__ = [
 NAMED_ENTITY = r"[-=:.\w]+"
 NAMESPACE_PATTERN = rf"^{NAMED_ENTITY}/{NAMED_ENTITY}(/{NAMED_ENTITY})?$"
 #: Full topic names as ``TopicName.parse`` reads them and ``str()`` writes them back.
-TOPIC_V2_PATTERN = rf"^(?s)(persistent|non-persistent)://({NAMED_ENTITY}/{NAMED_ENTITY})/([^/]+)$"
-TOPIC_V1_PATTERN = rf"^(?s)(persistent|non-persistent)://({NAMED_ENTITY}/{NAMED_ENTITY}/{NAMED_ENTITY})/(.+)$"
+#: Group 1 is the namespace: ``tenant/cluster/ns`` when a fourth part follows (as ``split("/", 3)``
+#: gives four parts), else ``tenant/ns`` with a local name free of ``/``.
+TOPIC_PATTERN = (
+    rf"^(?s)(?:persistent|non-persistent)://"
+    rf"({NAMED_ENTITY}/{NAMED_ENTITY}/{NAMED_ENTITY}(?=/.)|{NAMED_ENTITY}/{NAMED_ENTITY}(?=/[^/]+$))/"
+)
 FLOAT32_MAX = 3.4028234663852886e38
 _FLOAT32_MIN_ROUNDING_UP = 7.006492321624085e-46  # half the smallest float32 subnormal: below it, (float) x == 0
 _INTEGRAL_MAX = float(2**53)
