@@ -84,3 +84,22 @@ def topic_history(seed: int, *, namespaces: dict[str, int], topics: int = 40, sn
         for name, rate in (hot or {}).items():
             samples.append(TopicSample(ts, "broker-0:8080", name, msg_rate_in=rate, producer_count=1, consumer_count=1))
     return samples, layouts
+
+
+#: A small cluster under skewed traffic with a hot topic: 4 brokers of 2 cores at about 60%,
+#: 3 namespaces of 4 bundles; strategies and thresholds make different moves on it.
+BACKTEST_SCENARIO = {
+    "seed": 3, "duration": "60m", "tick": "1m",
+    "brokers": [{"name": "broker-{i}", "count": 4, "cores": 2}],
+    "workload": {"msg_rate": "55k", "msg_size": "1KB", "zipf": 1.1, "noise": 0.1},
+    "namespaces": [{"name": "t/ns-{i}", "count": 3, "bundles": 4, "topics": 40}],
+    "events": [{"at": "20m", "type": "hot_topic", "namespace": "t/ns-1", "topic": 3, "factor": 8}],
+}
+
+
+def simulated_history(root) -> None:  # type: ignore[no-untyped-def]
+    """Write the load history of :data:`BACKTEST_SCENARIO` under ThresholdShedder into ``root``
+    (broker reports, layouts, topic samples every minute): a recorded cluster for backtests."""
+    from brokerlb.sim import parse_scenario, run_scenario
+
+    run_scenario(parse_scenario(BACKTEST_SCENARIO), "ThresholdShedder", history_dir=root, history_topic_interval=60)

@@ -188,3 +188,83 @@ def recommend_cmd(
                 "namespaces": len(plan.advice),
             }
             sys.stdout.write(json.dumps(summary) + "\n")
+
+
+_GRID = typer.Option(None, "--grid", "-g", help="grid file (YAML/JSON): scenario, base, grid axes")
+_AXES = typer.Option([], "--set", help="KEY=V1,V2: a grid axis (broker.conf key, strategy, seed, duration, "
+                                       "timing.*, resources.*; repeatable)")
+_SCENARIO = typer.Option(None, "--scenario", "-s", help="scenario YAML or library name for the cluster "
+                                                        "(default: from the history)")
+_BACKTEST_OUT = typer.Option(None, "--output", "-o", help="directory for the tables and plots")
+
+
+@app.command("backtest")
+def backtest_cmd(
+    history: Path = _HISTORY,
+    grid: Path | None = _GRID,
+    axes: list[str] = _AXES,
+    scenario: str | None = _SCENARIO,
+    output: Path | None = _BACKTEST_OUT,
+    tick: str = typer.Option("1m", "--tick", help="cycle length of the cluster derived from the history"),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="with --output, write PNG plots"),
+    as_json: bool = typer.Option(False, "--json", help="print the JSON summary instead of the table"),
+    master: str | None = _MASTER,
+    conf: list[str] = _CONF,
+) -> None:
+    """Replay the recorded topic traffic under a grid of strategies and settings (one Spark task each)."""
+    from brokerlb.pipeline.backtest import prepare_backtest, run_backtest
+    from brokerlb.pipeline.backtest_grid import BacktestGrid
+    from brokerlb.sim.units import parse_duration
+
+    with cli_errors():
+        try:
+            tick_seconds = parse_duration(tick)
+        except ValueError as exc:
+            raise InvalidInputError(f"--tick: {exc}") from None
+        base = BacktestGrid.load(grid) if grid is not None else BacktestGrid({})
+        plan = prepare_backtest(str(history), base.with_axes(axes), scenario, tick=tick_seconds)
+        with _spark(master, conf) as spark:
+            result = _run("backtest", lambda: run_backtest(spark, plan, output, plots=plots))
+        if as_json:
+            print_json(result.to_json())
+        else:
+            _print_backtest(result)
+
+
+def _print_backtest(result: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from brokerlb.cli.common import console
+    from brokerlb.pipeline.backtest_grid import short_key
+    from brokerlb.pipeline.backtest_report import TABLE_COLUMNS
+
+    plan = result.plan
+    title = (f"backtest: {plan.scenario.name}, {len(plan.workload.topics):,} topics, "
+             f"{plan.scenario.cycles} cycles of {plan.scenario.tick:g}s, {len(result.results)} configurations "
+             f"in {result.seconds:.1f}s")
+    table = Table(title=title)
+    axes = [key for key in plan.grid.axes if key not in ("strategy", "loadBalancerLoadSheddingStrategy")]
+    table.add_column("config")
+    table.add_column("strategy")
+    for key in axes:
+        table.add_column(short_key(key), justify="right")
+    for _, heading, _ in TABLE_COLUMNS:
+        table.add_column(heading, justify="right")
+    for row in result.rows():
+        cells = []
+        for key, _, fmt in TABLE_COLUMNS:
+            value = row.get(key)
+            if value is None:
+                cells.append("-")
+            elif fmt == "pct":
+                cells.append(f"{value * 100:.1f}%")
+            elif fmt == "mb":
+                cells.append(f"{value / 1e6:,.1f}")
+            else:
+                cells.append(fmt.format(value))
+        table.add_row(row["configuration"], row["strategy"], *(str(row[key]) for key in axes), *cells)
+    out = console if console.is_terminal else Console(width=200)  # a file or pipe gets whole lines
+    out.print(table)
+    if result.output:
+        out.print(f"tables and plots: {result.output}")

@@ -8,6 +8,8 @@ Jobs, each a function here and a command (``brokerlb pipeline ...``):
   report cycles, broker time averages), equal to the in-process model;
 * :func:`recommend` -- a plan of balanced splits (hot topics alone), merges of cold bundles and
   bundle-count advice, for ``brokerlb plan apply``;
+* :func:`backtest` -- a grid (:class:`BacktestGrid`) of strategies and settings replayed on
+  the recorded topic traffic through the simulator, one Spark task per configuration;
 * :func:`spark_session` -- a session configured for all of them (``local[*]`` by default).
 
 Only the Spark modules import pyspark, and only when used: ``import brokerlb.pipeline`` is
@@ -20,8 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BacktestGrid",
+    "BacktestResult",
     "IngestResult",
     "LoadDataResult",
+    "backtest",
     "ingest",
     "load_data",
     "load_data_json",
@@ -30,6 +35,9 @@ __all__ = [
 ]
 
 _LAZY = {
+    "BacktestGrid": "brokerlb.pipeline.backtest_grid",
+    "BacktestResult": "brokerlb.pipeline.backtest",
+    "backtest": "brokerlb.pipeline.backtest",
     "IngestResult": "brokerlb.pipeline.ingest",
     "ingest": "brokerlb.pipeline.ingest",
     "LoadDataResult": "brokerlb.pipeline.loaddata",

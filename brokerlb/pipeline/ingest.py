@@ -189,11 +189,11 @@ def sql_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
     try:
         yield
     finally:
-        for key, value in previous.items():
-            if value is None:
+        for key, old in previous.items():
+            if old is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, old)
 
 
 def _ingest_kinds(
