@@ -232,7 +232,7 @@ def _on_event(state: _State, event: Any) -> None:
         what = f"transfer {event.bundle} {event.source} -> {event.destination} ({event.reason})"
     elif event.kind == "split":
         state.splits += 1
-        what = f"split {event.bundle} on {event.source} ({event.reason}: {event.detail})"
+        what = f"split {event.bundle} on {event.source} ({event.detail})"  # the detail names the threshold
     elif event.kind == "failed":
         what = f"failed {event.reason} of {event.bundle}: {event.detail}"
     else:
