@@ -22,6 +22,12 @@ System namespaces stay in ``bundle_data``; they are left out when shedding reads
 (``LoadData.bundle_data_for_load_shedding``). Split checking (``checkNamespaceBundleSplit``)
 is a separate step the caller runs after the refresh (:mod:`brokerlb.loadbalance.split`).
 
+Speed: the folding runs on arrays (:mod:`brokerlb.loadbalance.fold`, bit for bit the scalar
+arithmetic) and skips re-reading the reports that did not change; the refresh then converts
+``load_data.bundle_data`` to a :class:`~brokerlb.loadbalance.tracked.TrackedDict` (a ``dict``
+that logs its changed keys) and the folded histories' windows to column views
+(:mod:`brokerlb.loadbalance.windows`). Both stay what they were to every reader.
+
 Worked example: a bundle first reported with 100 msg/s in starts from the default history
 (50 msg/s, ``numSamples`` 0); the sample replaces the default, so its short- and long-term
 ``msgRateIn`` are 100. A second report of 200 gives a short-term mean of 150.
@@ -34,6 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brokerlb.config import ServiceConfig
+from brokerlb.loadbalance.fold import FoldCache, FoldSummary, Segment
+from brokerlb.loadbalance.tracked import TrackedDict
 from brokerlb.loadbalance.view import ClusterView
 from brokerlb.model import (
     NUM_LONG_SAMPLES,
@@ -71,11 +79,18 @@ class LeaderLoadState:
     load_data: LoadData = field(default_factory=LoadData)
     preallocated_bundle_to_broker: dict[str, str] = field(default_factory=dict)
     namespace_bundle_ranges: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+    #: what the last refresh folded (the split check's prefilter; :mod:`brokerlb.loadbalance.fold`)
+    fold_summary: FoldSummary | None = field(default=None, repr=False)
+    #: the fold's memory between refreshes (window columns, resolved reports)
+    fold_cache: FoldCache = field(default_factory=FoldCache, repr=False)
+    #: broker -> (its BrokerData, the namespace map built for it) when built without
+    #: preallocations (reused while exact; see ``_namespace_ranges``)
+    built_ranges: dict[str, tuple[BrokerData, dict[str, set[str]]]] = field(default_factory=dict, repr=False)
 
     def view(self, config: ServiceConfig, now_ms: int, **extra: Any) -> ClusterView:
         """The view strategies get after this refresh (``extra``: policies, extensible inputs ...)."""
         return ClusterView(config=config, now_ms=now_ms, load_data=self.load_data,
-                           bundle_ranges=self.namespace_bundle_ranges, **extra)
+                           bundle_ranges=self.namespace_bundle_ranges, fold_summary=self.fold_summary, **extra)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,22 +137,57 @@ def refresh(
     added, removed = _update_broker_data(state.load_data, reports)
     new_bundles: list[str] = []
     cleared: list[str] = []
-    bundle_data = state.load_data.bundle_data
-    for broker, data in state.load_data.broker_data.items():
+    load_data = state.load_data
+    if not isinstance(load_data.bundle_data, TrackedDict):
+        load_data.bundle_data = TrackedDict(load_data.bundle_data)
+    bundle_data = load_data.bundle_data
+    brokers = [(broker, data.local_data, data.time_average_data) for broker, data in load_data.broker_data.items()]
+    unchanged = state.fold_cache.unchanged(bundle_data, {b: r for b, r, _ in brokers})
+    preallocating = set()  # brokers the leader preallocated to since the last refresh
+    for broker, data in load_data.broker_data.items():
         stats_map = data.local_data.last_stats
-        for bundle in stats_map:
-            if bundle not in bundle_data:
-                bundle_data[bundle] = bundle_data_or_default(bundle, stored_bundle_data, stored_quota)
-                new_bundles.append(bundle)
-        ranges = _fold_broker(stats_map, bundle_data, data.time_average_data)
+        if data.preallocated_bundle_data:
+            preallocating.add(broker)
+        if broker not in unchanged and not all(map(bundle_data.__contains__, stats_map)):
+            for bundle in stats_map:
+                if bundle not in bundle_data:
+                    bundle_data[bundle] = bundle_data_or_default(bundle, stored_bundle_data, stored_quota)
+                    new_bundles.append(bundle)
         cleared.extend(_clean_preallocations(state, data))
-        for bundle in data.preallocated_bundle_data:
-            namespace, _, bundle_range = bundle.rpartition("/")
-            ranges.setdefault(namespace, set()).add(bundle_range)
-        state.namespace_bundle_ranges[broker] = ranges
+    # every sample is folded after all new histories exist: each fold reads and writes only its
+    # own bundle's history, so the order across brokers is kept where it matters (fold.py)
+    state.fold_summary = summary = state.fold_cache.fold(brokers, bundle_data, unchanged)
+    for (broker, data), segment in zip(load_data.broker_data.items(), summary.segments, strict=True):
+        state.namespace_bundle_ranges[broker] = _namespace_ranges(
+            state, broker, data, segment, broker in unchanged and broker not in preallocating)
     for broker in removed:
         state.namespace_bundle_ranges.pop(broker, None)
+        state.built_ranges.pop(broker, None)
     return RefreshResult(tuple(added), tuple(removed), tuple(new_bundles), tuple(cleared))
+
+
+def _namespace_ranges(state: LeaderLoadState, broker: str, data: BrokerData, segment: Segment,
+                      reusable: bool) -> dict[str, set[str]]:
+    """``fillNamespaceToBundlesMap`` for one broker: its reported ranges plus its preallocations.
+
+    The map built at the last refresh is kept when it is still exact (``reusable``: the same
+    bundles reported, and no preallocation to this broker then or since -- the leader adds to
+    this map only when it preallocates, which it records in ``preallocated_bundle_data``, and
+    only the refresh removes from there).
+    """
+    built = state.built_ranges.get(broker)
+    if reusable and built is not None and built[0] is data and built[1] is state.namespace_bundle_ranges.get(broker):
+        return built[1]
+    # added in report order, as Pulsar's loop does (the same sets, the same layout)
+    ranges = dict(zip(segment.ranges, map(set, segment.ranges.values()), strict=True))
+    for bundle in data.preallocated_bundle_data:
+        namespace, _, bundle_range = bundle.rpartition("/")
+        ranges.setdefault(namespace, set()).add(bundle_range)
+    if data.preallocated_bundle_data:
+        state.built_ranges.pop(broker, None)
+    else:
+        state.built_ranges[broker] = (data, ranges)
+    return ranges
 
 
 def _update_broker_data(
@@ -191,59 +241,3 @@ def namespace_to_bundle_ranges(bundles: Iterable[str]) -> dict[str, set[str]]:
             ranges = out[namespace] = set()
         ranges.add(bundle_range)
     return out
-
-
-# _fold_broker is BundleData.update, TimeAverageBrokerData.reset and fillNamespaceToBundlesMap
-# for one broker, in one pass: the leader runs it for every bundle of the cluster on every
-# refresh (100,000 bundles on a large cluster). test_refresh.py checks it against the model.
-
-
-def _fold_broker(stats_map: Mapping[str, NamespaceBundleStats], bundle_data: Mapping[str, BundleData],
-                 average: TimeAverageBrokerData) -> dict[str, set[str]]:
-    """Fold each sample into its bundle's windows (every bundle has a history by now), set the
-    broker's time averages to the sums of those windows, and return namespace -> ranges."""
-    s_tin = s_tout = s_rin = s_rout = l_tin = l_tout = l_rin = l_rout = 0.0
-    ranges: dict[str, set[str]] = {}
-    for bundle, stats in stats_map.items():
-        history = bundle_data[bundle]
-        tput_in, tput_out = stats.msg_throughput_in, stats.msg_throughput_out
-        rate_in, rate_out = stats.msg_rate_in, stats.msg_rate_out
-        w = history.short_term_data
-        n = w.num_samples + 1
-        if n > w.max_samples:
-            n = w.max_samples
-        w.num_samples = n
-        k = n - 1
-        s_tin += (v := (k * w.msg_throughput_in + tput_in) / n)
-        w.msg_throughput_in = v
-        s_tout += (v := (k * w.msg_throughput_out + tput_out) / n)
-        w.msg_throughput_out = v
-        s_rin += (v := (k * w.msg_rate_in + rate_in) / n)
-        w.msg_rate_in = v
-        s_rout += (v := (k * w.msg_rate_out + rate_out) / n)
-        w.msg_rate_out = v
-        w = history.long_term_data
-        n = w.num_samples + 1
-        if n > w.max_samples:
-            n = w.max_samples
-        w.num_samples = n
-        k = n - 1
-        l_tin += (v := (k * w.msg_throughput_in + tput_in) / n)
-        w.msg_throughput_in = v
-        l_tout += (v := (k * w.msg_throughput_out + tput_out) / n)
-        w.msg_throughput_out = v
-        l_rin += (v := (k * w.msg_rate_in + rate_in) / n)
-        w.msg_rate_in = v
-        l_rout += (v := (k * w.msg_rate_out + rate_out) / n)
-        w.msg_rate_out = v
-        history.topics = stats.topics
-        namespace, _, bundle_range = bundle.rpartition("/")
-        members = ranges.get(namespace)
-        if members is None:
-            members = ranges[namespace] = set()
-        members.add(bundle_range)
-    average.short_term_msg_throughput_in, average.short_term_msg_throughput_out = s_tin, s_tout
-    average.short_term_msg_rate_in, average.short_term_msg_rate_out = s_rin, s_rout
-    average.long_term_msg_throughput_in, average.long_term_msg_throughput_out = l_tin, l_tout
-    average.long_term_msg_rate_in, average.long_term_msg_rate_out = l_rin, l_rout
-    return ranges

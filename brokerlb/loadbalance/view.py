@@ -44,6 +44,7 @@ from typing import Any
 
 from brokerlb.config import ServiceConfig, short_class_name
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
+from brokerlb.loadbalance.fold import FoldSummary
 from brokerlb.loadbalance.java_order import JavaOrder, java_hash_map_order
 from brokerlb.loadbalance.policies import FailureDomain, NamespaceIsolationData, NamespacePolicy
 from brokerlb.model import (
@@ -96,6 +97,9 @@ class ClusterView:
     #: broker -> namespace -> bundle ranges, when the caller keeps it (a leader's refresh does);
     #: ``None``: computed from ``load_data`` on first use
     bundle_ranges: Mapping[str, Mapping[str, AbstractSet[str]]] | None = None
+    #: what the leader's last refresh folded, when the caller keeps it (a split-check prefilter,
+    #: used only while it still describes ``load_data``; :mod:`brokerlb.loadbalance.fold`)
+    fold_summary: FoldSummary | None = None
 
     # ------------------------------------------------------------------ copies
 

@@ -52,7 +52,8 @@ class BundleSplitterTask:
 
     def find_bundles_to_split(self, view: ClusterView, state: StrategyState) -> SplitResult:
         reports = {broker: data.local_data for broker, data in view.brokers.items()}
-        decisions = find_bundles_to_split_modular(reports, view.bundle_data, view.bundle_count, view.config)
+        decisions = find_bundles_to_split_modular(reports, view.bundle_data, view.bundle_count, view.config,
+                                                  view.fold_summary)
         return SplitResult.of(decisions, _stats(decisions, sum(len(r.last_stats) for r in reports.values())))
 
 
