@@ -92,6 +92,29 @@ class BundleTraffic:
         put(sample, "cache_size", 0)
         return sample
 
+    def stats_map(self, bundles: np.ndarray, bundle_names: list[str]) -> dict[str, NamespaceBundleStats]:
+        """``{name: stats(b)}`` for ``bundles`` in order, read from the arrays in one pass (a
+        report holds every bundle of its broker)."""
+        new, put = object.__new__, object.__setattr__
+        out: dict[str, NamespaceBundleStats] = {}
+        columns = (self.msg_rate_in[bundles].tolist(), self.msg_throughput_in[bundles].tolist(),
+                   self.msg_rate_out[bundles].tolist(), self.msg_throughput_out[bundles].tolist(),
+                   self.consumers[bundles].tolist(), self.producers[bundles].tolist(),
+                   self.topics[bundles].tolist())
+        for b, rate_in, tput_in, rate_out, tput_out, consumers, producers, topics in zip(
+                bundles.tolist(), *columns, strict=True):
+            sample = new(NamespaceBundleStats)
+            put(sample, "msg_rate_in", rate_in)
+            put(sample, "msg_throughput_in", tput_in)
+            put(sample, "msg_rate_out", rate_out)
+            put(sample, "msg_throughput_out", tput_out)
+            put(sample, "consumer_count", consumers)
+            put(sample, "producer_count", producers)
+            put(sample, "topics", topics)
+            put(sample, "cache_size", 0)
+            out[bundle_names[b]] = sample
+        return out
+
     @property
     def throughput(self) -> np.ndarray:
         return self.msg_throughput_in + self.msg_throughput_out
@@ -249,7 +272,7 @@ class ReportWriter:
         )
         if not decision.write:
             return False
-        stats = {bundle_names[b]: traffic.stats(b) for b in bundles}
+        stats = traffic.stats_map(bundles, bundle_names)
         data = broker.local_data
         data.update(system, stats)
         data.last_update = now_ms
