@@ -7,7 +7,8 @@ during the day). The run reports:
 
 * wall time and cycles per second;
 * the share spent inside the decision engine (refresh, shedding loop, split check,
-  placement) -- another part of brokerlb -- as CPU time measured around every engine call;
+  placement) -- another part of brokerlb -- as CPU time measured around every engine call,
+  and per phase (calls, CPU ms per call);
 * with ``--profile``, the 25 most expensive functions and the time per package
   (``brokerlb.sim``, ``brokerlb.loadbalance``, ``brokerlb.model``, ``brokerlb.ownership``, numpy).
 
@@ -81,6 +82,10 @@ def main() -> None:
           f"{result.cpu_seconds:.1f} s CPU, of which {result.engine_seconds:.1f} s in the decision engine "
           f"({100 * result.engine_seconds / max(result.cpu_seconds, 1e-9):.0f}%) and "
           f"{result.cpu_seconds - result.engine_seconds:.1f} s in the simulator")
+    for phase, figures in result.extra.get("engine_phases", {}).items():
+        calls = figures["calls"]
+        print(f"    {phase:<8} {calls:6d} calls x {1000 * figures['seconds'] / max(calls, 1):6.2f} ms "
+              f"= {figures['seconds']:5.1f} s CPU")
     print(f"  moves {s['moves']}, splits {s['splits']}, reports written {s['reports_written']}, "
           f"leader refreshes {s['leader_refreshes']}, "
           f"max load {100 * s['load_max_mean']:.1f}% (mean), distance from bound {100 * s['distance_mean']:.1f}%")

@@ -94,14 +94,18 @@ class LeaderDuties(SimulationParts):
         refreshed = self._ensure_refreshed(inputs)
         if now >= self._next_shed_ms:
             self._next_shed_ms += conf.duration_seconds("loadBalancerSheddingIntervalMinutes") * 1000
+            phase = time.process_time()
             result = leader.shed(now, inputs)
+            self._phase("shed", phase)
             self._count("unload", result.decisions)
             self._execute_unloads(result.unloads)
         split_due = refreshed if not leader.extensible else now >= self._next_split_ms
         if leader.extensible and split_due:
             self._next_split_ms += conf.duration_seconds("loadBalancerSplitIntervalMinutes") * 1000
         if split_due and conf.loadBalancerAutoBundleSplitEnabled:
+            phase = time.process_time()
             split = leader.split(now, inputs)
+            self._phase("split", phase)
             self._count("split", split.decisions)
             self._execute_splits(split.splits)
         self.engine_seconds += time.process_time() - started
@@ -115,11 +119,21 @@ class LeaderDuties(SimulationParts):
         now = self.now_ms
         if not self._structure_changed and now - self._last_refresh_ms < self.scenario.timing.refresh_interval * 1000:
             return False
+        phase = time.process_time()
         self.leader.refresh(now, inputs)
+        self._phase("refresh", phase)
         self._reports_changed = self._structure_changed = False
         self._last_refresh_ms = now
         self.refreshes += 1
         return True
+
+    def _phase(self, name: str, started: float) -> None:
+        """Add the CPU time since ``started`` to engine phase ``name`` (part of ``engine_seconds``)."""
+        entry = self.engine_phases.get(name)
+        if entry is None:
+            entry = self.engine_phases[name] = [0.0, 0]
+        entry[0] += time.process_time() - started
+        entry[1] += 1
 
     def _count(self, kind: str, decisions: Any) -> None:
         for d in decisions:

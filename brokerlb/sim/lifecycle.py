@@ -174,7 +174,9 @@ class ClusterLifecycle(SimulationParts):
             started = time.process_time()
             inputs = self._inputs()
             self._ensure_refreshed(inputs)
+            phase = time.process_time()
             decision = self.leader.place(now, self.topology.bundle_names[b], inputs)
+            self._phase("place", phase)
             self.engine_seconds += time.process_time() - started
             self._cycle_decisions[f"placement/{decision.label}/{decision.reason}"] += 1
             if decision.broker is not None:

@@ -46,6 +46,7 @@ class SimulationParts:
     writer: ReportWriter
     leader: Leader | None
     engine_seconds: float
+    engine_phases: dict[str, list[float]]
     refreshes: int
     _leader_factory: LeaderFactory
     _leader_broker: int
@@ -93,6 +94,9 @@ class SimulationParts:
         raise NotImplementedError
 
     def _ensure_refreshed(self, inputs: ClusterInputs) -> bool:
+        raise NotImplementedError
+
+    def _phase(self, name: str, started: float) -> None:
         raise NotImplementedError
 
     # provided by the cluster's life cycle (brokerlb.sim.lifecycle)

@@ -70,6 +70,8 @@ class SimulationResult:
             wall_seconds=sim.wall_seconds,
             cpu_seconds=sim.cpu_seconds,
             engine_seconds=sim.engine_seconds,
+            extra={"engine_phases": {name: {"seconds": seconds, "calls": int(calls)}
+                                     for name, (seconds, calls) in sim.engine_phases.items()}},
         )
 
     @property

@@ -158,6 +158,8 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self._bundle_traffic: BundleTraffic | None = None
         #: CPU seconds inside the decision engine; wall and CPU seconds of :meth:`run`
         self.engine_seconds = 0.0
+        #: engine phase (refresh, shed, split, place) -> [CPU seconds, calls]
+        self.engine_phases: dict[str, list[float]] = {}
         self.refreshes = 0
         self.wall_seconds = 0.0
         self.cpu_seconds = 0.0
