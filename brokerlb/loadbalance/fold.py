@@ -239,17 +239,17 @@ class FoldCache:
         table = self.table
         columns = list(map(table.index.get, map(id, map(getter, histories))))
         if None in columns:
-            adopted: dict[int, object] = {}
+            # adopt in one batch; a window seen twice (shared, or a bundle reported twice) once
+            pending: dict[int, tuple[object, list[int]]] = {}
             for i, history in enumerate(histories):
                 if columns[i] is None:
                     window = getattr(history, attribute)
-                    column = table.index.get(id(window))  # adopted at an earlier occurrence
-                    if column is None:
-                        view = adopted.get(id(window))
-                        if view is None:
-                            view = adopted[id(window)] = table.adopt(window)
-                        setattr(history, attribute, view)
-                        column = table.index[id(view)]
+                    pending.setdefault(id(window), (window, []))[1].append(i)
+            views = table.adopt_all([window for window, _ in pending.values()])  # type: ignore[misc]
+            for (_, positions), view in zip(pending.values(), views, strict=True):
+                column = table.index[id(view)]
+                for i in positions:
+                    setattr(histories[i], attribute, view)
                     columns[i] = column
         return np.array(columns, dtype=np.int64)
 

@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from brokerlb.config import ServiceConfig
 from brokerlb.loadbalance.fold import FoldCache, FoldSummary, Segment
 from brokerlb.loadbalance.tracked import TrackedDict
@@ -110,6 +112,16 @@ def bundle_data_or_default(
 ) -> BundleData:
     """Pulsar's ``getBundleDataOrDefault``: stored history, else a legacy quota ("ample history"),
     else the default history (numSamples 0, so the first sample replaces it)."""
+    stored = _stored_history(bundle, stored_bundle_data, stored_quota)
+    return stored if stored is not None else BundleData.with_defaults(NUM_SHORT_SAMPLES, NUM_LONG_SAMPLES,
+                                                                      _DEFAULT_STATS)
+
+
+def _stored_history(
+    bundle: str,
+    stored_bundle_data: Callable[[str], BundleData | None] | None,
+    stored_quota: Callable[[str], ResourceQuota | None] | None,
+) -> BundleData | None:
     if stored_bundle_data is not None:
         stored = stored_bundle_data(bundle)
         if stored is not None:
@@ -118,7 +130,27 @@ def bundle_data_or_default(
         quota = stored_quota(bundle)
         if quota is not None:
             return BundleData.from_resource_quota(quota)
-    return BundleData.with_defaults(NUM_SHORT_SAMPLES, NUM_LONG_SAMPLES, _DEFAULT_STATS)
+    return None
+
+
+#: a default history's window columns (``windows.FIELDS`` order): no samples, the default stats
+_DEFAULT_COLUMNS = np.array(
+    [[0.0, max_samples, _DEFAULT_STATS.msg_throughput_in, _DEFAULT_STATS.msg_throughput_out,
+      _DEFAULT_STATS.msg_rate_in, _DEFAULT_STATS.msg_rate_out] for max_samples in (NUM_SHORT_SAMPLES, NUM_LONG_SAMPLES)]).T
+
+
+def _new_histories(state: LeaderLoadState, bundles: list[str],
+                   stored_bundle_data: Callable[[str], BundleData | None] | None,
+                   stored_quota: Callable[[str], ResourceQuota | None] | None) -> list[BundleData]:
+    """``bundle_data_or_default`` for each bundle; the default ones are made with their windows
+    already in the fold's table (a new leader's first refresh creates every history)."""
+    histories = [_stored_history(b, stored_bundle_data, stored_quota) for b in bundles]
+    defaults = [i for i, h in enumerate(histories) if h is None]
+    if defaults:
+        views = state.fold_cache.table.new_views(np.tile(_DEFAULT_COLUMNS, len(defaults)))
+        for j, i in enumerate(defaults):
+            histories[i] = BundleData(views[2 * j], views[2 * j + 1])
+    return histories  # type: ignore[return-value]
 
 
 def refresh(
@@ -149,10 +181,11 @@ def refresh(
         if data.preallocated_bundle_data:
             preallocating.add(broker)
         if broker not in unchanged and not all(map(bundle_data.__contains__, stats_map)):
-            for bundle in stats_map:
-                if bundle not in bundle_data:
-                    bundle_data[bundle] = bundle_data_or_default(bundle, stored_bundle_data, stored_quota)
-                    new_bundles.append(bundle)
+            missing = [b for b in stats_map if b not in bundle_data]
+            for bundle, history in zip(missing, _new_histories(state, missing, stored_bundle_data, stored_quota),
+                                       strict=True):
+                bundle_data[bundle] = history
+            new_bundles.extend(missing)
         cleared.extend(_clean_preallocations(state, data))
     # every sample is folded after all new histories exist: each fold reads and writes only its
     # own bundle's history, so the order across brokers is kept where it matters (fold.py)

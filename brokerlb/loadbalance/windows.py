@@ -17,6 +17,9 @@ knows when a history changed behind its back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -27,6 +30,7 @@ __all__ = ["ColumnWindow", "WindowTable"]
 
 #: row of each field in the table
 FIELDS = ("num_samples", "max_samples", "msg_throughput_in", "msg_throughput_out", "msg_rate_in", "msg_rate_out")
+_VALUES = attrgetter(*FIELDS)
 
 
 class WindowTable:
@@ -41,21 +45,35 @@ class WindowTable:
 
     def adopt(self, window: TimeAverageMessageData) -> ColumnWindow:
         """A view of a new column holding ``window``'s values."""
-        if self.size == self.data.shape[1]:
-            grown = np.zeros((len(FIELDS), 2 * self.size))
-            grown[:, : self.size] = self.data
+        return self.adopt_all([window])[0]
+
+    def adopt_all(self, windows: Sequence[TimeAverageMessageData]) -> list[ColumnWindow]:
+        """Views of new columns holding the values of ``windows`` (one each, in order)."""
+        values = np.fromiter(chain.from_iterable(map(_VALUES, windows)), dtype=np.float64,
+                             count=len(FIELDS) * len(windows)).reshape(len(windows), len(FIELDS)).T
+        return self.new_views(values)
+
+    def new_views(self, values: np.ndarray) -> list[ColumnWindow]:
+        """Views of new columns holding ``values`` (``len(FIELDS) x k``, rows in ``FIELDS`` order)."""
+        k = values.shape[1]
+        start = self.size
+        if start + k > self.data.shape[1]:
+            grown = np.zeros((len(FIELDS), max(2 * self.data.shape[1], start + k)))
+            grown[:, :start] = self.data[:, :start]
             self.data = grown
-        column = self.size
-        self.data[:, column] = (window.num_samples, window.max_samples, window.msg_throughput_in,
-                                window.msg_throughput_out, window.msg_rate_in, window.msg_rate_out)
-        self.size += 1
-        view = object.__new__(ColumnWindow)
-        object.__setattr__(view, "_table", self)
-        object.__setattr__(view, "_column", column)
-        self.index[id(view)] = column
-        self._views.append(view)
+        self.data[:, start:start + k] = values
+        self.size += k
         self.version += 1
-        return view
+        new, put, index = object.__new__, object.__setattr__, self.index
+        views = []
+        for column in range(start, start + k):
+            view = new(ColumnWindow)
+            put(view, "_table", self)
+            put(view, "_column", column)
+            index[id(view)] = column
+            views.append(view)
+        self._views.extend(views)
+        return views
 
 
 def _field(row: int, cast: type) -> property:

@@ -122,3 +122,5 @@ def test_a_column_window_reads_copies_and_pickles_as_a_plain_window() -> None:
     plain.update_values(1.0, 2.0, 3.0, 4.0)
     assert view == plain and view.to_json() == plain.to_json() and table.version > version
     assert isinstance(view.num_samples, int) and isinstance(view.msg_rate_in, float)
+    many = table.adopt_all([plain] * 5)  # grows past twice the capacity in one batch
+    assert all(v == plain for v in many) and view == plain and table.size == 7
