@@ -378,7 +378,7 @@ class OwnershipMachine:
                 if not (c.state is S.INIT or (c.state is child_state and c.dst == (src if child_state is S.OWNED
                                                                                      else None)))]
         if busy and not lenient:
-            self._invalid(busy[0], ev, f"split child of {r.bundle} is already {busy[0].state} ({busy[0].dst})")
+            self._invalid(r, ev, f"its split child {busy[0].bundle} is already {busy[0].state} ({busy[0].dst})")
         if busy:
             reason += "; children left as they were: " + ", ".join(f"{c.bundle} ({c.state})" for c in busy)
         self._move(r, S.DELETED, ev, dst=None, reason=reason, who=who)

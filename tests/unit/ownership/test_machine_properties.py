@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from brokerlb.errors import InvalidTransitionError
@@ -63,6 +63,13 @@ def make(kind, b, arg, sid, at):
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(event, min_size=1, max_size=40))
+@example(events=[  # a SplitDone refused because a child is busy names the parent and carries its story
+    ("assign", "t/ns/0x00000000_0xffffffff", "b1"),
+    ("assign", "t/ns/0x00000000_0x7fffffff", "b1"),
+    ("done", "t/ns/0x00000000_0xffffffff", "b1"),
+    ("split", "t/ns/0x00000000_0xffffffff", None),
+    ("split-done", "t/ns/0x00000000_0xffffffff", None),
+])
 def test_random_sequences_keep_the_invariants(events):
     m = OwnershipMachine(in_flight_timeout_ms=30_000, tombstone_delay_ms=100_000, validate=True)
     now = 0
