@@ -203,11 +203,12 @@ def bundle_samples_from_topics(spark: SparkSession, topic_samples: DataFrame, la
     from brokerlb.pipeline.topic_bundles import assign_bundles, boundary_index, unmapped_reason
 
     index = boundary_index(layouts)
-    mapped = assign_bundles(spark, topic_samples, index).persist()
-    cycle_records = mapped.select("timestamp", F.col("broker").alias("brokerId")).distinct().withColumn("removed", F.lit(False))
-    bundle_samples = (
-        mapped.where(F.col("bundle").isNotNull())
-        .groupBy("timestamp", F.col("broker").alias("brokerId"), "bundle")
+    mapped = assign_bundles(spark, topic_samples, index)
+    # One pass over the samples: summed per (timestamp, broker, bundle), the samples without a
+    # bundle in a null-bundle group. The result is small (reports x bundles); everything after
+    # works on it. Unmapped samples are read again only if there are any.
+    groups = (
+        mapped.groupBy("timestamp", F.col("broker").alias("brokerId"), "bundle")
         .agg(
             F.sum("msgRateIn").alias("msgRateIn"),
             F.sum("msgThroughputIn").alias("msgThroughputIn"),
@@ -218,10 +219,15 @@ def bundle_samples_from_topics(spark: SparkSession, topic_samples: DataFrame, la
             F.count(F.lit(1)).alias("topics"),
             F.sum(F.col("bundleMismatch").cast("int")).alias("bundleMismatches"),
         )
+        .persist()
     )
+    cycle_records = groups.select("timestamp", "brokerId").distinct().withColumn("removed", F.lit(False))
+    bundle_samples = groups.where(F.col("bundle").isNotNull())
     unmapped = mapped.where(F.col("bundle").isNull()).select(
         unmapped_reason().alias("reason"), "timestamp", "broker", "topic", "namespace"
     )
+    if groups.where(F.col("bundle").isNull()).isEmpty():
+        unmapped = unmapped.limit(0)  # nothing to find: no second pass over the samples
     return cycle_records, bundle_samples, unmapped
 
 

@@ -5,9 +5,11 @@
 2. Each topic sample gets the ``versionId`` valid at its ``timestamp`` by a broadcast join on
    the namespace and the version's ``[validFrom, validTo)``.
 3. Spark's ``crc32(topic)`` is the ring's hash (``zlib.crc32`` of the UTF-8 name, unsigned).
-   Topics keep their hash across samples, so only the distinct ``(versionId, topicHash)``
-   pairs -- about topics × layouts, not samples -- go through the numpy lookup
-   (``mapInArrow``); the result is joined back.
+   The bundle is found by a second broadcast join, on ``(versionId, bucket)`` where ``bucket``
+   is the hash's top 8 bits, against every version's bundles listed once per bucket they
+   overlap (:func:`bundle_ranges_frame`, about versions x (256 + bundles) rows), keeping the
+   one with ``lower <= hash < upper`` (the last bundle includes ``0xffffffff``). Everything
+   stays in the JVM: no shuffle of the samples, no Python per row.
 4. ``bundle`` is the looked-up bundle; a sample whose namespace had no layout yet keeps the bundle
    the broker recorded (``bundleSource = "recorded"``); with neither it stays unmapped (null).
    A recorded bundle that disagrees with the layout is counted in ``bundleMismatch``.
@@ -22,7 +24,7 @@ from brokerlb.pipeline.bundle_index import BoundaryIndex
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["boundary_index", "versions_frame", "assign_bundles", "unmapped_reason"]
+__all__ = ["boundary_index", "versions_frame", "bundle_ranges_frame", "assign_bundles", "unmapped_reason"]
 
 
 def boundary_index(layouts: DataFrame | None, *, until: int | None = None) -> BoundaryIndex:
@@ -43,20 +45,23 @@ def versions_frame(spark: SparkSession, index: BoundaryIndex) -> DataFrame:
     return spark.createDataFrame(rows, "namespace string, versionId long, validFrom long, validTo long")
 
 
-def _lookup(index: BoundaryIndex):  # type: ignore[no-untyped-def]
-    def lookup(batches):  # type: ignore[no-untyped-def]
-        import pyarrow as pa
+#: The hash's top bits form the bucket of the bundle join (256 buckets).
+BUCKET_SHIFT = 24
 
-        for batch in batches:
-            versions = batch.column(0).to_numpy(zero_copy_only=False)
-            hashes = batch.column(1).to_numpy(zero_copy_only=False)
-            lower, upper = index.bundle_of(versions, hashes)
-            yield pa.RecordBatch.from_arrays(
-                [batch.column(0), batch.column(1), pa.array(lower, mask=lower < 0), pa.array(upper, mask=upper < 0)],
-                names=["versionId", "topicHash", "bundleLower", "bundleUpper"],
-            )
 
-    return lookup
+def bundle_ranges_frame(spark: SparkSession, index: BoundaryIndex) -> DataFrame:
+    """``(versionId, bucket, bundleLower, bundleUpper, upperExclusive)``: every bundle of every
+    version, once per hash bucket it overlaps (``upperExclusive`` is ``2**32`` for the last bundle)."""
+    rows = []
+    for v in index.versions:
+        last = len(v.boundaries) - 2
+        for i, (lower, upper) in enumerate(zip(v.boundaries[:-1], v.boundaries[1:], strict=True)):
+            exclusive = upper + 1 if i == last else upper
+            for bucket in range(lower >> BUCKET_SHIFT, ((exclusive - 1) >> BUCKET_SHIFT) + 1):
+                rows.append((v.version_id, bucket, lower, upper, exclusive))
+    return spark.createDataFrame(
+        rows, "versionId long, bucket long, bundleLower long, bundleUpper long, upperExclusive long"
+    )
 
 
 def assign_bundles(spark: SparkSession, samples: DataFrame, index: BoundaryIndex) -> DataFrame:
@@ -83,11 +88,17 @@ def assign_bundles(spark: SparkSession, samples: DataFrame, index: BoundaryIndex
             & (F.col("v.validTo").isNull() | (F.col("s.timestamp") < F.col("v.validTo")))
         )
         versioned = s.join(F.broadcast(v), cond, "left").select("s.*", F.col("v.versionId"))
-        keys = versioned.where(F.col("versionId").isNotNull()).select("versionId", "topicHash").distinct()
-        looked_up = keys.mapInArrow(
-            _lookup(index), "versionId long, topicHash long, bundleLower long, bundleUpper long"
+        versioned = versioned.withColumn("bucket", F.shiftright(F.col("topicHash"), BUCKET_SHIFT)).alias("s")
+        r = bundle_ranges_frame(spark, index).alias("r")
+        in_range = (
+            (F.col("s.versionId") == F.col("r.versionId"))
+            & (F.col("s.bucket") == F.col("r.bucket"))
+            & (F.col("s.topicHash") >= F.col("r.bundleLower"))
+            & (F.col("s.topicHash") < F.col("r.upperExclusive"))
         )
-        mapped = versioned.join(looked_up, ["versionId", "topicHash"], "left")
+        mapped = versioned.join(F.broadcast(r), in_range, "left").select(
+            "s.*", F.col("r.bundleLower"), F.col("r.bundleUpper")
+        ).drop("bucket")
     computed = F.when(
         F.col("bundleLower").isNotNull(),
         F.concat_ws("/", F.col("namespace"), bundle_range_name(F.col("bundleLower"), F.col("bundleUpper"))),

@@ -167,3 +167,28 @@ def test_window_and_bad_arguments(spark, history):
         load_data(spark, str(history.warehouse), source="metrics")
     with pytest.raises(InvalidInputError, match="does not exist"):
         load_data(spark, str(history.warehouse / "nowhere"))
+
+
+def test_bundle_join_edges_equal_the_numpy_index(spark):
+    """Hashes on boundaries, at 0 and at 0xffffffff (the last bundle includes it), bundles spanning
+    many hash buckets and several inside one: the JVM join agrees with BoundaryIndex.bundle_of."""
+    import numpy as np
+
+    from brokerlb.pipeline.bundle_index import BoundaryIndex
+    from brokerlb.pipeline.topic_bundles import assign_bundles
+
+    bounds = [0, 0x00000010, 0x00000011, 0x01000000, 0x7FFFFFFF, 0xF0000000, 0xFFFFFFFF]
+    index = BoundaryIndex([("t/e", 100, bounds), ("t/e", 200, [0, 0x80000000, 0xFFFFFFFF])])
+    hashes = sorted({0, 1, 0xF, 0x10, 0x11, 0x12, 0xFFFFFF, 0x1000000, 0x7FFFFFFE, 0x7FFFFFFF, 0x80000000,
+                     0xEFFFFFFF, 0xF0000000, 0xFFFFFFFE, 0xFFFFFFFF})
+    rows = [(ts, "b", f"persistent://t/e/h{h}", "t/e", None, h) for ts in (50, 100, 199, 200) for h in hashes]
+    samples = spark.createDataFrame(
+        rows, "timestamp long, broker string, topic string, namespace string, bundle string, topicHash long")
+    got = {(r["timestamp"], r["topicHash"]): (r["bundleLower"], r["bundleUpper"])
+           for r in assign_bundles(spark, samples, index).collect()}
+    assert len(got) == len(rows)
+    for (ts, h), (lower, upper) in got.items():
+        (version,) = index.version_at(np.asarray([index.namespace_id("t/e")]), np.asarray([ts]))
+        want_lower, want_upper = index.bundle_of(np.asarray([version]), np.asarray([h]))
+        expected = (None, None) if version < 0 else (int(want_lower[0]), int(want_upper[0]))
+        assert (lower, upper) == expected, (ts, hex(h))
