@@ -174,10 +174,19 @@ def ingest(
     return result
 
 
-#: Session settings ``ingest`` runs with (restored afterwards). Spark's JSON optimisation rewrites
-#: each ``from_json(...).field`` into a ``from_json`` of that field alone: with the many checks on
-#: every field, a line would be parsed dozens of times. Without it, one parse per line is shared.
-PARSE_CONF = {"spark.sql.optimizer.enableJsonExpressionOptimization": "false"}
+#: Session settings ``ingest`` runs with (restored afterwards).
+#:
+#: * Spark's JSON optimisation rewrites each ``from_json(...).field`` into a ``from_json`` of that
+#:   field alone: with the many checks on every field, a line would be parsed dozens of times.
+#:   Without it, one parse per line is shared.
+#: * A partitioned write normally sorts each task's rows by the partition columns first (a full
+#:   sort of the batch, spilling, for a handful of ``date`` values). With concurrent writers, a
+#:   task keeps one open file per partition value instead and sorts only if it meets more than
+#:   this many values (a batch spans few days): 1M topic samples written by date 24.9 s -> 11.1 s.
+PARSE_CONF = {
+    "spark.sql.optimizer.enableJsonExpressionOptimization": "false",
+    "spark.sql.maxConcurrentOutputFileWriters": "16",
+}
 
 
 @contextmanager

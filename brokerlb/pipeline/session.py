@@ -2,7 +2,8 @@
 
 Defaults: ``local[*]``, UTC session time zone, Arrow on, dynamic partition overwrite (the
 ingest's idempotent batches rely on it), small shuffle partitions, no UI, quiet logs (a
-``log4j2.properties`` shipped in ``brokerlb/pipeline/conf`` unless ``SPARK_CONF_DIR`` is set).
+``log4j2.properties`` shipped in ``brokerlb/pipeline/conf`` unless ``SPARK_CONF_DIR`` is set),
+and JVMs that JIT-compile huge methods (:data:`JIT_HUGE_METHODS`).
 Python workers run this interpreter (``PYSPARK_PYTHON``), and Spark binds to 127.0.0.1
 unless ``SPARK_LOCAL_IP`` says otherwise. For ``local-cluster[...]`` masters, ``SPARK_HOME``
 defaults to pyspark's install directory (the executors are launched from there).
@@ -19,9 +20,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "spark_session", "prepare_environment", "default_conf"]
+__all__ = ["DEFAULT_MASTER", "JIT_HUGE_METHODS", "spark_session", "prepare_environment", "default_conf"]
 
 DEFAULT_MASTER = "local[*]"
+
+#: JVM option for the driver and executors. The ingest's per-row checks make Spark generate a
+#: whole-stage loop of ~22 KB of bytecode; HotSpot never JIT-compiles a method above 8,000 bytes
+#: (``DontCompileHugeMethods``), so that loop ran interpreted. With this option it is compiled:
+#: parsing + checking 1M topic samples took 43.8 s -> 16.9 s (``local[2]``, same session order).
+#: It only acts on JVMs this module starts (``getOrCreate`` reuses a running one as is).
+JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 _CONF_DIR = Path(__file__).with_name("conf")
 
 
@@ -50,6 +58,8 @@ def default_conf(master: str) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.adaptive.autoBroadcastJoinThreshold": "64MB",
         "spark.driver.memory": "2g",
+        "spark.driver.extraJavaOptions": JIT_HUGE_METHODS,
+        "spark.executor.extraJavaOptions": JIT_HUGE_METHODS,
         "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
         "spark.driver.host": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
     }
