@@ -195,15 +195,7 @@ class LeaderElection:
         if self._state is ElectionState.STOPPED:
             return
         was_leading = self._state is ElectionState.LEADING
-        self._lose("election closed")
-        self._state = ElectionState.STOPPED
-        for task in (self._elect_task, self._heartbeat):
-            if task is not None:
-                task.cancel()
-        if self._watch is not None:
-            self._watch.cancel()
-        if self._remove_session_listener is not None:
-            self._remove_session_listener()
+        self._stop("election closed")
         if was_leading and self.store.connected:
             with contextlib.suppress(MetadataStoreError):
                 node = await self.store.get_or_none(self.path)
@@ -212,7 +204,11 @@ class LeaderElection:
 
     def abandon(self) -> None:
         """Stop all activity without touching the store (the process is going away)."""
-        self._lose("abandoned")
+        self._stop("abandoned")
+
+    def _stop(self, why: str) -> None:
+        """Lose leadership (``why``), stop the election and heartbeat tasks, the watch and the session listener."""
+        self._lose(why)
         self._state = ElectionState.STOPPED
         for task in (self._elect_task, self._heartbeat):
             if task is not None:

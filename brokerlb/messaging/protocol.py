@@ -194,6 +194,17 @@ class CloseReason:
                    broker_url=_str_or_none(broker_url), message=str(body.get("message") or text or ""))
 
 
+def _json_object(text: str | bytes, what: str) -> dict[str, Any]:
+    """A client frame's JSON object; Pulsar's ``FailedToDeserializeFromJSON`` if it is not one."""
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, str(exc)) from None
+    if not isinstance(body, dict):
+        raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, f"{what} must be a JSON object")
+    return body
+
+
 def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -305,12 +316,7 @@ class ProducerMessage:
     @classmethod
     def parse(cls, text: str | bytes) -> ProducerMessage:
         """Parse and validate; raises :class:`~brokerlb.errors.DataPathProtocolError` carrying the Pulsar error code."""
-        try:
-            body = json.loads(text)
-        except ValueError as exc:
-            raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, str(exc)) from None
-        if not isinstance(body, dict):
-            raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, "a send request must be a JSON object")
+        body = _json_object(text, "a send request")
         context = body.get("context")
         context = None if context is None else str(context)
         payload = body.get("payload")
@@ -401,12 +407,7 @@ class ConsumerCommand:
 
     @classmethod
     def parse(cls, text: str | bytes) -> ConsumerCommand:
-        try:
-            body = json.loads(text)
-        except ValueError as exc:
-            raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, str(exc)) from None
-        if not isinstance(body, dict):
-            raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, "a command must be a JSON object")
+        body = _json_object(text, "a command")
         kind = body.get("type") or "ack"
         if kind not in ("ack", "negativeAcknowledge"):
             raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, f"Unsupported command type {kind!r}")
