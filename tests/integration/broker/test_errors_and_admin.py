@@ -67,9 +67,11 @@ BAD_REQUESTS = [
 ]
 
 
-async def test_malformed_requests_get_pulsars_4xx_with_a_reason(cluster, ns) -> None:
+async def test_malformed_requests_get_pulsars_4xx_with_a_reason(cluster, store, ns) -> None:
     async with AsyncAdminClient(cluster.urls[0]) as admin:
         await admin.create_namespace(ns, num_bundles=2)
+    await lookup_data(cluster.urls[0], topics_of(ns, 20))
+    before = await owners_snapshot(store, ns, require_all_owned=True)
     failures = []
     async with httpx.AsyncClient(base_url=cluster.urls[1], follow_redirects=True, timeout=30) as client:
         for method, path, body, status, reason in BAD_REQUESTS:
@@ -83,6 +85,13 @@ async def test_malformed_requests_get_pulsars_4xx_with_a_reason(cluster, ns) -> 
             if response.status_code != status or reason not in got:
                 failures.append(f"{method} {path}: {response.status_code} {got!r} (want {status}, {reason!r})")
     assert not failures, "\n".join(failures)
+    # nothing stored was changed by them: same bundles, same owners, no namespace half-created
+    after = await owners_snapshot(store, ns, require_all_owned=True)
+    assert after.bundles[ns].to_json() == before.bundles[ns].to_json()
+    assert after.owner_ids() == before.owner_ids()
+    async with AsyncAdminClient(cluster.urls[0]) as admin:
+        names = await admin.get_namespaces("public")
+    assert not {"public/bad-bundles", "public/bad-json", "pub$lic/x"} & set(names)
 
 
 async def test_failure_domains_refuse_a_broker_in_two_domains(cluster) -> None:
