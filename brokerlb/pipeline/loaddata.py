@@ -200,24 +200,35 @@ def bundle_samples_from_topics(spark: SparkSession, topic_samples: DataFrame, la
     """``(cycle_records, bundle_samples, unmapped)`` from topic samples (see the module docstring)."""
     from pyspark.sql import functions as F
 
-    from brokerlb.pipeline.topic_bundles import assign_bundles, boundary_index, unmapped_reason
+    from brokerlb.pipeline.topic_bundles import (
+        assign_bundles,
+        boundary_index,
+        bundle_name_from_range,
+        unmapped_reason,
+    )
 
     index = boundary_index(layouts)
     mapped = assign_bundles(spark, topic_samples, index)
     # One pass over the samples: summed per (timestamp, broker, bundle), the samples without a
     # bundle in a null-bundle group. The result is small (reports x bundles); everything after
     # works on it. Unmapped samples are read again only if there are any.
+    # Summed first per (timestamp, broker, namespace, looked-up range, recorded bundle) -- numeric
+    # keys, so the bundle's name is built once per group instead of once per sample -- then per
+    # (timestamp, broker, bundle) on that small result.
+    sums = ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "consumerCount", "producerCount")
+    ranges = mapped.groupBy("timestamp", "broker", "namespace", "bundleLower", "bundleUpper", "recordedBundle").agg(
+        *(F.sum(name).alias(name) for name in sums), F.count(F.lit(1)).alias("topics")
+    )
+    computed, recorded = bundle_name_from_range(), F.col("recordedBundle")
+    mismatch = computed.isNotNull() & recorded.isNotNull() & (computed != recorded)
     groups = (
-        mapped.groupBy("timestamp", F.col("broker").alias("brokerId"), "bundle")
+        ranges.withColumn("bundle", F.coalesce(computed, recorded))
+        .withColumn("mismatches", F.when(mismatch, F.col("topics")).otherwise(F.lit(0)))
+        .groupBy("timestamp", F.col("broker").alias("brokerId"), "bundle")
         .agg(
-            F.sum("msgRateIn").alias("msgRateIn"),
-            F.sum("msgThroughputIn").alias("msgThroughputIn"),
-            F.sum("msgRateOut").alias("msgRateOut"),
-            F.sum("msgThroughputOut").alias("msgThroughputOut"),
-            F.sum("consumerCount").alias("consumerCount"),
-            F.sum("producerCount").alias("producerCount"),
-            F.count(F.lit(1)).alias("topics"),
-            F.sum(F.col("bundleMismatch").cast("int")).alias("bundleMismatches"),
+            *(F.sum(name).alias(name) for name in sums),
+            F.sum("topics").alias("topics"),
+            F.sum("mismatches").alias("bundleMismatches"),
         )
         .persist()
     )

@@ -24,7 +24,14 @@ from brokerlb.pipeline.bundle_index import BoundaryIndex
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["boundary_index", "versions_frame", "bundle_ranges_frame", "assign_bundles", "unmapped_reason"]
+__all__ = [
+    "boundary_index",
+    "versions_frame",
+    "bundle_ranges_frame",
+    "assign_bundles",
+    "bundle_name_from_range",
+    "unmapped_reason",
+]
 
 
 def boundary_index(layouts: DataFrame | None, *, until: int | None = None) -> BoundaryIndex:
@@ -69,7 +76,6 @@ def assign_bundles(spark: SparkSession, samples: DataFrame, index: BoundaryIndex
     ``bundle``, ``bundleSource`` and ``bundleMismatch`` (see the module docstring)."""
     from pyspark.sql import functions as F
 
-    from brokerlb.pipeline.parse import bundle_range_name
 
     if "topicHash" not in samples.columns:
         samples = samples.withColumn("topicHash", F.crc32(F.col("topic")))
@@ -99,10 +105,7 @@ def assign_bundles(spark: SparkSession, samples: DataFrame, index: BoundaryIndex
         mapped = versioned.join(F.broadcast(r), in_range, "left").select(
             "s.*", F.col("r.bundleLower"), F.col("r.bundleUpper")
         ).drop("bucket")
-    computed = F.when(
-        F.col("bundleLower").isNotNull(),
-        F.concat_ws("/", F.col("namespace"), bundle_range_name(F.col("bundleLower"), F.col("bundleUpper"))),
-    )
+    computed = bundle_name_from_range()
     recorded = F.col("recordedBundle")
     return (
         mapped.withColumn("bundle", F.coalesce(computed, recorded))
@@ -110,6 +113,18 @@ def assign_bundles(spark: SparkSession, samples: DataFrame, index: BoundaryIndex
             "bundleSource", F.when(computed.isNotNull(), F.lit("layout")).when(recorded.isNotNull(), F.lit("recorded"))
         )
         .withColumn("bundleMismatch", computed.isNotNull() & recorded.isNotNull() & (computed != recorded))
+    )
+
+
+def bundle_name_from_range():  # type: ignore[no-untyped-def]
+    """``namespace/0x..._0x...`` of the looked-up ``bundleLower``/``bundleUpper`` (null without one)."""
+    from pyspark.sql import functions as F
+
+    from brokerlb.pipeline.parse import bundle_range_name
+
+    return F.when(
+        F.col("bundleLower").isNotNull(),
+        F.concat_ws("/", F.col("namespace"), bundle_range_name(F.col("bundleLower"), F.col("bundleUpper"))),
     )
 
 
