@@ -160,7 +160,14 @@ class NamespaceService:
         return [f"{tenant}/{name}" for name in sorted(names)]
 
     async def get_bundles(self, namespace: str) -> dict[str, Any]:
-        return (await self.bundles.get(namespace)).to_json()
+        """The bundles as the store has them now (404 unknown namespace).
+
+        Read through, not from the watch-fed cache: after a split or merge done by another
+        broker, the admin who asked for it reads it back at once (the cache may be a watch
+        notification behind). The cache is refreshed on the way.
+        """
+        await self.bundles.get(namespace)
+        return (await self.bundles.refresh(namespace)).to_json()
 
     async def unload_namespace(self, namespace: str) -> None:
         """One bundle unload per bundle, each through its owner (Pulsar issues them via its admin client)."""
