@@ -46,6 +46,15 @@ PLAN_KIND = "brokerlb.plan"
 PLAN_VERSION = 1
 
 
+def _with_notes(out: dict[str, Any], reason: str, expected: Any = None) -> dict[str, Any]:
+    """``out`` with the optional ``reason`` and ``expected`` fields of an operation, when set."""
+    if reason:
+        out["reason"] = reason
+    if expected is not None:
+        out["expected"] = expected
+    return out
+
+
 def _namespace(value: Any, where: str) -> str:
     try:
         return str(NamespaceName.parse(value))
@@ -103,11 +112,7 @@ class SplitOp:
             "boundaries": [format_boundary(b) for b in self.boundaries],
             "unload": self.unload,
         }
-        if self.reason:
-            out["reason"] = self.reason
-        if self.expected is not None:
-            out["expected"] = self.expected
-        return out
+        return _with_notes(out, self.reason, self.expected)
 
 
 @dataclass(frozen=True)
@@ -143,11 +148,7 @@ class MergeOp:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"op": self.op, "namespace": self.namespace, "bundles": list(self.bundles)}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.expected is not None:
-            out["expected"] = self.expected
-        return out
+        return _with_notes(out, self.reason, self.expected)
 
 
 @dataclass(frozen=True)
@@ -174,9 +175,7 @@ class UnloadOp:
         out: dict[str, Any] = {"op": self.op, "namespace": self.namespace, "bundle": self.bundle}
         if self.destination_broker is not None:
             out["destinationBroker"] = self.destination_broker
-        if self.reason:
-            out["reason"] = self.reason
-        return out
+        return _with_notes(out, self.reason)
 
 
 PlanOp = SplitOp | MergeOp | UnloadOp
