@@ -322,6 +322,7 @@ class LeaderElection:
         self._elect_task = asyncio.create_task(retry(), name=f"elect retry {self.path}")
 
     async def _try_elect(self) -> None:
+        stale_deleted = False
         for _attempt in range(8):
             if self._state is ElectionState.LEADING:
                 return
@@ -339,10 +340,15 @@ class LeaderElection:
             if existing == self.candidate and mine:
                 self._become_leader(sent_at, version=node.stat.version)
                 return
-            if (existing == self.candidate and self._stale_rule) or mine:
+            stale = existing == self.candidate and self._stale_rule and not stale_deleted
+            if stale or mine:
                 # Our value from an earlier process (its session may be expiring), or our session with
-                # another value: delete it and try again (Pulsar's rule). After the first election our
+                # another value: delete it and try again (Pulsar's rule). A stale node is deleted at most
+                # once per try: if our value is back under another session, that session is alive -- a
+                # twin with our identity (a misconfiguration) -- and we follow it rather than fight it,
+                # which would take leadership away from both over and over. After the first election our
                 # own earlier sessions' nodes are gone, so our value from another session is a live twin.
+                stale_deleted = stale_deleted or stale
                 with contextlib.suppress(NoNodeError, BadVersionError):
                     await self.store.delete(self.path, version=node.stat.version)
                 continue

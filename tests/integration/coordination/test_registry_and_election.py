@@ -211,10 +211,31 @@ async def test_leader_losing_its_session_stops_leader_work_and_says_so(backend, 
 
 async def test_stale_leader_node_of_a_previous_session_is_replaced(backend, store, other):
     """A broker restarted within its session timeout finds its own old node: it deletes it and leads."""
-    await LeaderElection(store, candidate(7)).start()
+    crashed = await LeaderElection(store, candidate(7)).start()
+    assert crashed.is_leader
+    crashed.abandon()  # the process is gone; its session (and node) would live until the timeout
     restarted = await LeaderElection(other, candidate(7)).start()
     assert restarted.is_leader
     assert other.owns(await other.exists(LEADER_PATH))
+
+
+async def test_live_twins_with_the_same_identity_settle_on_one_leader(backend, store, other, caplog):
+    """Two live candidates with one identity (a misconfiguration): the stale-node rule deletes the
+    twin's node at most once per try, so they settle on one leader instead of taking it from each
+    other until the election gives up (the flake CI once caught)."""
+    caplog.set_level(logging.WARNING, logger="brokerlb.coordination.election")
+    first = await LeaderElection(store, candidate(7)).start()
+    twin = await LeaderElection(other, candidate(7)).start()
+    await eventually(lambda: len(leaders([first, twin])) == 1, timeout=10, message="one leader")
+    await asyncio.sleep(backend.session_timeout * 0.3)
+    assert len(leaders([first, twin])) == 1
+    (leader,) = leaders([first, twin])
+    assert leader.store.owns(await leader.store.exists(LEADER_PATH))
+    assert not any("kept changing" in r.getMessage() for r in caplog.records)
+    losses = [r for r in caplog.records if "lost leadership" in r.getMessage()]
+    assert len(losses) <= 1, [r.getMessage() for r in losses]
+    await twin.close()
+    await first.close()
 
 
 async def test_lease_has_a_deadline_renewed_by_heartbeats(backend):

@@ -178,3 +178,22 @@ async def test_a_suspended_leader_stops_at_once_and_leads_again_after_reconnecti
     a.restore_connection()
     await eventually(lambda: election.is_leader, message="leads again")
     assert election.epoch == 2
+
+
+async def test_a_slow_twin_with_the_same_identity_follows_instead_of_fighting(server):
+    """The race CI caught on ZooKeeper, made deterministic: a live twin whose store is slower deletes
+    the leader's node by the stale-node rule, the leader re-creates it before the twin looks again.
+    The twin must then follow; deleting again would take leadership away over and over until the
+    election gave up with "leader node kept changing"."""
+    from brokerlb.coordination import LeaderBroker, LeaderElection
+
+    a, b = await pair(server, timeout=5)
+    me = LeaderBroker("b7:8080", "http://b7:8080")
+    first = await LeaderElection(a, me).start()
+    b.set_operation_delay(0.02)
+    twin = await LeaderElection(b, me).start()
+    await eventually(lambda: first.is_leader, message="the fast twin leads again")
+    assert twin.state.value == "following" and not twin.is_leader
+    assert first.epoch == 2  # lost once to the stale-node deletion, then led again
+    await asyncio.sleep(0.2)
+    assert first.is_leader and first.epoch == 2
