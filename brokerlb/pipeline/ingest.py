@@ -1,9 +1,11 @@
 """``ingest``: history JSON Lines → Parquet tables partitioned by date, incrementally.
 
-For each record kind present under the history root, a Structured Streaming query reads the
-published ``*.jsonl`` files (file source, explicit schema, ``trigger(availableNow=True)``) with
-a checkpoint under ``<warehouse>/_checkpoints/<kind>``, so a re-run only reads files it has
-not seen. Each micro-batch is parsed once (:mod:`brokerlb.pipeline.parse`) and written to:
+For each record kind present under the history root, a Structured Streaming query lists the
+published ``*.jsonl`` files (file source, ``trigger(availableNow=True)``) with a checkpoint
+under ``<warehouse>/_checkpoints/<kind>``, so a re-run only reads files it has not seen. Each
+micro-batch's files are read and parsed once (:mod:`brokerlb.pipeline.parse`) -- topic samples
+of plain files by Spark's JSON file source, everything else as text lines + ``from_json``, with
+the same rows and rejects either way (:mod:`brokerlb.pipeline.plain_files`) -- and written to:
 
 =====================  =================================  ===========================================
 table                  from                               one row per
@@ -24,6 +26,7 @@ replays after a crash replaces its own output instead of duplicating it.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -38,6 +41,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["IngestResult", "ingest", "KIND_TABLES"]
+
+#: Schema of the binary-file source the stream lists new files with.
+_FILE_LISTING = "path string, modificationTime timestamp, length long, content binary"
 
 #: The tables each history kind feeds (besides ``rejects``).
 KIND_TABLES = {
@@ -56,6 +62,8 @@ class IngestResult:
     rejects: dict[str, int] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: Files per kind whose good rows were parsed by the JSON file source (see ``plain_files``).
+    json_source_files: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -63,6 +71,7 @@ class IngestResult:
             "rows": self.rows,
             "rejects": self.rejects,
             "skipped": self.skipped,
+            "jsonSourceFiles": self.json_source_files,
             "seconds": round(self.seconds, 3),
         }
 
@@ -96,19 +105,48 @@ class _BatchWriter:
     write them. The small kinds are cached and written from the cache.
     """
 
-    def __init__(self, kind: str, warehouse: Warehouse, result: IngestResult) -> None:
+    def __init__(self, kind: str, warehouse: Warehouse, result: IngestResult, *, json_file_source: bool = True) -> None:
         self.kind = kind
         self.warehouse = warehouse
         self.result = result
+        self.json_file_source = json_file_source and kind == TOPIC_SAMPLES
 
-    def __call__(self, lines: DataFrame, batch_id: int) -> None:
+    def _parse(self, spark: SparkSession, files: list[str]) -> DataFrame:
+        """The batch's files parsed and checked: topic samples of plain files through the JSON file source."""
+        from brokerlb.pipeline import parse
+        from brokerlb.pipeline.plain_files import split_plain_files
+
+        if not self.json_file_source:
+            return _parser(self.kind)(read_lines(spark, files))
+        plain, other = split_plain_files(files)
+        self.result.json_source_files[self.kind] = self.result.json_source_files.get(self.kind, 0) + len(plain)
+        fast = [_glob_escape(f) for f in plain]
+        if not other:
+            return parse.read_topic_samples_json(spark, fast)
+        slow = parse.parse_topic_samples(read_lines(spark, other))
+        if not plain:
+            return slow
+        return parse.read_topic_samples_json(spark, fast, nested=True).unionByName(slow)
+
+    def __call__(self, new_files: DataFrame, batch_id: int) -> None:
+        """Process one micro-batch: ``new_files`` has a row (``path``) per file the stream has not seen."""
+        # A file can come once per split of it (seen with Spark 4.3's streaming binary-file source
+        # on small files): the set of paths is the batch.
+        files = sorted({row["path"] for row in new_files.select("path").collect()})
+        self.write_files(new_files.sparkSession, files, batch_id)
+
+    def write_files(self, spark: SparkSession, files: list[str], batch_id: int) -> None:
+        """Parse ``files`` and write this kind's tables and rejects as micro-batch ``batch_id``."""
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         from brokerlb.pipeline.parse import reject_rows
 
+        if not files:
+            self.result.batches[self.kind] = self.result.batches.get(self.kind, 0) + 1
+            return
         tag = f"b{batch_id:08d}"
-        parsed = _parser(self.kind)(lines)
+        parsed = self._parse(spark, files)
         cached = self.kind != TOPIC_SAMPLES
         if cached:
             parsed = parsed.persist()
@@ -131,7 +169,10 @@ class _BatchWriter:
                 self.result.rows[table] = self.result.rows.get(table, 0) + int(count)
             bad = int(metrics["bad"])
             if bad:
-                rejects = reject_rows(parsed, int(time.time() * 1000))
+                # From the lines themselves (the JSON file source does not keep them): the batch
+                # through the text path again, whichever path its good rows took.
+                source = _parser(self.kind)(read_lines(spark, files)) if self.json_file_source else parsed
+                rejects = reject_rows(source, int(time.time() * 1000))
                 rejects = rejects.withColumn("kind", F.lit(self.kind)).withColumn("ingestBatch", F.lit(tag))
                 self._write(rejects, "rejects", ["kind", "ingestBatch"])
             self.result.rejects[self.kind] = self.result.rejects.get(self.kind, 0) + bad
@@ -142,6 +183,21 @@ class _BatchWriter:
 
     def _write(self, rows: DataFrame, table: str, partitions: list[str]) -> None:
         rows.write.mode("overwrite").partitionBy(*partitions).parquet(self.warehouse.table(table))
+
+
+def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
+    """``value`` (each line) and ``file`` (its file's URI) of ``files``, by the text source."""
+    from pyspark.sql import functions as F
+
+    return (
+        spark.read.format("text").load([_glob_escape(f) for f in files])
+        .select("value", F.col("_metadata.file_path").alias("file"))
+    )
+
+
+def _glob_escape(path: str) -> str:
+    """``path`` with Hadoop's glob characters escaped: Spark's ``load`` expands globs in the paths it is given."""
+    return re.sub(r"([\\{}\[\]*?])", r"\\\1", path)
 
 
 def _exists(path: str) -> bool:
@@ -155,11 +211,14 @@ def ingest(
     *,
     kinds: Iterable[str] = RECORD_KINDS,
     max_files_per_trigger: int | None = None,
+    json_file_source: bool = True,
 ) -> IngestResult:
     """Ingest the files under ``history_root`` not ingested yet into ``warehouse`` (see the module docstring).
 
     ``max_files_per_trigger`` bounds the files per micro-batch (default: all new files in one).
-    Kinds whose directory does not exist yet are listed in ``skipped``.
+    Kinds whose directory does not exist yet are listed in ``skipped``. ``json_file_source``:
+    parse plain topic-sample files with Spark's JSON file source (faster; same rows and rejects,
+    see :mod:`brokerlb.pipeline.plain_files`); ``False`` reads every line as text + ``from_json``.
     """
     kinds = list(kinds)
     unknown = [k for k in kinds if k not in RECORD_KINDS]
@@ -169,7 +228,7 @@ def ingest(
     result = IngestResult()
     started = time.perf_counter()
     with sql_conf(spark, PARSE_CONF):
-        _ingest_kinds(spark, history_root, wh, kinds, max_files_per_trigger, result)
+        _ingest_kinds(spark, history_root, wh, kinds, max_files_per_trigger, result, json_file_source)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -212,21 +271,23 @@ def _ingest_kinds(
     kinds: list[str],
     max_files_per_trigger: int | None,
     result: IngestResult,
+    json_file_source: bool,
 ) -> None:
-    from pyspark.sql import functions as F
-
     for kind in kinds:
         source = os.path.join(str(history_root), kind)
         if not _exists(source):
             result.skipped.append(kind)
             continue
-        reader = spark.readStream.format("text").option("pathGlobFilter", "*.jsonl")
+        # The stream tracks files, not lines: the binary-file source lists the new files of each
+        # micro-batch without reading them (its ``content`` column is not selected), and the batch
+        # writer reads them -- as text, or, for plain topic-sample files, with the JSON file source.
+        reader = spark.readStream.format("binaryFile").schema(_FILE_LISTING).option("pathGlobFilter", "*.jsonl")
         if max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
-        lines = reader.load(source).select("value", F.col("_metadata.file_path").alias("file"))
+        new_files = reader.load(source).select("path")
         result.batches.setdefault(kind, 0)
         query = (
-            lines.writeStream.foreachBatch(_BatchWriter(kind, wh, result))
+            new_files.writeStream.foreachBatch(_BatchWriter(kind, wh, result, json_file_source=json_file_source))
             .option("checkpointLocation", wh.checkpoint(kind))
             .trigger(availableNow=True)
             .queryName(f"brokerlb-ingest-{kind}")

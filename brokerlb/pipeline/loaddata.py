@@ -275,6 +275,20 @@ def _window(df: DataFrame, since: int | None, until: int | None) -> DataFrame:
     return df
 
 
+def _write_counted(df: DataFrame, path: str, partition_by: str | None = None) -> int:
+    """Write ``df`` as Parquet (replacing ``path``) and return its row count, counted by the write
+    itself through an ``Observation`` -- a separate ``count()`` would be one more Spark job per table."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    observation = Observation(f"rows of {path}")
+    writer = df.observe(observation, F.count(F.lit(1)).alias("rows")).write.mode("overwrite")
+    if partition_by:
+        writer = writer.partitionBy(partition_by)
+    writer.parquet(path)
+    return int(observation.get.get("rows") or 0)
+
+
 def load_data(
     spark: SparkSession,
     warehouse: str,
@@ -304,22 +318,15 @@ def load_data(
         cycle_records, bundle_samples, unmapped = bundle_samples_from_topics(spark, topic_samples, layouts)
         bundle_samples = bundle_samples.persist()
     frames = compute_load_data(spark, cycle_records, bundle_samples, cycles=cycles)
-    frames.bundle_load_data.write.mode("overwrite").parquet(out.table("bundle_load_data"))
-    frames.bundle_load_history.write.mode("overwrite").partitionBy("date").parquet(out.table("bundle_load_history"))
-    frames.broker_time_average.write.mode("overwrite").parquet(out.table("broker_time_average"))
-    frames.broker_time_average_history.write.mode("overwrite").partitionBy("date").parquet(
-        out.table("broker_time_average_history")
-    )
     counts["cycles"] = frames.cycles
-    counts["bundles"] = frames.bundle_load_data.count()
-    counts["bundleSamples"] = frames.bundle_load_history.count()
-    counts["brokers"] = frames.broker_time_average.count()
+    counts["bundles"] = _write_counted(frames.bundle_load_data, out.table("bundle_load_data"))
+    counts["bundleSamples"] = _write_counted(frames.bundle_load_history, out.table("bundle_load_history"), "date")
+    counts["brokers"] = _write_counted(frames.broker_time_average, out.table("broker_time_average"))
+    _write_counted(frames.broker_time_average_history, out.table("broker_time_average_history"), "date")
     if unmapped is not None:
         from pyspark.sql import functions as F
 
-        unmapped = unmapped.persist()
-        unmapped.write.mode("overwrite").parquet(out.table("unmapped_topic_samples"))
-        counts["unmappedTopicSamples"] = unmapped.count()
+        counts["unmappedTopicSamples"] = _write_counted(unmapped, out.table("unmapped_topic_samples"))
         mismatches = bundle_samples.agg(F.coalesce(F.sum("bundleMismatches"), F.lit(0)).alias("n")).first()
         counts["bundleMismatches"] = int(mismatches["n"]) if mismatches is not None else 0
     spark.catalog.clearCache()

@@ -77,16 +77,13 @@ def test_incremental_runs_read_only_new_files(history):
 
 def test_a_replayed_batch_replaces_its_output(spark, history, tmp_path):
     """A micro-batch Spark runs again after a crash overwrites its own partitions (no duplicates)."""
-    from pyspark.sql import functions as F
-
     from brokerlb.pipeline.ingest import IngestResult, _BatchWriter
     from brokerlb.pipeline.tables import Warehouse
 
-    lines = spark.read.text(str(history.root / TOPIC_SAMPLES / "bad.jsonl")).select(
-        "value", F.lit("bad.jsonl").alias("file"))
+    files = [(history.root / TOPIC_SAMPLES / "bad.jsonl").as_uri()]
     writer = _BatchWriter(TOPIC_SAMPLES, Warehouse(str(tmp_path)), IngestResult())
-    writer(lines, 7)
-    writer(lines, 7)
+    writer.write_files(spark, files, 7)
+    writer.write_files(spark, files, 7)
     assert spark.read.parquet(str(tmp_path / "topic_samples")).count() == len(ODD_GOOD_LINES[TOPIC_SAMPLES])
     assert spark.read.parquet(str(tmp_path / "rejects")).count() == len(BAD_LINES[TOPIC_SAMPLES])
 

@@ -11,7 +11,14 @@ from collections import defaultdict
 
 import pytest
 
-from brokerlb.history import BrokerSample, TopicSample, record_from_json, replay_load_data
+from brokerlb.history import (
+    TOPIC_SAMPLES,
+    BrokerSample,
+    HistoryWriter,
+    TopicSample,
+    record_from_json,
+    replay_load_data,
+)
 from brokerlb.model import BundleData, LocalBrokerData, NamespaceBundleStats, TimeAverageBrokerData
 from brokerlb.ring import NamespaceBundles, topic_hash
 from tests.pipeline.conftest import ODD_GOOD_LINES
@@ -59,6 +66,10 @@ def assert_equal_to_replay(spark, result, ref) -> None:
     for h in ref.broker_history:
         assert_broker(broker_history[(h.cycle, h.broker_id)], h.data)
     assert result.counts["cycles"] == ref.cycles
+    # the counts come from the writes (observed), and must be the written tables' sizes
+    assert result.counts["bundles"] == len(final)
+    assert result.counts["bundleSamples"] == len(history)
+    assert result.counts["brokers"] == len(brokers)
 
 
 @pytest.mark.parametrize("cycles", ["leader", "report"])
@@ -192,3 +203,28 @@ def test_bundle_join_edges_equal_the_numpy_index(spark):
         want_lower, want_upper = index.bundle_of(np.asarray([version]), np.asarray([h]))
         expected = (None, None) if version < 0 else (int(want_lower[0]), int(want_upper[0]))
         assert (lower, upper) == expected, (ts, hex(h))
+
+
+def test_topic_samples_without_a_bundle_are_written_out_with_a_reason_and_counted(spark, tmp_path):
+    """A namespace with no layout and samples that name no bundle: kept aside, counted, never dropped."""
+    from brokerlb.pipeline.ingest import ingest
+    from brokerlb.pipeline.loaddata import load_data
+
+    samples = []
+    for ts in (1_700_000_000_000, 1_700_000_060_000):
+        for name in ("a", "b", "c"):
+            samples.append({"timestamp": ts, "broker": "b1", "topic": f"persistent://nolayout/ns/{name}", "msgRateIn": 1.0})
+        samples.append({"timestamp": ts, "broker": "b1", "topic": "persistent://nolayout/ns/d",
+                        "bundle": "nolayout/ns/0x00000000_0xffffffff", "msgRateIn": 2.0})
+    root = tmp_path / "history"
+    with HistoryWriter(root, "broker-1:8080") as writer:
+        writer.write_all(record_from_json(TOPIC_SAMPLES, s) for s in samples)
+    warehouse = str(tmp_path / "warehouse")
+    ingest(spark, str(root), warehouse)
+    result = load_data(spark, warehouse, source="topics")
+    assert result.counts["unmappedTopicSamples"] == 6
+    unmapped = result.table(spark, "unmapped_topic_samples").collect()
+    assert len(unmapped) == 6 and {r["topic"] for r in unmapped} == {f"persistent://nolayout/ns/{n}" for n in "abc"}
+    assert all("has no bundle-boundaries record" in r["reason"] for r in unmapped)
+    final = result.table(spark, "bundle_load_data").collect()
+    assert [r["bundle"] for r in final] == ["nolayout/ns/0x00000000_0xffffffff"] and result.counts["bundles"] == 1
