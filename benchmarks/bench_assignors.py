@@ -54,17 +54,22 @@ def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, result
 
 
-def group_of(members: int, partitions: int, topics: int, per_member_topics: int | None, seed: int,
-             rates: bool = False) -> GroupSnapshot:
+def group_of(
+    members: int, partitions: int, topics: int, per_member_topics: int | None, seed: int, rates: bool = False
+) -> GroupSnapshot:
     rng = random.Random(seed)
     counts = {f"topic-{i:02d}": partitions // topics for i in range(topics)}
     names = sorted(counts)
     out = {}
     for i in range(members):
         mid = f"consumer-{i:05d}"
-        subs = tuple(names) if per_member_topics is None else tuple(sorted(rng.sample(names, per_member_topics)))
+        subs = (
+            tuple(names) if per_member_topics is None else tuple(sorted(rng.sample(names, per_member_topics)))
+        )
         out[mid] = Member(mid, subs)
-    measured = {t: tuple(rng.paretovariate(1.5) for _ in range(n)) for t, n in counts.items()} if rates else {}
+    measured = (
+        {t: tuple(rng.paretovariate(1.5) for _ in range(n)) for t, n in counts.items()} if rates else {}
+    )
     return GroupSnapshot(out, counts, measured)
 
 
@@ -85,8 +90,14 @@ def validate(name: str, group: GroupSnapshot, result: GroupAssignment) -> None:
 def run_scenarios(args: argparse.Namespace) -> list[tuple[str, str, float, int]]:
     rows = []
     full = group_of(args.members, args.partitions, args.topics, None, 1, rates=True)
-    mixed = group_of(max(2, int(args.members * args.mixed_scale)), int(args.partitions * args.mixed_scale),
-                     args.topics, args.topics // 2, 2, rates=True)
+    mixed = group_of(
+        max(2, int(args.members * args.mixed_scale)),
+        int(args.partitions * args.mixed_scale),
+        args.topics,
+        args.topics // 2,
+        2,
+        rates=True,
+    )
     gc.collect()
     gc.freeze()  # the inputs live all run long: keep the collector from rescanning them in every timing
     for name in ASSIGNORS:
@@ -140,10 +151,14 @@ def main() -> None:
     ap.add_argument("--reference-scale", type=float, default=0.1)
     args = ap.parse_args()
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
-    print(f"group: {args.members} members, {args.partitions} partitions in {args.topics} topics; "
-          f"best of {args.repeat}\n")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"group: {args.members} members, {args.partitions} partitions in {args.topics} topics; "
+        f"best of {args.repeat}\n"
+    )
     rows = run_scenarios(args)
     baseline = {scenario: seconds for name, scenario, seconds, _ in rows if name == "range"}
     print(f"{'assignor':<20} {'scenario':<12} {'seconds':>9} {'x range':>8} {'moved':>8}")

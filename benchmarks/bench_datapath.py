@@ -43,13 +43,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 TOPICS = 4
-BROKER_SETTINGS = {"clusterName": "bench", "webSocketServiceEnabled": True, "statsUpdateFrequencyInSecs": 5,
-                   "loadBalancerSheddingEnabled": False, "metadataStoreSessionTimeoutMillis": 10000}
+BROKER_SETTINGS = {
+    "clusterName": "bench",
+    "webSocketServiceEnabled": True,
+    "statsUpdateFrequencyInSecs": 5,
+    "loadBalancerSheddingEnabled": False,
+    "metadataStoreSessionTimeoutMillis": 10000,
+}
 
 
 # --------------------------------------------------------------------------- the null broker (own process)
 
-NULL_BROKER = r'''
+NULL_BROKER = r"""
 import asyncio, json, socket, sys
 import uvicorn
 
@@ -79,12 +84,16 @@ config = uvicorn.Config(app, lifespan="off", access_log=False, log_level="warnin
 import uvloop  # as the broker's process runs
 with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
     runner.run(uvicorn.Server(config).serve(sockets=[sock]))
-'''
+"""
 
 
 async def start_null_broker() -> tuple[subprocess.Popen[bytes], str]:
-    proc = subprocess.Popen([sys.executable, "-c", NULL_BROKER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", NULL_BROKER],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     line = await asyncio.to_thread(proc.stdout.readline)
     return proc, line.decode().split("ready at ", 1)[1].strip()
@@ -102,9 +111,23 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 # --------------------------------------------------------------------------- load generator (own processes)
 
+
 def perf_args(kind: str, url: str, topic: str, seconds: float, **options: Any) -> list[str]:
-    args = [sys.executable, "-m", "brokerlb.cli.main", "perf", kind, topic, "--service-url", url,
-            "--num-topics", str(TOPICS), "--test-duration", str(seconds), "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "brokerlb.cli.main",
+        "perf",
+        kind,
+        topic,
+        "--service-url",
+        url,
+        "--num-topics",
+        str(TOPICS),
+        "--test-duration",
+        str(seconds),
+        "--json",
+    ]
     for key, value in options.items():
         args += [f"--{key.replace('_', '-')}", str(value)]
     return args
@@ -118,8 +141,9 @@ def cpu_seconds(pid: int) -> float:
     return float(times.user + times.system)
 
 
-async def measured(pid: int, producer: list[str], consumer: list[str] | None = None
-                   ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+async def measured(
+    pid: int, producer: list[str], consumer: list[str] | None = None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """:func:`run_perf`, adding the server's CPU time per acknowledged message (``serverCpuUsPerMsg``)."""
     before = cpu_seconds(pid)
     produce, consume = await run_perf(producer, consumer)
@@ -129,16 +153,20 @@ async def measured(pid: int, producer: list[str], consumer: list[str] | None = N
     return produce, consume
 
 
-async def run_perf(producer: list[str], consumer: list[str] | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+async def run_perf(
+    producer: list[str], consumer: list[str] | None = None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Run a producer (and a consumer started first) as processes; their JSON summaries."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cons = None
     if consumer is not None:
-        cons = await asyncio.create_subprocess_exec(*consumer, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.PIPE, env=env)
+        cons = await asyncio.create_subprocess_exec(
+            *consumer, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
+        )
         await asyncio.sleep(2.0)  # subscribed before the producers start
-    prod = await asyncio.create_subprocess_exec(*producer, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE, env=env)
+    prod = await asyncio.create_subprocess_exec(
+        *producer, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
+    )
     out, err = await prod.communicate()
     if prod.returncode != 0:
         raise RuntimeError(f"perf produce failed ({prod.returncode}): {err.decode()[-2000:]}")
@@ -153,12 +181,17 @@ async def run_perf(producer: list[str], consumer: list[str] | None = None) -> tu
 
 # --------------------------------------------------------------------------- phases
 
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     from brokerlb.admin import AsyncAdminClient
     from brokerlb.testing.standalone_process import StandaloneProcess
 
-    results: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
-                               "seconds": args.seconds, "size": args.size, "topics": TOPICS}
+    results: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
+        "seconds": args.seconds,
+        "size": args.size,
+        "topics": TOPICS,
+    }
     secs = args.seconds
     async with StandaloneProcess(1, BROKER_SETTINGS) as broker:
         url = broker.urls[0]
@@ -171,20 +204,32 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         produce, _ = await measured(pid, perf_args("produce", url, f"{ns}/tput", secs, **fast))
         results["throughput"] = produce
         produce, consume = await measured(
-            pid, perf_args("produce", url, f"{ns}/tput-c", secs, rate=args.consumed_rate, size=args.size),
-            perf_args("consume", url, f"{ns}/tput-c", secs + 6, subscription_type="Shared"))
+            pid,
+            perf_args("produce", url, f"{ns}/tput-c", secs, rate=args.consumed_rate, size=args.size),
+            perf_args("consume", url, f"{ns}/tput-c", secs + 6, subscription_type="Shared"),
+        )
         results["withConsumers"] = {"rate": args.consumed_rate, "produce": produce, "consume": consume}
         produce, consume = await run_perf(
             perf_args("produce", url, f"{ns}/lat", secs, rate=args.rate, size=args.size),
-            perf_args("consume", url, f"{ns}/lat", secs + 6, subscription_type="Shared"))
+            perf_args("consume", url, f"{ns}/lat", secs + 6, subscription_type="Shared"),
+        )
         results["latency"] = {"rate": args.rate, "produce": produce, "consume": consume}
     null, null_url = await start_null_broker()
     try:
-        produce, _ = await measured(null.pid, perf_args("produce", null_url, "persistent://public/bench/null", secs,
-                                                        **fast))
+        produce, _ = await measured(
+            null.pid, perf_args("produce", null_url, "persistent://public/bench/null", secs, **fast)
+        )
         results["nullBrokerThroughput"] = produce
-        produce, _ = await run_perf(perf_args("produce", null_url, "persistent://public/bench/null-lat", secs,
-                                              rate=args.rate, size=args.size))
+        produce, _ = await run_perf(
+            perf_args(
+                "produce",
+                null_url,
+                "persistent://public/bench/null-lat",
+                secs,
+                rate=args.rate,
+                size=args.size,
+            )
+        )
         results["nullBrokerLatency"] = produce
     finally:
         stop(null)
@@ -202,17 +247,23 @@ def report(r: dict[str, Any]) -> None:
     tput, null = r["throughput"], r["nullBrokerThroughput"]
     withc = r["withConsumers"]
     latency = r["latency"]
-    print(f"data path through one broker -- {r['topics']} topics, {r['size']}-byte messages, {r['seconds']:g} s "
-          f"per phase, {r['machine']['cpus']} CPUs, load {r['machine']['loadavg'][0]:.2f}")
+    print(
+        f"data path through one broker -- {r['topics']} topics, {r['size']}-byte messages, {r['seconds']:g} s "
+        f"per phase, {r['machine']['cpus']} CPUs, load {r['machine']['loadavg'][0]:.2f}"
+    )
     print(f"  throughput (no consumer)          {rate(tput)}   publish {lat(tput)}")
     print(f"  null broker (same stack, no work) {rate(null)}   publish {lat(null)}")
     print(f"    -> broker / null broker = {tput['rate'] / null['rate']:.2f}")
-    print(f"  server CPU per message: broker {tput['serverCpuUsPerMsg']} us, null broker {null['serverCpuUsPerMsg']} us"
-          f" -> one core of broker would carry ~{1e6 / tput['serverCpuUsPerMsg']:,.0f} msg/s")
+    print(
+        f"  server CPU per message: broker {tput['serverCpuUsPerMsg']} us, null broker {null['serverCpuUsPerMsg']} us"
+        f" -> one core of broker would carry ~{1e6 / tput['serverCpuUsPerMsg']:,.0f} msg/s"
+    )
     wc = withc["consume"]
-    print(f"  with consumers at {withc['rate']:g} msg/s       {rate(withc['produce'])}   consumers received "
-          f"{wc['received']:,} of {withc['produce']['acked']:,} ({wc['received'] / max(1, withc['produce']['acked']):.1%}); "
-          f"broker CPU {withc['produce']['serverCpuUsPerMsg']} us per message (publish + dispatch + 2 acks)")
+    print(
+        f"  with consumers at {withc['rate']:g} msg/s       {rate(withc['produce'])}   consumers received "
+        f"{wc['received']:,} of {withc['produce']['acked']:,} ({wc['received'] / max(1, withc['produce']['acked']):.1%}); "
+        f"broker CPU {withc['produce']['serverCpuUsPerMsg']} us per message (publish + dispatch + 2 acks)"
+    )
     print(f"                                    end to end {lat(wc, 'endToEndLatencyMs')}")
     print(f"  latency at {latency['rate']:g} msg/s              publish {lat(latency['produce'])}")
     print(f"                                    end to end {lat(latency['consume'], 'endToEndLatencyMs')}")
@@ -223,7 +274,9 @@ def report(r: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rate", type=float, default=1000.0)

@@ -54,8 +54,9 @@ NOW = 1_700_000_000_000
 EXTENSIBLE_LM = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
 
 
-def reports(n_brokers: int, n_bundles: int, seed: int, jitter: float = 0.0,
-            wide: bool = False) -> dict[str, LocalBrokerData]:
+def reports(
+    n_brokers: int, n_bundles: int, seed: int, jitter: float = 0.0, wide: bool = False
+) -> dict[str, LocalBrokerData]:
     """One load report per broker; bundles spread over 1,000 namespaces; about 1 % hot brokers.
 
     Usage is 35-50 % cpu for most brokers (a cluster the balancer keeps even), 88-99 % for
@@ -76,18 +77,28 @@ def reports(n_brokers: int, n_bundles: int, seed: int, jitter: float = 0.0,
         rate = shape.uniform(10, 2000) * (20 if hot else 1) * (1 + jitter * rng.uniform(-1, 1))
         tput = rate * shape.uniform(500, 5000)
         per_broker[owner][bundle] = NamespaceBundleStats(
-            msg_rate_in=rate, msg_rate_out=rate / 2, msg_throughput_in=tput, msg_throughput_out=tput / 2,
-            topics=shape.randint(1, 1500 if hot else 100), producer_count=shape.randint(0, 20),
-            consumer_count=shape.randint(0, 20))
+            msg_rate_in=rate,
+            msg_rate_out=rate / 2,
+            msg_throughput_in=tput,
+            msg_throughput_out=tput / 2,
+            topics=shape.randint(1, 1500 if hot else 100),
+            producer_count=shape.randint(0, 20),
+            consumer_count=shape.randint(0, 20),
+        )
     out = {}
     for index, name in enumerate(brokers):
         hot = index % 97 == 0
-        local = LocalBrokerData(web_service_url=f"http://{name}", broker_version_string="4.0.0",
-                                load_manager_class_name="org.apache.pulsar.broker.loadbalance.impl."
-                                                        "ModularLoadManagerImpl", last_update=NOW)
+        local = LocalBrokerData(
+            web_service_url=f"http://{name}",
+            broker_version_string="4.0.0",
+            load_manager_class_name="org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl",
+            last_update=NOW,
+        )
         cpu = rng.uniform(88, 99) if hot else (rng.uniform(10, 60) if wide else rng.uniform(35, 50))
-        local.update(system_usage(cpu=cpu, bandwidth_in=rng.uniform(5, 30), bandwidth_out=rng.uniform(5, 30)),
-                     per_broker[name])
+        local.update(
+            system_usage(cpu=cpu, bandwidth_in=rng.uniform(5, 30), bandwidth_out=rng.uniform(5, 30)),
+            per_broker[name],
+        )
         out[name] = local
     return out
 
@@ -98,9 +109,14 @@ def extensible_parts(view: ClusterView, seed: int) -> dict[str, Any]:
     loads, tops, lookup = {}, {}, {}
     for name, data in view.brokers.items():
         local = data.local_data
-        loads[name] = broker_load(cpu=local.cpu.percent_usage(), msg_throughput_in=local.msg_throughput_in,
-                                  msg_throughput_out=local.msg_throughput_out, bundle_count=local.num_bundles,
-                                  topics=local.num_topics, now_ms=NOW - rng.randrange(60_000))
+        loads[name] = broker_load(
+            cpu=local.cpu.percent_usage(),
+            msg_throughput_in=local.msg_throughput_in,
+            msg_throughput_out=local.msg_throughput_out,
+            bundle_count=local.num_bundles,
+            topics=local.num_topics,
+            now_ms=NOW - rng.randrange(60_000),
+        )
         tops[name] = TopBundlesLoadData.of(local.last_stats, 10)
         lookup[name] = BrokerLookupData(load_manager_class_name=EXTENSIBLE_LM, broker_version="4.0.0")
     return {"broker_load_data": loads, "top_bundles": tops, "broker_lookup_data": lookup}
@@ -113,8 +129,10 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
 
 
 def line(label: str, wall: float, cpu: float, baseline: float, extra: str = "") -> None:
-    print(f"  {label:<58} {wall * 1000:8.1f} ms wall {cpu * 1000:8.1f} ms CPU  {wall / baseline:6.1f} x baseline"
-          + (f"  {extra}" if extra else ""))
+    print(
+        f"  {label:<58} {wall * 1000:8.1f} ms wall {cpu * 1000:8.1f} ms CPU  {wall / baseline:6.1f} x baseline"
+        + (f"  {extra}" if extra else "")
+    )
 
 
 def main() -> None:
@@ -126,18 +144,25 @@ def main() -> None:
     ap.add_argument("--no-gc-freeze", action="store_true", help="leave the leader's state to the cyclic GC")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'cpu'}), "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
-          f"{args.brokers} brokers, {args.bundles} bundles")
+    print(
+        f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'cpu'}), "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+        f"{args.brokers} brokers, {args.bundles} bundles"
+    )
 
     t0 = time.perf_counter()
-    cycles = [reports(args.brokers, args.bundles, seed, jitter=0.2, wide=args.wide)
-              for seed in range(args.cycles + 1)]
+    cycles = [
+        reports(args.brokers, args.bundles, seed, jitter=0.2, wide=args.wide)
+        for seed in range(args.cycles + 1)
+    ]
     print(f"  build {len(cycles)} rounds of synthetic reports: {time.perf_counter() - t0:.1f} s")
 
     def touch_every_bundle() -> float:
-        return sum(s.msg_throughput_in + s.msg_throughput_out for r in cycles[0].values()
-                   for s in r.last_stats.values())
+        return sum(
+            s.msg_throughput_in + s.msg_throughput_out
+            for r in cycles[0].values()
+            for s in r.last_stats.values()
+        )
 
     _, baseline, _ = timed(touch_every_bundle)
     print(f"  baseline: one pass over the {args.bundles} bundle samples       {baseline * 1000:8.1f} ms")
@@ -161,42 +186,65 @@ def main() -> None:
         view = leader.view(config, NOW, namespace_policies=policies)
         shed, s_wall, s_cpu = timed(lambda v=view: run_shedding_cycle(v, state, rng))
         split, p_wall, p_cpu = timed(lambda v=view: find_bundles_to_split(v, state, None))
-        for key, value in (("refresh", (r_wall, r_cpu)), ("shed", (s_wall, s_cpu)), ("split", (p_wall, p_cpu)),
-                           ("cycle", (r_wall + s_wall + p_wall, r_cpu + s_cpu + p_cpu))):
+        for key, value in (
+            ("refresh", (r_wall, r_cpu)),
+            ("shed", (s_wall, s_cpu)),
+            ("split", (p_wall, p_cpu)),
+            ("cycle", (r_wall + s_wall + p_wall, r_cpu + s_cpu + p_cpu)),
+        ):
             if key not in best or value[0] < best[key][0]:
                 best[key] = value
         last = {"shed": shed, "split": split, "view": view}
     shed, split, view = last["shed"], last["split"], last["view"]
     print(f"  steady-state leader cycle, best of {args.cycles}:")
     line("refresh (updateAll over 1,000 reports)", *best["refresh"], baseline)
-    line("shedding loop (ThresholdShedder + checks + destinations)", *best["shed"], baseline,
-         f"{len(shed.unloads)} unloads")
+    line(
+        "shedding loop (ThresholdShedder + checks + destinations)",
+        *best["shed"],
+        baseline,
+        f"{len(shed.unloads)} unloads",
+    )
     line("split check (BundleSplitterTask)", *best["split"], baseline, f"{len(split.splits)} splits")
     wall, cpu = best["cycle"]
-    line("FULL CYCLE refresh + shed + split", wall, cpu, baseline,
-         f"goal <= 1000 ms: {'met' if cpu <= 1.0 else 'NOT met'} on CPU time, "
-         f"{'met' if wall <= 1.0 else 'not met'} on wall time at load average {os.getloadavg()[0]:.1f}")
+    line(
+        "FULL CYCLE refresh + shed + split",
+        wall,
+        cpu,
+        baseline,
+        f"goal <= 1000 ms: {'met' if cpu <= 1.0 else 'NOT met'} on CPU time, "
+        f"{'met' if wall <= 1.0 else 'not met'} on wall time at load average {os.getloadavg()[0]:.1f}",
+    )
 
     print("  shedding strategies on the same view (raw = strategy alone; loop = with checks/destinations):")
     for name in ("OverloadShedder", "ThresholdShedder", "UniformLoadShedder", "AvgShedder"):
         fresh = leader.view(config, NOW, namespace_policies=policies)
         strategy = create(StrategyKind.SHEDDING, name)
-        raw, wall, cpu = timed(lambda s=strategy, v=fresh: s.find_bundles_for_unloading(v, StrategyState(), new_rng(0)))
+        raw, wall, cpu = timed(
+            lambda s=strategy, v=fresh: s.find_bundles_for_unloading(v, StrategyState(), new_rng(0))
+        )
         line(f"{name} raw", wall, cpu, baseline, f"{len(raw.unloads)} unloads")
         fresh = leader.view(config, NOW, namespace_policies=policies)
-        looped, wall, cpu = timed(lambda n=name, v=fresh: run_shedding_cycle(v, StrategyState(), new_rng(0),
-                                                                             strategy=n))
+        looped, wall, cpu = timed(
+            lambda n=name, v=fresh: run_shedding_cycle(v, StrategyState(), new_rng(0), strategy=n)
+        )
         line(f"{name} loop", wall, cpu, baseline, f"{len(looped.unloads)} unloads")
 
-    ext_config = config.with_overrides({"loadManagerClassName": EXTENSIBLE_LM,
-                                        "loadBalancerSheddingConditionHitCountThreshold": 0})
+    ext_config = config.with_overrides(
+        {"loadManagerClassName": EXTENSIBLE_LM, "loadBalancerSheddingConditionHitCountThreshold": 0}
+    )
     parts = extensible_parts(view, 3)
     ext_view = leader.view(ext_config, NOW, **parts)
     result, wall, cpu = timed(lambda: run_shedding_cycle(ext_view, StrategyState(), new_rng(0)))
     line("extensible: TransferShedder loop", wall, cpu, baseline, f"{len(result.unloads)} unloads")
     ext_view = leader.view(ext_config, NOW, **parts)
     result, wall, cpu = timed(lambda: find_bundles_to_split(ext_view, StrategyState(), None))
-    line("extensible: DefaultNamespaceBundleSplitStrategyImpl", wall, cpu, baseline, f"{len(result.splits)} splits")
+    line(
+        "extensible: DefaultNamespaceBundleSplitStrategyImpl",
+        wall,
+        cpu,
+        baseline,
+        f"{len(result.splits)} splits",
+    )
 
 
 if __name__ == "__main__":

@@ -42,19 +42,32 @@ TOPICS = {"orders": 24, "payments": 12, "clicks": 12}
 
 def styles(backoff: float) -> dict[str, Callable]:
     def seed(store, group, cid, tracker):
-        return ZkRebalancingConsumer(store, group, cid, list(TOPICS), assignor="range", tracker=tracker,
-                                     rebalance_backoff_s=backoff, rebalance_max_retries=50)
+        return ZkRebalancingConsumer(
+            store,
+            group,
+            cid,
+            list(TOPICS),
+            assignor="range",
+            tracker=tracker,
+            rebalance_backoff_s=backoff,
+            rebalance_max_retries=50,
+        )
 
     def coordinator(store, group, cid, tracker):
-        return CoordinatedGroupConsumer(store, group, cid, list(TOPICS), assignor="cooperative-sticky",
-                                        tracker=tracker)
+        return CoordinatedGroupConsumer(
+            store, group, cid, list(TOPICS), assignor="cooperative-sticky", tracker=tracker
+        )
 
     def eager(store, group, cid, tracker):
-        return CoordinatedGroupConsumer(store, group, cid, list(TOPICS), assignor="range", incremental=False,
-                                        tracker=tracker)
+        return CoordinatedGroupConsumer(
+            store, group, cid, list(TOPICS), assignor="range", incremental=False, tracker=tracker
+        )
 
-    return {"seed-004 (range)": seed, "coordinator (cooperative-sticky)": coordinator,
-            "coordinator-eager (range)": eager}
+    return {
+        "seed-004 (range)": seed,
+        "coordinator (cooperative-sticky)": coordinator,
+        "coordinator-eager (range)": eager,
+    }
 
 
 async def one_round(new_store, make, consumers: int, seed: int) -> list[dict]:
@@ -98,27 +111,46 @@ async def main_async(args: argparse.Namespace) -> None:
             return store
 
     try:
-        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-              f"load average {os.getloadavg()[0]:.1f}; store: {args.store}; topics {TOPICS}; "
-              f"{args.consumers} consumers; {args.rounds} rounds (median per change)\n")
-        header = (f"{'style':<34} {'change':<20} {'settle_s':>9} {'moved':>6} {'paused_p_s':>11} "
-                  f"{'max_pause':>10} {'stw_s':>8} {'rebal':>6} {'attempts':>8}")
+        print(
+            f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"load average {os.getloadavg()[0]:.1f}; store: {args.store}; topics {TOPICS}; "
+            f"{args.consumers} consumers; {args.rounds} rounds (median per change)\n"
+        )
+        header = (
+            f"{'style':<34} {'change':<20} {'settle_s':>9} {'moved':>6} {'paused_p_s':>11} "
+            f"{'max_pause':>10} {'stw_s':>8} {'rebal':>6} {'attempts':>8}"
+        )
         for name, make in styles(args.backoff).items():
             rounds = [await one_round(new_store, make, args.consumers, seed) for seed in range(args.rounds)]
             print(header)
             totals = {"settle_s": 0.0, "moved": 0, "paused_partition_s": 0.0, "stop_the_world_s": 0.0}
             for i, row in enumerate(rounds[0]):
-                med = {k: statistics.median(r[i][k] for r in rounds) for k in
-                       ("settle_s", "moved", "paused_partition_s", "max_pause_s", "stop_the_world_s",
-                        "rebalances", "attempts")}
-                change = row["change"] if row["change"].startswith("join") else f"leave #{i - args.consumers + 1}"
-                print(f"{name:<34} {change:<20} {med['settle_s']:>9.4f} {med['moved']:>6.0f} "
-                      f"{med['paused_partition_s']:>11.4f} {med['max_pause_s']:>10.4f} "
-                      f"{med['stop_the_world_s']:>8.4f} {med['rebalances']:>6.0f} {med['attempts']:>8.0f}")
+                med = {
+                    k: statistics.median(r[i][k] for r in rounds)
+                    for k in (
+                        "settle_s",
+                        "moved",
+                        "paused_partition_s",
+                        "max_pause_s",
+                        "stop_the_world_s",
+                        "rebalances",
+                        "attempts",
+                    )
+                }
+                change = (
+                    row["change"] if row["change"].startswith("join") else f"leave #{i - args.consumers + 1}"
+                )
+                print(
+                    f"{name:<34} {change:<20} {med['settle_s']:>9.4f} {med['moved']:>6.0f} "
+                    f"{med['paused_partition_s']:>11.4f} {med['max_pause_s']:>10.4f} "
+                    f"{med['stop_the_world_s']:>8.4f} {med['rebalances']:>6.0f} {med['attempts']:>8.0f}"
+                )
                 for k in totals:
                     totals[k] += med[k]
-            print(f"{name:<34} {'TOTAL':<20} {totals['settle_s']:>9.4f} {totals['moved']:>6.0f} "
-                  f"{totals['paused_partition_s']:>11.4f} {'':>10} {totals['stop_the_world_s']:>8.4f}\n")
+            print(
+                f"{name:<34} {'TOTAL':<20} {totals['settle_s']:>9.4f} {totals['moved']:>6.0f} "
+                f"{totals['paused_partition_s']:>11.4f} {'':>10} {totals['stop_the_world_s']:>8.4f}\n"
+            )
     finally:
         for store in stores:
             await store.close()

@@ -47,11 +47,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BUNDLES = 512
-SETTINGS = {"brokerlbHostUsage": "traffic", "clusterName": "bench",
-            "loadBalancerSheddingIntervalMinutes": 60, "metadataStoreSessionTimeoutMillis": 10000}
+SETTINGS = {
+    "brokerlbHostUsage": "traffic",
+    "clusterName": "bench",
+    "loadBalancerSheddingIntervalMinutes": 60,
+    "metadataStoreSessionTimeoutMillis": 10000,
+}
 
 
 # --------------------------------------------------------------------------- load generator (own process)
+
 
 async def _request(conns: dict[tuple[str, int], Any], host: str, port: int, path: str) -> tuple[int, bytes]:
     key = (host, port)
@@ -75,7 +80,9 @@ async def _request(conns: dict[tuple[str, int], Any], host: str, port: int, path
     return status, (location if status == 307 else body)
 
 
-async def _lookup(conns: dict[tuple[str, int], Any], url: str, path: str, max_redirects: int = 20) -> tuple[int, int]:
+async def _lookup(
+    conns: dict[tuple[str, int], Any], url: str, path: str, max_redirects: int = 20
+) -> tuple[int, int]:
     """GET with redirects; returns (final status, redirects followed)."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -136,6 +143,7 @@ def run_load(url: str, paths: list[str], connections: int, seconds: float | None
 
 # --------------------------------------------------------------------------- clusters
 
+
 def _free_base_port(count: int) -> int:
     from brokerlb.testing.zookeeper import free_port
 
@@ -162,8 +170,16 @@ class MemoryCluster:
         self.base = _free_base_port(brokers)
         self.urls = [f"http://127.0.0.1:{self.base + i}" for i in range(brokers)]
         self.log = tempfile.NamedTemporaryFile(prefix="bench-standalone-", suffix=".log", delete=False)
-        args = [sys.executable, "-m", "brokerlb.cli.main", "standalone", "--brokers", str(brokers),
-                "--web-port", str(self.base)]
+        args = [
+            sys.executable,
+            "-m",
+            "brokerlb.cli.main",
+            "standalone",
+            "--brokers",
+            str(brokers),
+            "--web-port",
+            str(self.base),
+        ]
         for k, v in SETTINGS.items():
             args += ["--set", f"{k}={v}"]
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -198,6 +214,7 @@ class ZooKeeperCluster:
 
 # --------------------------------------------------------------------------- phases
 
+
 def _summary(result: dict[str, Any]) -> dict[str, Any]:
     lat = sorted(result["latencies"])
     if not lat:
@@ -206,10 +223,16 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
     def q(p: float) -> float:
         return round(lat[min(len(lat) - 1, int(p * len(lat)))] * 1000, 3)
 
-    return {"requests": len(lat), "per_second": round(len(lat) / result["elapsed"], 1),
-            "p50_ms": q(0.50), "p99_ms": q(0.99), "max_ms": round(lat[-1] * 1000, 3),
-            "mean_ms": round(statistics.fmean(lat) * 1000, 3), "statuses": result["statuses"],
-            "redirects": result["redirects"]}
+    return {
+        "requests": len(lat),
+        "per_second": round(len(lat) / result["elapsed"], 1),
+        "p50_ms": q(0.50),
+        "p99_ms": q(0.99),
+        "max_ms": round(lat[-1] * 1000, 3),
+        "mean_ms": round(statistics.fmean(lat) * 1000, 3),
+        "statuses": result["statuses"],
+        "redirects": result["redirects"],
+    }
 
 
 def _setup_namespace(url: str, namespace: str) -> tuple[list[str], list[str]]:
@@ -228,12 +251,16 @@ def _setup_namespace(url: str, namespace: str) -> tuple[list[str], list[str]]:
         first.setdefault(str(bundles.find_bundle(topic)), topic)
         i += 1
     per_bundle = [f"/lookup/v2/topic/{TopicName.parse(t).lookup_name}" for t in first.values()]
-    owned = [f"/lookup/v2/topic/{TopicName.parse(f'persistent://{namespace}/o-{i}').lookup_name}"
-             for i in range(20_000)]
+    owned = [
+        f"/lookup/v2/topic/{TopicName.parse(f'persistent://{namespace}/o-{i}').lookup_name}"
+        for i in range(20_000)
+    ]
     return per_bundle, owned
 
 
-def bench_store(name: str, cluster: Any, seconds: float, connections: int, pool: ProcessPoolExecutor) -> dict[str, Any]:
+def bench_store(
+    name: str, cluster: Any, seconds: float, connections: int, pool: ProcessPoolExecutor
+) -> dict[str, Any]:
     from brokerlb.admin import AdminClient
 
     with AdminClient(cluster.urls[0]) as admin:
@@ -245,17 +272,23 @@ def bench_store(name: str, cluster: Any, seconds: float, connections: int, pool:
     assign = pool.submit(run_load, target, per_bundle, 8, None).result()
     results["first_time_assignment"] = _summary(assign)
     pool.submit(run_load, target, owned[:2000], 8, 2.0).result()  # warm up
-    results["owned_throughput"] = _summary(pool.submit(run_load, target, owned, connections, seconds).result())
+    results["owned_throughput"] = _summary(
+        pool.submit(run_load, target, owned, connections, seconds).result()
+    )
     results["owned_4conn"] = _summary(pool.submit(run_load, target, owned, 4, seconds / 2).result())
     results["owned_latency_1conn"] = _summary(pool.submit(run_load, target, owned, 1, seconds / 2).result())
     results["baseline_health_1conn"] = _summary(
-        pool.submit(run_load, target, ["/admin/v2/brokers/health"], 1, seconds / 2).result())
+        pool.submit(run_load, target, ["/admin/v2/brokers/health"], 1, seconds / 2).result()
+    )
     return results
 
 
 def _machine() -> dict[str, Any]:
-    return {"cpus": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
-            "python": sys.version.split()[0]}
+    return {
+        "cpus": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "python": sys.version.split()[0],
+    }
 
 
 def _print(results: list[dict[str, Any]]) -> None:
@@ -264,11 +297,18 @@ def _print(results: list[dict[str, Any]]) -> None:
     print(head)
     print("-" * len(head))
     for r in results:
-        for phase in ("first_time_assignment", "owned_throughput", "owned_4conn", "owned_latency_1conn",
-                      "baseline_health_1conn"):
+        for phase in (
+            "first_time_assignment",
+            "owned_throughput",
+            "owned_4conn",
+            "owned_latency_1conn",
+            "baseline_health_1conn",
+        ):
             s = r[phase]
-            print(f"{r['store']:8} {phase:24} {s['requests']:>9} {s['per_second']:>9} {s['p50_ms']:>8} "
-                  f"{s['p99_ms']:>8} {s['max_ms']:>8} {s['statuses']} redirects={s['redirects']}")
+            print(
+                f"{r['store']:8} {phase:24} {s['requests']:>9} {s['per_second']:>9} {s['p50_ms']:>8} "
+                f"{s['p99_ms']:>8} {s['max_ms']:>8} {s['statuses']} redirects={s['redirects']}"
+            )
 
 
 def main() -> None:

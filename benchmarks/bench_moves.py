@@ -37,8 +37,12 @@ def stats_ms(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"n": 0, "median": None, "p90": None, "max": None}
     ordered = sorted(v * 1e3 for v in values)
-    return {"n": len(ordered), "median": round(statistics.median(ordered), 1),
-            "p90": round(ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))], 1), "max": round(ordered[-1], 1)}
+    return {
+        "n": len(ordered),
+        "median": round(statistics.median(ordered), 1),
+        "p90": round(ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))], 1),
+        "max": round(ordered[-1], 1),
+    }
 
 
 async def quiet(moves: int) -> dict[str, Any]:
@@ -48,8 +52,12 @@ async def quiet(moves: int) -> dict[str, Any]:
     from brokerlb.ring import NamespaceBundles
     from brokerlb.testing.standalone_process import StandaloneProcess
 
-    settings = {"webSocketServiceEnabled": True, "loadBalancerSheddingEnabled": False, "clusterName": "moves",
-                "metadataStoreSessionTimeoutMillis": 10000}
+    settings = {
+        "webSocketServiceEnabled": True,
+        "loadBalancerSheddingEnabled": False,
+        "clusterName": "moves",
+        "metadataStoreSessionTimeoutMillis": 10000,
+    }
     async with StandaloneProcess(3, settings) as cluster, AsyncAdminClient(cluster.urls[0]) as admin:
         await admin.create_namespace("public/quiet", num_bundles=4)
         ring = NamespaceBundles.from_json("public/quiet", await admin.get_bundles("public/quiet"))
@@ -78,7 +86,9 @@ async def quiet(moves: int) -> dict[str, Any]:
             for i in range(2 * moves):
                 kind = "unload" if i % 2 == 0 else "transfer"
                 owner = str((await admin.lookup_topic(topic))["httpUrl"]).split("://", 1)[1]
-                destination = next(b for b in cluster.broker_ids if b != owner) if kind == "transfer" else None
+                destination = (
+                    next(b for b in cluster.broker_ids if b != owner) if kind == "transfer" else None
+                )
                 start = time.monotonic()
                 await admin.unload_bundle("public/quiet", bundle.range, destination_broker=destination)
                 await asyncio.sleep(1.5)
@@ -89,9 +99,15 @@ async def quiet(moves: int) -> dict[str, Any]:
             await asyncio.gather(*tasks, return_exceptions=True)
             await producer.flush(5)
             accounted = producer.sent == producer.acked + producer.failed
-            return {"unload": stats_ms(pauses["unload"]), "transfer": stats_ms(pauses["transfer"]),
-                    "sent": producer.sent, "acked": producer.acked, "failed": producer.failed,
-                    "accounted": accounted, "reconnects": producer.stats.to_json()}
+            return {
+                "unload": stats_ms(pauses["unload"]),
+                "transfer": stats_ms(pauses["transfer"]),
+                "sent": producer.sent,
+                "acked": producer.acked,
+                "failed": producer.failed,
+                "accounted": accounted,
+                "reconnects": producer.stats.to_json(),
+            }
 
 
 async def loaded(runs: int) -> list[dict[str, Any]]:
@@ -99,14 +115,25 @@ async def loaded(runs: int) -> list[dict[str, Any]]:
 
     out = []
     for seed in range(runs):
-        result = await run_move_scenario(MoveScenario(rate=300.0, seed=seed + 1, plain_unloads=5, transfers=5,
-                                                      move_gap=1.5), log=lambda _m: None)
+        result = await run_move_scenario(
+            MoveScenario(rate=300.0, seed=seed + 1, plain_unloads=5, transfers=5, move_gap=1.5),
+            log=lambda _m: None,
+        )
         produce = result.produce
-        out.append({"adminMoves": result.admin_pauses, "closes": result.close_pauses, "sent": produce.sent,
-                    "acked": produce.acked, "errored": produce.errored, "unaccounted": produce.unaccounted,
-                    "shedCloses": result.shed_closes, "reconnects": produce.reconnects,
-                    "directReconnects": produce.direct_reconnects,
-                    "longestPauseMs": round(produce.longest_pause.seconds * 1e3, 1)})
+        out.append(
+            {
+                "adminMoves": result.admin_pauses,
+                "closes": result.close_pauses,
+                "sent": produce.sent,
+                "acked": produce.acked,
+                "errored": produce.errored,
+                "unaccounted": produce.unaccounted,
+                "shedCloses": result.shed_closes,
+                "reconnects": produce.reconnects,
+                "directReconnects": produce.direct_reconnects,
+                "longestPauseMs": round(produce.longest_pause.seconds * 1e3, 1),
+            }
+        )
     return out
 
 
@@ -116,29 +143,46 @@ def report(r: dict[str, Any]) -> None:
     print("quiet (one topic at 200 msg/s, moves 1.5 s apart):")
     for kind in ("unload", "transfer"):
         s = q[kind]
-        print(f"  {kind:8s}  pause median {s['median']} ms  p90 {s['p90']} ms  max {s['max']} ms  ({s['n']} moves)")
-    print(f"  sent {q['sent']} = acked {q['acked']} + failed {q['failed']}: {q['accounted']}; {q['reconnects']}")
+        print(
+            f"  {kind:8s}  pause median {s['median']} ms  p90 {s['p90']} ms  max {s['max']} ms  ({s['n']} moves)"
+        )
+    print(
+        f"  sent {q['sent']} = acked {q['acked']} + failed {q['failed']}: {q['accounted']}; {q['reconnects']}"
+    )
     for i, run in enumerate(r["loaded"]):
-        print(f"loaded run {i + 1} (200 topics, 300 msg/s Zipf, shedding every 3 s; "
-              f"{run['shedCloses']} closes from shedding):")
+        print(
+            f"loaded run {i + 1} (200 topics, 300 msg/s Zipf, shedding every 3 s; "
+            f"{run['shedCloses']} closes from shedding):"
+        )
         for kind, s in run["adminMoves"].items():
-            print(f"  admin {kind:8s}  longest pause of the move's topics: median {s['medianMs']} ms, "
-                  f"max {s['maxMs']} ms ({s['moves']} moves)")
+            print(
+                f"  admin {kind:8s}  longest pause of the move's topics: median {s['medianMs']} ms, "
+                f"max {s['maxMs']} ms ({s['moves']} moves)"
+            )
         for reason, s in run["closes"].items():
-            print(f"  every {reason:16s} close: pause median {s['medianMs']} ms, p90 {s['p90Ms']} ms, "
-                  f"max {s['maxMs']} ms ({s['measured']} of {s['closes']} with sends pending)")
-        print(f"  sent {run['sent']} = acked {run['acked']} + errored {run['errored']} "
-              f"(unaccounted {run['unaccounted']}); reconnects {run['reconnects']} "
-              f"({run['directReconnects']} direct); longest pause {run['longestPauseMs']} ms")
+            print(
+                f"  every {reason:16s} close: pause median {s['medianMs']} ms, p90 {s['p90Ms']} ms, "
+                f"max {s['maxMs']} ms ({s['measured']} of {s['closes']} with sends pending)"
+            )
+        print(
+            f"  sent {run['sent']} = acked {run['acked']} + errored {run['errored']} "
+            f"(unaccounted {run['unaccounted']}); reconnects {run['reconnects']} "
+            f"({run['directReconnects']} direct); longest pause {run['longestPauseMs']} ms"
+        )
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    return {"machine": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
-            "quiet": await quiet(args.moves), "loaded": await loaded(args.scenario_runs)}
+    return {
+        "machine": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
+        "quiet": await quiet(args.moves),
+        "loaded": await loaded(args.scenario_runs),
+    }
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--moves", type=int, default=10, help="moves of each kind in the quiet part")
     parser.add_argument("--scenario-runs", type=int, default=1, help="runs of the loaded scenario")
     parser.add_argument("--json", action="store_true")

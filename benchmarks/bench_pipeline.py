@@ -73,8 +73,10 @@ def generate(data: Path, rows: int, topics: int, master: str) -> None:
     dumps = rows // topics
     spark = spark_session(master, app_name="bench-pipeline-generate")
     ids = spark.range(rows).select(
-        (F.col("id") % topics).alias("topic"), F.floor(F.col("id") / topics).alias("dump"),
-        F.crc32(F.col("id").cast("string")).alias("h"))
+        (F.col("id") % topics).alias("topic"),
+        F.floor(F.col("id") / topics).alias("dump"),
+        F.crc32(F.col("id").cast("string")).alias("h"),
+    )
     ns = F.col("topic") % NAMESPACES
     name = F.format_string("persistent://tenant/ns-%d/topic-%d", ns, F.col("topic"))
     # a bundle's topics live on one broker; bundles move to the next broker every 30 dumps
@@ -84,9 +86,17 @@ def generate(data: Path, rows: int, topics: int, master: str) -> None:
         '{"timestamp":%d,"broker":"broker-%d:8080","topic":"%s",'
         '"msgRateIn":%.3f,"msgRateOut":%.3f,"msgThroughputIn":%.1f,"msgThroughputOut":%.1f,'
         '"producerCount":%d,"consumerCount":%d,"subscriptionCount":%d,"averageMsgSize":%.1f}',
-        F.lit(T0) + F.col("dump") * STEP_MS, broker, name,
-        (F.col("h") % 1000) / 10.0, (F.col("h") % 777) / 5.0, (F.col("h") % 100_000) * 1.0, (F.col("h") % 77_777) * 2.0,
-        F.col("h") % 3, F.col("h") % 5, F.col("h") % 2, (F.col("h") % 2000) * 1.0,
+        F.lit(T0) + F.col("dump") * STEP_MS,
+        broker,
+        name,
+        (F.col("h") % 1000) / 10.0,
+        (F.col("h") % 777) / 5.0,
+        (F.col("h") % 100_000) * 1.0,
+        (F.col("h") % 77_777) * 2.0,
+        F.col("h") % 3,
+        F.col("h") % 5,
+        F.col("h") % 2,
+        (F.col("h") % 2000) * 1.0,
     )
     out = data / "_generated"
     ids.select(line.alias("value")).repartition(16).write.mode("overwrite").text(str(out))
@@ -127,8 +137,13 @@ class PeakMemory:
         for p in [self._root, *self._root.children(recursive=True)]:
             try:
                 rss = p.memory_info().rss
-                part = ("driverPython" if p.pid == self._root.pid
-                        else "jvm" if p.name().startswith("java") else "pythonWorkers")
+                part = (
+                    "driverPython"
+                    if p.pid == self._root.pid
+                    else "jvm"
+                    if p.name().startswith("java")
+                    else "pythonWorkers"
+                )
             except psutil.Error:
                 continue
             parts[part] += rss
@@ -193,8 +208,12 @@ def baseline_sums(spark: SparkSession, table: str, out: str) -> None:
     df = spark.read.parquet(table)
     bucket = (F.crc32(F.col("topic")) % BUNDLES).alias("bucket")
     sums = df.groupBy("timestamp", "broker", bucket).agg(
-        F.sum("msgRateIn"), F.sum("msgRateOut"), F.sum("msgThroughputIn"), F.sum("msgThroughputOut"),
-        F.count("topic").alias("topics"))
+        F.sum("msgRateIn"),
+        F.sum("msgRateOut"),
+        F.sum("msgThroughputIn"),
+        F.sum("msgThroughputOut"),
+        F.count("topic").alias("topics"),
+    )
     sums.write.mode("overwrite").parquet(out)
 
 
@@ -222,8 +241,9 @@ def measure(data: Path, master: str, driver_memory: str) -> dict:
         seconds["ingest"], ingested = _timed(lambda: ingest(spark, str(data / "history"), str(warehouse)))
         topic_table = Warehouse(warehouse).table("topic_samples")
         seconds["baselineSums"], _ = _timed(lambda: baseline_sums(spark, topic_table, str(scratch / "sums")))
-        seconds["loaddata"], loaded = _timed(lambda: load_data(spark, str(warehouse), source="topics",
-                                                               cycles="leader"))
+        seconds["loaddata"], loaded = _timed(
+            lambda: load_data(spark, str(warehouse), source="topics", cycles="leader")
+        )
     load_after = os.getloadavg()
     spark.stop()
     assert scanned == rows, (scanned, rows)
@@ -234,7 +254,8 @@ def measure(data: Path, master: str, driver_memory: str) -> dict:
         "topics": meta["topics"],
         "master": master,
         "driverMemory": driver_memory,
-        "seconds": {key: round(value, 1) for key, value in seconds.items()} | {"ingestPlusLoaddata": round(total, 1)},
+        "seconds": {key: round(value, 1) for key, value in seconds.items()}
+        | {"ingestPlusLoaddata": round(total, 1)},
         "rowsPerSecond": {
             "endToEnd": round(rows / total),
             "ingest": round(rows / seconds["ingest"]),
@@ -261,8 +282,12 @@ def measure(data: Path, master: str, driver_memory: str) -> dict:
 def machine() -> dict:
     import psutil
 
-    return {"cpus": os.cpu_count(), "memoryGiB": round(psutil.virtual_memory().total / 2**30, 1),
-            "python": platform.python_version(), "platform": platform.platform()}
+    return {
+        "cpus": os.cpu_count(),
+        "memoryGiB": round(psutil.virtual_memory().total / 2**30, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def main() -> None:
@@ -271,8 +296,12 @@ def main() -> None:
     ap.add_argument("--topics", type=int, default=100_000)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="3g")
-    ap.add_argument("--data", type=Path, default=None,
-                    help="data directory (default: a new one under /tmp, deleted afterwards)")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="data directory (default: a new one under /tmp, deleted afterwards)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the data directory (reused by the next run)")
     ap.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -284,8 +313,22 @@ def main() -> None:
         if not (data / "meta.json").exists():
             print(f"generating {args.rows:,} topic samples into {data} ...", file=sys.stderr, flush=True)
             started = time.perf_counter()
-            subprocess.run([sys.executable, __file__, "--generate-only", "--rows", str(args.rows), "--topics",
-                            str(args.topics), "--master", args.master, "--data", str(data)], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--generate-only",
+                    "--rows",
+                    str(args.rows),
+                    "--topics",
+                    str(args.topics),
+                    "--master",
+                    args.master,
+                    "--data",
+                    str(data),
+                ],
+                check=True,
+            )
             print(f"generated in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         result = measure(data, args.master, args.driver_memory)
         print(json.dumps(result, indent=2))

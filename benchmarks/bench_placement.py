@@ -73,33 +73,63 @@ def synthetic_view(n_brokers: int, n_bundles: int, seed: int = 7) -> ClusterView
             bundle = f"tenant-{ns % 50}/ns-{ns}/0x{i * step:08x}_0x{upper:08x}"
             rate = rng.uniform(10, 2000) * (20 if rng.random() < 0.001 else 1)  # a few hot bundles
             tput = rate * rng.uniform(500, 5000)
-            sample = NamespaceBundleStats(msg_rate_in=rate, msg_rate_out=rate / 2, msg_throughput_in=tput,
-                                          msg_throughput_out=tput / 2, topics=rng.randint(1, 50),
-                                          producer_count=rng.randint(0, 20), consumer_count=rng.randint(0, 20))
+            sample = NamespaceBundleStats(
+                msg_rate_in=rate,
+                msg_rate_out=rate / 2,
+                msg_throughput_in=tput,
+                msg_throughput_out=tput / 2,
+                topics=rng.randint(1, 50),
+                producer_count=rng.randint(0, 20),
+                consumer_count=rng.randint(0, 20),
+            )
             stats_of[brokers[rng.randrange(n_brokers)]][bundle] = sample
-            histories[bundle] = BundleData(TimeAverageMessageData(10, 10, tput, tput / 2, rate, rate / 2),
-                                           TimeAverageMessageData(1000, 1000, tput, tput / 2, rate, rate / 2),
-                                           sample.topics)
+            histories[bundle] = BundleData(
+                TimeAverageMessageData(10, 10, tput, tput / 2, rate, rate / 2),
+                TimeAverageMessageData(1000, 1000, tput, tput / 2, rate, rate / 2),
+                sample.topics,
+            )
     broker_data = {}
     for name in brokers:
-        local = LocalBrokerData(web_service_url=f"http://{name}", broker_version_string="4.0.0",
-                                load_manager_class_name="org.apache.pulsar.broker.loadbalance.impl."
-                                                        "ModularLoadManagerImpl")
-        local.update(system_usage(cpu=rng.uniform(5, 95), bandwidth_in=rng.uniform(5, 60),
-                                  bandwidth_out=rng.uniform(5, 60)), stats_of[name])
+        local = LocalBrokerData(
+            web_service_url=f"http://{name}",
+            broker_version_string="4.0.0",
+            load_manager_class_name="org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl",
+        )
+        local.update(
+            system_usage(
+                cpu=rng.uniform(5, 95), bandwidth_in=rng.uniform(5, 60), bandwidth_out=rng.uniform(5, 60)
+            ),
+            stats_of[name],
+        )
         default = NamespaceBundleStats.new_default()
         broker_data[name] = BrokerData(local, TimeAverageBrokerData.of(local.last_stats, histories, default))
-    groups = {f"tenant-{t}/ns-{ns}": NamespacePolicy(f"group-{ns % 7}")
-              for ns in range(0, n_namespaces, 20) for t in [ns % 50]}
-    isolation = {"gold": NamespaceIsolationData(("tenant-1/.*",), (r"broker-[0-9]\.example",),
-                                                (r"broker-1[0-9]\.example",), AutoFailoverPolicy(min_limit=2))}
+    groups = {
+        f"tenant-{t}/ns-{ns}": NamespacePolicy(f"group-{ns % 7}")
+        for ns in range(0, n_namespaces, 20)
+        for t in [ns % 50]
+    }
+    isolation = {
+        "gold": NamespaceIsolationData(
+            ("tenant-1/.*",),
+            (r"broker-[0-9]\.example",),
+            (r"broker-1[0-9]\.example",),
+            AutoFailoverPolicy(min_limit=2),
+        )
+    }
     domains = {f"zone-{z}": FailureDomain(frozenset(brokers[z::10])) for z in range(10)}
-    lookup = {b: BrokerLookupData(load_manager_class_name=EXTENSIBLE_LM, broker_version="4.0.0") for b in brokers}
+    lookup = {
+        b: BrokerLookupData(load_manager_class_name=EXTENSIBLE_LM, broker_version="4.0.0") for b in brokers
+    }
     loads = {b: broker_load(cpu=rng.uniform(5, 95), topics=rng.randint(0, 5000)) for b in brokers}
     return ClusterView(
-        config=ServiceConfig(failureDomainsEnabled=True), now_ms=1_700_000_000_000,
-        load_data=LoadData(broker_data, histories), namespace_policies=groups, isolation_policies=isolation,
-        failure_domains=domains, broker_lookup_data=lookup, broker_load_data=loads,
+        config=ServiceConfig(failureDomainsEnabled=True),
+        now_ms=1_700_000_000_000,
+        load_data=LoadData(broker_data, histories),
+        namespace_policies=groups,
+        isolation_policies=isolation,
+        failure_domains=domains,
+        broker_lookup_data=lookup,
+        broker_load_data=loads,
     )
 
 
@@ -112,8 +142,9 @@ def new_bundles(count: int) -> list[str]:
     return out
 
 
-def time_placements(view: ClusterView, bundles: list[str], strategy: str | None
-                    ) -> tuple[float, list[float], float]:
+def time_placements(
+    view: ClusterView, bundles: list[str], strategy: str | None
+) -> tuple[float, list[float], float]:
     """Context build time, wall time per placement, and CPU seconds of all placements."""
     t0 = time.perf_counter()
     context = PlacementContext(view)
@@ -132,8 +163,10 @@ def time_placements(view: ClusterView, bundles: list[str], strategy: str | None
 def report(name: str, laps: list[float], cpu: float) -> None:
     laps_ms = sorted(x * 1000 for x in laps)
     p99 = laps_ms[int(len(laps_ms) * 0.99) - 1]
-    print(f"  {name:<52} wall: median {statistics.median(laps_ms):6.3f} ms, mean "
-          f"{statistics.fmean(laps_ms):6.3f} ms, p99 {p99:6.3f} ms; CPU {cpu * 1000 / len(laps):6.3f} ms each")
+    print(
+        f"  {name:<52} wall: median {statistics.median(laps_ms):6.3f} ms, mean "
+        f"{statistics.fmean(laps_ms):6.3f} ms, p99 {p99:6.3f} ms; CPU {cpu * 1000 / len(laps):6.3f} ms each"
+    )
 
 
 def main() -> None:
@@ -143,8 +176,10 @@ def main() -> None:
     ap.add_argument("--placements", type=int, default=10_000)
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f}; {args.brokers} brokers, {args.bundles} bundles, {args.placements} placements")
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.1f}; {args.brokers} brokers, {args.bundles} bundles, {args.placements} placements"
+    )
 
     t0 = time.perf_counter()
     view = synthetic_view(args.brokers, args.bundles)
@@ -160,9 +195,11 @@ def main() -> None:
     baseline = (time.perf_counter() - t0) / args.placements
     print(f"  baseline: min over {len(names)} precomputed scores     {baseline * 1000:6.3f} ms per placement")
 
-    for label, strategy in (("modular LeastLongTermMessageRate (default)", None),
-                            ("modular LeastResourceUsageWithWeight", "LeastResourceUsageWithWeight"),
-                            ("modular RoundRobinBrokerSelector", "RoundRobinBrokerSelector")):
+    for label, strategy in (
+        ("modular LeastLongTermMessageRate (default)", None),
+        ("modular LeastResourceUsageWithWeight", "LeastResourceUsageWithWeight"),
+        ("modular RoundRobinBrokerSelector", "RoundRobinBrokerSelector"),
+    ):
         build, laps, cpu = time_placements(view, bundles, strategy)
         if strategy is None:
             print(f"  PlacementContext build (once per refresh)    {build:7.2f} s")
@@ -172,14 +209,17 @@ def main() -> None:
     _, laps, cpu = time_placements(extensible, bundles, EXT_LRUWW)
     report("extensible pipeline + its LeastResourceUsageWithWeight", laps, cpu)
 
-    for label, strategy in (("split check BundleSplitterTask", "BundleSplitterTask"),
-                            ("split check DefaultNamespaceBundleSplitStrategyImpl",
-                             "DefaultNamespaceBundleSplitStrategyImpl")):
+    for label, strategy in (
+        ("split check BundleSplitterTask", "BundleSplitterTask"),
+        ("split check DefaultNamespaceBundleSplitStrategyImpl", "DefaultNamespaceBundleSplitStrategyImpl"),
+    ):
         t0, cpu0 = time.perf_counter(), time.process_time()
         result = find_bundles_to_split(view, StrategyState(), strategy)
-        print(f"  {label:<52} wall {time.perf_counter() - t0:5.2f} s, CPU {time.process_time() - cpu0:5.2f} s "
-              f"({result.stats['bundlesChecked']} bundles, {len(result.splits)} splits, "
-              f"{len(result.decisions)} decisions)")
+        print(
+            f"  {label:<52} wall {time.perf_counter() - t0:5.2f} s, CPU {time.process_time() - cpu0:5.2f} s "
+            f"({result.stats['bundlesChecked']} bundles, {len(result.splits)} splits, "
+            f"{len(result.decisions)} decisions)"
+        )
 
 
 if __name__ == "__main__":

@@ -49,8 +49,10 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}")
     print(f"{args.names:,} names, {args.bundles} bundles")
     print(f"baseline zlib.crc32 loop     : {args.names / t_crc:14,.0f} names/s")
-    print(f"batch find_bundle_indices    : {args.names / t_batch:14,.0f} names/s "
-          f"({t_batch / t_crc:.2f}x the bare crc32 loop)")
+    print(
+        f"batch find_bundle_indices    : {args.names / t_batch:14,.0f} names/s "
+        f"({t_batch / t_crc:.2f}x the bare crc32 loop)"
+    )
     print(f"per-name find_bundle loop    : {args.names / t_loop:14,.0f} names/s")
     print(f"single lookup, full-name str : {t_single_str * 1e6:8.3f} µs")
     print(f"single lookup, TopicName     : {t_single_obj * 1e6:8.3f} µs")

@@ -33,7 +33,9 @@ from collections import defaultdict
 from brokerlb.sim import run_scenario
 
 
-def run(strategy: str, hours: float, extra: dict[str, str], profile: bool) -> tuple[float, float, object, object]:
+def run(
+    strategy: str, hours: float, extra: dict[str, str], profile: bool
+) -> tuple[float, float, object, object]:
     """Wall seconds, CPU seconds of this process, the result, the profiler."""
     overrides = {"duration": f"{hours}h", **extra}
     profiler = cProfile.Profile() if profile else None
@@ -51,8 +53,15 @@ def by_package(profiler: cProfile.Profile) -> dict[str, float]:
     totals: dict[str, float] = defaultdict(float)
     for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
         path = filename.replace(os.sep, "/")
-        for package in ("brokerlb/sim", "brokerlb/loadbalance", "brokerlb/model", "brokerlb/ownership",
-                        "brokerlb/ring", "brokerlb/config", "numpy"):
+        for package in (
+            "brokerlb/sim",
+            "brokerlb/loadbalance",
+            "brokerlb/model",
+            "brokerlb/ownership",
+            "brokerlb/ring",
+            "brokerlb/config",
+            "numpy",
+        ):
             if f"/{package}/" in path:
                 totals[package] += tottime
                 break
@@ -67,42 +76,65 @@ def main() -> None:
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--no-baseline", action="store_true")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="scenario or broker.conf override, e.g. timing.refresh_interval=5m (repeatable)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="scenario or broker.conf override, e.g. timing.refresh_interval=5m (repeatable)",
+    )
     args = ap.parse_args()
     extra = dict(item.split("=", 1) for item in args.set)
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     wall, cpu, result, profiler = run(args.strategy, args.hours, extra, args.profile)
     s = result.summary
     cycles = result.cycles
-    print(f"{args.strategy}: {cycles} cycles, {len(result.brokers)} brokers, {s['final_bundles']} bundles at the end")
-    print(f"  wall {wall:.1f} s ({cycles / wall:.1f} cycles/s), CPU {cpu:.1f} s; the simulation loop used "
-          f"{result.cpu_seconds:.1f} s CPU, of which {result.engine_seconds:.1f} s in the decision engine "
-          f"({100 * result.engine_seconds / max(result.cpu_seconds, 1e-9):.0f}%) and "
-          f"{result.cpu_seconds - result.engine_seconds:.1f} s in the simulator")
+    print(
+        f"{args.strategy}: {cycles} cycles, {len(result.brokers)} brokers, {s['final_bundles']} bundles at the end"
+    )
+    print(
+        f"  wall {wall:.1f} s ({cycles / wall:.1f} cycles/s), CPU {cpu:.1f} s; the simulation loop used "
+        f"{result.cpu_seconds:.1f} s CPU, of which {result.engine_seconds:.1f} s in the decision engine "
+        f"({100 * result.engine_seconds / max(result.cpu_seconds, 1e-9):.0f}%) and "
+        f"{result.cpu_seconds - result.engine_seconds:.1f} s in the simulator"
+    )
     for phase, figures in result.extra.get("engine_phases", {}).items():
         calls = figures["calls"]
-        print(f"    {phase:<8} {calls:6d} calls x {1000 * figures['seconds'] / max(calls, 1):6.2f} ms "
-              f"= {figures['seconds']:5.1f} s CPU")
-    print(f"  moves {s['moves']}, splits {s['splits']}, reports written {s['reports_written']}, "
-          f"leader refreshes {s['leader_refreshes']}, "
-          f"max load {100 * s['load_max_mean']:.1f}% (mean), distance from bound {100 * s['distance_mean']:.1f}%")
+        print(
+            f"    {phase:<8} {calls:6d} calls x {1000 * figures['seconds'] / max(calls, 1):6.2f} ms "
+            f"= {figures['seconds']:5.1f} s CPU"
+        )
+    print(
+        f"  moves {s['moves']}, splits {s['splits']}, reports written {s['reports_written']}, "
+        f"leader refreshes {s['leader_refreshes']}, "
+        f"max load {100 * s['load_max_mean']:.1f}% (mean), distance from bound {100 * s['distance_mean']:.1f}%"
+    )
     if profiler is not None:
         print("  time per package (cProfile tottime; profiling slows the run down):")
         for package, seconds in by_package(profiler).items():
             print(f"    {package:<28} {seconds:7.1f} s")
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
     if not args.no_baseline:
-        base_wall, base_cpu, base, _ = run(args.strategy, args.hours, {
-            **extra, "loadBalancerSheddingEnabled": "false", "loadBalancerAutoBundleSplitEnabled": "false"}, False)
-        print(f"baseline (no shedding, no split): wall {base_wall:.1f} s, CPU {base_cpu:.1f} s, engine "
-              f"{base.engine_seconds:.1f} s CPU, {base.summary['leader_refreshes']} leader refreshes; the strategy "
-              f"and splits add {cpu - base_cpu:+.1f} s of CPU ({cpu / base_cpu:.2f}x)")
+        base_wall, base_cpu, base, _ = run(
+            args.strategy,
+            args.hours,
+            {**extra, "loadBalancerSheddingEnabled": "false", "loadBalancerAutoBundleSplitEnabled": "false"},
+            False,
+        )
+        print(
+            f"baseline (no shedding, no split): wall {base_wall:.1f} s, CPU {base_cpu:.1f} s, engine "
+            f"{base.engine_seconds:.1f} s CPU, {base.summary['leader_refreshes']} leader refreshes; the strategy "
+            f"and splits add {cpu - base_cpu:+.1f} s of CPU ({cpu / base_cpu:.2f}x)"
+        )
     goal = 60.0 * args.hours / 24.0
-    print(f"goal: <= {goal:.0f} s wall for {args.hours:g} h -> {'met' if wall <= goal else 'NOT met'} "
-          f"(CPU {cpu:.1f} s: on a busy machine wall time includes waiting for a core)")
+    print(
+        f"goal: <= {goal:.0f} s wall for {args.hours:g} h -> {'met' if wall <= goal else 'NOT met'} "
+        f"(CPU {cpu:.1f} s: on a busy machine wall time includes waiting for a core)"
+    )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,13 @@ def summary(samples_s: list[float]) -> dict[str, float]:
     def pct(p: float) -> float:
         return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
-    return {"n": len(ordered), "p50_us": pct(50) * 1e6, "p99_us": pct(99) * 1e6,
-            "mean_us": statistics.fmean(ordered) * 1e6, "max_us": ordered[-1] * 1e6}
+    return {
+        "n": len(ordered),
+        "p50_us": pct(50) * 1e6,
+        "p99_us": pct(99) * 1e6,
+        "mean_us": statistics.fmean(ordered) * 1e6,
+        "max_us": ordered[-1] * 1e6,
+    }
 
 
 async def timed_each(items, op) -> list[float]:
@@ -115,14 +120,20 @@ async def run_backend(name: str, new_store, n: int) -> dict[str, dict[str, float
 
 
 def print_table(all_results: dict[str, dict[str, dict[str, float]]]) -> None:
-    print(f"{'backend':<10} {'metric':<14} {'ops':>6} {'p50 µs':>10} {'p99 µs':>10} {'mean µs':>10} {'ops/s':>10}")
+    print(
+        f"{'backend':<10} {'metric':<14} {'ops':>6} {'p50 µs':>10} {'p99 µs':>10} {'mean µs':>10} {'ops/s':>10}"
+    )
     for backend, results in all_results.items():
         for metric, r in results.items():
             if "p50_us" in r:
-                print(f"{backend:<10} {metric:<14} {r['n']:>6} {r['p50_us']:>10.1f} {r['p99_us']:>10.1f} "
-                      f"{r['mean_us']:>10.1f} {1e6 / r['mean_us']:>10.0f}")
+                print(
+                    f"{backend:<10} {metric:<14} {r['n']:>6} {r['p50_us']:>10.1f} {r['p99_us']:>10.1f} "
+                    f"{r['mean_us']:>10.1f} {1e6 / r['mean_us']:>10.0f}"
+                )
             else:
-                print(f"{backend:<10} {metric:<14} {r['n']:>6} {'':>10} {'':>10} {'':>10} {r['per_s']:>10.0f}")
+                print(
+                    f"{backend:<10} {metric:<14} {r['n']:>6} {'':>10} {'':>10} {'':>10} {r['per_s']:>10.0f}"
+                )
     if {"zookeeper", "memory"} <= set(all_results):
         print("\nZooKeeper / memory (p50):")
         for metric in ("acquire", "acquire-busy", "lookup-cached", "lookup-store"):
@@ -133,24 +144,31 @@ def print_table(all_results: dict[str, dict[str, dict[str, float]]]) -> None:
 async def main_async(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
     out: dict[str, dict[str, dict[str, float]]] = {}
     server = MemoryServer(f"bench-{uuid.uuid4().hex[:6]}")
-    out["memory"] = await run_backend("memory", lambda: MemoryMetadataStore(server, session_timeout=10), args.bundles)
+    out["memory"] = await run_backend(
+        "memory", lambda: MemoryMetadataStore(server, session_timeout=10), args.bundles
+    )
     if not args.memory_only:
         from brokerlb.coordination.zookeeper import ZooKeeperMetadataStore
 
         with ZooKeeperServer() as zk:
             out["zookeeper"] = await run_backend(
-                "zookeeper", lambda: ZooKeeperMetadataStore(zk.hosts, session_timeout=10), args.bundles)
+                "zookeeper", lambda: ZooKeeperMetadataStore(zk.hosts, session_timeout=10), args.bundles
+            )
     return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--bundles", type=int, default=2000)
     parser.add_argument("--memory-only", action="store_true")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args()
-    print(f"# {platform.node()} {platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"{args.bundles} bundles")
+    print(
+        f"# {platform.node()} {platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"{args.bundles} bundles"
+    )
     results = asyncio.run(main_async(args))
     print_table(results)
     if args.json:

@@ -184,7 +184,8 @@ class TopicName:
                 ns = NamespaceName.parse(f"{parts[0]}/{parts[1]}/{parts[2]}")
             else:
                 raise InvalidTopicNameError(
-                    name, "expected domain://<tenant>/<namespace>/<topic> or domain://<tenant>/<cluster>/<namespace>/<topic>"
+                    name,
+                    "expected domain://<tenant>/<namespace>/<topic> or domain://<tenant>/<cluster>/<namespace>/<topic>",
                 )
         except InvalidNamespaceNameError as exc:
             raise InvalidTopicNameError(name, exc.why) from exc
@@ -231,7 +232,9 @@ class TopicName:
         if index == -1 or str(self).endswith(f"{PARTITIONED_TOPIC_SUFFIX}{index}"):
             return self
         if index < 0:
-            raise InvalidTopicNameError(f"{self}{PARTITIONED_TOPIC_SUFFIX}{index}", "negative partition index")
+            raise InvalidTopicNameError(
+                f"{self}{PARTITIONED_TOPIC_SUFFIX}{index}", "negative partition index"
+            )
         return TopicName.parse(f"{self}{PARTITIONED_TOPIC_SUFFIX}{index}")
 
     @property

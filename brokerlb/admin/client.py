@@ -72,13 +72,21 @@ def _reason(response: Any) -> str:
 class _Api:
     """Every endpoint, as ``self._call(method, path, ...)``; the subclass decides sync or async."""
 
-    def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None,
-              parse: Parse = _json) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        parse: Parse = _json,
+    ) -> Any:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ lookup
-    def lookup_topic(self, topic: TopicName | str, *, authoritative: bool = False,
-                     listener: str | None = None) -> Any:
+    def lookup_topic(
+        self, topic: TopicName | str, *, authoritative: bool = False, listener: str | None = None
+    ) -> Any:
         """``GET /lookup/v2/topic/{lookupName}`` → LookupData (redirects followed)."""
         params: dict[str, Any] = {"authoritative": _flag(authoritative)}
         if listener:
@@ -95,15 +103,21 @@ class _Api:
 
     def create_partitioned_topic(self, topic: TopicName | str, partitions: int) -> Any:
         """``PUT /admin/v2/{domain}/{tenant}/{ns}/{topic}/partitions`` with the partition count."""
-        return self._call("PUT", f"{_ADMIN}/{TopicName.parse(topic).rest_path}/partitions", body=partitions,
-                          parse=_none)
+        return self._call(
+            "PUT", f"{_ADMIN}/{TopicName.parse(topic).rest_path}/partitions", body=partitions, parse=_none
+        )
 
     # ------------------------------------------------------------------ namespaces
     def get_namespaces(self, tenant: str) -> Any:
         return self._call("GET", f"{_ADMIN}/namespaces/{_seg(tenant)}")
 
-    def create_namespace(self, namespace: NamespaceName | str, *, num_bundles: int | None = None,
-                         boundaries: Sequence[str] | None = None) -> Any:
+    def create_namespace(
+        self,
+        namespace: NamespaceName | str,
+        *,
+        num_bundles: int | None = None,
+        boundaries: Sequence[str] | None = None,
+    ) -> Any:
         """``PUT /admin/v2/namespaces/{ns}`` with ``{"bundles": {...}}`` when a count or boundaries are given."""
         body: dict[str, Any] | None = None
         if boundaries is not None:
@@ -119,44 +133,75 @@ class _Api:
     def unload_namespace(self, namespace: NamespaceName | str) -> Any:
         return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/unload", parse=_none)
 
-    def unload_bundle(self, namespace: NamespaceName | str, bundle: str, *,
-                      destination_broker: str | None = None, authoritative: bool = False) -> Any:
+    def unload_bundle(
+        self,
+        namespace: NamespaceName | str,
+        bundle: str,
+        *,
+        destination_broker: str | None = None,
+        authoritative: bool = False,
+    ) -> Any:
         params: dict[str, Any] = {"authoritative": _flag(authoritative)}
         if destination_broker:
             params["destinationBroker"] = destination_broker
-        return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/unload", params=params,
-                          parse=_none)
+        return self._call(
+            "PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/unload", params=params, parse=_none
+        )
 
-    def split_bundle(self, namespace: NamespaceName | str, bundle: str, *, unload: bool = False,
-                     algorithm: str | None = None, boundaries: Sequence[int | str] | None = None) -> Any:
+    def split_bundle(
+        self,
+        namespace: NamespaceName | str,
+        bundle: str,
+        *,
+        unload: bool = False,
+        algorithm: str | None = None,
+        boundaries: Sequence[int | str] | None = None,
+    ) -> Any:
         """``bundle`` is a range, ``LARGEST`` or ``HOT``; ``boundaries`` go in the body."""
         params: dict[str, Any] = {"unload": _flag(unload)}
         if algorithm:
             params["splitAlgorithmName"] = algorithm
-        return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/split", params=params,
-                          body=list(boundaries) if boundaries is not None else None, parse=_none)
+        return self._call(
+            "PUT",
+            f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/split",
+            params=params,
+            body=list(boundaries) if boundaries is not None else None,
+            parse=_none,
+        )
 
     def merge_bundles(self, namespace: NamespaceName | str, bundles: Iterable[str]) -> Any:
         """brokerlb extension: merge adjacent bundles; answers ``{"bundle", "broker"}``."""
         return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/merge", body=list(bundles))
 
     def delete_bundle(self, namespace: NamespaceName | str, bundle: str, *, force: bool = False) -> Any:
-        return self._call("DELETE", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}",
-                          params={"force": _flag(force)}, parse=_none)
+        return self._call(
+            "DELETE",
+            f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}",
+            params={"force": _flag(force)},
+            parse=_none,
+        )
 
     def acquire_bundle(self, namespace: NamespaceName | str, bundle: str) -> Any:
         """brokerlb extension (transfers): the addressed broker takes the unowned bundle."""
-        return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/acquire",
-                          params={"authoritative": "true"}, parse=_none)
+        return self._call(
+            "PUT",
+            f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/acquire",
+            params={"authoritative": "true"},
+            parse=_none,
+        )
 
-    def topic_hash_positions(self, namespace: NamespaceName | str, bundle: str,
-                             topics: Iterable[str] = ()) -> Any:
+    def topic_hash_positions(
+        self, namespace: NamespaceName | str, bundle: str, topics: Iterable[str] = ()
+    ) -> Any:
         params = {"topics": list(topics)} if topics else None
-        return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/topicHashPositions",
-                          params=params)
+        return self._call(
+            "GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/topicHashPositions", params=params
+        )
 
     def set_anti_affinity_group(self, namespace: NamespaceName | str, group: str) -> Any:
-        return self._call("POST", f"{_ADMIN}/namespaces/{_ns(namespace)}/antiAffinity", body=group, parse=_none)
+        return self._call(
+            "POST", f"{_ADMIN}/namespaces/{_ns(namespace)}/antiAffinity", body=group, parse=_none
+        )
 
     def get_anti_affinity_group(self, namespace: NamespaceName | str) -> Any:
         return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/antiAffinity")
@@ -198,12 +243,19 @@ class _Api:
         return self._call("GET", f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies/{_seg(name)}")
 
     def set_isolation_policy(self, cluster: str, name: str, policy: dict[str, Any]) -> Any:
-        return self._call("POST", f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies/{_seg(name)}",
-                          body=policy, parse=_none)
+        return self._call(
+            "POST",
+            f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies/{_seg(name)}",
+            body=policy,
+            parse=_none,
+        )
 
     def delete_isolation_policy(self, cluster: str, name: str) -> Any:
-        return self._call("DELETE", f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies/{_seg(name)}",
-                          parse=_none)
+        return self._call(
+            "DELETE",
+            f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies/{_seg(name)}",
+            parse=_none,
+        )
 
     def get_failure_domains(self, cluster: str) -> Any:
         return self._call("GET", f"{_ADMIN}/clusters/{_seg(cluster)}/failureDomains")
@@ -212,12 +264,17 @@ class _Api:
         return self._call("GET", f"{_ADMIN}/clusters/{_seg(cluster)}/failureDomains/{_seg(name)}")
 
     def set_failure_domain(self, cluster: str, name: str, brokers: Iterable[str]) -> Any:
-        return self._call("POST", f"{_ADMIN}/clusters/{_seg(cluster)}/failureDomains/{_seg(name)}",
-                          body={"brokers": sorted(brokers)}, parse=_none)
+        return self._call(
+            "POST",
+            f"{_ADMIN}/clusters/{_seg(cluster)}/failureDomains/{_seg(name)}",
+            body={"brokers": sorted(brokers)},
+            parse=_none,
+        )
 
     def delete_failure_domain(self, cluster: str, name: str) -> Any:
-        return self._call("DELETE", f"{_ADMIN}/clusters/{_seg(cluster)}/failureDomains/{_seg(name)}",
-                          parse=_none)
+        return self._call(
+            "DELETE", f"{_ADMIN}/clusters/{_seg(cluster)}/failureDomains/{_seg(name)}", parse=_none
+        )
 
 
 def _request_kwargs(params: dict[str, Any] | None, body: Any) -> dict[str, Any]:
@@ -241,11 +298,19 @@ class AdminClient(_Api):
 
         self.url = url.rstrip("/")
         self._httpx = httpx
-        self._client = httpx.Client(base_url=self.url, timeout=timeout, follow_redirects=True,
-                                    max_redirects=MAX_REDIRECTS)
+        self._client = httpx.Client(
+            base_url=self.url, timeout=timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS
+        )
 
-    def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None,
-              parse: Parse = _json) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        parse: Parse = _json,
+    ) -> Any:
         try:
             response = self._client.request(method, path, **_request_kwargs(params, body))
         except self._httpx.HTTPError as exc:
@@ -272,11 +337,19 @@ class AsyncAdminClient(_Api):
         self.url = url.rstrip("/")
         self._httpx = httpx
         self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(timeout=timeout, follow_redirects=True,
-                                                   max_redirects=MAX_REDIRECTS)
+        self._client = client or httpx.AsyncClient(
+            timeout=timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS
+        )
 
-    async def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None,  # type: ignore[override]
-                    body: Any = None, parse: Parse = _json) -> Any:
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,  # type: ignore[override]
+        body: Any = None,
+        parse: Parse = _json,
+    ) -> Any:
         try:
             response = await self._client.request(method, self.url + path, **_request_kwargs(params, body))
         except self._httpx.HTTPError as exc:

@@ -40,7 +40,9 @@ class _Entry:
 class NamespaceBundlesCache:
     """Bundles of every namespace looked at, kept current by watches."""
 
-    def __init__(self, store: MetadataStore, metadata: BundleMetadata, *, max_namespaces: int = 100_000) -> None:
+    def __init__(
+        self, store: MetadataStore, metadata: BundleMetadata, *, max_namespaces: int = 100_000
+    ) -> None:
         self.store = store
         self.metadata = metadata
         self._entries: dict[str, _Entry] = {}
@@ -62,7 +64,11 @@ class NamespaceBundlesCache:
 
     def known_namespaces(self) -> list[tuple[str, NamespaceBundles, str | None]]:
         """``(namespace, bundles, anti-affinity group)`` of every cached existing namespace."""
-        return [(key, e.bundles, e.anti_affinity_group) for key, e in self._entries.items() if e.bundles is not None]
+        return [
+            (key, e.bundles, e.anti_affinity_group)
+            for key, e in self._entries.items()
+            if e.bundles is not None
+        ]
 
     def anti_affinity_group(self, namespace: NamespaceName | str) -> str | None:
         entry = self._entries.get(str(namespace))
@@ -117,7 +123,9 @@ class NamespaceBundlesCache:
         if len(self._entries) >= self._max:
             self._evict_one()
         entry = _Entry(None, ())  # type: ignore[arg-type]
-        local_watch = self.store.watch_data(local_policies_path(ns), lambda node: self._on_local(ns, entry, node))
+        local_watch = self.store.watch_data(
+            local_policies_path(ns), lambda node: self._on_local(ns, entry, node)
+        )
         glob_watch = self.store.watch_data(policies_path(ns), lambda node: self._on_global(ns, entry, node))
         entry.watches = (local_watch, glob_watch)
         try:
@@ -148,14 +156,19 @@ class NamespaceBundlesCache:
         try:
             entry.bundles = _bundles_of(ns, entry.local, entry.glob, self.metadata.default_num_bundles)
             entry.anti_affinity_group = (
-                LocalPolicies.from_bytes(entry.local.data, local_policies_path(ns)).namespace_anti_affinity_group
-                if entry.local is not None else None)
+                LocalPolicies.from_bytes(
+                    entry.local.data, local_policies_path(ns)
+                ).namespace_anti_affinity_group
+                if entry.local is not None
+                else None
+            )
         except CorruptMetadataError as exc:
             logger.error("Cannot read the bundles of %s: %s", ns, exc)
 
 
-def _bundles_of(ns: NamespaceName, local: Node | None, glob: Node | None,
-                default_num_bundles: int) -> NamespaceBundles | None:
+def _bundles_of(
+    ns: NamespaceName, local: Node | None, glob: Node | None, default_num_bundles: int
+) -> NamespaceBundles | None:
     if glob is None and local is None:
         if is_heartbeat_namespace(ns) or is_sla_namespace(ns):
             return NamespaceBundles.create(ns, 1)

@@ -80,9 +80,16 @@ class ServedTopic:
 class DataPath:
     """The broker's served topics (module docstring)."""
 
-    def __init__(self, *, registry: TopicRegistry, ownership: Ownership, bundle_of: Callable[[TopicName], str],
-                 broker_urls: Callable[[str], tuple[str | None, str | None]], stats_window: int,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        *,
+        registry: TopicRegistry,
+        ownership: Ownership,
+        bundle_of: Callable[[TopicName], str],
+        broker_urls: Callable[[str], tuple[str | None, str | None]],
+        stats_window: int,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.registry = registry
         self.ownership = ownership
         self._bundle_of = bundle_of
@@ -104,13 +111,23 @@ class DataPath:
         """
         bundle = self._bundle_of(topic)
         if not self.ownership.is_owned(bundle):
-            raise BundleUnloadingError(f"Namespace bundle {bundle} is not served by this broker "
-                                       f"(not owned, or being unloaded); look {topic} up again")
+            raise BundleUnloadingError(
+                f"Namespace bundle {bundle} is not served by this broker "
+                f"(not owned, or being unloaded); look {topic} up again"
+            )
         name = str(topic)
         served = self.topics.get(name)
         if served is None or served.closed:
-            served = ServedTopic(Topic(topic, ledger_id=next(self._ledgers), window=self.stats_window,
-                                       now=self.clock.monotonic, now_ms=self.clock.now_ms), self.clock.monotonic())
+            served = ServedTopic(
+                Topic(
+                    topic,
+                    ledger_id=next(self._ledgers),
+                    window=self.stats_window,
+                    now=self.clock.monotonic,
+                    now_ms=self.clock.now_ms,
+                ),
+                self.clock.monotonic(),
+            )
             self.topics[name] = served
             self.registry.attach(topic, close=self._closer(served), stats=TopicStats(), fence=served.fence)
         return served
@@ -166,10 +183,17 @@ class DataPath:
                 continue
             load = served.topic.load()
             try:
-                self.registry.update_stats(name, TopicStats(
-                    msg_rate_in=load.msg_rate_in, msg_throughput_in=load.msg_throughput_in,
-                    msg_rate_out=load.msg_rate_out, msg_throughput_out=load.msg_throughput_out,
-                    producer_count=load.producer_count, consumer_count=load.consumer_count))
+                self.registry.update_stats(
+                    name,
+                    TopicStats(
+                        msg_rate_in=load.msg_rate_in,
+                        msg_throughput_in=load.msg_throughput_in,
+                        msg_rate_out=load.msg_rate_out,
+                        msg_throughput_out=load.msg_throughput_out,
+                        producer_count=load.producer_count,
+                        consumer_count=load.consumer_count,
+                    ),
+                )
             except BrokerLBError as exc:
                 logger.warning("Could not update the stats of %s: %s", name, exc)
 

@@ -32,7 +32,11 @@ class HistoryWriterSink:
     def report(self, now_ms: int, broker_id: str, data: LocalBrokerData | None) -> None:
         from brokerlb.history import BrokerSample
 
-        sample = BrokerSample(now_ms, broker_id, data) if data is not None else BrokerSample.removed(now_ms, broker_id)
+        sample = (
+            BrokerSample(now_ms, broker_id, data)
+            if data is not None
+            else BrokerSample.removed(now_ms, broker_id)
+        )
         self.writer.write(sample)
         self.samples += 1
         if time.monotonic() - self._rolled_at >= self._roll_every:

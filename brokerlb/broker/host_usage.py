@@ -209,8 +209,9 @@ def usable_physical_nics(sys_net: Path | str = "/sys/class/net") -> list[str]:
     return nics
 
 
-def nic_speed_limit_kbps(nics: list[str], sys_net: Path | str = "/sys/class/net",
-                         override_gbps: float | None = None) -> float:
+def nic_speed_limit_kbps(
+    nics: list[str], sys_net: Path | str = "/sys/class/net", override_gbps: float | None = None
+) -> float:
     """Total NIC speed in Kbit/s: the override × 10⁶, else the sum of ``speed`` (Mbit/s) × 1000."""
     if override_gbps is not None:
         return float(override_gbps) * 1_000_000.0
@@ -239,10 +240,15 @@ class HostUsageCollector:
     ``monotonic_ns`` is injectable for tests.
     """
 
-    def __init__(self, *, override_nic_speed_gbps: float | None = None,
-                 cgroup_root: Path | str = "/sys/fs/cgroup", proc: Path | str = "/proc",
-                 sys_net: Path | str = "/sys/class/net",
-                 monotonic_ns: Callable[[], int] = time.monotonic_ns) -> None:
+    def __init__(
+        self,
+        *,
+        override_nic_speed_gbps: float | None = None,
+        cgroup_root: Path | str = "/sys/fs/cgroup",
+        proc: Path | str = "/proc",
+        sys_net: Path | str = "/sys/class/net",
+        monotonic_ns: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
         import psutil
 
         self._psutil = psutil
@@ -256,9 +262,13 @@ class HostUsageCollector:
         self._net_at = self._now()
         self._net = self._net_bytes()
         self._warned: set[str] = set()
-        logger.info("Host usage: cgroup %s, %.2f CPUs, NICs %s (%.0f Kbit/s)",
-                    f"v{self.cgroup.version}" if self.cgroup else "none", self.cpu_limit() / 100,
-                    self.nics or "none", self.nic_limit_kbps())
+        logger.info(
+            "Host usage: cgroup %s, %.2f CPUs, NICs %s (%.0f Kbit/s)",
+            f"v{self.cgroup.version}" if self.cgroup else "none",
+            self.cpu_limit() / 100,
+            self.nics or "none",
+            self.nic_limit_kbps(),
+        )
 
     # ------------------------------------------------------------------ limits
     def cpu_limit(self) -> float:

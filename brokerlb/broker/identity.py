@@ -47,20 +47,26 @@ def parse_advertised_listeners(text: str | None) -> dict[str, ListenerUrls]:
             continue
         name, sep, url = item.partition(":")
         if not sep or not name or "://" not in url:
-            raise InvalidConfigError("advertisedListeners", text, f"'{item}' is not <name>:<scheme>://<host>:<port>")
+            raise InvalidConfigError(
+                "advertisedListeners", text, f"'{item}' is not <name>:<scheme>://<host>:<port>"
+            )
         scheme = url.split("://", 1)[0]
         slot = {"pulsar": "plain", "pulsar+ssl": "tls"}.get(scheme)
         if slot is None:
-            raise InvalidConfigError("advertisedListeners", text,
-                                     f"listener '{name}' has scheme '{scheme}' (expected pulsar or pulsar+ssl)")
+            raise InvalidConfigError(
+                "advertisedListeners",
+                text,
+                f"listener '{name}' has scheme '{scheme}' (expected pulsar or pulsar+ssl)",
+            )
         if slot in listeners.setdefault(name, {}):
             raise InvalidConfigError("advertisedListeners", text, f"listener '{name}' has two {scheme} URLs")
         listeners[name][slot] = url
     return {name: ListenerUrls(urls.get("plain"), urls.get("tls")) for name, urls in listeners.items()}
 
 
-def lookup_data(broker_url: str | None, broker_url_tls: str | None, http_url: str | None,
-                http_url_tls: str | None) -> dict[str, Any]:
+def lookup_data(
+    broker_url: str | None, broker_url_tls: str | None, http_url: str | None, http_url_tls: str | None
+) -> dict[str, Any]:
     """Pulsar's ``LookupData`` JSON (nulls omitted; ``nativeUrl`` and ``brokerUrlSsl`` are legacy)."""
     out: dict[str, Any] = {}
     if broker_url is not None:
@@ -91,8 +97,9 @@ class BrokerIdentity:
     advertised_listeners: dict[str, ListenerUrls] = field(default_factory=dict)
 
     @classmethod
-    def from_config(cls, conf: ServiceConfig, *, web_port: int | None = None,
-                    broker_port: int | None = None) -> BrokerIdentity:
+    def from_config(
+        cls, conf: ServiceConfig, *, web_port: int | None = None, broker_port: int | None = None
+    ) -> BrokerIdentity:
         """Build from ``clusterName``, ``advertisedAddress``, ``webServicePort(Tls)``, ``brokerServicePort(Tls)``.
 
         ``web_port`` / ``broker_port`` replace configured ports (the real ones after
@@ -103,8 +110,9 @@ class BrokerIdentity:
         web = web_port if web_port is not None else conf.webServicePort
         web_tls = conf.webServicePortTls
         if not web and not web_tls:
-            raise InvalidConfigError("webServicePort", conf.webServicePort,
-                                     "a broker needs webServicePort or webServicePortTls")
+            raise InvalidConfigError(
+                "webServicePort", conf.webServicePort, "a broker needs webServicePort or webServicePortTls"
+            )
         binary = broker_port if broker_port is not None else conf.brokerServicePort
         return cls(
             broker_id=f"{host}:{web or web_tls}",
@@ -113,16 +121,25 @@ class BrokerIdentity:
             web_service_url=f"http://{host}:{web}" if web else None,
             web_service_url_tls=f"https://{host}:{web_tls}" if web_tls else None,
             pulsar_service_url=f"pulsar://{host}:{binary}" if binary else None,
-            pulsar_service_url_tls=(f"pulsar+ssl://{host}:{conf.brokerServicePortTls}"
-                                    if conf.brokerServicePortTls else None),
+            pulsar_service_url_tls=(
+                f"pulsar+ssl://{host}:{conf.brokerServicePortTls}" if conf.brokerServicePortTls else None
+            ),
             advertised_listeners=parse_advertised_listeners(conf.advertisedListeners),
         )
 
     def lookup_data(self, listener: str | None = None) -> dict[str, Any]:
         """This broker's LookupData JSON, or the named listener's."""
         if listener is None:
-            return lookup_data(self.pulsar_service_url, self.pulsar_service_url_tls, self.web_service_url,
-                               self.web_service_url_tls)
+            return lookup_data(
+                self.pulsar_service_url,
+                self.pulsar_service_url_tls,
+                self.web_service_url,
+                self.web_service_url_tls,
+            )
         urls = self.advertised_listeners[listener]
-        return lookup_data(urls.broker_service_url, urls.broker_service_url_tls, self.web_service_url,
-                           self.web_service_url_tls)
+        return lookup_data(
+            urls.broker_service_url,
+            urls.broker_service_url_tls,
+            self.web_service_url,
+            self.web_service_url_tls,
+        )

@@ -73,9 +73,19 @@ class LeaderEvent:
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in (("atMs", self.at_ms), ("kind", self.kind), ("bundle", self.bundle),
-                                  ("source", self.source), ("destination", self.destination),
-                                  ("reason", self.reason), ("detail", self.detail)) if v not in (None, "")}
+        return {
+            k: v
+            for k, v in (
+                ("atMs", self.at_ms),
+                ("kind", self.kind),
+                ("bundle", self.bundle),
+                ("source", self.source),
+                ("destination", self.destination),
+                ("reason", self.reason),
+                ("detail", self.detail),
+            )
+            if v not in (None, "")
+        }
 
 
 @dataclass
@@ -87,8 +97,14 @@ class _Pending:
 class LeaderTasks:
     """The leader's loops (module docstring); :meth:`run` is the election's leader work."""
 
-    def __init__(self, service: BrokerService, load_manager: LoadManager, *,
-                 history: HistorySink | None = None, max_events: int = 1000) -> None:
+    def __init__(
+        self,
+        service: BrokerService,
+        load_manager: LoadManager,
+        *,
+        history: HistorySink | None = None,
+        max_events: int = 1000,
+    ) -> None:
         self.service = service
         self.lm = load_manager
         self.conf = service.conf
@@ -118,9 +134,14 @@ class LeaderTasks:
             try:
                 async with asyncio.TaskGroup() as group:
                     group.create_task(self._refresh_loop(lease))
-                    group.create_task(self._periodic(lease, "loadBalancerSheddingIntervalMinutes", self.shed_once))
-                    group.create_task(self._periodic(lease, "loadBalancerResourceQuotaUpdateIntervalMinutes",
-                                                     self.persist_once))
+                    group.create_task(
+                        self._periodic(lease, "loadBalancerSheddingIntervalMinutes", self.shed_once)
+                    )
+                    group.create_task(
+                        self._periodic(
+                            lease, "loadBalancerResourceQuotaUpdateIntervalMinutes", self.persist_once
+                        )
+                    )
             except* LeadershipLostError as lost:
                 raise lost.exceptions[0] from None
         finally:
@@ -203,7 +224,8 @@ class LeaderTasks:
                     await self.service.actions.split(bundle, algorithm=None, unload=unload)
             else:
                 await self.service.admin.at(owner.data.http_url or "").split_bundle(
-                    str(bundle.namespace), bundle.range, unload=unload)
+                    str(bundle.namespace), bundle.range, unload=unload
+                )
             self._event("split", bundle_name, owner.broker_id if owner else None, None, reason, detail)
         except BrokerLBError as exc:
             self._event("failed", bundle_name, owner.broker_id if owner else None, None, "split", str(exc))
@@ -216,15 +238,22 @@ class LeaderTasks:
         unloads = result.unloads
         if unloads:
             lease.check()
-            done = await asyncio.gather(*(self._unload(d.bundle or "", d.broker, d.destination, str(d.reason),
-                                                       d.detail) for d in unloads))
+            done = await asyncio.gather(
+                *(
+                    self._unload(d.bundle or "", d.broker, d.destination, str(d.reason), d.detail)
+                    for d in unloads
+                )
+            )
             executed = SheddingResult.of([d for d, ok in zip(unloads, done, strict=True) if ok])
-            record_unloads(executed, self.service.clock.now_ms(), self.lm.state.load_data.recently_unloaded_bundles)
+            record_unloads(
+                executed, self.service.clock.now_ms(), self.lm.state.load_data.recently_unloaded_bundles
+            )
         self._event("shed-cycle", reason=str(len(unloads)), detail=_summary(result))
         return result
 
-    async def _unload(self, bundle_name: str, broker: str | None, destination: str | None, reason: str,
-                      detail: str) -> bool:
+    async def _unload(
+        self, bundle_name: str, broker: str | None, destination: str | None, reason: str, detail: str
+    ) -> bool:
         bundle = NamespaceBundle.parse(bundle_name)
         owner = self.service.owners.get_owner(bundle)
         try:
@@ -236,7 +265,8 @@ class LeaderTasks:
                 await self.service.actions.unload(bundle, destination)
             else:
                 await self.service.admin.at(owner.data.http_url or "").unload_bundle(
-                    str(bundle.namespace), bundle.range, destination_broker=destination, authoritative=True)
+                    str(bundle.namespace), bundle.range, destination_broker=destination, authoritative=True
+                )
         except BrokerLBError as exc:
             self._event("failed", bundle_name, broker, destination, "unload", str(exc))
             return False
@@ -259,14 +289,28 @@ class LeaderTasks:
         self.cycles["persist"] += 1
         return writes
 
-    def _event(self, kind: str, bundle: str | None = None, source: str | None = None,
-               destination: str | None = None, reason: str = "", detail: str = "") -> None:
+    def _event(
+        self,
+        kind: str,
+        bundle: str | None = None,
+        source: str | None = None,
+        destination: str | None = None,
+        reason: str = "",
+        detail: str = "",
+    ) -> None:
         event = LeaderEvent(self.service.clock.now_ms(), kind, bundle, source, destination, reason, detail)
         self.events.append(event)
         if kind in ("unload", "split", "failed"):
-            logger.info("Leader %s: %s %s%s%s (%s) %s", self.service.broker_id, kind, bundle or "",
-                        f" from {source}" if source else "", f" to {destination}" if destination else "",
-                        reason, detail)
+            logger.info(
+                "Leader %s: %s %s%s%s (%s) %s",
+                self.service.broker_id,
+                kind,
+                bundle or "",
+                f" from {source}" if source else "",
+                f" to {destination}" if destination else "",
+                reason,
+                detail,
+            )
         for listener in list(self._listeners):
             try:
                 listener(event)

@@ -50,9 +50,17 @@ logger = logging.getLogger(__name__)
 class LoadManager:
     """Load data, view and placement of one broker (module docstring)."""
 
-    def __init__(self, conf: ServiceConfig, *, registry: BrokerRegistry, bundles: NamespaceBundlesCache,
-                 policies: ClusterPoliciesCache, load_data_store: LoadDataStore, clock: Clock,
-                 seed: int | None = None) -> None:
+    def __init__(
+        self,
+        conf: ServiceConfig,
+        *,
+        registry: BrokerRegistry,
+        bundles: NamespaceBundlesCache,
+        policies: ClusterPoliciesCache,
+        load_data_store: LoadDataStore,
+        clock: Clock,
+        seed: int | None = None,
+    ) -> None:
         self.conf = conf
         self.registry = registry
         self.bundles = bundles
@@ -124,10 +132,14 @@ class LoadManager:
         return out
 
     def view(self) -> ClusterView:
-        return ClusterView(config=self.conf, now_ms=self.clock.now_ms(), load_data=self.state.load_data,
-                           namespace_policies=self.namespace_policies(),
-                           isolation_policies=dict(self.policies.isolation),
-                           failure_domains=dict(self.policies.failure_domains))
+        return ClusterView(
+            config=self.conf,
+            now_ms=self.clock.now_ms(),
+            load_data=self.state.load_data,
+            namespace_policies=self.namespace_policies(),
+            isolation_policies=dict(self.policies.isolation),
+            failure_domains=dict(self.policies.failure_domains),
+        )
 
     # ------------------------------------------------------------------ placement
     def context(self) -> PlacementContext:
@@ -139,15 +151,20 @@ class LoadManager:
 
     async def decide(self, bundle: NamespaceBundle) -> str:
         """``selectBrokerForAssignment`` with preallocation; :class:`NoBrokerAvailableError` if none fits."""
-        if self.refreshes == 0 or set(self.state.load_data.broker_data) != set(self.registry.available_brokers()):
+        if self.refreshes == 0 or set(self.state.load_data.broker_data) != set(
+            self.registry.available_brokers()
+        ):
             await self.refresh()
         name = str(bundle)
         context = self.context()
-        decision = place_bundle(context, name, self.strategy_state, self.rng,
-                                non_persistent=False, preallocate=True)
+        decision = place_bundle(
+            context, name, self.strategy_state, self.rng, non_persistent=False, preallocate=True
+        )
         if decision.broker is None:
-            raise NoBrokerAvailableError(f"No broker available for {name}: {decision.reason}"
-                                         + (f" ({decision.detail})" if decision.detail else ""))
+            raise NoBrokerAvailableError(
+                f"No broker available for {name}: {decision.reason}"
+                + (f" ({decision.detail})" if decision.detail else "")
+            )
         self._record_preallocation(name, decision.broker, context)
         logger.debug("Placed %s on %s (%s)", name, decision.broker, decision.reason)
         return decision.broker
@@ -170,6 +187,9 @@ class LoadManager:
 
     def describe(self) -> dict[str, Any]:
         """Counters for logs and the demo."""
-        return {"brokers": len(self.state.load_data.broker_data), "bundles": len(self.state.load_data.bundle_data),
-                "preallocated": len(self.state.preallocated_bundle_to_broker), "refreshes": self.refreshes}
-
+        return {
+            "brokers": len(self.state.load_data.broker_data),
+            "bundles": len(self.state.load_data.bundle_data),
+            "preallocated": len(self.state.preallocated_bundle_to_broker),
+            "refreshes": self.refreshes,
+        }

@@ -100,11 +100,20 @@ class LookupAnswer:
 class LookupService:
     """Answers topic lookups for one broker."""
 
-    def __init__(self, identity: BrokerIdentity, *, bundles: NamespaceBundlesCache, owners: OwnershipCache,
-                 ownership: OwnershipManager, registry: BrokerRegistry, election: LeaderElection,
-                 assigner: Assigner, max_concurrent: int | Callable[[], int] = 50_000,
-                 on_acquired: Callable[[str], None] = lambda _bundle: None,
-                 can_own: Callable[[], bool] = lambda: True) -> None:
+    def __init__(
+        self,
+        identity: BrokerIdentity,
+        *,
+        bundles: NamespaceBundlesCache,
+        owners: OwnershipCache,
+        ownership: OwnershipManager,
+        registry: BrokerRegistry,
+        election: LeaderElection,
+        assigner: Assigner,
+        max_concurrent: int | Callable[[], int] = 50_000,
+        on_acquired: Callable[[str], None] = lambda _bundle: None,
+        can_own: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.identity = identity
         self.bundles = bundles
         self.owners = owners
@@ -151,7 +160,9 @@ class LookupService:
         return answer
 
     # ------------------------------------------------------------------ the full path
-    async def lookup(self, topic: TopicName, *, authoritative: bool = False, listener: str | None = None) -> LookupAnswer:
+    async def lookup(
+        self, topic: TopicName, *, authoritative: bool = False, listener: str | None = None
+    ) -> LookupAnswer:
         """Resolve ``topic`` (rules in the module docstring)."""
         if self._running >= self._max():
             self.stats["failure"] += 1
@@ -181,15 +192,19 @@ class LookupService:
                     raise
         if resolution.owner is not None:
             return LookupAnswer(200, _encode(resolution.owner, listener))
-        location = (f"{resolution.redirect_url}/lookup/v2/topic/{topic.lookup_name}"
-                    f"?authoritative={'true' if resolution.authoritative else 'false'}")
+        location = (
+            f"{resolution.redirect_url}/lookup/v2/topic/{topic.lookup_name}"
+            f"?authoritative={'true' if resolution.authoritative else 'false'}"
+        )
         if listener:
             location += f"&listenerName={quote(listener, safe='')}"
         return LookupAnswer(307, location=location)
 
     async def resolve(self, bundle: NamespaceBundle, *, authoritative: bool = False) -> Resolution:
         """Owner or redirect for ``bundle``; concurrent calls for one bundle share the work."""
-        return await self._flights.run((str(bundle), authoritative), lambda: self._resolve(bundle, authoritative))
+        return await self._flights.run(
+            (str(bundle), authoritative), lambda: self._resolve(bundle, authoritative)
+        )
 
     async def _resolve(self, bundle: NamespaceBundle, authoritative: bool) -> Resolution:
         info = await self.owners.lookup_owner(bundle)
@@ -228,7 +243,9 @@ class LookupService:
 
     async def _own(self, bundle: NamespaceBundle) -> NamespaceEphemeralData:
         if not self._can_own():
-            raise ServiceUnavailableError(f"Broker {self.identity.broker_id} is shutting down; not taking {bundle}")
+            raise ServiceUnavailableError(
+                f"Broker {self.identity.broker_id} is shutting down; not taking {bundle}"
+            )
         if not self.ownership.store.connected:
             raise OwnershipLostError(f"Cannot take {bundle}: the metadata session is not connected")
         result = await self.ownership.try_acquire(bundle)
@@ -251,5 +268,7 @@ def _encode(data: NamespaceEphemeralData, listener: str | None) -> bytes:
         urls = data.advertised_listeners.get(listener)
         if urls is None:
             raise NotFoundError(f"The broker {data.broker_id} does not have the listener '{listener}'")
-        body = lookup_data(urls.broker_service_url, urls.broker_service_url_tls, data.http_url, data.http_url_tls)
+        body = lookup_data(
+            urls.broker_service_url, urls.broker_service_url_tls, data.http_url, data.http_url_tls
+        )
     return json.dumps(body, separators=(",", ":")).encode()

@@ -127,11 +127,23 @@ def parse_policies_body(body: object) -> tuple[int | None, list[Any] | None, dic
 class NamespaceService:
     """The namespace/bundle admin operations of one broker."""
 
-    def __init__(self, identity: BrokerIdentity, conf: ServiceConfig, *, metadata: BundleMetadata,
-                 bundles: NamespaceBundlesCache, owners: OwnershipCache, lookup: LookupService,
-                 actions: OwnerActions, registry: BrokerRegistry, election: LeaderElection,
-                 placement: PlacementControl, topics: TopicRegistry, load_data: LoadDataStore,
-                 admin: AsyncAdminClient) -> None:
+    def __init__(
+        self,
+        identity: BrokerIdentity,
+        conf: ServiceConfig,
+        *,
+        metadata: BundleMetadata,
+        bundles: NamespaceBundlesCache,
+        owners: OwnershipCache,
+        lookup: LookupService,
+        actions: OwnerActions,
+        registry: BrokerRegistry,
+        election: LeaderElection,
+        placement: PlacementControl,
+        topics: TopicRegistry,
+        load_data: LoadDataStore,
+        admin: AsyncAdminClient,
+    ) -> None:
         self.identity = identity
         self.conf = conf
         self.metadata = metadata
@@ -150,7 +162,9 @@ class NamespaceService:
     async def create_namespace(self, namespace: str, body: object = None) -> NamespaceBundles:
         ns = NamespaceName.parse(namespace)
         num, boundaries, extra = parse_policies_body(body)
-        return await self.metadata.create_namespace(ns, num_bundles=num, boundaries=boundaries, policies=extra)
+        return await self.metadata.create_namespace(
+            ns, num_bundles=num, boundaries=boundaries, policies=extra
+        )
 
     async def list_namespaces(self, tenant: str) -> list[str]:
         try:
@@ -179,13 +193,21 @@ class NamespaceService:
         """A current bundle of the namespace (404 unknown namespace or range, 412 malformed range)."""
         return (await self.bundles.get(namespace)).get_bundle(bundle_range)
 
-    async def unload_bundle(self, namespace: str, bundle_range: str, *, authoritative: bool = False,
-                            destination: str | None = None) -> Redirect | None:
+    async def unload_bundle(
+        self,
+        namespace: str,
+        bundle_range: str,
+        *,
+        authoritative: bool = False,
+        destination: str | None = None,
+    ) -> Redirect | None:
         bundle = await self.bundle(namespace, bundle_range)
         destination = _strip_scheme(destination)
         if destination:
             if destination not in self.registry.available_brokers():
-                raise PreconditionFailedError("Not allowed unload namespace bundle to inactive destination broker")
+                raise PreconditionFailedError(
+                    "Not allowed unload namespace bundle to inactive destination broker"
+                )
             if not authoritative:
                 redirect = self._leader_redirect()
                 if redirect is not None:
@@ -198,15 +220,26 @@ class NamespaceService:
                 await self._hand_over(bundle, destination)
             return None
         if info.broker_id != self.identity.broker_id:
-            return Redirect(_base(info.data.http_url), authoritative=bool(destination) or self.election.is_leader)
+            return Redirect(
+                _base(info.data.http_url), authoritative=bool(destination) or self.election.is_leader
+            )
         if destination == self.identity.broker_id:
-            raise PreconditionFailedError(f"Bundle {bundle} is already owned by the destination broker {destination}")
+            raise PreconditionFailedError(
+                f"Bundle {bundle} is already owned by the destination broker {destination}"
+            )
         await self.actions.unload(bundle, destination)
         return None
 
-    async def split_bundle(self, namespace: str, bundle_name: str, *, authoritative: bool = False,
-                           unload: bool = False, algorithm: str | None = None,
-                           body: object = None) -> Redirect | SplitOutcome:
+    async def split_bundle(
+        self,
+        namespace: str,
+        bundle_name: str,
+        *,
+        authoritative: bool = False,
+        unload: bool = False,
+        algorithm: str | None = None,
+        body: object = None,
+    ) -> Redirect | SplitOutcome:
         self._check_split_request(algorithm, body)
         positions = parse_split_boundaries(body)
         bundles = await self.bundles.get(namespace)
@@ -216,7 +249,9 @@ class NamespaceService:
             return redirect
         return await self.actions.split(bundle, algorithm=algorithm, positions=positions, unload=unload)
 
-    async def merge_bundles(self, namespace: str, body: object, *, authoritative: bool = False) -> Redirect | MergeOutcome:
+    async def merge_bundles(
+        self, namespace: str, body: object, *, authoritative: bool = False
+    ) -> Redirect | MergeOutcome:
         """brokerlb extension: merge adjacent bundles (decided and driven by the leader)."""
         ranges = _merge_ranges(body)
         bundles = await self.bundles.get(namespace)
@@ -237,8 +272,9 @@ class NamespaceService:
         logger.info("Merged %s into %s (now on %s)", ", ".join(p.range for p in parts), result, broker)
         return MergeOutcome(str(result.namespace), result.range, broker)
 
-    async def delete_bundle(self, namespace: str, bundle_range: str, *, force: bool = False,
-                            authoritative: bool = False) -> Redirect | None:
+    async def delete_bundle(
+        self, namespace: str, bundle_range: str, *, force: bool = False, authoritative: bool = False
+    ) -> Redirect | None:
         bundle = await self.bundle(namespace, bundle_range)
         info = await self.owners.lookup_owner(bundle)
         if info is not None and info.broker_id != self.identity.broker_id:
@@ -259,8 +295,9 @@ class NamespaceService:
         if owner != self.identity.broker_id:
             raise ConflictError(f"Bundle {bundle} is owned by {owner}")
 
-    async def topic_hash_positions(self, namespace: str, bundle_range: str,
-                                   topics: Sequence[str]) -> Redirect | dict[str, Any]:
+    async def topic_hash_positions(
+        self, namespace: str, bundle_range: str, topics: Sequence[str]
+    ) -> Redirect | dict[str, Any]:
         bundle = await self.bundle(namespace, bundle_range)
         redirect = await self._owner_or_redirect(bundle, False, read_only=True)
         if redirect is not None:
@@ -273,7 +310,9 @@ class NamespaceService:
             name = TopicName.parse(given)
             if name.namespace != bundle.namespace:
                 continue
-            if name.is_partitioned or not any(TopicName.parse(t).partitioned_topic_name == name for t in served):
+            if name.is_partitioned or not any(
+                TopicName.parse(t).partitioned_topic_name == name for t in served
+            ):
                 if bundle.includes(name):
                     positions[str(name)] = topic_hash(str(name))
             else:
@@ -310,7 +349,10 @@ class NamespaceService:
         for tenant in tenants:
             for ns in await self.list_namespaces(tenant):
                 local = await self.metadata.read_local_policies(ns)
-                if local is not None and (local[0].namespace_anti_affinity_group or "").lower() == group.lower():
+                if (
+                    local is not None
+                    and (local[0].namespace_anti_affinity_group or "").lower() == group.lower()
+                ):
                     found.append(ns)
         return found
 
@@ -326,8 +368,9 @@ class NamespaceService:
             raise NoBrokerAvailableError("This broker's leadership is in doubt; try again")
         return Redirect(_base(leader.service_url), authoritative=False)
 
-    async def _owner_or_redirect(self, bundle: NamespaceBundle, authoritative: bool,
-                                 read_only: bool) -> Redirect | None:
+    async def _owner_or_redirect(
+        self, bundle: NamespaceBundle, authoritative: bool, read_only: bool
+    ) -> Redirect | None:
         info = await self.owners.lookup_owner(bundle)
         if info is None:
             if read_only:
@@ -388,10 +431,12 @@ class NamespaceService:
         if algorithm:
             if algorithm not in supported:
                 raise InvalidSplitError(
-                    f"Unsupported namespace bundle split algorithm, supported algorithms are {supported}")
+                    f"Unsupported namespace bundle split algorithm, supported algorithms are {supported}"
+                )
             if algorithm.lower() == SPECIFIED_POSITIONS_DIVIDE and not body:
                 raise InvalidSplitError(
-                    "With specified_positions_divide split algorithm, splitBoundaries must not be empty")
+                    "With specified_positions_divide split algorithm, splitBoundaries must not be empty"
+                )
 
     async def _unload_anywhere(self, bundle: NamespaceBundle) -> None:
         info = await self.owners.lookup_owner(bundle)
@@ -434,7 +479,7 @@ def _strip_scheme(broker: str | None) -> str | None:
         return None
     for prefix in ("http://", "https://"):
         if broker.startswith(prefix):
-            return broker[len(prefix):].rstrip("/")
+            return broker[len(prefix) :].rstrip("/")
     return broker.strip()
 
 
@@ -442,8 +487,10 @@ def _merge_ranges(body: object) -> list[str]:
     if isinstance(body, dict):
         body = body.get("bundles")
     if not isinstance(body, list) or not all(isinstance(r, str) for r in body):
-        raise InvalidInputError('Merge needs a JSON list of bundle ranges, e.g. ["0x00000000_0x40000000", '
-                                '"0x40000000_0x80000000"]')
+        raise InvalidInputError(
+            'Merge needs a JSON list of bundle ranges, e.g. ["0x00000000_0x40000000", '
+            '"0x40000000_0x80000000"]'
+        )
     return list(body)
 
 
@@ -458,4 +505,3 @@ def _group_name(body: object) -> str:
     if not isinstance(body, str) or not body.strip():
         raise PreconditionFailedError("Invalid antiAffinityGroup: expected a non-empty group name")
     return body.strip()
-

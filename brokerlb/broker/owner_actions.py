@@ -82,9 +82,17 @@ def parse_split_boundaries(body: object) -> list[int]:
 class OwnerActions:
     """Unload, transfer and split of bundles this broker owns."""
 
-    def __init__(self, conf: ServiceConfig, *, ownership: OwnershipManager, metadata: BundleMetadata,
-                 bundles: NamespaceBundlesCache, topics: TopicRegistry, hand_over: HandOver,
-                 report_changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        conf: ServiceConfig,
+        *,
+        ownership: OwnershipManager,
+        metadata: BundleMetadata,
+        bundles: NamespaceBundlesCache,
+        topics: TopicRegistry,
+        hand_over: HandOver,
+        report_changed: Callable[[], None],
+    ) -> None:
         self.conf = conf
         self.ownership = ownership
         self.metadata = metadata
@@ -138,8 +146,12 @@ class OwnerActions:
             closed = await self.topics.close_bundle(name, timeout, UNLOAD)
             await self.ownership.release(bundle)
             self._report_changed()
-            logger.info("Unloaded bundle %s in %.0f ms (%d topics closed)", name,
-                        (time.monotonic() - started) * 1e3, closed)
+            logger.info(
+                "Unloaded bundle %s in %.0f ms (%d topics closed)",
+                name,
+                (time.monotonic() - started) * 1e3,
+                closed,
+            )
             return True
         self.topics.fence_bundle(name)
         fenced = time.monotonic()
@@ -152,15 +164,27 @@ class OwnerActions:
                 await self._hand_over(bundle, destination)
                 cause = CloseCause.transfer(destination)
             except BrokerLBError as exc:
-                logger.warning("Destination %s did not take %s (%s); the next lookup will place it",
-                               destination, name, exc)
+                logger.warning(
+                    "Destination %s did not take %s (%s); the next lookup will place it",
+                    destination,
+                    name,
+                    exc,
+                )
         finally:
             handed = time.monotonic()
             closed = await self.topics.close_bundle(name, timeout, cause)
-        logger.info("Unloaded bundle %s in %.0f ms (disable %.0f, release %.0f, hand over %.0f, close %.0f; "
-                    "%d topics closed), %s", name, (time.monotonic() - started) * 1e3, (fenced - started) * 1e3,
-                    (released - fenced) * 1e3, (handed - released) * 1e3, (time.monotonic() - handed) * 1e3,
-                    closed, f"transferred to {destination}" if cause.destination else "clients look it up again")
+        logger.info(
+            "Unloaded bundle %s in %.0f ms (disable %.0f, release %.0f, hand over %.0f, close %.0f; "
+            "%d topics closed), %s",
+            name,
+            (time.monotonic() - started) * 1e3,
+            (fenced - started) * 1e3,
+            (released - fenced) * 1e3,
+            (handed - released) * 1e3,
+            (time.monotonic() - handed) * 1e3,
+            closed,
+            f"transferred to {destination}" if cause.destination else "clients look it up again",
+        )
         return True
 
     async def close_lost(self, bundle: str) -> None:
@@ -168,19 +192,28 @@ class OwnerActions:
         await self.topics.close_bundle(bundle, self.conf.namespaceBundleUnloadingTimeoutMs / 1000, LOST)
         self._report_changed()
 
-    async def split(self, bundle: NamespaceBundle, *, algorithm: str | None, positions: Sequence[int] = (),
-                    unload: bool = False) -> SplitOutcome:
+    async def split(
+        self,
+        bundle: NamespaceBundle,
+        *,
+        algorithm: str | None,
+        positions: Sequence[int] = (),
+        unload: bool = False,
+    ) -> SplitOutcome:
         """Split an owned bundle (rules in the module docstring)."""
         algo = resolve_split_algorithm(algorithm, self.conf.defaultNamespaceBundleSplitAlgorithm)
         async with self._exclusive(str(bundle)):
             if not self.ownership.is_owned(bundle):
-                raise StaleBundleError(f"Bundle {bundle} is no longer owned by this broker "
-                                       "(unloaded, transferred or split meanwhile); look it up again")
+                raise StaleBundleError(
+                    f"Bundle {bundle} is no longer owned by this broker "
+                    "(unloaded, transferred or split meanwhile); look it up again"
+                )
             boundaries = algo.split_boundaries(self._split_option(bundle, positions)) or []
             return await self._split(bundle, algo.name, boundaries, unload)
 
-    async def _split(self, bundle: NamespaceBundle, algorithm: str, boundaries: list[int],
-                     unload: bool) -> SplitOutcome:
+    async def _split(
+        self, bundle: NamespaceBundle, algorithm: str, boundaries: list[int], unload: bool
+    ) -> SplitOutcome:
         if not boundaries:
             logger.info("No valid boundary found to split %s with %s", bundle, algorithm)
             return SplitOutcome(str(bundle), (), ())
@@ -188,8 +221,12 @@ class OwnerActions:
         await self.bundles.refresh(bundle.namespace)
         self.topics.forget_bundle_hooks([str(bundle)])
         self._report_changed()
-        logger.info("Split %s at %s into %s", bundle, [f"0x{b:08x}" for b in boundaries],
-                    ", ".join(c.range for c in children))
+        logger.info(
+            "Split %s at %s into %s",
+            bundle,
+            [f"0x{b:08x}" for b in boundaries],
+            ", ".join(c.range for c in children),
+        )
         if unload:
             self._spawn(self._unload_all(children))
         return SplitOutcome(str(bundle), tuple(str(c) for c in children), tuple(boundaries))
@@ -200,10 +237,14 @@ class OwnerActions:
         for topic in topics:
             stats = self.topics.stats_of(topic)
             if stats is not None:
-                rates[topic] = TopicRates(stats.msg_rate_in + stats.msg_rate_out,
-                                          stats.msg_throughput_in + stats.msg_throughput_out)
+                rates[topic] = TopicRates(
+                    stats.msg_rate_in + stats.msg_rate_out, stats.msg_throughput_in + stats.msg_throughput_out
+                )
         return BundleSplitOption(
-            bundle, topics=topics, positions=list(positions), topic_rates=rates,
+            bundle,
+            topics=topics,
+            positions=list(positions),
+            topic_rates=rates,
             max_msg_rate=self.conf.loadBalancerNamespaceBundleMaxMsgRate,
             max_bandwidth_mbytes=self.conf.loadBalancerNamespaceBundleMaxBandwidthMbytes,
             flow_or_qps_difference_threshold_percentage=self.conf.flowOrQpsDifferenceThresholdPercentage,

@@ -28,8 +28,9 @@ class ClusterPoliciesCache:
     def __init__(self, store: MetadataStore, cluster: str) -> None:
         self._isolation_path = isolation_policies_path(cluster)
         self._isolation_watch: DataWatch = store.watch_data(self._isolation_path, self._on_isolation)
-        self._domains = TreeCache(store, failure_domains_root(cluster), is_leaf=lambda _p, depth: depth == 1,
-                                  max_depth=1)
+        self._domains = TreeCache(
+            store, failure_domains_root(cluster), is_leaf=lambda _p, depth: depth == 1, max_depth=1
+        )
         self._domains.add_listener(self._on_domain)
         #: policy name -> policy (the engine's type)
         self.isolation: dict[str, NamespaceIsolationData] = {}
@@ -49,10 +50,15 @@ class ClusterPoliciesCache:
 
     def _on_isolation(self, node: Node | None) -> None:
         try:
-            stored = (NamespaceIsolationPolicies() if node is None
-                      else NamespaceIsolationPolicies.from_bytes(node.data, self._isolation_path))
-            self.isolation = {name: NamespaceIsolationData.from_json(p.to_json(), name)
-                              for name, p in stored.policies.items()}
+            stored = (
+                NamespaceIsolationPolicies()
+                if node is None
+                else NamespaceIsolationPolicies.from_bytes(node.data, self._isolation_path)
+            )
+            self.isolation = {
+                name: NamespaceIsolationData.from_json(p.to_json(), name)
+                for name, p in stored.policies.items()
+            }
         except BrokerLBError as exc:
             logger.error("Ignoring unreadable isolation policies: %s", exc)
             return
@@ -64,7 +70,9 @@ class ClusterPoliciesCache:
             self.failure_domains.pop(name, None)
         else:
             try:
-                self.failure_domains[name] = FailureDomain(StoredFailureDomain.from_bytes(node.data, path).brokers)
+                self.failure_domains[name] = FailureDomain(
+                    StoredFailureDomain.from_bytes(node.data, path).brokers
+                )
             except BrokerLBError as exc:
                 logger.error("Ignoring unreadable failure domain %s: %s", name, exc)
                 return

@@ -65,8 +65,10 @@ def initial_local_data(identity: BrokerIdentity, conf: ServiceConfig, start_ms: 
         non_persistent_topics_enabled=conf.enableNonPersistentTopics,
         broker_version_string=__version__,
         load_manager_class_name=conf.loadManagerClassName,
-        advertised_listeners={name: AdvertisedListener(u.broker_service_url, u.broker_service_url_tls)
-                              for name, u in identity.advertised_listeners.items()},
+        advertised_listeners={
+            name: AdvertisedListener(u.broker_service_url, u.broker_service_url_tls)
+            for name, u in identity.advertised_listeners.items()
+        },
         start_timestamp=start_ms,
         last_update=start_ms,
     )
@@ -75,10 +77,18 @@ def initial_local_data(identity: BrokerIdentity, conf: ServiceConfig, start_ms: 
 class LoadReporter:
     """Keeps ``local_data`` fresh and publishes it by the report-update rule."""
 
-    def __init__(self, identity: BrokerIdentity, conf: ServiceConfig, *, host_usage: HostUsageSource,
-                 topics: TopicRegistry, owned_bundles: Callable[[], Iterable[str]],
-                 publish: Callable[[LocalBrokerData], Awaitable[None]], connected: Callable[[], bool],
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        identity: BrokerIdentity,
+        conf: ServiceConfig,
+        *,
+        host_usage: HostUsageSource,
+        topics: TopicRegistry,
+        owned_bundles: Callable[[], Iterable[str]],
+        publish: Callable[[LocalBrokerData], Awaitable[None]],
+        connected: Callable[[], bool],
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.conf = conf
         self._host_usage = host_usage
         self._topics = topics
@@ -116,11 +126,14 @@ class LoadReporter:
             msg_throughput_in=sum(s.msg_throughput_in for s in stats.values()),
             msg_rate_out=sum(s.msg_rate_out for s in stats.values()),
             msg_throughput_out=sum(s.msg_throughput_out for s in stats.values()),
-            topics=sum(s.topics for s in stats.values()))
+            topics=sum(s.topics for s in stats.values()),
+        )
 
     def decide(self, force: bool = False) -> ReportUpdateDecision:
         return need_broker_data_update(
-            self.last_data, self.local_data, self._clock.now_ms(),
+            self.last_data,
+            self.local_data,
+            self._clock.now_ms(),
             max_interval_minutes=self.conf.loadBalancerReportUpdateMaxIntervalMinutes,
             threshold_percentage=self.conf.loadBalancerReportUpdateThresholdPercentage,
             force=force,

@@ -91,9 +91,17 @@ LeaderTasksFactory = Callable[["BrokerService"], Any]
 class BrokerService:
     """One broker process's service (see the module docstring for the life cycle)."""
 
-    def __init__(self, conf: ServiceConfig, *, store: MetadataStore | None = None, clock: Clock = SYSTEM_CLOCK,
-                 host_usage: HostUsageSource | None = None, decide: Decide | None = None,
-                 leader_tasks: LeaderTasksFactory | None = None, fast_lookup: bool = True) -> None:
+    def __init__(
+        self,
+        conf: ServiceConfig,
+        *,
+        store: MetadataStore | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        host_usage: HostUsageSource | None = None,
+        decide: Decide | None = None,
+        leader_tasks: LeaderTasksFactory | None = None,
+        fast_lookup: bool = True,
+    ) -> None:
         conf.check_complete()
         self.conf = conf
         self.clock = clock
@@ -113,8 +121,10 @@ class BrokerService:
     async def start(self) -> BrokerService:
         conf = self.conf
         self.store = self._store or open_store(
-            conf.metadataStoreUrl, session_timeout=conf.duration_seconds("metadataStoreSessionTimeoutMillis"),
-            operation_timeout=conf.duration_seconds("metadataStoreOperationTimeoutSeconds"))
+            conf.metadataStoreUrl,
+            session_timeout=conf.duration_seconds("metadataStoreSessionTimeoutMillis"),
+            operation_timeout=conf.duration_seconds("metadataStoreOperationTimeoutSeconds"),
+        )
         if self.store.session_state is SessionState.CLOSED:
             await self.store.start()
         sock = bind_socket(conf.bindAddress, conf.webServicePort or 0)
@@ -129,8 +139,13 @@ class BrokerService:
         await self._join()
         self.started = True
         self.ready = True
-        logger.info("Broker %s started (web %s, cluster %s, store %s)", self.identity.broker_id,
-                    self.identity.web_service_url, self.identity.cluster, self.store.url)
+        logger.info(
+            "Broker %s started (web %s, cluster %s, store %s)",
+            self.identity.broker_id,
+            self.identity.web_service_url,
+            self.identity.cluster,
+            self.store.url,
+        )
         return self
 
     async def _wire(self) -> None:
@@ -140,8 +155,9 @@ class BrokerService:
         self.registry = await BrokerRegistry(store).start()
         self.owners = await OwnershipCache(store).start()
         self.ownership = OwnershipManager(store, self_ownership_data(ident))
-        self.election = LeaderElection(store, LeaderBroker(ident.broker_id, ident.web_service_url or ""),
-                                       clock=self.clock)
+        self.election = LeaderElection(
+            store, LeaderBroker(ident.broker_id, ident.web_service_url or ""), clock=self.clock
+        )
         self.cluster_policies = ClusterPolicies(store, ident.cluster)
         self.load_data_store = LoadDataStore(store)
         self.partitioned_topics = PartitionedTopics(store)
@@ -150,27 +166,64 @@ class BrokerService:
         self.admin = AsyncAdminClient(ident.web_service_url or "")
         if self._host_usage is None:
             self._host_usage = self._default_host_usage()
-        self.reporter = LoadReporter(ident, conf, host_usage=self._host_usage, topics=self.topics,
-                                     owned_bundles=self.ownership.owned_bundles, publish=self._publish_report,
-                                     connected=lambda: store.connected, clock=self.clock)
+        self.reporter = LoadReporter(
+            ident,
+            conf,
+            host_usage=self._host_usage,
+            topics=self.topics,
+            owned_bundles=self.ownership.owned_bundles,
+            publish=self._publish_report,
+            connected=lambda: store.connected,
+            clock=self.clock,
+        )
         self.policies_cache = await ClusterPoliciesCache(store, ident.cluster).start()
-        self.load_manager = LoadManager(conf, registry=self.registry, bundles=self.bundles,
-                                        policies=self.policies_cache,
-                                        load_data_store=self.load_data_store, clock=self.clock)
-        self.placement = PlacementService(self._decide or self.load_manager.decide, self.registry.available_brokers)
-        self.lookup = LookupService(ident, bundles=self.bundles, owners=self.owners, ownership=self.ownership,
-                                    registry=self.registry, election=self.election, assigner=self,
-                                    max_concurrent=lambda: self.conf.maxConcurrentLookupRequest,
-                                    on_acquired=lambda _b: self.reporter.force_update(),
-                                    can_own=lambda: not self._closing)
-        self.actions = OwnerActions(conf, ownership=self.ownership, metadata=self.metadata, bundles=self.bundles,
-                                    topics=self.topics, hand_over=self._hand_over,
-                                    report_changed=self.reporter.force_update)
-        self.namespaces = NamespaceService(ident, conf, metadata=self.metadata, bundles=self.bundles,
-                                           owners=self.owners, lookup=self.lookup, actions=self.actions,
-                                           registry=self.registry, election=self.election,
-                                           placement=self.placement, topics=self.topics,
-                                           load_data=self.load_data_store, admin=self.admin)
+        self.load_manager = LoadManager(
+            conf,
+            registry=self.registry,
+            bundles=self.bundles,
+            policies=self.policies_cache,
+            load_data_store=self.load_data_store,
+            clock=self.clock,
+        )
+        self.placement = PlacementService(
+            self._decide or self.load_manager.decide, self.registry.available_brokers
+        )
+        self.lookup = LookupService(
+            ident,
+            bundles=self.bundles,
+            owners=self.owners,
+            ownership=self.ownership,
+            registry=self.registry,
+            election=self.election,
+            assigner=self,
+            max_concurrent=lambda: self.conf.maxConcurrentLookupRequest,
+            on_acquired=lambda _b: self.reporter.force_update(),
+            can_own=lambda: not self._closing,
+        )
+        self.actions = OwnerActions(
+            conf,
+            ownership=self.ownership,
+            metadata=self.metadata,
+            bundles=self.bundles,
+            topics=self.topics,
+            hand_over=self._hand_over,
+            report_changed=self.reporter.force_update,
+        )
+        self.namespaces = NamespaceService(
+            ident,
+            conf,
+            metadata=self.metadata,
+            bundles=self.bundles,
+            owners=self.owners,
+            lookup=self.lookup,
+            actions=self.actions,
+            registry=self.registry,
+            election=self.election,
+            placement=self.placement,
+            topics=self.topics,
+            load_data=self.load_data_store,
+            admin=self.admin,
+        )
         factory = self._leader_tasks_factory or default_leader_tasks
         self.leader_tasks = factory(self)
         self._listeners += [
@@ -183,9 +236,14 @@ class BrokerService:
         """The WebSocket produce/consume path (``webSocketServiceEnabled``); rates over ``statsUpdateFrequencyInSecs``."""
         from brokerlb.broker.data_path import DataPath
 
-        return DataPath(registry=self.topics, ownership=self.ownership, bundle_of=self._bundle_of,
-                        broker_urls=self._broker_urls, stats_window=self.conf.statsUpdateFrequencyInSecs,
-                        clock=self.clock)
+        return DataPath(
+            registry=self.topics,
+            ownership=self.ownership,
+            bundle_of=self._bundle_of,
+            broker_urls=self._broker_urls,
+            stats_window=self.conf.statsUpdateFrequencyInSecs,
+            clock=self.clock,
+        )
 
     def _broker_urls(self, broker_id: str) -> tuple[str | None, str | None]:
         """``(webServiceUrl, pulsarServiceUrl)`` of an active broker, from its registration."""
@@ -197,18 +255,26 @@ class BrokerService:
     def _default_host_usage(self) -> HostUsageSource:
         conf = self.conf
         if conf.brokerlbHostUsage == "traffic":
-            logger.info("Broker %s reports host usage modelled from its traffic (brokerlbHostUsage=traffic)",
-                        self.identity.broker_id)
-            return TrafficHostUsage(lambda: self.reporter.local_data_totals(), cores=conf.brokerlbModelCores,
-                                    msg_rate_per_core=conf.brokerlbModelMsgRatePerCore,
-                                    nic_speed_gbps=conf.loadBalancerOverrideBrokerNicSpeedGbps)
+            logger.info(
+                "Broker %s reports host usage modelled from its traffic (brokerlbHostUsage=traffic)",
+                self.identity.broker_id,
+            )
+            return TrafficHostUsage(
+                lambda: self.reporter.local_data_totals(),
+                cores=conf.brokerlbModelCores,
+                msg_rate_per_core=conf.brokerlbModelMsgRatePerCore,
+                nic_speed_gbps=conf.loadBalancerOverrideBrokerNicSpeedGbps,
+            )
         from brokerlb.broker.host_usage import HostUsageCollector
 
         return HostUsageCollector(override_nic_speed_gbps=conf.loadBalancerOverrideBrokerNicSpeedGbps)
 
     async def _join(self) -> None:
-        await self.registry.register(self.identity.broker_id, self.reporter.local_data.to_json(),
-                                     wait_for_stale=self.store.session_timeout)
+        await self.registry.register(
+            self.identity.broker_id,
+            self.reporter.local_data.to_json(),
+            wait_for_stale=self.store.session_timeout,
+        )
         if self.leader_tasks is not None:
             self._listeners.append(self.election.run_while_leader(self.leader_tasks.run, "leader tasks"))
         self._listeners.append(self.election.add_listener(self._on_leadership))
@@ -220,8 +286,10 @@ class BrokerService:
 
     async def _own_heartbeat_namespaces(self) -> None:
         """Own ``pulsar/{cluster}/{brokerId}`` and ``pulsar/{brokerId}`` (full bundles), as Pulsar does."""
-        for ns in (heartbeat_namespace(self.identity.cluster, self.identity.broker_id),
-                   heartbeat_namespace_v2(self.identity.broker_id)):
+        for ns in (
+            heartbeat_namespace(self.identity.cluster, self.identity.broker_id),
+            heartbeat_namespace_v2(self.identity.broker_id),
+        ):
             bundle = NamespaceBundles.create(ns, 1).bundles[0]
             try:
                 await self.lookup.resolve(bundle, authoritative=True)
@@ -233,7 +301,6 @@ class BrokerService:
         if self._closing:
             raise ServiceUnavailableError(f"Broker {self.identity.broker_id} is shutting down")
         return await self.placement.select_broker(bundle)
-
 
     # ------------------------------------------------------------------ callbacks
     def _bundle_of(self, topic: TopicName) -> str:
@@ -260,8 +327,11 @@ class BrokerService:
         if event.kind in (RegistryEventKind.REREGISTERED, RegistryEventKind.REGISTERED):
             self.reporter.force_update()
         elif event.kind is RegistryEventKind.REGISTRATION_LOST:
-            logger.error("Broker %s lost its registration to another session: %s", self.identity.broker_id,
-                         event.reason)
+            logger.error(
+                "Broker %s lost its registration to another session: %s",
+                self.identity.broker_id,
+                event.reason,
+            )
 
     def _on_leadership(self, change: LeadershipChange) -> None:
         if change.leading:
@@ -310,8 +380,11 @@ class BrokerService:
                     assignment = "primary"
                 elif _matches(policy.secondary, self.identity.broker_id, host):
                     assignment = "secondary"
-            out[bundle] = {"broker_assignment": assignment, "is_controlled": controlled,
-                           "is_active": self.ownership.is_owned(bundle)}
+            out[bundle] = {
+                "broker_assignment": assignment,
+                "is_controlled": controlled,
+                "is_active": self.ownership.is_owned(bundle),
+            }
         return out
 
     # ------------------------------------------------------------------ stop
@@ -325,8 +398,9 @@ class BrokerService:
         await self.election.close()
         await self._cancel_tasks()
         owned = self.ownership.owned_bundles()
-        results = await asyncio.gather(*(self.actions.unload(NamespaceBundle.parse(b)) for b in owned),
-                                       return_exceptions=True)
+        results = await asyncio.gather(
+            *(self.actions.unload(NamespaceBundle.parse(b)) for b in owned), return_exceptions=True
+        )
         for bundle, result in zip(owned, results, strict=True):
             if isinstance(result, BaseException):
                 logger.warning("Unloading %s at shutdown failed: %s", bundle, result)
@@ -336,8 +410,12 @@ class BrokerService:
         await self._close_local()
         if self._store is None:
             await self.store.close()
-        logger.info("Broker %s stopped in %.2f s (%d bundles released)", self.identity.broker_id,
-                    time.monotonic() - started, len(owned))
+        logger.info(
+            "Broker %s stopped in %.2f s (%d bundles released)",
+            self.identity.broker_id,
+            time.monotonic() - started,
+            len(owned),
+        )
 
     async def kill(self) -> None:
         """Stop like a crashed process: no release, no deregistration; the session is abandoned."""
@@ -362,7 +440,9 @@ class BrokerService:
 
     async def _close_local(self) -> None:
         self.started = False
-        if self.data_path is not None:  # after a graceful stop nothing is left; after a kill, clients reconnect
+        if (
+            self.data_path is not None
+        ):  # after a graceful stop nothing is left; after a kill, clients reconnect
             await self.data_path.close_all()
         for remove in self._listeners:
             remove()
@@ -399,10 +479,16 @@ def default_leader_tasks(service: BrokerService) -> LeaderTasks:
 def self_ownership_data(ident: BrokerIdentity) -> NamespaceEphemeralData:
     """What this broker writes into the ownership nodes it creates."""
     return NamespaceEphemeralData(
-        native_url=ident.pulsar_service_url, native_url_tls=ident.pulsar_service_url_tls,
-        http_url=ident.web_service_url, http_url_tls=ident.web_service_url_tls, disabled=False,
-        advertised_listeners={name: AdvertisedListener(u.broker_service_url, u.broker_service_url_tls)
-                              for name, u in ident.advertised_listeners.items()})
+        native_url=ident.pulsar_service_url,
+        native_url_tls=ident.pulsar_service_url_tls,
+        http_url=ident.web_service_url,
+        http_url_tls=ident.web_service_url_tls,
+        disabled=False,
+        advertised_listeners={
+            name: AdvertisedListener(u.broker_service_url, u.broker_service_url_tls)
+            for name, u in ident.advertised_listeners.items()
+        },
+    )
 
 
 def _matches(patterns: tuple[str, ...], broker_id: str, host: str) -> bool:

@@ -40,8 +40,9 @@ STANDALONE_DEFAULTS: dict[str, Any] = {
 }
 
 
-def standalone_config(base: ServiceConfig | None, index: int, *, metadata_store: str, web_port: int,
-                      broker_port: int | None) -> ServiceConfig:
+def standalone_config(
+    base: ServiceConfig | None, index: int, *, metadata_store: str, web_port: int, broker_port: int | None
+) -> ServiceConfig:
     """Broker ``index``'s config: the base, standalone defaults where the base left them unset, its ports."""
     base = base or ServiceConfig()
     values = {k: v for k, v in STANDALONE_DEFAULTS.items() if k not in base.explicit_keys}
@@ -54,14 +55,25 @@ def standalone_config(base: ServiceConfig | None, index: int, *, metadata_store:
 class StandaloneCluster:
     """N brokers in one process (module docstring)."""
 
-    def __init__(self, brokers: int = 3, *, metadata_store: str = "memory:standalone", web_port: int = 8080,
-                 broker_port: int | None = 6650, config: ServiceConfig | None = None,
-                 overrides: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        brokers: int = 3,
+        *,
+        metadata_store: str = "memory:standalone",
+        web_port: int = 8080,
+        broker_port: int | None = 6650,
+        config: ServiceConfig | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> None:
         if brokers < 1:
             raise InvalidConfigError("--brokers", brokers, "a cluster needs at least one broker")
         base = (config or ServiceConfig()).with_overrides(dict(overrides or {}))
-        self.configs = [standalone_config(base, i, metadata_store=metadata_store, web_port=web_port,
-                                          broker_port=broker_port) for i in range(brokers)]
+        self.configs = [
+            standalone_config(
+                base, i, metadata_store=metadata_store, web_port=web_port, broker_port=broker_port
+            )
+            for i in range(brokers)
+        ]
         self.metadata_store = metadata_store
         self.brokers: list[BrokerService] = []
 

@@ -45,8 +45,13 @@ class _Topic:
 class SyntheticClients:
     """Topics with injected traffic, kept attached to their current owners."""
 
-    def __init__(self, services: Sequence[BrokerService], *, lookup_url: str | None = None,
-                 reconnect_delay: float = 0.1) -> None:
+    def __init__(
+        self,
+        services: Sequence[BrokerService],
+        *,
+        lookup_url: str | None = None,
+        reconnect_delay: float = 0.1,
+    ) -> None:
         import httpx
 
         self._services = {s.url: s for s in services}

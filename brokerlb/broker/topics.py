@@ -81,15 +81,25 @@ class TopicStats:
 
     def as_bundle_stats(self) -> NamespaceBundleStats:
         """This topic alone as a bundle sample (``topics=1``)."""
-        return NamespaceBundleStats(msg_rate_in=self.msg_rate_in, msg_throughput_in=self.msg_throughput_in,
-                                    msg_rate_out=self.msg_rate_out, msg_throughput_out=self.msg_throughput_out,
-                                    consumer_count=self.consumer_count, producer_count=self.producer_count,
-                                    topics=1)
+        return NamespaceBundleStats(
+            msg_rate_in=self.msg_rate_in,
+            msg_throughput_in=self.msg_throughput_in,
+            msg_rate_out=self.msg_rate_out,
+            msg_throughput_out=self.msg_throughput_out,
+            consumer_count=self.consumer_count,
+            producer_count=self.producer_count,
+            topics=1,
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"msgRateIn": self.msg_rate_in, "msgThroughputIn": self.msg_throughput_in,
-                "msgRateOut": self.msg_rate_out, "msgThroughputOut": self.msg_throughput_out,
-                "producerCount": self.producer_count, "consumerCount": self.consumer_count}
+        return {
+            "msgRateIn": self.msg_rate_in,
+            "msgThroughputIn": self.msg_throughput_in,
+            "msgRateOut": self.msg_rate_out,
+            "msgThroughputOut": self.msg_throughput_out,
+            "producerCount": self.producer_count,
+            "consumerCount": self.consumer_count,
+        }
 
 
 @dataclass(slots=True)
@@ -111,9 +121,15 @@ def _sum(stats: Iterable[TopicStats]) -> NamespaceBundleStats:
         producers += s.producer_count
         consumers += s.consumer_count
         topics += 1
-    return NamespaceBundleStats(msg_rate_in=rate_in, msg_throughput_in=tput_in, msg_rate_out=rate_out,
-                                msg_throughput_out=tput_out, consumer_count=consumers, producer_count=producers,
-                                topics=topics)
+    return NamespaceBundleStats(
+        msg_rate_in=rate_in,
+        msg_throughput_in=tput_in,
+        msg_rate_out=rate_out,
+        msg_throughput_out=tput_out,
+        consumer_count=consumers,
+        producer_count=producers,
+        topics=topics,
+    )
 
 
 class TopicRegistry:
@@ -125,8 +141,13 @@ class TopicRegistry:
         self._bundle_hooks: dict[str, list[CloseHook]] = defaultdict(list)
 
     # ------------------------------------------------------------------ serving
-    def attach(self, topic: TopicName | str, close: CloseHook | None = None,
-               stats: TopicStats | None = None, fence: FenceHook | None = None) -> str:
+    def attach(
+        self,
+        topic: TopicName | str,
+        close: CloseHook | None = None,
+        stats: TopicStats | None = None,
+        fence: FenceHook | None = None,
+    ) -> str:
         """Start serving ``topic`` here; returns its bundle. ``close`` runs when the bundle leaves,
         ``fence`` when a transfer starts."""
         name = TopicName.parse(topic)
@@ -141,7 +162,9 @@ class TopicRegistry:
         """Replace a served topic's stats; an unknown topic is an error (attach it first)."""
         entry = self._topics.get(str(TopicName.parse(topic)))
         if entry is None:
-            raise InvalidLoadDataError(f"Topic {topic} is not served by this broker", field="topic", value=str(topic))
+            raise InvalidLoadDataError(
+                f"Topic {topic} is not served by this broker", field="topic", value=str(topic)
+            )
         entry.stats = stats
 
     def add_bundle_hook(self, bundle: str, hook: CloseHook) -> None:
@@ -205,13 +228,19 @@ class TopicRegistry:
         entries = [self._topics.pop(name) for name in names]
         hooks = [e.close for e in entries if e.close is not None] + self._bundle_hooks.pop(bundle, [])
         if hooks:
-            done, pending = await asyncio.wait([asyncio.ensure_future(_run(h, bundle, cause)) for h in hooks],
-                                               timeout=timeout)
+            done, pending = await asyncio.wait(
+                [asyncio.ensure_future(_run(h, bundle, cause)) for h in hooks], timeout=timeout
+            )
             for task in pending:
                 task.cancel()
             if pending:
-                logger.warning("Closing bundle %s: %d of %d close callbacks did not finish within %.1f s",
-                               bundle, len(pending), len(hooks), timeout)
+                logger.warning(
+                    "Closing bundle %s: %d of %d close callbacks did not finish within %.1f s",
+                    bundle,
+                    len(pending),
+                    len(hooks),
+                    timeout,
+                )
         return len(entries)
 
     def forget_bundle_hooks(self, bundles: Iterable[str]) -> None:

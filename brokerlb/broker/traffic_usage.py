@@ -31,8 +31,14 @@ DEFAULT_NIC_KBPS = 1e7  # 10 Gbit/s
 class TrafficHostUsage:
     """``sample()`` from ``totals()``: the broker's summed bundle stats now."""
 
-    def __init__(self, totals: Callable[[], NamespaceBundleStats], *, cores: float = 4.0,
-                 msg_rate_per_core: float = 50_000.0, nic_speed_gbps: float | None = None) -> None:
+    def __init__(
+        self,
+        totals: Callable[[], NamespaceBundleStats],
+        *,
+        cores: float = 4.0,
+        msg_rate_per_core: float = 50_000.0,
+        nic_speed_gbps: float | None = None,
+    ) -> None:
         self._totals = totals
         self.cores = cores
         self.msg_rate_per_core = msg_rate_per_core

@@ -81,8 +81,13 @@ class Connection:
         """Refuse the upgrade with an HTTP error and ``{"reason": ...}`` (403 if the server cannot)."""
         self.closed = True
         if "websocket.http.response" in self.scope.get("extensions", {}):
-            await self._send({"type": "websocket.http.response.start", "status": error_status(exc),
-                              "headers": [(b"content-type", b"application/json")]})
+            await self._send(
+                {
+                    "type": "websocket.http.response.start",
+                    "status": error_status(exc),
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
             await self._send({"type": "websocket.http.response.body", "body": error_body(exc)})
         else:  # pragma: no cover - uvicorn supports the denial extension
             await self._send({"type": "websocket.close", "code": 1008})
@@ -146,9 +151,11 @@ class ConsumerSession:
         self.served = served
         self.subscription = endpoint.subscription or ""
         self.subscription_type = endpoint.subscription_type
-        self.consumer = DispatchConsumer(endpoint.consumer_name or f"ws-{id(self):x}",
-                                         priority_level=endpoint.priority_level,
-                                         permits=endpoint.receiver_queue_size)
+        self.consumer = DispatchConsumer(
+            endpoint.consumer_name or f"ws-{id(self):x}",
+            priority_level=endpoint.priority_level,
+            permits=endpoint.receiver_queue_size,
+        )
         self._outbox: collections.deque[str] = collections.deque()
         self._ready = asyncio.Event()
 
@@ -208,8 +215,9 @@ _DENIAL_FILTER = _DenialLogFilter()
 class WebSocketEndpoint:
     """The ASGI handler for ``/ws/v2/...`` (module docstring)."""
 
-    def __init__(self, data_path: DataPath | None, bundles: Any, owners: Any = None,
-                 self_id: str | None = None) -> None:
+    def __init__(
+        self, data_path: DataPath | None, bundles: Any, owners: Any = None, self_id: str | None = None
+    ) -> None:
         self.data_path = data_path
         self.bundles = bundles
         self._owners = owners
@@ -228,8 +236,9 @@ class WebSocketEndpoint:
             return
         try:
             if self.data_path is None:
-                raise NotFoundError("The WebSocket service is not enabled on this broker "
-                                    "(webSocketServiceEnabled=false)")
+                raise NotFoundError(
+                    "The WebSocket service is not enabled on this broker (webSocketServiceEnabled=false)"
+                )
             endpoint = parse_endpoint(scope["path"], scope.get("query_string", b""))
             await self.bundles.get(endpoint.topic.namespace)  # 404 unknown namespace; caches the ring
         except BrokerLBError as exc:
@@ -266,5 +275,3 @@ class WebSocketEndpoint:
             await session.serve()
         finally:
             data_path.remove_session(served, session)
-
-

@@ -42,20 +42,27 @@ app.add_typer(brokers, name="brokers")
 app.add_typer(broker_stats, name="broker-stats")
 
 
-_BOUNDARIES = typer.Option([], "--split-boundaries", "-sb",
-                           help="positions for specified_positions_divide (repeatable)")
+_BOUNDARIES = typer.Option(
+    [], "--split-boundaries", "-sb", help="positions for specified_positions_divide (repeatable)"
+)
 _MERGE_BUNDLES = typer.Option(..., "--bundle", "-b", help="adjacent bundle ranges (2 or more)")
 
 
 @app.callback()
-def _options(ctx: typer.Context,
-             url: str = typer.Option(DEFAULT_URL, "--url", "-u", envvar="BROKERLB_URL", help="any broker's web URL"),
-             as_json: bool = typer.Option(False, "--json", help="machine-readable JSON output")) -> None:
+def _options(
+    ctx: typer.Context,
+    url: str = typer.Option(DEFAULT_URL, "--url", "-u", envvar="BROKERLB_URL", help="any broker's web URL"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable JSON output"),
+) -> None:
     ctx.obj = {"url": url, "json": as_json}
 
 
-def _run(ctx: typer.Context, call: Callable[[AdminClient], Any], table: Callable[[Any], None] | None = None,
-         done: str | None = None) -> None:
+def _run(
+    ctx: typer.Context,
+    call: Callable[[AdminClient], Any],
+    table: Callable[[Any], None] | None = None,
+    done: str | None = None,
+) -> None:
     with cli_errors(), AdminClient(ctx.obj["url"]) as admin:
         result = call(admin)
     if ctx.obj["json"]:
@@ -79,8 +86,11 @@ def _kv_table(title: str, rows: dict[str, Any]) -> None:
 
 
 @namespaces.command("create")
-def ns_create(ctx: typer.Context, namespace: str,
-              bundles: int | None = typer.Option(None, "--bundles", "-b", help="number of bundles")) -> None:
+def ns_create(
+    ctx: typer.Context,
+    namespace: str,
+    bundles: int | None = typer.Option(None, "--bundles", "-b", help="number of bundles"),
+) -> None:
     """Create a namespace (default bundle count: defaultNumberOfNamespaceBundles)."""
     _run(ctx, lambda a: a.create_namespace(namespace, num_bundles=bundles), done=f"created {namespace}")
 
@@ -101,45 +111,62 @@ def ns_bundles(ctx: typer.Context, namespace: str) -> None:
 
 
 @namespaces.command("unload")
-def ns_unload(ctx: typer.Context, namespace: str,
-              bundle: str | None = typer.Option(None, "--bundle", "-b", help="only this bundle range"),
-              destination: str | None = typer.Option(None, "--destination-broker", "-d",
-                                                     help="transfer the bundle to this broker (host:port)")) -> None:
+def ns_unload(
+    ctx: typer.Context,
+    namespace: str,
+    bundle: str | None = typer.Option(None, "--bundle", "-b", help="only this bundle range"),
+    destination: str | None = typer.Option(
+        None, "--destination-broker", "-d", help="transfer the bundle to this broker (host:port)"
+    ),
+) -> None:
     """Unload the namespace, or one bundle (optionally to a destination broker)."""
     if bundle is None and destination is not None:
         raise typer.BadParameter("--destination-broker needs --bundle")
     if bundle is None:
         _run(ctx, lambda a: a.unload_namespace(namespace), done=f"unloaded {namespace}")
     else:
-        _run(ctx, lambda a: a.unload_bundle(namespace, bundle, destination_broker=destination),
-             done=f"unloaded {namespace}/{bundle}" + (f" to {destination}" if destination else ""))
+        _run(
+            ctx,
+            lambda a: a.unload_bundle(namespace, bundle, destination_broker=destination),
+            done=f"unloaded {namespace}/{bundle}" + (f" to {destination}" if destination else ""),
+        )
 
 
 @namespaces.command("split-bundle")
-def ns_split(ctx: typer.Context, namespace: str,
-             bundle: str | None = typer.Option(None, "--bundle", "-b", help="bundle range"),
-             bundle_type: str | None = typer.Option(None, "--bundle-type", "-bt", help="LARGEST or HOT"),
-             unload: bool = typer.Option(False, "--unload", "-u", help="unload the new bundles"),
-             algorithm: str | None = typer.Option(None, "--split-algorithm-name", "-san"),
-             boundaries: list[str] = _BOUNDARIES) -> None:
+def ns_split(
+    ctx: typer.Context,
+    namespace: str,
+    bundle: str | None = typer.Option(None, "--bundle", "-b", help="bundle range"),
+    bundle_type: str | None = typer.Option(None, "--bundle-type", "-bt", help="LARGEST or HOT"),
+    unload: bool = typer.Option(False, "--unload", "-u", help="unload the new bundles"),
+    algorithm: str | None = typer.Option(None, "--split-algorithm-name", "-san"),
+    boundaries: list[str] = _BOUNDARIES,
+) -> None:
     """Split a bundle (range, or --bundle-type LARGEST|HOT)."""
     target = bundle or bundle_type
     if not target or (bundle and bundle_type):
         raise typer.BadParameter("give exactly one of --bundle and --bundle-type")
-    _run(ctx, lambda a: a.split_bundle(namespace, target, unload=unload, algorithm=algorithm,
-                                       boundaries=boundaries or None), done=f"split {namespace}/{target}")
+    _run(
+        ctx,
+        lambda a: a.split_bundle(
+            namespace, target, unload=unload, algorithm=algorithm, boundaries=boundaries or None
+        ),
+        done=f"split {namespace}/{target}",
+    )
 
 
 @namespaces.command("merge-bundles")
-def ns_merge(ctx: typer.Context, namespace: str,
-             bundles: list[str] = _MERGE_BUNDLES) -> None:
+def ns_merge(ctx: typer.Context, namespace: str, bundles: list[str] = _MERGE_BUNDLES) -> None:
     """brokerlb extension: merge adjacent bundles into one."""
     _run(ctx, lambda a: a.merge_bundles(namespace, bundles), lambda r: _kv_table("merged", r))
 
 
 @namespaces.command("set-anti-affinity-group")
-def ns_set_group(ctx: typer.Context, namespace: str,
-                 group: str = typer.Option(..., "--group", "-g", help="anti-affinity group name")) -> None:
+def ns_set_group(
+    ctx: typer.Context,
+    namespace: str,
+    group: str = typer.Option(..., "--group", "-g", help="anti-affinity group name"),
+) -> None:
     _run(ctx, lambda a: a.set_anti_affinity_group(namespace, group), done=f"{namespace}: group {group}")
 
 
@@ -192,8 +219,9 @@ def topics_bundle_range(ctx: typer.Context, topic: str) -> None:
 
 
 @topics.command("create-partitioned-topic")
-def topics_create_partitioned(ctx: typer.Context, topic: str,
-                              partitions: int = typer.Option(..., "--partitions", "-p")) -> None:
+def topics_create_partitioned(
+    ctx: typer.Context, topic: str, partitions: int = typer.Option(..., "--partitions", "-p")
+) -> None:
     _run(ctx, lambda a: a.create_partitioned_topic(topic, partitions), done=f"created {topic} ({partitions})")
 
 
@@ -221,8 +249,11 @@ def brokers_leader(ctx: typer.Context) -> None:
 
 
 @brokers.command("owned-namespaces")
-def brokers_owned(ctx: typer.Context, broker: str | None = typer.Argument(None, help="broker id (default: --url's)"),
-                  cluster: str | None = typer.Option(None, "--cluster", "-c")) -> None:
+def brokers_owned(
+    ctx: typer.Context,
+    broker: str | None = typer.Argument(None, help="broker id (default: --url's)"),
+    cluster: str | None = typer.Option(None, "--cluster", "-c"),
+) -> None:
     """Bundles a broker owns, with their isolation status."""
 
     def call(a: AdminClient) -> Any:
@@ -249,8 +280,20 @@ def stats_load_report(ctx: typer.Context) -> None:
     """The broker's LocalBrokerData."""
 
     def table(d: dict[str, Any]) -> None:
-        rows: dict[str, Any] = {k: d[k] for k in ("webServiceUrl", "numBundles", "numTopics", "msgRateIn", "msgRateOut",
-                                  "msgThroughputIn", "msgThroughputOut", "maxResourceUsage") if k in d}
+        rows: dict[str, Any] = {
+            k: d[k]
+            for k in (
+                "webServiceUrl",
+                "numBundles",
+                "numTopics",
+                "msgRateIn",
+                "msgRateOut",
+                "msgThroughputIn",
+                "msgThroughputOut",
+                "maxResourceUsage",
+            )
+            if k in d
+        }
         for res in ("cpu", "memory", "bandwidthIn", "bandwidthOut"):
             if res in d:
                 rows[res] = f"{d[res]['usage']:.1f} / {d[res]['limit']:.1f}"
@@ -271,8 +314,13 @@ def stats_topics(ctx: typer.Context) -> None:
             for rng, domains in bundles.items():
                 for _domain, tops in domains.items():
                     for name, s in tops.items():
-                        t.add_row(name, f"{ns}/{rng}", f"{s['msgRateIn']:.1f}", f"{s['msgRateOut']:.1f}",
-                                  f"{s['msgThroughputIn']:.0f}")
+                        t.add_row(
+                            name,
+                            f"{ns}/{rng}",
+                            f"{s['msgRateIn']:.1f}",
+                            f"{s['msgRateOut']:.1f}",
+                            f"{s['msgThroughputIn']:.0f}",
+                        )
         console.print(t)
 
     _run(ctx, lambda a: a.get_topics_stats(), table)

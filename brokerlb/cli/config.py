@@ -23,11 +23,13 @@ _SET = typer.Option([], "--set", help="key=value, overrides the file (repeatable
 
 
 @app.command("keys")
-def keys_cmd(as_json: bool = _JSON,
-             markdown: bool = typer.Option(False, "--markdown", help="print docs/configuration.md"),
-             category: str | None = typer.Option(None, "--category", "-c",
-                                                 help="only keys whose category contains this text"),
-             ) -> None:
+def keys_cmd(
+    as_json: bool = _JSON,
+    markdown: bool = typer.Option(False, "--markdown", help="print docs/configuration.md"),
+    category: str | None = typer.Option(
+        None, "--category", "-c", help="only keys whose category contains this text"
+    ),
+) -> None:
     """List every config key: type, default, whether it is dynamic, what it does."""
     from brokerlb.config.docs import format_default, key_rows, render_markdown
     from brokerlb.config.service_config import REGISTRY
@@ -45,21 +47,33 @@ def keys_cmd(as_json: bool = _JSON,
         if k.category != category_shown:
             category_shown = k.category
             console.print(f"\n[bold underline]{k.category}[/]")
-        flags = " ".join(f for f in ("dynamic" if k.dynamic else "", "required" if k.required else "",
-                                     "deprecated" if k.deprecated else "") if f)
-        console.print(f"[bold]{k.name}[/] [cyan]{k.kind.name}[/] = {escape(format_default(k))}"
-                      + (f" [dim]({flags})[/]" if flags else ""), highlight=False, soft_wrap=True)
+        flags = " ".join(
+            f
+            for f in (
+                "dynamic" if k.dynamic else "",
+                "required" if k.required else "",
+                "deprecated" if k.deprecated else "",
+            )
+            if f
+        )
+        console.print(
+            f"[bold]{k.name}[/] [cyan]{k.kind.name}[/] = {escape(format_default(k))}"
+            + (f" [dim]({flags})[/]" if flags else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
         doc = k.doc + (f" Deprecated: {k.deprecated}." if k.deprecated else "")
         console.print(Padding(Text(doc), (0, 0, 0, 4)))
 
 
 @app.command("show")
-def show_cmd(config: Path | None = _CONFIG,
-             overrides: list[str] = _SET,
-             as_json: bool = _JSON,
-             changed_only: bool = typer.Option(False, "--changed", help="only values that differ from defaults"),
-             strict: bool = typer.Option(False, "--strict", help="unknown keys are errors"),
-             ) -> None:
+def show_cmd(
+    config: Path | None = _CONFIG,
+    overrides: list[str] = _SET,
+    as_json: bool = _JSON,
+    changed_only: bool = typer.Option(False, "--changed", help="only values that differ from defaults"),
+    strict: bool = typer.Option(False, "--strict", help="unknown keys are errors"),
+) -> None:
     """Print the effective configuration (defaults, then the file, then --set)."""
     from brokerlb.config.docs import format_value
     from brokerlb.config.loader import load_broker_conf

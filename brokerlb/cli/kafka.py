@@ -21,9 +21,11 @@ _SCHEMES = ("murmur2", "JavaStringHash", "Murmur3_32Hash")
 def partition_cmd(
     key: str = typer.Option(..., "--key", help="record key (UTF-8)"),
     partitions: int = typer.Option(..., "--partitions", help="number of partitions of the topic"),
-    scheme: str = typer.Option("murmur2", "--scheme",
-                               help="murmur2 (Kafka producer) or a Pulsar HashingScheme: JavaStringHash, "
-                                    "Murmur3_32Hash"),
+    scheme: str = typer.Option(
+        "murmur2",
+        "--scheme",
+        help="murmur2 (Kafka producer) or a Pulsar HashingScheme: JavaStringHash, Murmur3_32Hash",
+    ),
 ) -> None:
     """Print the partition a keyed record goes to (Kafka: toPositive(murmur2(key)) % N)."""
     with cli_errors():
@@ -55,15 +57,22 @@ def _read_group(path: str) -> Any:
 
 @app.command("assign")
 def assign_cmd(
-    assignor: str = typer.Option(..., "--assignor",
-                                 help="range | roundrobin | sticky | cooperative-sticky | load-aware"),
+    assignor: str = typer.Option(
+        ..., "--assignor", help="range | roundrobin | sticky | cooperative-sticky | load-aware"
+    ),
     group: str = typer.Option(..., "--group", help="group JSON file ('-' for stdin)"),
-    legacy_sticky: bool = typer.Option(False, "--legacy-sticky",
-                                       help="sticky assignors: general algorithm for every group "
-                                            "(Kafka < 2.8, kafka-python) instead of Java's fast path"),
-    tolerance_ratio: float = typer.Option(0.05, "--tolerance-ratio",
-                                          help="load-aware: hysteresis as a fraction of the mean member load"),
-    check: bool = typer.Option(True, "--check/--no-check", help="validate the answer with the shared checker"),
+    legacy_sticky: bool = typer.Option(
+        False,
+        "--legacy-sticky",
+        help="sticky assignors: general algorithm for every group "
+        "(Kafka < 2.8, kafka-python) instead of Java's fast path",
+    ),
+    tolerance_ratio: float = typer.Option(
+        0.05, "--tolerance-ratio", help="load-aware: hysteresis as a fraction of the mean member load"
+    ),
+    check: bool = typer.Option(
+        True, "--check/--no-check", help="validate the answer with the shared checker"
+    ),
 ) -> None:
     """Run an assignor on a group and print {"assignment", "moved", "revoked", "pending"}."""
     with cli_errors():
@@ -82,4 +91,3 @@ def assign_cmd(
 
             check_assignor_result(chosen, snapshot, result)
         print_json(result.to_json())
-

@@ -15,12 +15,32 @@ import typer
 #: (command name, module exposing ``app``, help) -- one line per area.
 SUBCOMMANDS: list[tuple[str, str, str]] = [
     ("ring", "brokerlb.cli.ring", "Offline hash-ring tools: bundles, topic → bundle, split, merge."),
-    ("config", "brokerlb.cli.config", "broker.conf keys (Pulsar names and defaults) and the effective config."),
+    (
+        "config",
+        "brokerlb.cli.config",
+        "broker.conf keys (Pulsar names and defaults) and the effective config.",
+    ),
     ("kafka", "brokerlb.cli.kafka", "Producer partitioning and consumer-group assignors, offline."),
-    ("metadata", "brokerlb.cli.metadata", "Metadata store in Pulsar's layout: brokers, leader, owners, bundles; a local ZooKeeper."),
-    ("admin", "brokerlb.cli.admin", "pulsar-admin-style client of any broker: namespaces, topics, brokers, broker-stats."),
-    ("plan", "brokerlb.cli.plan", "Offline planner: what shedding, split and placement would do on a snapshot."),
-    ("pipeline", "brokerlb.cli.pipeline", "Spark jobs over load history: ingest, loaddata, recommend, backtest."),
+    (
+        "metadata",
+        "brokerlb.cli.metadata",
+        "Metadata store in Pulsar's layout: brokers, leader, owners, bundles; a local ZooKeeper.",
+    ),
+    (
+        "admin",
+        "brokerlb.cli.admin",
+        "pulsar-admin-style client of any broker: namespaces, topics, brokers, broker-stats.",
+    ),
+    (
+        "plan",
+        "brokerlb.cli.plan",
+        "Offline planner: what shedding, split and placement would do on a snapshot.",
+    ),
+    (
+        "pipeline",
+        "brokerlb.cli.pipeline",
+        "Spark jobs over load history: ingest, loaddata, recommend, backtest.",
+    ),
     ("perf", "brokerlb.cli.perf", "Load over the data path, like pulsar-perf: produce | consume with skew."),
 ]
 

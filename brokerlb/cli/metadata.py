@@ -36,8 +36,11 @@ def _with_store(url: str, body: Callable[[Any], Awaitable[T]]) -> T:
 
 
 @app.command("tree")
-def tree_cmd(store: str = _STORE, path: str = typer.Argument("/", help="where to start"),
-             depth: int = typer.Option(8, help="levels to show")) -> None:
+def tree_cmd(
+    store: str = _STORE,
+    path: str = typer.Argument("/", help="where to start"),
+    depth: int = typer.Option(8, help="levels to show"),
+) -> None:
     """Print the nodes under PATH with their data (ephemerals show their session)."""
 
     async def walk(s: Any) -> None:
@@ -45,7 +48,11 @@ def tree_cmd(store: str = _STORE, path: str = typer.Argument("/", help="where to
             node = await s.get_or_none(p)
             if node is None:
                 return
-            owner = f"  [dim](ephemeral 0x{node.stat.ephemeral_owner:x})[/dim]" if node.stat.ephemeral_owner else ""
+            owner = (
+                f"  [dim](ephemeral 0x{node.stat.ephemeral_owner:x})[/dim]"
+                if node.stat.ephemeral_owner
+                else ""
+            )
             data = node.data.decode("utf-8", "replace")
             shown = escape((data[:100] + "…") if len(data) > 100 else data)
             name = escape(p.rsplit("/", 1)[-1] or "/")
@@ -68,8 +75,10 @@ def brokers_cmd(store: str = _STORE, as_json: bool = _JSON) -> None:
     async def read(s: Any) -> dict[str, Any]:
         registry = await BrokerRegistry(s).start()
         leader = await s.get_or_none(LEADER_PATH)
-        out = {"brokers": registry.available_brokers(),
-               "leader": LeaderBroker.from_bytes(leader.data, LEADER_PATH).to_json() if leader else None}
+        out = {
+            "brokers": registry.available_brokers(),
+            "leader": LeaderBroker.from_bytes(leader.data, LEADER_PATH).to_json() if leader else None,
+        }
         await registry.close(unregister=False)
         return out
 
@@ -85,8 +94,11 @@ def brokers_cmd(store: str = _STORE, as_json: bool = _JSON) -> None:
 
 
 @app.command("owners")
-def owners_cmd(store: str = _STORE, namespace: str | None = typer.Option(None, "--namespace", "-n"),
-               as_json: bool = _JSON) -> None:
+def owners_cmd(
+    store: str = _STORE,
+    namespace: str | None = typer.Option(None, "--namespace", "-n"),
+    as_json: bool = _JSON,
+) -> None:
     """Bundle → owning broker, from the ownership nodes under /namespace."""
     from brokerlb.coordination import OwnershipCache
 
@@ -94,8 +106,10 @@ def owners_cmd(store: str = _STORE, namespace: str | None = typer.Option(None, "
         cache = await OwnershipCache(s).start()
         owners = cache.namespace_owners(namespace) if namespace else cache.owners()
         cache.close()
-        return {b: {"broker": o.broker_id, "disabled": o.disabled, "session": o.session_id}
-                for b, o in sorted(owners.items())}
+        return {
+            b: {"broker": o.broker_id, "disabled": o.disabled, "session": o.session_id}
+            for b, o in sorted(owners.items())
+        }
 
     result = _with_store(store, read)
     if as_json:
@@ -110,8 +124,9 @@ def owners_cmd(store: str = _STORE, namespace: str | None = typer.Option(None, "
 
 
 @app.command("bundles")
-def bundles_cmd(store: str = _STORE, namespace: str = typer.Option(..., "--namespace", "-n"),
-                as_json: bool = _JSON) -> None:
+def bundles_cmd(
+    store: str = _STORE, namespace: str = typer.Option(..., "--namespace", "-n"), as_json: bool = _JSON
+) -> None:
     """A namespace's bundles as brokers read them (local policies, else global policies)."""
     from brokerlb.coordination import BundleMetadata
 

@@ -31,7 +31,9 @@ _CONF = typer.Option([], "--conf", help="Spark setting key=value (repeatable)")
 _WAREHOUSE = typer.Option(..., "--warehouse", "-w", help="warehouse directory (Parquet tables)")
 _SINCE = typer.Option(None, "--since", help="start of the window: ms since the epoch or ISO 8601 (UTC)")
 _UNTIL = typer.Option(None, "--until", help="end of the window (inclusive): ms or ISO 8601 (UTC)")
-_HISTORY = typer.Option(..., "--history", "-i", help="history root (broker-samples/, topic-samples/, bundle-boundaries/)")
+_HISTORY = typer.Option(
+    ..., "--history", "-i", help="history root (broker-samples/, topic-samples/, bundle-boundaries/)"
+)
 _KINDS = typer.Option([], "--kind", help="only these record kinds (repeatable)")
 _OUTPUT = typer.Option(None, "--output", help="default <warehouse>/loaddata/<source>-<cycles>")
 _JSON_OUT = typer.Option(None, "--json", help="also write the final load data as Pulsar JSON")
@@ -49,7 +51,9 @@ def parse_time(value: str | None, option: str) -> int | None:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidInputError(f"Invalid {option} {value!r}: expected milliseconds since the epoch or ISO 8601") from None
+        raise InvalidInputError(
+            f"Invalid {option} {value!r}: expected milliseconds since the epoch or ISO 8601"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
@@ -108,17 +112,28 @@ def ingest_cmd(
     with cli_errors(), _spark(master, conf) as spark:
         from brokerlb.pipeline.ingest import ingest
 
-        result = _run("ingest", lambda: ingest(
-            spark, str(history), str(warehouse), kinds=kind or RECORD_KINDS, max_files_per_trigger=max_files_per_trigger
-        ))
+        result = _run(
+            "ingest",
+            lambda: ingest(
+                spark,
+                str(history),
+                str(warehouse),
+                kinds=kind or RECORD_KINDS,
+                max_files_per_trigger=max_files_per_trigger,
+            ),
+        )
         print_json(result.to_json())
 
 
 @app.command("loaddata")
 def loaddata_cmd(
     warehouse: Path = _WAREHOUSE,
-    source: str = typer.Option("reports", "--source", help="reports (broker samples) or topics (topic samples)"),
-    cycles: str = typer.Option("leader", "--cycles", help="leader (Pulsar: every report re-folds all) or report"),
+    source: str = typer.Option(
+        "reports", "--source", help="reports (broker samples) or topics (topic samples)"
+    ),
+    cycles: str = typer.Option(
+        "leader", "--cycles", help="leader (Pulsar: every report re-folds all) or report"
+    ),
     since: str | None = _SINCE,
     until: str | None = _UNTIL,
     output: Path | None = _OUTPUT,
@@ -132,10 +147,18 @@ def loaddata_cmd(
         with _spark(master, conf) as spark:
             from brokerlb.pipeline.loaddata import load_data, load_data_json
 
-            result = _run("loaddata", lambda: load_data(
-                spark, str(warehouse), source=source, cycles=cycles, since=window[0], until=window[1],
-                output=str(output) if output else None,
-            ))
+            result = _run(
+                "loaddata",
+                lambda: load_data(
+                    spark,
+                    str(warehouse),
+                    source=source,
+                    cycles=cycles,
+                    since=window[0],
+                    until=window[1],
+                    output=str(output) if output else None,
+                ),
+            )
             if json_out is not None:
                 doc = _run("loaddata", lambda: load_data_json(spark, result))
                 json_out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
@@ -148,14 +171,24 @@ def recommend_cmd(
     out: Path | None = _PLAN_OUT,
     since: str | None = _SINCE,
     until: str | None = _UNTIL,
-    statistic: str = typer.Option("mean", "--statistic", help="per-topic load over the window: mean, p95 or max"),
+    statistic: str = typer.Option(
+        "mean", "--statistic", help="per-topic load over the window: mean, p95 or max"
+    ),
     overrides: list[str] = _OVERRIDES,
-    target_fill: float = typer.Option(0.8, "--target-fill", help="children at most this fraction of every limit"),
-    isolate_fraction: float = typer.Option(0.5, "--isolate-fraction", help="a topic using this fraction gets its own bundle"),
+    target_fill: float = typer.Option(
+        0.8, "--target-fill", help="children at most this fraction of every limit"
+    ),
+    isolate_fraction: float = typer.Option(
+        0.5, "--isolate-fraction", help="a topic using this fraction gets its own bundle"
+    ),
     cold_fill: float = typer.Option(0.1, "--cold-fill", help="bundles below this fraction are cold"),
     merge_fill: float = typer.Option(0.5, "--merge-fill", help="merged bundles stay at most this fraction"),
-    min_bundles: int = typer.Option(1, "--min-bundles", help="merges keep at least this many bundles per namespace"),
-    no_unload: bool = typer.Option(False, "--no-unload", help="splits keep their children on the same broker"),
+    min_bundles: int = typer.Option(
+        1, "--min-bundles", help="merges keep at least this many bundles per namespace"
+    ),
+    no_unload: bool = typer.Option(
+        False, "--no-unload", help="splits keep their children on the same broker"
+    ),
     master: str | None = _MASTER,
     conf: list[str] = _CONF,
 ) -> None:
@@ -168,14 +201,24 @@ def recommend_cmd(
         window = (parse_time(since, "--since"), parse_time(until, "--until"))
         config = ServiceConfig().with_overrides(parse_overrides(overrides))
         limits = BundleLimits.from_config(config)
-        options = AdvisorOptions(target_fill, isolate_fraction, cold_fill, merge_fill, min_bundles, not no_unload)
+        options = AdvisorOptions(
+            target_fill, isolate_fraction, cold_fill, merge_fill, min_bundles, not no_unload
+        )
         with _spark(master, conf) as spark:
             from brokerlb.pipeline.recommend import recommend
 
-            plan = _run("recommend", lambda: recommend(
-                spark, str(warehouse), since=window[0], until=window[1], statistic=statistic,
-                limits=limits, options=options,
-            ))
+            plan = _run(
+                "recommend",
+                lambda: recommend(
+                    spark,
+                    str(warehouse),
+                    since=window[0],
+                    until=window[1],
+                    statistic=statistic,
+                    limits=limits,
+                    options=options,
+                ),
+            )
         if out is None:
             print_json(plan.to_json())
         else:
@@ -191,10 +234,15 @@ def recommend_cmd(
 
 
 _GRID = typer.Option(None, "--grid", "-g", help="grid file (YAML/JSON): scenario, base, grid axes")
-_AXES = typer.Option([], "--set", help="KEY=V1,V2: a grid axis (broker.conf key, strategy, seed, duration, "
-                                       "timing.*, resources.*; repeatable)")
-_SCENARIO = typer.Option(None, "--scenario", "-s", help="scenario YAML or library name for the cluster "
-                                                        "(default: from the history)")
+_AXES = typer.Option(
+    [],
+    "--set",
+    help="KEY=V1,V2: a grid axis (broker.conf key, strategy, seed, duration, "
+    "timing.*, resources.*; repeatable)",
+)
+_SCENARIO = typer.Option(
+    None, "--scenario", "-s", help="scenario YAML or library name for the cluster (default: from the history)"
+)
 _BACKTEST_OUT = typer.Option(None, "--output", "-o", help="directory for the tables and plots")
 
 
@@ -240,9 +288,11 @@ def _print_backtest(result: Any) -> None:
     from brokerlb.pipeline.backtest_report import TABLE_COLUMNS
 
     plan = result.plan
-    title = (f"backtest: {plan.scenario.name}, {len(plan.workload.topics):,} topics, "
-             f"{plan.scenario.cycles} cycles of {plan.scenario.tick:g}s, {len(result.results)} configurations "
-             f"in {result.seconds:.1f}s")
+    title = (
+        f"backtest: {plan.scenario.name}, {len(plan.workload.topics):,} topics, "
+        f"{plan.scenario.cycles} cycles of {plan.scenario.tick:g}s, {len(result.results)} configurations "
+        f"in {result.seconds:.1f}s"
+    )
     table = Table(title=title)
     axes = [key for key in plan.grid.axes if key not in ("strategy", "loadBalancerLoadSheddingStrategy")]
     table.add_column("config")

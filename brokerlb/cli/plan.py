@@ -19,7 +19,9 @@ from brokerlb.cli.common import cli_errors, console, print_json
 from brokerlb.cli.plan_apply import apply_cmd
 
 app = typer.Typer(no_args_is_help=True)
-app.command("apply")(apply_cmd)  # brokerlb plan apply PLAN --url ... (the pipeline's plans, docs/plan-format.md)
+app.command("apply")(
+    apply_cmd
+)  # brokerlb plan apply PLAN --url ... (the pipeline's plans, docs/plan-format.md)
 
 
 class OutputFormat(StrEnum):
@@ -28,8 +30,12 @@ class OutputFormat(StrEnum):
 
 
 _SNAPSHOT = typer.Option(None, "--snapshot", "-s", help="snapshot JSON file ('-' or omitted: stdin)")
-_REPORTS = typer.Option(None, "--load-reports", help="folder of `pulsar-admin broker-stats load-report` JSON files")
-_STRATEGY = typer.Option(None, "--strategy", help="Pulsar class name or short name (default: from the config)")
+_REPORTS = typer.Option(
+    None, "--load-reports", help="folder of `pulsar-admin broker-stats load-report` JSON files"
+)
+_STRATEGY = typer.Option(
+    None, "--strategy", help="Pulsar class name or short name (default: from the config)"
+)
 _SET = typer.Option(None, "--set", help="config override key=value (repeatable)")
 _SEED = typer.Option(None, "--seed", help="seed of the tie-breaking random source (default 0)")
 _FORMAT = typer.Option(OutputFormat.JSON, "--format", "-f", help="json or table")
@@ -68,14 +74,23 @@ def _planner(default_snapshot: Any = None) -> Any:
     return Planner(clock=SystemClock().now_ms, default_snapshot=default_snapshot)
 
 
-def _answer(op: str, snapshot: str | None, load_reports: str | None, strategy: str | None,
-            set_: list[str] | None, seed: int | None, raw: bool, bundle: str | None,
-            output: OutputFormat) -> None:
+def _answer(
+    op: str,
+    snapshot: str | None,
+    load_reports: str | None,
+    strategy: str | None,
+    set_: list[str] | None,
+    seed: int | None,
+    raw: bool,
+    bundle: str | None,
+    output: OutputFormat,
+) -> None:
     from brokerlb.loadbalance.planner import PlanRequest
 
     with cli_errors():
-        request = PlanRequest(op, _snapshot_doc(snapshot, load_reports), strategy, bundle, None, seed, raw,
-                              _overrides(set_))
+        request = PlanRequest(
+            op, _snapshot_doc(snapshot, load_reports), strategy, bundle, None, seed, raw, _overrides(set_)
+        )
         answer = _planner().run(request)
         if output is OutputFormat.TABLE:
             _print_tables(answer)
@@ -84,33 +99,53 @@ def _answer(op: str, snapshot: str | None, load_reports: str | None, strategy: s
 
 
 @app.command("shed")
-def shed_cmd(snapshot: str | None = _SNAPSHOT, load_reports: str | None = _REPORTS,
-             strategy: str | None = _STRATEGY, set_: list[str] | None = _SET, seed: int | None = _SEED,
-             raw: bool = _RAW, output: OutputFormat = _FORMAT) -> None:
+def shed_cmd(
+    snapshot: str | None = _SNAPSHOT,
+    load_reports: str | None = _REPORTS,
+    strategy: str | None = _STRATEGY,
+    set_: list[str] | None = _SET,
+    seed: int | None = _SEED,
+    raw: bool = _RAW,
+    output: OutputFormat = _FORMAT,
+) -> None:
     """What the leader's shedding loop would unload (--raw: the strategy alone)."""
     _answer("shed", snapshot, load_reports, strategy, set_, seed, raw, None, output)
 
 
 @app.command("split")
-def split_cmd(snapshot: str | None = _SNAPSHOT, load_reports: str | None = _REPORTS,
-              strategy: str | None = _STRATEGY, set_: list[str] | None = _SET, seed: int | None = _SEED,
-              output: OutputFormat = _FORMAT) -> None:
+def split_cmd(
+    snapshot: str | None = _SNAPSHOT,
+    load_reports: str | None = _REPORTS,
+    strategy: str | None = _STRATEGY,
+    set_: list[str] | None = _SET,
+    seed: int | None = _SEED,
+    output: OutputFormat = _FORMAT,
+) -> None:
     """Which bundles the split check would split."""
     _answer("split", snapshot, load_reports, strategy, set_, seed, False, None, output)
 
 
 @app.command("place")
-def place_cmd(bundle: str = typer.Option(..., "--bundle", "-b", help="bundle to place: tenant/ns/0x…_0x…"),
-              snapshot: str | None = _SNAPSHOT, load_reports: str | None = _REPORTS,
-              strategy: str | None = _STRATEGY, set_: list[str] | None = _SET, seed: int | None = _SEED,
-              raw: bool = _RAW, output: OutputFormat = _FORMAT) -> None:
+def place_cmd(
+    bundle: str = typer.Option(..., "--bundle", "-b", help="bundle to place: tenant/ns/0x…_0x…"),
+    snapshot: str | None = _SNAPSHOT,
+    load_reports: str | None = _REPORTS,
+    strategy: str | None = _STRATEGY,
+    set_: list[str] | None = _SET,
+    seed: int | None = _SEED,
+    raw: bool = _RAW,
+    output: OutputFormat = _FORMAT,
+) -> None:
     """Where the placement pipeline would put a bundle (--raw: the strategy alone)."""
     _answer("place", snapshot, load_reports, strategy, set_, seed, raw, bundle, output)
 
 
 @app.command("batch")
-def batch_cmd(snapshot: str | None = typer.Option(
-        None, "--snapshot", "-s", help="snapshot file used by requests that carry none")) -> None:
+def batch_cmd(
+    snapshot: str | None = typer.Option(
+        None, "--snapshot", "-s", help="snapshot file used by requests that carry none"
+    ),
+) -> None:
     """Answer JSON Lines requests from stdin: {"op", "snapshot", "strategy", "bundle", "session", "seed", "raw"}."""
     with cli_errors():
         default = _snapshot_doc(snapshot, None) if snapshot not in (None, "-") else None
@@ -121,9 +156,10 @@ def batch_cmd(snapshot: str | None = typer.Option(
 
 
 @app.command("snapshot")
-def snapshot_cmd(load_reports: str = typer.Option(..., "--load-reports", help="folder of load-report JSON files"),
-                 now: int | None = typer.Option(None, "--now", help="'now' in ms (default: newest lastUpdate)"),
-                 ) -> None:
+def snapshot_cmd(
+    load_reports: str = typer.Option(..., "--load-reports", help="folder of load-report JSON files"),
+    now: int | None = typer.Option(None, "--now", help="'now' in ms (default: newest lastUpdate)"),
+) -> None:
     """Print the snapshot a folder of load reports gives (to edit and feed back with --snapshot)."""
     from brokerlb.loadbalance.snapshot import snapshot_from_load_reports
 
@@ -138,18 +174,28 @@ def _print_tables(answer: dict[str, Any]) -> None:
     if answer["op"] == "shed":
         table = Table("broker", "bundle", "destination", "label", "reason", "detail", title="unload")
         for d in answer["unload"]:
-            table.add_row(d["broker"] or "-", d["bundle"] or "-", d["destination"] or "-", d["label"],
-                          d["reason"], d["detail"])
+            table.add_row(
+                d["broker"] or "-",
+                d["bundle"] or "-",
+                d["destination"] or "-",
+                d["label"],
+                d["reason"],
+                d["detail"],
+            )
         console.print(table)
     elif answer["op"] == "split":
         table = Table("bundle", "boundaries", "label", "reason", "detail", title="split")
         for d in answer["split"]:
-            table.add_row(d["bundle"], ", ".join(d["boundaries"]) or "-", d["label"], d["reason"], d["detail"])
+            table.add_row(
+                d["bundle"], ", ".join(d["boundaries"]) or "-", d["label"], d["reason"], d["detail"]
+            )
         console.print(table)
     else:
         p = answer["placement"]
         table = Table("bundle", "broker", "candidates", "reason", "detail", title="placement")
-        table.add_row(p["bundle"], p["broker"] or "-", ", ".join(p["candidates"]) or "-", p["reason"], p["detail"])
+        table.add_row(
+            p["bundle"], p["broker"] or "-", ", ".join(p["candidates"]) or "-", p["reason"], p["detail"]
+        )
         console.print(table)
     if answer["stats"]:
         stats = Table("stat", "value", title="stats")

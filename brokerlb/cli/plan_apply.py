@@ -22,8 +22,12 @@ def apply_cmd(
     plan: Path = _PLAN,
     url: str = typer.Option(..., "--url", help="admin URL of any broker, e.g. http://localhost:8080"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the requests, send nothing"),
-    no_verify: bool = typer.Option(False, "--no-verify", help="do not read the layout before and after each split/merge"),
-    continue_on_error: bool = typer.Option(False, "--continue-on-error", help="go on after a failed operation"),
+    no_verify: bool = typer.Option(
+        False, "--no-verify", help="do not read the layout before and after each split/merge"
+    ),
+    continue_on_error: bool = typer.Option(
+        False, "--continue-on-error", help="go on after a failed operation"
+    ),
     token: str | None = typer.Option(None, "--token", help="bearer token (default: $BROKERLB_ADMIN_TOKEN)"),
     timeout: float = typer.Option(30.0, "--timeout", help="seconds per request"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable JSON output"),
@@ -35,16 +39,25 @@ def apply_cmd(
     with cli_errors():
         loaded = Plan.load(plan)
         report = apply_plan(
-            loaded, url, token=token or os.environ.get("BROKERLB_ADMIN_TOKEN") or None, dry_run=dry_run,
-            verify=not no_verify, continue_on_error=continue_on_error, timeout=timeout,
+            loaded,
+            url,
+            token=token or os.environ.get("BROKERLB_ADMIN_TOKEN") or None,
+            dry_run=dry_run,
+            verify=not no_verify,
+            continue_on_error=continue_on_error,
+            timeout=timeout,
         )
     if as_json:
         print_json(report.to_json())
     else:
         for r in report.results:
             colour = "green" if r.ok else "red"
-            console.print(f"[{colour}]{r.status:9}[/] #{r.index} {r.op} {r.target}"
-                          + (f" -- {r.detail}" if r.detail else ""), highlight=False, soft_wrap=True)
+            console.print(
+                f"[{colour}]{r.status:9}[/] #{r.index} {r.op} {r.target}"
+                + (f" -- {r.detail}" if r.detail else ""),
+                highlight=False,
+                soft_wrap=True,
+            )
             if dry_run:
                 for line in r.requests:
                     console.print(f"            {line}", highlight=False, soft_wrap=True)

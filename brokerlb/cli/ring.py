@@ -30,8 +30,9 @@ def _bundles(namespace: str, num_bundles: int, boundaries: str | None) -> Namesp
 
 
 @app.command("bundles")
-def bundles_cmd(namespace: str = _NS, num_bundles: int = _NUM, boundaries: str | None = _BOUNDS,
-                as_json: bool = _JSON) -> None:
+def bundles_cmd(
+    namespace: str = _NS, num_bundles: int = _NUM, boundaries: str | None = _BOUNDS, as_json: bool = _JSON
+) -> None:
     """Print a namespace's bundles (BundlesData)."""
     with cli_errors():
         nb = _bundles(namespace, num_bundles, boundaries)
@@ -47,16 +48,26 @@ def bundles_cmd(namespace: str = _NS, num_bundles: int = _NUM, boundaries: str |
 
 
 @app.command("find")
-def find_cmd(topics: list[str], namespace: str | None = typer.Option(None, "--namespace", "-n"),
-             num_bundles: int = _NUM, boundaries: str | None = _BOUNDS, as_json: bool = _JSON) -> None:
+def find_cmd(
+    topics: list[str],
+    namespace: str | None = typer.Option(None, "--namespace", "-n"),
+    num_bundles: int = _NUM,
+    boundaries: str | None = _BOUNDS,
+    as_json: bool = _JSON,
+) -> None:
     """Map topics to bundles (CRC-32 of the full name, as Pulsar's `topics bundle-range`)."""
     with cli_errors():
         rows = []
         for t in topics:
             name = TopicName.parse(t)
             nb = _bundles(namespace or str(name.namespace), num_bundles, boundaries)
-            rows.append({"topic": str(name), "hash": f"0x{topic_hash(str(name)):08x}",
-                         "bundle": nb.find_bundle(name).range})
+            rows.append(
+                {
+                    "topic": str(name),
+                    "hash": f"0x{topic_hash(str(name)):08x}",
+                    "bundle": nb.find_bundle(name).range,
+                }
+            )
         if as_json:
             print_json(rows)
             return
@@ -69,12 +80,15 @@ def find_cmd(topics: list[str], namespace: str | None = typer.Option(None, "--na
 
 
 @app.command("split")
-def split_cmd(bundle: str = typer.Argument(..., help="range 0x…_0x…"), namespace: str = _NS,
-              num_bundles: int = _NUM, boundaries: str | None = _BOUNDS,
-              algorithm: str = typer.Option("range_equally_divide", "--algorithm", "-a"),
-              topics: str | None = typer.Option(None, "--topics", help="comma-separated topics in the bundle"),
-              positions: str | None = typer.Option(None, "--positions", help="comma-separated split positions"),
-              ) -> None:
+def split_cmd(
+    bundle: str = typer.Argument(..., help="range 0x…_0x…"),
+    namespace: str = _NS,
+    num_bundles: int = _NUM,
+    boundaries: str | None = _BOUNDS,
+    algorithm: str = typer.Option("range_equally_divide", "--algorithm", "-a"),
+    topics: str | None = typer.Option(None, "--topics", help="comma-separated topics in the bundle"),
+    positions: str | None = typer.Option(None, "--positions", help="comma-separated split positions"),
+) -> None:
     """Split a bundle with one of Pulsar's algorithms and print the new BundlesData."""
     with cli_errors():
         nb = _bundles(namespace, num_bundles, boundaries)
@@ -93,8 +107,9 @@ def split_cmd(bundle: str = typer.Argument(..., help="range 0x…_0x…"), names
 
 
 @app.command("merge")
-def merge_cmd(bundles: list[str], namespace: str = _NS, num_bundles: int = _NUM,
-              boundaries: str | None = _BOUNDS) -> None:
+def merge_cmd(
+    bundles: list[str], namespace: str = _NS, num_bundles: int = _NUM, boundaries: str | None = _BOUNDS
+) -> None:
     """Merge adjacent bundles (beyond Pulsar) and print the new BundlesData."""
     with cli_errors():
         print_json(_bundles(namespace, num_bundles, boundaries).merge(bundles).to_json())

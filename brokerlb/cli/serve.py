@@ -73,17 +73,25 @@ def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level
 
         async def start() -> None:
             await service.start()
-            console.print(f"broker {service.broker_id} ready at {service.url} "
-                          f"(cluster {service.identity.cluster}, store {conf.metadataStoreUrl})", highlight=False)
+            console.print(
+                f"broker {service.broker_id} ready at {service.url} "
+                f"(cluster {service.identity.cluster}, store {conf.metadataStoreUrl})",
+                highlight=False,
+            )
 
         run_until_signalled(start, service.stop)
 
 
-def standalone(brokers: int = typer.Option(3, "--brokers", "-n", help="number of brokers"),
-               metadata_store: str = typer.Option("memory:standalone", "--metadata-store",
-                                                  help="memory:[name] (embedded) or zk:host:port[,...]"),
-               web_port: int = typer.Option(8080, "--web-port", help="web port of the first broker (0 = free ports)"),
-               config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level: str = _LOG) -> None:
+def standalone(
+    brokers: int = typer.Option(3, "--brokers", "-n", help="number of brokers"),
+    metadata_store: str = typer.Option(
+        "memory:standalone", "--metadata-store", help="memory:[name] (embedded) or zk:host:port[,...]"
+    ),
+    web_port: int = typer.Option(8080, "--web-port", help="web port of the first broker (0 = free ports)"),
+    config: Path | None = _CONFIG,
+    overrides: list[str] = _SET,
+    log_level: str = _LOG,
+) -> None:
     """Run N brokers in this process on consecutive 127.0.0.1 ports; Ctrl-C stops them cleanly."""
     from brokerlb.broker.standalone import StandaloneCluster
     from brokerlb.config import load_broker_conf
@@ -91,8 +99,9 @@ def standalone(brokers: int = typer.Option(3, "--brokers", "-n", help="number of
     _logging(log_level)
     with cli_errors():
         base = load_broker_conf(config, overrides)
-        cluster = StandaloneCluster(brokers, metadata_store=metadata_store, web_port=web_port,
-                                    broker_port=6650, config=base)
+        cluster = StandaloneCluster(
+            brokers, metadata_store=metadata_store, web_port=web_port, broker_port=6650, config=base
+        )
 
         async def start() -> None:
             await cluster.start()
@@ -100,7 +109,10 @@ def standalone(brokers: int = typer.Option(3, "--brokers", "-n", help="number of
             for b in cluster.brokers:
                 mark = " (leader)" if b is leader else ""
                 console.print(f"broker {b.broker_id} ready at {b.url}{mark}", highlight=False)
-            console.print(f"standalone cluster '{b.identity.cluster}' of {len(cluster.brokers)} brokers on "
-                          f"{metadata_store}; Ctrl-C to stop", highlight=False)
+            console.print(
+                f"standalone cluster '{b.identity.cluster}' of {len(cluster.brokers)} brokers on "
+                f"{metadata_store}; Ctrl-C to stop",
+                highlight=False,
+            )
 
         run_until_signalled(start, cluster.stop)

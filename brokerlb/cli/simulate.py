@@ -28,18 +28,29 @@ __all__ = ["simulate"]
 _SCENARIO = typer.Argument(None, help="scenario YAML file or library name (see --list)")
 _STRATEGY = typer.Option(None, "--strategy", "-s", help="SHEDDER[+PLACEMENT]: Pulsar class or short names")
 _COMPARE = typer.Option(None, "--compare", "-c", help="comma-separated strategies, side by side")
-_SET = typer.Option(None, "--set", help="key=value: broker.conf key, or seed / duration / tick / timing.* / "
-                                        "resources.* (repeatable)")
+_SET = typer.Option(
+    None,
+    "--set",
+    help="key=value: broker.conf key, or seed / duration / tick / timing.* / resources.* (repeatable)",
+)
 _SEED = typer.Option(None, "--seed", help="replace the scenario's seed")
 _REPORT = typer.Option(None, "--report", "-r", help="write plots, HTML and history into DIR")
-_WORKLOAD = typer.Option(None, "--workload", help="replay recorded topic samples instead of the scenario's "
-                                                  "workloads: a JSON Lines file or a load-history directory")
-_TOPICS_EVERY = typer.Option("15m", "--history-topics-every",
-                             help="with the history, topic stats every DURATION (0: none; a topic-level dump "
-                                  "of a large cluster every cycle is gigabytes a day)")
+_WORKLOAD = typer.Option(
+    None,
+    "--workload",
+    help="replay recorded topic samples instead of the scenario's "
+    "workloads: a JSON Lines file or a load-history directory",
+)
+_TOPICS_EVERY = typer.Option(
+    "15m",
+    "--history-topics-every",
+    help="with the history, topic stats every DURATION (0: none; a topic-level dump "
+    "of a large cluster every cycle is gigabytes a day)",
+)
 _JOBS = typer.Option(1, "--jobs", "-j", min=1, help="run strategies in this many processes")
-_HISTORY = typer.Option(True, "--history/--no-history",
-                        help="with --report, write the load history (pipeline format)")
+_HISTORY = typer.Option(
+    True, "--history/--no-history", help="with --report, write the load history (pipeline format)"
+)
 _VALIDATE = typer.Option(False, "--validate", help="check the simulator's invariants every cycle")
 _JSON = typer.Option(False, "--json", help="print the summaries as JSON instead of a table")
 _LIST = typer.Option(False, "--list", help="list the library's scenarios and exit")
@@ -69,8 +80,20 @@ def simulate(
             from brokerlb.errors import InvalidInputError
 
             raise InvalidInputError("give a SCENARIO (a YAML file or a library name; see --list)")
-        _run(scenario, strategy, compare, set_ or [], seed, report, workload, jobs, history, topics_every,
-             validate, as_json)
+        _run(
+            scenario,
+            strategy,
+            compare,
+            set_ or [],
+            seed,
+            report,
+            workload,
+            jobs,
+            history,
+            topics_every,
+            validate,
+            as_json,
+        )
 
 
 def _list_scenarios(as_json: bool) -> None:
@@ -81,9 +104,23 @@ def _list_scenarios(as_json: bool) -> None:
 
     items = list_scenarios()
     if as_json:
-        sys.stdout.write(json.dumps([{"name": s.name, "description": s.description, "path": str(s.path),
-                                      "duration": s.duration, "brokers": s.brokers, "bundles": s.bundles}
-                                     for s in items], indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                [
+                    {
+                        "name": s.name,
+                        "description": s.description,
+                        "path": str(s.path),
+                        "duration": s.duration,
+                        "brokers": s.brokers,
+                        "bundles": s.bundles,
+                    }
+                    for s in items
+                ],
+                indent=2,
+            )
+            + "\n"
+        )
         return
     table = Table(title="brokerlb scenario library (full descriptions: --list --json)", show_lines=True)
     for column in ("name", "duration", "brokers", "bundles", "what it shows"):
@@ -94,9 +131,20 @@ def _list_scenarios(as_json: bool) -> None:
     console.print(table)
 
 
-def _run(scenario_arg: str, strategy: str | None, compare: str | None, set_: list[str], seed: int | None,
-         report: Path | None, workload_path: Path | None, jobs: int, history: bool, topics_every: str,
-         validate: bool, as_json: bool) -> None:
+def _run(
+    scenario_arg: str,
+    strategy: str | None,
+    compare: str | None,
+    set_: list[str],
+    seed: int | None,
+    report: Path | None,
+    workload_path: Path | None,
+    jobs: int,
+    history: bool,
+    topics_every: str,
+    validate: bool,
+    as_json: bool,
+) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from brokerlb.config import parse_overrides
@@ -118,17 +166,33 @@ def _run(scenario_arg: str, strategy: str | None, compare: str | None, set_: lis
     recorded = RecordedWorkload.load(workload_path) if workload_path is not None else None
     history_dir = (report / "history") if report is not None and history and _history_available() else None
 
-    with Progress(TextColumn("[bold]{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("cycles"), TimeElapsedColumn(), console=err_console, transient=False,
-                  disable=not err_console.is_terminal and jobs > 1) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("cycles"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
+        disable=not err_console.is_terminal and jobs > 1,
+    ) as progress:
         tasks = {label: progress.add_task(label, total=prepared.cycles) for label in labels}
 
         def on_cycle(label: str, done: int, total: int) -> None:
             progress.update(tasks[label], completed=done, total=total)
 
-        results = run_compare(scenario, labels, overrides, seed, workload=recorded, jobs=jobs, validate=validate,
-                              on_cycle=on_cycle, history_dir=history_dir,
-                              history_topic_interval=_duration("--history-topics-every", topics_every))
+        results = run_compare(
+            scenario,
+            labels,
+            overrides,
+            seed,
+            workload=recorded,
+            jobs=jobs,
+            validate=validate,
+            on_cycle=on_cycle,
+            history_dir=history_dir,
+            history_topic_interval=_duration("--history-topics-every", topics_every),
+        )
 
     if as_json:
         sys.stdout.write(json.dumps({r.label: r.to_json()["summary"] for r in results}, indent=2) + "\n")

@@ -20,7 +20,9 @@ __all__ = ["Backoff"]
 
 
 class Backoff:
-    def __init__(self, initial: float = 0.1, maximum: float = 30.0, *, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, initial: float = 0.1, maximum: float = 30.0, *, rng: random.Random | None = None
+    ) -> None:
         if not 0 < initial <= maximum:
             raise InvalidInputError(f"backoff needs 0 < initial <= maximum, got {initial} and {maximum}")
         self.initial = initial

@@ -38,8 +38,15 @@ TIMEOUT_TICK = 0.1
 class Client:
     """Entry point of :mod:`brokerlb.client` (module docstring)."""
 
-    def __init__(self, service_url: str, *, operation_timeout: float = 30.0, connect_timeout: float = 10.0,
-                 initial_backoff: float = 0.1, max_backoff: float = 30.0) -> None:
+    def __init__(
+        self,
+        service_url: str,
+        *,
+        operation_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        initial_backoff: float = 0.1,
+        max_backoff: float = 30.0,
+    ) -> None:
         self.service_url = service_url.rstrip("/")
         self.operation_timeout = operation_timeout
         self.connect_timeout = connect_timeout

@@ -49,17 +49,36 @@ class Message:
 class Consumer(TopicLink):
     """Receive from one topic's subscription (module docstring). Create with :meth:`Client.subscribe`."""
 
-    def __init__(self, client: Client, topic: TopicName | str, subscription: str, *,
-                 subscription_type: str = "Exclusive", receiver_queue_size: int = MAX_RECEIVER_QUEUE_SIZE,
-                 consumer_name: str | None = None, priority_level: int = 0) -> None:
+    def __init__(
+        self,
+        client: Client,
+        topic: TopicName | str,
+        subscription: str,
+        *,
+        subscription_type: str = "Exclusive",
+        receiver_queue_size: int = MAX_RECEIVER_QUEUE_SIZE,
+        consumer_name: str | None = None,
+        priority_level: int = 0,
+    ) -> None:
         if subscription_type not in SUBSCRIPTION_TYPES:
-            raise InvalidInputError(f"Unknown subscription type {subscription_type!r}; "
-                                    f"expected one of {', '.join(SUBSCRIPTION_TYPES)}")
+            raise InvalidInputError(
+                f"Unknown subscription type {subscription_type!r}; "
+                f"expected one of {', '.join(SUBSCRIPTION_TYPES)}"
+            )
         if not subscription:
             raise InvalidInputError("Empty subscription name")
-        super().__init__(client, topic, consumer_path(
-            topic, subscription, subscriptionType=subscription_type, receiverQueueSize=receiver_queue_size,
-            consumerName=consumer_name, priorityLevel=priority_level or None))
+        super().__init__(
+            client,
+            topic,
+            consumer_path(
+                topic,
+                subscription,
+                subscriptionType=subscription_type,
+                receiverQueueSize=receiver_queue_size,
+                consumerName=consumer_name,
+                priorityLevel=priority_level or None,
+            ),
+        )
         self.subscription = subscription
         self.subscription_type = subscription_type
         self._queue: asyncio.Queue[Message | None] = asyncio.Queue()
@@ -69,8 +88,15 @@ class Consumer(TopicLink):
     def on_frame(self, text: str | bytes) -> None:
         try:
             body = json.loads(text)
-            message = Message(body["messageId"], body["payload"], body.get("properties") or {},
-                              body.get("publishTime", ""), body.get("key"), str(self.topic), self.ws)
+            message = Message(
+                body["messageId"],
+                body["payload"],
+                body.get("properties") or {},
+                body.get("publishTime", ""),
+                body.get("key"),
+                str(self.topic),
+                self.ws,
+            )
         except (ValueError, KeyError, TypeError):
             return
         self.received += 1
@@ -105,7 +131,11 @@ class Consumer(TopicLink):
         ws = message._connection
         if ws is None or ws is not self.ws:
             return False
-        body = {"messageId": message.message_id} if kind is None else {"type": kind, "messageId": message.message_id}
+        body = (
+            {"messageId": message.message_id}
+            if kind is None
+            else {"type": kind, "messageId": message.message_id}
+        )
         try:
             await ws.send(json.dumps(body, separators=(",", ":")))
         except Exception:

@@ -66,8 +66,13 @@ class LinkStats:
         self.close_events: collections.deque[tuple[float, str]] = collections.deque(maxlen=MAX_CLOSE_EVENTS)
 
     def to_json(self) -> dict[str, Any]:
-        return {"connects": self.connects, "reconnects": self.reconnects, "lookups": self.lookups,
-                "directReconnects": self.direct_reconnects, "closes": dict(self.closes)}
+        return {
+            "connects": self.connects,
+            "reconnects": self.reconnects,
+            "lookups": self.lookups,
+            "directReconnects": self.direct_reconnects,
+            "closes": dict(self.closes),
+        }
 
 
 class TopicLink:
@@ -117,8 +122,13 @@ class TopicLink:
                 if target is None:
                     self.stats.lookups += 1
                     target = (await self.client.lookup(self.topic)).http_url
-                ws = await websockets.connect(ws_url(target) + self.path, compression=None, proxy=None,
-                                              open_timeout=self.client.connect_timeout, max_size=None)
+                ws = await websockets.connect(
+                    ws_url(target) + self.path,
+                    compression=None,
+                    proxy=None,
+                    open_timeout=self.client.connect_timeout,
+                    max_size=None,
+                )
             except InvalidStatus as exc:
                 status = exc.response.status_code
                 error = RemoteBrokerError(status, _body(exc), "GET", target or "")

@@ -44,22 +44,30 @@ def ws_url(http_url: str) -> str:
     """``http://h:p`` → ``ws://h:p`` (``https`` → ``wss``)."""
     base = http_url.rstrip("/")
     if base.startswith("https://"):
-        return "wss://" + base[len("https://"):]
+        return "wss://" + base[len("https://") :]
     if base.startswith("http://"):
-        return "ws://" + base[len("http://"):]
+        return "ws://" + base[len("http://") :]
     return base
 
 
 class HttpLookup:
     """Looks topics up from ``service_url`` (any broker), following redirects by hand."""
 
-    def __init__(self, service_url: str, *, timeout: float = 30.0, max_redirects: int = MAX_REDIRECTS,
-                 max_concurrent: int = MAX_CONCURRENT_LOOKUPS) -> None:
+    def __init__(
+        self,
+        service_url: str,
+        *,
+        timeout: float = 30.0,
+        max_redirects: int = MAX_REDIRECTS,
+        max_concurrent: int = MAX_CONCURRENT_LOOKUPS,
+    ) -> None:
         self.service_url = service_url.rstrip("/")
         self.max_redirects = max_redirects
-        self._http = httpx.AsyncClient(timeout=timeout, follow_redirects=False,
-                                       limits=httpx.Limits(max_connections=max_concurrent,
-                                                           max_keepalive_connections=max_concurrent))
+        self._http = httpx.AsyncClient(
+            timeout=timeout,
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=max_concurrent, max_keepalive_connections=max_concurrent),
+        )
         self._gate = asyncio.Semaphore(max_concurrent)
         #: Lookups answered, and redirects followed, since start.
         self.lookups = 0

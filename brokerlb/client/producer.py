@@ -66,8 +66,15 @@ class SendReceipt:
 class Producer(TopicLink):
     """Publish to one topic (module docstring). Create with :meth:`Client.create_producer`."""
 
-    def __init__(self, client: Client, topic: TopicName | str, *, max_pending_messages: int = 1000,
-                 block_if_queue_full: bool = True, send_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        client: Client,
+        topic: TopicName | str,
+        *,
+        max_pending_messages: int = 1000,
+        block_if_queue_full: bool = True,
+        send_timeout: float = 30.0,
+    ) -> None:
         if max_pending_messages < 1:
             raise InvalidInputError(f"maxPendingMessages must be >= 1, got {max_pending_messages}")
         if send_timeout <= 0:
@@ -93,8 +100,9 @@ class Producer(TopicLink):
     def pending_count(self) -> int:
         return len(self._pending)
 
-    async def send_async(self, payload: bytes, *, key: str | None = None,
-                         properties: dict[str, str] | None = None) -> SendReceipt:
+    async def send_async(
+        self, payload: bytes, *, key: str | None = None, properties: dict[str, str] | None = None
+    ) -> SendReceipt:
         """Queue a message (waiting for room when the queue is full); returns its receipt at once."""
         if self.closed:
             raise ClientClosedError(f"Producer of {self.topic} is closed")
@@ -102,15 +110,18 @@ class Producer(TopicLink):
             raise self.failure
         while len(self._pending) >= self.max_pending_messages:
             if not self.block_if_queue_full:
-                raise ProducerQueueIsFullError(f"Producer send queue is full ({self.max_pending_messages} pending)")
+                raise ProducerQueueIsFullError(
+                    f"Producer send queue is full ({self.max_pending_messages} pending)"
+                )
             self._room.clear()
             await self._room.wait()
             if self.closed:
                 raise ClientClosedError(f"Producer of {self.topic} is closed")
         self._sequence += 1
         context = str(self._sequence)
-        frame = ProducerMessage(base64.b64encode(payload).decode(), len(payload), context, key,
-                                properties or None).encode()
+        frame = ProducerMessage(
+            base64.b64encode(payload).decode(), len(payload), context, key, properties or None
+        ).encode()
         now = time.monotonic()
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._pending[context] = _Pending(frame, future, now)
@@ -119,7 +130,9 @@ class Producer(TopicLink):
         self._wake.set()
         return SendReceipt(future, now)
 
-    async def send(self, payload: bytes, *, key: str | None = None, properties: dict[str, str] | None = None) -> str:
+    async def send(
+        self, payload: bytes, *, key: str | None = None, properties: dict[str, str] | None = None
+    ) -> str:
         """Send and wait for the ack; the message id (raises on an error or timeout)."""
         receipt = await self.send_async(payload, key=key, properties=properties)
         return await receipt.future
@@ -197,8 +210,13 @@ class Producer(TopicLink):
             if now - pending.queued_at < self.send_timeout:
                 return
             del self._pending[context]
-            self._complete(pending, None, SendTimeoutError(
-                f"Could not send message to broker within given timeout ({self.send_timeout * 1000:g} ms)"))
+            self._complete(
+                pending,
+                None,
+                SendTimeoutError(
+                    f"Could not send message to broker within given timeout ({self.send_timeout * 1000:g} ms)"
+                ),
+            )
 
     def _fail_all(self, error: Exception) -> None:
         while self._pending:

@@ -55,26 +55,53 @@ def _zookeeper_servers(old: Any, current: Any, explicit: bool, target: ConfigKey
 
 
 ALIASES: tuple[Alias, ...] = (
-    Alias("loadBalancerBandwithInResourceWeight", "loadBalancerBandwidthInResourceWeight",
-          non_default_new_wins, explanation="misspelled old key; a non-1.0 new value wins, "
-          "else a non-1.0 old value, else 1.0"),
-    Alias("loadBalancerBandwithOutResourceWeight", "loadBalancerBandwidthOutResourceWeight",
-          non_default_new_wins, explanation="misspelled old key; a non-1.0 new value wins, "
-          "else a non-1.0 old value, else 1.0"),
-    Alias("zookeeperServers", "metadataStoreUrl", _zookeeper_servers, kind=OPTIONAL_STRING,
-          explanation="`zk:` + value, used when metadataStoreUrl is not set"),
-    Alias("zooKeeperSessionTimeoutMillis", "metadataStoreSessionTimeoutMillis", positive_old_wins,
-          kind=LONG, explanation="a value > 0 wins over metadataStoreSessionTimeoutMillis"),
-    Alias("zooKeeperOperationTimeoutSeconds", "metadataStoreOperationTimeoutSeconds", positive_old_wins,
-          kind=INT, explanation="a value > 0 wins over metadataStoreOperationTimeoutSeconds"),
-    Alias("exposeBunlesMetricsInPrometheus", "exposeBundlesMetricsInPrometheus", fallback, kind=BOOL,
-          explanation="old spelling (Pulsar 2.10 era); used when the new key is not set"),
+    Alias(
+        "loadBalancerBandwithInResourceWeight",
+        "loadBalancerBandwidthInResourceWeight",
+        non_default_new_wins,
+        explanation="misspelled old key; a non-1.0 new value wins, else a non-1.0 old value, else 1.0",
+    ),
+    Alias(
+        "loadBalancerBandwithOutResourceWeight",
+        "loadBalancerBandwidthOutResourceWeight",
+        non_default_new_wins,
+        explanation="misspelled old key; a non-1.0 new value wins, else a non-1.0 old value, else 1.0",
+    ),
+    Alias(
+        "zookeeperServers",
+        "metadataStoreUrl",
+        _zookeeper_servers,
+        kind=OPTIONAL_STRING,
+        explanation="`zk:` + value, used when metadataStoreUrl is not set",
+    ),
+    Alias(
+        "zooKeeperSessionTimeoutMillis",
+        "metadataStoreSessionTimeoutMillis",
+        positive_old_wins,
+        kind=LONG,
+        explanation="a value > 0 wins over metadataStoreSessionTimeoutMillis",
+    ),
+    Alias(
+        "zooKeeperOperationTimeoutSeconds",
+        "metadataStoreOperationTimeoutSeconds",
+        positive_old_wins,
+        kind=INT,
+        explanation="a value > 0 wins over metadataStoreOperationTimeoutSeconds",
+    ),
+    Alias(
+        "exposeBunlesMetricsInPrometheus",
+        "exposeBundlesMetricsInPrometheus",
+        fallback,
+        kind=BOOL,
+        explanation="old spelling (Pulsar 2.10 era); used when the new key is not set",
+    ),
 )
 
 #: Keys of Pulsar's ServiceConfiguration that brokerlb does not model: a broker.conf
 #: copied from Pulsar loads without a warning for each of them. (Anything else unknown
 #: warns, with the closest known names.)
-KNOWN_IGNORED_KEYS: frozenset[str] = frozenset("""
+KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
+    """
     configurationMetadataStoreUrl configurationStoreServers globalZookeeperServers
     metadataStoreCacheExpirySeconds metadataStoreAllowReadOnlyOperations zooKeeperCacheExpirySeconds
     zooKeeperAllowReadOnlyOperations metadataStoreBatchingEnabled metadataStoreBatchingMaxDelayMillis
@@ -185,4 +212,5 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset("""
     brokerClientKeyFilePath brokerClientCertificateFilePath enablePackagesManagement
     additionalServletDirectory additionalServlets delayedDeliveryEnabled delayedDeliveryTickTimeMillis
     acknowledgmentAtBatchIndexLevelEnabled saslJaasClientAllowedIds saslJaasServerSectionName kinitCommand
-""".split())
+""".split()
+)

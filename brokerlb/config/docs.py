@@ -85,12 +85,22 @@ def key_rows(registry: KeyRegistry = REGISTRY) -> list[dict[str, Any]]:
     """One JSON-friendly row per key (for ``brokerlb config keys --json``)."""
     rows = []
     for k in registry:
-        rows.append({
-            "key": k.name, "type": k.kind.name, "default": k.to_json(k.default), "dynamic": k.dynamic,
-            "category": k.category, "doc": k.doc, "required": k.required, "deprecated": k.deprecated,
-            "constraints": k.describe_constraints() or None, "unit": k.unit, "deviation": k.deviation,
-            "aliases": [a.old for a in registry.aliases_of(k.name)],
-        })
+        rows.append(
+            {
+                "key": k.name,
+                "type": k.kind.name,
+                "default": k.to_json(k.default),
+                "dynamic": k.dynamic,
+                "category": k.category,
+                "doc": k.doc,
+                "required": k.required,
+                "deprecated": k.deprecated,
+                "constraints": k.describe_constraints() or None,
+                "unit": k.unit,
+                "deviation": k.deviation,
+                "aliases": [a.old for a in registry.aliases_of(k.name)],
+            }
+        )
     return rows
 
 
@@ -125,8 +135,10 @@ def render_markdown(registry: KeyRegistry = REGISTRY) -> str:
         out.append("|---|---|---|---|---|---|")
         for k in keys:
             default = _cell(format_default(k))
-            out.append(f"| `{k.name}` | `{k.kind.name}` | `{default}` | {k.describe_constraints()} | "
-                       f"{'yes' if k.dynamic else ''} | {_doc_cell(k, registry)} |")
+            out.append(
+                f"| `{k.name}` | `{k.kind.name}` | `{default}` | {k.describe_constraints()} | "
+                f"{'yes' if k.dynamic else ''} | {_doc_cell(k, registry)} |"
+            )
         out.append("")
     out.append("## Deprecated aliases\n")
     out.append("| old key | key | resolution |")
@@ -135,7 +147,9 @@ def render_markdown(registry: KeyRegistry = REGISTRY) -> str:
         out.append(f"| `{alias.old}` | `{alias.new}` | {_cell(alias.explanation)} |")
     out.append("")
     out.append("## Pulsar keys read and ignored\n")
-    out.append("These keys of Pulsar's `ServiceConfiguration` are accepted without a warning and "
-               "have no effect in brokerlb:\n")
+    out.append(
+        "These keys of Pulsar's `ServiceConfiguration` are accepted without a warning and "
+        "have no effect in brokerlb:\n"
+    )
     out.append(", ".join(f"`{name}`" for name in sorted(registry.ignored)) + "\n")
     return "\n".join(out)

@@ -24,39 +24,59 @@ class BrokerlbKeys(KeyGroup):
     INTRO = "brokerlb's own options (not in Pulsar); every name starts with `brokerlb`."
 
     brokerlbLoadHistoryDir: str | None = key(
-        OPTIONAL_STRING, None,
+        OPTIONAL_STRING,
+        None,
         "Directory where load reports and decisions are appended for later analysis "
-        "(simulator, Spark pipeline); unset = no history is written.")
+        "(simulator, Spark pipeline); unset = no history is written.",
+    )
     brokerlbThresholdShedderSingleHistoryUpdate: bool = key(
-        BOOL, False,
+        BOOL,
+        False,
         "ThresholdShedder: when lower-boundary shedding runs, Pulsar recomputes the average and so "
         "advances every broker's usage history a second time in the same cycle; true advances it "
-        "once per cycle.", dynamic=True)
+        "once per cycle.",
+        dynamic=True,
+    )
     brokerlbTransferShedderCountSwapGain: bool = key(
-        BOOL, False,
+        BOOL,
+        False,
         "TransferShedder: Pulsar adds the throughput a swap moves back to the max broker to the "
         "'gained' traffic only when loadBalancerDebugModeEnabled is true (the statement sits inside "
-        "the debug-logging block); true always counts it.", dynamic=True)
+        "the debug-logging block); true always counts it.",
+        dynamic=True,
+    )
     brokerlbTransferShedderCheckSwapCandidates: bool = key(
-        BOOL, False,
+        BOOL,
+        False,
         "TransferShedder: Pulsar swaps bundles of the least loaded broker back to the most loaded one "
         "without checking that the least loaded broker owns them or that they were not just unloaded "
         "(a bundle transferred there may bounce straight back); true skips such swap candidates.",
-        dynamic=True)
+        dynamic=True,
+    )
     brokerlbReportOwnedIdleBundles: bool = key(
-        BOOL, True,
+        BOOL,
+        True,
         "List every owned bundle in the load report (lastStats, bundles), idle or not. Pulsar lists "
         "only bundles with loaded topics, so a newly elected leader cannot see idle bundles; false "
-        "restores Pulsar's behaviour.")
+        "restores Pulsar's behaviour.",
+    )
     brokerlbHostUsage: str = key(
-        choice("measured", "traffic"), "measured",
+        choice("measured", "traffic"),
+        "measured",
         "Where a broker's cpu/memory/bandwidth usage comes from: `measured` (psutil, cgroup v1/v2 "
         "quotas, NIC speed from /sys, as Pulsar's LinuxBrokerHostUsageImpl) or `traffic` (modelled "
         "from the broker's own message rates and throughput; for several brokers in one process, "
-        "where measured numbers are shared and meaningless). Standalone mode uses `traffic`.")
+        "where measured numbers are shared and meaningless). Standalone mode uses `traffic`.",
+    )
     brokerlbModelCores: float = key(
-        DOUBLE, 4.0, "With brokerlbHostUsage=traffic: CPUs of the modelled broker (cpu limit = 100 x this).",
-        gt=0)
+        DOUBLE,
+        4.0,
+        "With brokerlbHostUsage=traffic: CPUs of the modelled broker (cpu limit = 100 x this).",
+        gt=0,
+    )
     brokerlbModelMsgRatePerCore: float = key(
-        DOUBLE, 50000.0, "With brokerlbHostUsage=traffic: messages per second (in + out) one CPU handles.",
-        gt=0)
+        DOUBLE,
+        50000.0,
+        "With brokerlbHostUsage=traffic: messages per second (in + out) one CPU handles.",
+        gt=0,
+    )

@@ -31,62 +31,89 @@ class ServerKeys(KeyGroup):
     INTRO = "Identity, addresses and ports of the broker, and its request limits."
 
     clusterName: str | None = key(
-        OPTIONAL_STRING, None, "Name of the cluster this broker belongs to.", required=True)
+        OPTIONAL_STRING, None, "Name of the cluster this broker belongs to.", required=True
+    )
     advertisedAddress: str | None = key(
-        OPTIONAL_STRING, None,
+        OPTIONAL_STRING,
+        None,
         "Host name or IP the broker advertises; unset = the machine's canonical host name. "
-        "The broker id is advertisedAddress:webServicePort.")
+        "The broker id is advertisedAddress:webServicePort.",
+    )
     bindAddress: str = key(STRING, "0.0.0.0", "Host name or IP the broker's ports bind to.")
     advertisedListeners: str | None = key(
-        OPTIONAL_STRING, None,
+        OPTIONAL_STRING,
+        None,
         "Extra named listeners, `name:pulsar://host:port` comma-separated; lookups with "
-        "`listenerName` answer with that listener's URLs.")
+        "`listenerName` answer with that listener's URLs.",
+    )
     internalListenerName: str | None = key(
-        OPTIONAL_STRING, None, "Listener used between brokers; unset = the first advertised listener.")
+        OPTIONAL_STRING, None, "Listener used between brokers; unset = the first advertised listener."
+    )
     brokerServicePort: int | None = key(
-        OPTIONAL_INT, 6650, "Port of the binary protocol (pulsar://); empty = none.", ge=0, le=65535)
+        OPTIONAL_INT, 6650, "Port of the binary protocol (pulsar://); empty = none.", ge=0, le=65535
+    )
     brokerServicePortTls: int | None = key(
-        OPTIONAL_INT, None, "Port of the TLS binary protocol (pulsar+ssl://); empty = none.",
-        ge=0, le=65535)
+        OPTIONAL_INT, None, "Port of the TLS binary protocol (pulsar+ssl://); empty = none.", ge=0, le=65535
+    )
     webServicePort: int | None = key(
-        OPTIONAL_INT, 8080, "HTTP port (REST admin and lookup); empty = none.", ge=0, le=65535)
-    webServicePortTls: int | None = key(
-        OPTIONAL_INT, None, "HTTPS port; empty = none.", ge=0, le=65535)
+        OPTIONAL_INT, 8080, "HTTP port (REST admin and lookup); empty = none.", ge=0, le=65535
+    )
+    webServicePortTls: int | None = key(OPTIONAL_INT, None, "HTTPS port; empty = none.", ge=0, le=65535)
     enablePersistentTopics: bool = key(
-        BOOL, True, "The broker serves persistent topics (reported as persistentTopicsEnabled).")
+        BOOL, True, "The broker serves persistent topics (reported as persistentTopicsEnabled)."
+    )
     enableNonPersistentTopics: bool = key(
-        BOOL, True, "The broker serves non-persistent topics (reported as nonPersistentTopicsEnabled).")
+        BOOL, True, "The broker serves non-persistent topics (reported as nonPersistentTopicsEnabled)."
+    )
     brokerShutdownTimeoutMs: int = key(
-        LONG, 60000, "Time a graceful shutdown may take before the process stops anyway.",
-        dynamic=True, ge=0, unit="millis")
+        LONG,
+        60000,
+        "Time a graceful shutdown may take before the process stops anyway.",
+        dynamic=True,
+        ge=0,
+        unit="millis",
+    )
     maxConcurrentLookupRequest: int = key(
-        INT, 50000, "Lookups served at once; more are answered 503 at once.", dynamic=True, ge=1)
+        INT, 50000, "Lookups served at once; more are answered 503 at once.", dynamic=True, ge=1
+    )
     maxConcurrentTopicLoadRequest: int = key(
-        INT, 5000, "Topic loads in progress at once.", dynamic=True, ge=1)
+        INT, 5000, "Topic loads in progress at once.", dynamic=True, ge=1
+    )
     webSocketServiceEnabled: bool = key(
-        BOOL, False,
+        BOOL,
+        False,
         "Serve Pulsar's WebSocket API (produce/consume at /ws/v2/...) on the web port; "
-        "`brokerlb standalone` turns it on, as Pulsar's standalone does.")
+        "`brokerlb standalone` turns it on, as Pulsar's standalone does.",
+    )
 
 
 class MetadataStoreKeys(KeyGroup):
     __slots__ = ()
     CATEGORY = "Metadata store"
-    INTRO = ("Where brokers keep ownership, load reports and policies. brokerlb supports an "
-             "embedded in-process store (`memory:`) and ZooKeeper (`zk:host:port,...[/chroot]`).")
+    INTRO = (
+        "Where brokers keep ownership, load reports and policies. brokerlb supports an "
+        "embedded in-process store (`memory:`) and ZooKeeper (`zk:host:port,...[/chroot]`)."
+    )
 
     metadataStoreUrl: str = key(
-        STRING, "memory:",
+        STRING,
+        "memory:",
         "Metadata store: `memory:[name]` (embedded, in-process) or "
         "`zk:host:port[,host:port...][/chroot]` (a bare `host:port,...` is ZooKeeper too).",
         check=metadata_store_url_problem,
         deviation="Pulsar has no default (it must be set); brokerlb defaults to the embedded "
-                  "store `memory:` and supports only the `memory:` and `zk:` schemes.")
+        "store `memory:` and supports only the `memory:` and `zk:` schemes.",
+    )
     metadataStoreSessionTimeoutMillis: int = key(
-        LONG, 30000, "Session timeout; a broker whose session expires loses its ephemeral nodes.",
-        gt=0, unit="millis")
+        LONG,
+        30000,
+        "Session timeout; a broker whose session expires loses its ephemeral nodes.",
+        gt=0,
+        unit="millis",
+    )
     metadataStoreOperationTimeoutSeconds: int = key(
-        INT, 30, "Timeout of one metadata-store operation.", gt=0, unit="seconds")
+        INT, 30, "Timeout of one metadata-store operation.", gt=0, unit="seconds"
+    )
 
 
 class PolicyKeys(KeyGroup):
@@ -95,16 +122,22 @@ class PolicyKeys(KeyGroup):
     INTRO = "Defaults applied when namespaces and topics are created."
 
     defaultNumberOfNamespaceBundles: int = key(
-        INT, 4, "Bundles of a namespace created without a bundle count.", dynamic=True, ge=1)
+        INT, 4, "Bundles of a namespace created without a bundle count.", dynamic=True, ge=1
+    )
     allowAutoTopicCreation: bool = key(
-        BOOL, True, "Create a topic on first use (a lookup of a missing topic then succeeds).",
-        dynamic=True)
+        BOOL, True, "Create a topic on first use (a lookup of a missing topic then succeeds).", dynamic=True
+    )
     allowAutoTopicCreationType: str = key(
-        choice(*TOPIC_TYPES, aliases=[("NON_PARTITIONED", "non-partitioned"),
-                                      ("PARTITIONED", "partitioned")]),
-        "non-partitioned", "Type of auto-created topics: partitioned or non-partitioned.", dynamic=True)
+        choice(
+            *TOPIC_TYPES, aliases=[("NON_PARTITIONED", "non-partitioned"), ("PARTITIONED", "partitioned")]
+        ),
+        "non-partitioned",
+        "Type of auto-created topics: partitioned or non-partitioned.",
+        dynamic=True,
+    )
     defaultNumPartitions: int = key(
-        INT, 1, "Partitions of an auto-created partitioned topic.", dynamic=True, ge=1)
+        INT, 1, "Partitions of an auto-created partitioned topic.", dynamic=True, ge=1
+    )
 
 
 class MetricsKeys(KeyGroup):
@@ -113,6 +146,8 @@ class MetricsKeys(KeyGroup):
     INTRO = "How often statistics are computed and what is exported."
 
     statsUpdateFrequencyInSecs: int = key(
-        INT, 60, "How often topic and bundle statistics are recomputed.", ge=1, unit="seconds")
+        INT, 60, "How often topic and bundle statistics are recomputed.", ge=1, unit="seconds"
+    )
     exposeBundlesMetricsInPrometheus: bool = key(
-        BOOL, False, "Export per-bundle load metrics (brk_bundle_*).", dynamic=True)
+        BOOL, False, "Export per-bundle load metrics (brk_bundle_*).", dynamic=True
+    )

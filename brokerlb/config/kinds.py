@@ -306,8 +306,9 @@ class ListKind(Kind):
         if self.item_choices is not None:
             for item in kept:
                 if item not in self.item_choices:
-                    raise _bad(key, raw, f"unknown item '{item}'; expected items from "
-                                         f"{', '.join(self.item_choices)}")
+                    raise _bad(
+                        key, raw, f"unknown item '{item}'; expected items from {', '.join(self.item_choices)}"
+                    )
         if self.unique:
             return frozenset(kept)
         return tuple(kept)

@@ -42,8 +42,9 @@ def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
     return result
 
 
-def load_broker_conf(path: str | Path | None = None, overrides: Iterable[str] | Mapping[str, Any] = (),
-                     *, strict: bool = False) -> ServiceConfig:
+def load_broker_conf(
+    path: str | Path | None = None, overrides: Iterable[str] | Mapping[str, Any] = (), *, strict: bool = False
+) -> ServiceConfig:
     """Read ``path`` (broker.conf format; None = no file) and apply ``overrides``.
 
     ``overrides`` is a list of ``"key=value"`` strings (``--set``) or a mapping.
@@ -67,8 +68,9 @@ def load_broker_conf(path: str | Path | None = None, overrides: Iterable[str] | 
         raise _locate(exc, source, lines, override_values) from None
 
 
-def _locate(exc: InvalidConfigError, source: str | None, lines: dict[str, int],
-            overrides: Mapping[str, Any]) -> InvalidConfigError:
+def _locate(
+    exc: InvalidConfigError, source: str | None, lines: dict[str, int], overrides: Mapping[str, Any]
+) -> InvalidConfigError:
     if exc.key in overrides:
         where = "--set"
     elif exc.key in lines:

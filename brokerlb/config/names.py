@@ -92,11 +92,13 @@ def _parse(url: str) -> MetadataStoreUrl:
     # Accepts exactly what brokerlb.coordination.open_store accepts (a unit test checks it).
     text = url.strip()
     if text.startswith("memory:"):
-        return MetadataStoreUrl("memory", name=text[len("memory:"):].lstrip("/") or "default")
-    hosts_text = text[len("zk:"):] if text.startswith("zk:") else text
+        return MetadataStoreUrl("memory", name=text[len("memory:") :].lstrip("/") or "default")
+    hosts_text = text[len("zk:") :] if text.startswith("zk:") else text
     scheme = re.match(r"([a-z][a-z0-9+.\-]*):(?!\d)", hosts_text)
     if scheme:
-        raise ValueError(f"unsupported metadata store '{scheme.group(1)}:'; brokerlb supports memory: and zk:")
+        raise ValueError(
+            f"unsupported metadata store '{scheme.group(1)}:'; brokerlb supports memory: and zk:"
+        )
     servers, slash, chroot = hosts_text.partition("/")
     hosts = tuple(_host_port(item.strip()) for item in servers.split(","))
     segments = chroot.rstrip("/").split("/")

@@ -88,8 +88,8 @@ def _unescape(text: str) -> str:
             i += 1
             continue
         nxt = text[i + 1]
-        if nxt == "u" and _is_hex4(text[i + 2:i + 6]):
-            out.append(chr(int(text[i + 2:i + 6], 16)))
+        if nxt == "u" and _is_hex4(text[i + 2 : i + 6]):
+            out.append(chr(int(text[i + 2 : i + 6], 16)))
             i += 6
             continue
         out.append(_ESCAPES.get(nxt, nxt))

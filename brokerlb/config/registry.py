@@ -136,8 +136,15 @@ class KeyDescriptor:
             unit = self.kind.unit
         # the declared default is read like any value, so it must itself be valid
         default = self.kind.read(self.name, self.default, self.default)
-        config_key = ConfigKey(name=self.name, kind=self.kind, default=default, doc=self.doc,
-                               category=category, unit=unit, **options)
+        config_key = ConfigKey(
+            name=self.name,
+            kind=self.kind,
+            default=default,
+            doc=self.doc,
+            category=category,
+            unit=unit,
+            **options,
+        )
         config_key.validate(default)
         return config_key
 
@@ -150,18 +157,38 @@ class KeyDescriptor:
         raise AttributeError(f"config key '{self.name}' is read-only; use with_overrides()")
 
 
-def key(kind: Kind, default: Any, doc: str, *, dynamic: bool = False, required: bool = False,
-        deprecated: str | None = None, ge: float | None = None, gt: float | None = None,
-        le: float | None = None, check: ValueCheck | None = None, unit: str | None = None,
-        deviation: str | None = None, category: str | None = None) -> Any:
+def key(
+    kind: Kind,
+    default: Any,
+    doc: str,
+    *,
+    dynamic: bool = False,
+    required: bool = False,
+    deprecated: str | None = None,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    check: ValueCheck | None = None,
+    unit: str | None = None,
+    deviation: str | None = None,
+    category: str | None = None,
+) -> Any:
     """Declare a config key in a :class:`KeyGroup` (the attribute name is the key name).
 
     Returns ``Any`` so that the attribute's annotation (``bool``, ``int | None`` ...) is
     what type checkers see.
     """
-    options: dict[str, Any] = {"dynamic": dynamic, "required": required, "deprecated": deprecated,
-                               "ge": ge, "gt": gt, "le": le, "check": check, "unit": unit,
-                               "deviation": deviation}
+    options: dict[str, Any] = {
+        "dynamic": dynamic,
+        "required": required,
+        "deprecated": deprecated,
+        "ge": ge,
+        "gt": gt,
+        "le": le,
+        "check": check,
+        "unit": unit,
+        "deviation": deviation,
+    }
     if category is not None:
         options["category"] = category
     return KeyDescriptor(kind, default, doc, options)
@@ -212,8 +239,9 @@ class KeyRegistry:
     ignored: frozenset[str] = frozenset()
 
     @classmethod
-    def from_groups(cls, groups: Iterable[type[KeyGroup]], aliases: Iterable[Alias] = (),
-                    ignored: Iterable[str] = ()) -> KeyRegistry:
+    def from_groups(
+        cls, groups: Iterable[type[KeyGroup]], aliases: Iterable[Alias] = (), ignored: Iterable[str] = ()
+    ) -> KeyRegistry:
         registry = cls(ignored=frozenset(ignored))
         for group in groups:
             registry.groups.append(group)
@@ -221,8 +249,10 @@ class KeyRegistry:
                 if isinstance(value, KeyDescriptor):
                     config_key = value.build(group.CATEGORY)
                     if config_key.is_brokerlb_extension != group.EXTENSION:
-                        raise ValueError(f"config key '{config_key.name}' in {group.__name__}: brokerlb's own "
-                                         f"keys, and only they, start with '{BROKERLB_PREFIX}'")
+                        raise ValueError(
+                            f"config key '{config_key.name}' in {group.__name__}: brokerlb's own "
+                            f"keys, and only they, start with '{BROKERLB_PREFIX}'"
+                        )
                     registry._add(config_key)
         for alias in aliases:
             registry._add_alias(alias)

@@ -98,8 +98,9 @@ class ServiceConfig(
     _explicit: frozenset[str]
 
     def __init__(self, **values: Any) -> None:
-        merged, explicit = _merge(REGISTRY.defaults(), frozenset(), values, unknown="error",
-                                  accept_ignored=False)
+        merged, explicit = _merge(
+            REGISTRY.defaults(), frozenset(), values, unknown="error", accept_ignored=False
+        )
         self._set_state(merged, explicit)
 
     def _set_state(self, values: dict[str, Any], explicit: frozenset[str]) -> None:
@@ -115,8 +116,9 @@ class ServiceConfig(
     # ------------------------------------------------------------------ building
 
     @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any], *, strict: bool = False,
-                     source: str | None = None) -> ServiceConfig:
+    def from_mapping(
+        cls, mapping: Mapping[str, Any], *, strict: bool = False, source: str | None = None
+    ) -> ServiceConfig:
         """A config with ``mapping`` applied over the defaults.
 
         Values may be broker.conf text (``"0.05"``, ``"true"``, ``"a,b"``) or typed values
@@ -125,20 +127,32 @@ class ServiceConfig(
         :class:`~brokerlb.errors.UnknownConfigKeyError`; keys of Pulsar that brokerlb does
         not model are skipped silently. ``source`` (e.g. a file name) prefixes warnings.
         """
-        merged, explicit = _merge(REGISTRY.defaults(), frozenset(), mapping,
-                                  unknown="error" if strict else "warn", source=source)
+        merged, explicit = _merge(
+            REGISTRY.defaults(), frozenset(), mapping, unknown="error" if strict else "warn", source=source
+        )
         return cls._create(merged, explicit)
 
-    def with_overrides(self, overrides: Mapping[str, Any], *, dynamic_only: bool = False,
-                       strict: bool = False, source: str | None = None) -> ServiceConfig:
+    def with_overrides(
+        self,
+        overrides: Mapping[str, Any],
+        *,
+        dynamic_only: bool = False,
+        strict: bool = False,
+        source: str | None = None,
+    ) -> ServiceConfig:
         """A new config with ``overrides`` applied over this one (this one is unchanged).
 
         With ``dynamic_only`` a key Pulsar cannot change at run time raises
         :class:`~brokerlb.errors.InvalidConfigError` (like Pulsar's dynamic-config update).
         """
-        merged, explicit = _merge(self._values, self._explicit, overrides,
-                                  unknown="error" if strict else "warn",
-                                  dynamic_only=dynamic_only, source=source)
+        merged, explicit = _merge(
+            self._values,
+            self._explicit,
+            overrides,
+            unknown="error" if strict else "warn",
+            dynamic_only=dynamic_only,
+            source=source,
+        )
         return type(self)._create(merged, explicit)
 
     # ------------------------------------------------------------------ reading
@@ -149,13 +163,15 @@ class ServiceConfig(
 
     def to_dict(self, *, changed_only: bool = False) -> dict[str, Any]:
         """JSON-friendly ``{key: value}`` that :meth:`from_mapping` reads back unchanged."""
-        return {name: REGISTRY.keys[name].to_json(value) for name, value in self._values.items()
-                if not changed_only or value != REGISTRY.keys[name].default}
+        return {
+            name: REGISTRY.keys[name].to_json(value)
+            for name, value in self._values.items()
+            if not changed_only or value != REGISTRY.keys[name].default
+        }
 
     def changed(self) -> dict[str, Any]:
         """Keys whose value differs from the default (typed values)."""
-        return {name: value for name, value in self._values.items()
-                if value != REGISTRY.keys[name].default}
+        return {name: value for name, value in self._values.items() if value != REGISTRY.keys[name].default}
 
     @property
     def explicit_keys(self) -> frozenset[str]:
@@ -179,8 +195,11 @@ class ServiceConfig(
 
     def to_broker_conf(self, *, changed_only: bool = True) -> str:
         """broker.conf text that :func:`~brokerlb.config.load_broker_conf` reads back to this config."""
-        pairs = [(name, REGISTRY.keys[name].to_text(value)) for name, value in self._values.items()
-                 if not changed_only or value != REGISTRY.keys[name].default]
+        pairs = [
+            (name, REGISTRY.keys[name].to_text(value))
+            for name, value in self._values.items()
+            if not changed_only or value != REGISTRY.keys[name].default
+        ]
         return format_properties(pairs, header="brokerlb broker configuration (Pulsar broker.conf format)")
 
     # ------------------------------------------------------------------ value semantics
@@ -211,9 +230,16 @@ def _restore(values: dict[str, Any], explicit: frozenset[str]) -> ServiceConfig:
     return ServiceConfig._create(values, explicit)
 
 
-def _merge(base: Mapping[str, Any], base_explicit: frozenset[str], mapping: Mapping[str, Any], *,
-           unknown: str, accept_ignored: bool = True, dynamic_only: bool = False,
-           source: str | None = None) -> tuple[dict[str, Any], frozenset[str]]:
+def _merge(
+    base: Mapping[str, Any],
+    base_explicit: frozenset[str],
+    mapping: Mapping[str, Any],
+    *,
+    unknown: str,
+    accept_ignored: bool = True,
+    dynamic_only: bool = False,
+    source: str | None = None,
+) -> tuple[dict[str, Any], frozenset[str]]:
     """Apply ``mapping`` over ``base``: read values, resolve aliases, check across keys."""
     parsed: dict[str, Any] = {}
     alias_values: list[tuple[Alias, Any, Any]] = []
@@ -225,14 +251,20 @@ def _merge(base: Mapping[str, Any], base_explicit: frozenset[str], mapping: Mapp
             _check_dynamic(config_key, name, raw, dynamic_only)
             parsed[name] = config_key.read(raw)
             if config_key.deprecated and parsed[name] != config_key.default:
-                _warn(DeprecatedConfigKeyWarning,
-                      f"config key '{name}' is deprecated: {config_key.deprecated}", source)
+                _warn(
+                    DeprecatedConfigKeyWarning,
+                    f"config key '{name}' is deprecated: {config_key.deprecated}",
+                    source,
+                )
         elif alias is not None:
             target = REGISTRY.keys[alias.new]
             _check_dynamic(target, name, raw, dynamic_only)
             alias_values.append((alias, alias.read(raw, target), raw))
-            _warn(DeprecatedConfigKeyWarning,
-                  f"config key '{name}' is deprecated; use '{alias.new}' ({alias.explanation})", source)
+            _warn(
+                DeprecatedConfigKeyWarning,
+                f"config key '{name}' is deprecated; use '{alias.new}' ({alias.explanation})",
+                source,
+            )
         elif accept_ignored and name in REGISTRY.ignored:
             continue
         elif unknown == "error":

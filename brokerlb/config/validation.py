@@ -18,12 +18,16 @@ def _default_split_algorithm(v: Values) -> None:
     supported = v["supportedNamespaceBundleSplitAlgorithms"]
     if name == SPECIFIED_POSITIONS_DIVIDE:
         raise InvalidConfigError(
-            "defaultNamespaceBundleSplitAlgorithm", name,
-            "specified_positions_divide needs positions from an admin and cannot be the default")
+            "defaultNamespaceBundleSplitAlgorithm",
+            name,
+            "specified_positions_divide needs positions from an admin and cannot be the default",
+        )
     if name not in supported:
         raise InvalidConfigError(
-            "defaultNamespaceBundleSplitAlgorithm", name,
-            f"not in supportedNamespaceBundleSplitAlgorithms ({', '.join(supported) or 'empty'})")
+            "defaultNamespaceBundleSplitAlgorithm",
+            name,
+            f"not in supportedNamespaceBundleSplitAlgorithms ({', '.join(supported) or 'empty'})",
+        )
 
 
 def _tombstone_after_in_flight(v: Values) -> None:
@@ -34,22 +38,26 @@ def _tombstone_after_in_flight(v: Values) -> None:
         raise InvalidConfigError(
             "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds",
             v["loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds"],
-            f"must be at least loadBalancerInFlightServiceUnitStateWaitingTimeInMillis "
-            f"({in_flight_ms} ms)")
+            f"must be at least loadBalancerInFlightServiceUnitStateWaitingTimeInMillis ({in_flight_ms} ms)",
+        )
 
 
 def _some_port(plain: str, tls: str) -> Callable[[Values], None]:
     def check(v: Values) -> None:
         if v[plain] is None and v[tls] is None:
             raise InvalidConfigError(plain, None, f"{plain} and {tls} are both unset; the broker needs one")
+
     return check
 
 
 def _avg_shedder_thresholds(v: Values) -> None:
     low, high = v["loadBalancerAvgShedderLowThreshold"], v["loadBalancerAvgShedderHighThreshold"]
     if low > high:
-        raise InvalidConfigError("loadBalancerAvgShedderLowThreshold", low,
-                                 f"must not exceed loadBalancerAvgShedderHighThreshold ({high})")
+        raise InvalidConfigError(
+            "loadBalancerAvgShedderLowThreshold",
+            low,
+            f"must not exceed loadBalancerAvgShedderHighThreshold ({high})",
+        )
 
 
 CROSS_KEY_CHECKS: tuple[Callable[[Values], None], ...] = (

@@ -56,8 +56,14 @@ _CAS_LOST = (BadVersionError, NodeExistsError)
 class BundleMetadata:
     """Read and change namespace bundles (local and global policies) on ``store``."""
 
-    def __init__(self, store: MetadataStore, *, default_num_bundles: int = 4,
-                 retry: RetryPolicy = BUNDLE_UPDATE_RETRY, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        *,
+        default_num_bundles: int = 4,
+        retry: RetryPolicy = BUNDLE_UPDATE_RETRY,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         self.store = store
         #: ``defaultNumberOfNamespaceBundles``: bundles of a namespace created without a count.
         self.default_num_bundles = default_num_bundles
@@ -65,10 +71,15 @@ class BundleMetadata:
         self._sleep = sleep
 
     # ------------------------------------------------------------------ namespaces
-    async def create_namespace(self, namespace: NamespaceName | str, *, num_bundles: int | None = None,
-                               boundaries: Sequence[int | str] | None = None,
-                               anti_affinity_group: str | None = None,
-                               policies: dict[str, Any] | None = None) -> NamespaceBundles:
+    async def create_namespace(
+        self,
+        namespace: NamespaceName | str,
+        *,
+        num_bundles: int | None = None,
+        boundaries: Sequence[int | str] | None = None,
+        anti_affinity_group: str | None = None,
+        policies: dict[str, Any] | None = None,
+    ) -> NamespaceBundles:
         """Write the global and local policies of a new namespace (409 if it exists).
 
         Bundles: ``boundaries`` if given, else ``num_bundles`` equal bundles, else
@@ -80,11 +91,14 @@ class BundleMetadata:
         if boundaries is not None:
             bundles = NamespaceBundles.from_boundaries(ns, boundaries)
         else:
-            bundles = NamespaceBundles.create(ns, num_bundles if num_bundles is not None else self.default_num_bundles)
+            bundles = NamespaceBundles.create(
+                ns, num_bundles if num_bundles is not None else self.default_num_bundles
+            )
         extra = {k: v for k, v in (policies or {}).items() if k != "bundles"}
         try:
-            await self.store.create(policies_path(ns), Policies(bundles.to_json(), extra).to_bytes(),
-                                    make_parents=True)
+            await self.store.create(
+                policies_path(ns), Policies(bundles.to_json(), extra).to_bytes(), make_parents=True
+            )
         except NodeExistsError as exc:
             raise ConflictError(f"Namespace {ns} already exists") from exc
         local = LocalPolicies(bundles=bundles.to_json(), namespace_anti_affinity_group=anti_affinity_group)
@@ -120,9 +134,13 @@ class BundleMetadata:
             return glob[0].namespace_bundles(ns, self.default_num_bundles)
         return NamespaceBundles.create(ns, 1)
 
-    async def update_bundles(self, namespace: NamespaceName | str,
-                             change: Callable[[NamespaceBundles], NamespaceBundles],
-                             *, what: str = "bundle update") -> NamespaceBundles:
+    async def update_bundles(
+        self,
+        namespace: NamespaceName | str,
+        change: Callable[[NamespaceBundles], NamespaceBundles],
+        *,
+        what: str = "bundle update",
+    ) -> NamespaceBundles:
         """Apply ``change`` to the current bundles by compare-and-set, retrying on a lost race.
 
         ``change`` is called again on fresh data after each lost race, so it must be
@@ -130,13 +148,19 @@ class BundleMetadata:
         unknown bundle) end the update at once. Returns the bundles written.
         """
         ns = NamespaceName.parse(namespace)
-        written = await retry_async(lambda: self._update_local(ns, change), policy=self.retry,
-                                    retry_on=_CAS_LOST, sleep=self._sleep, what=f"{what} of {ns}")
+        written = await retry_async(
+            lambda: self._update_local(ns, change),
+            policy=self.retry,
+            retry_on=_CAS_LOST,
+            sleep=self._sleep,
+            what=f"{what} of {ns}",
+        )
         await self._sync_global(ns)
         return written
 
-    async def split_bundle(self, bundle: NamespaceBundle | str,
-                           boundaries: Sequence[int | str]) -> list[NamespaceBundle]:
+    async def split_bundle(
+        self, bundle: NamespaceBundle | str, boundaries: Sequence[int | str]
+    ) -> list[NamespaceBundle]:
         """Split ``bundle`` at ``boundaries``; returns the children (in ring order)."""
         target = NamespaceBundle.parse(bundle_name(bundle))
         children: list[NamespaceBundle] = []
@@ -150,8 +174,9 @@ class BundleMetadata:
         logger.info("Split bundle %s into %s", target, ", ".join(c.range for c in children))
         return children
 
-    async def merge_bundles(self, namespace: NamespaceName | str,
-                            bundles: Sequence[NamespaceBundle | str]) -> NamespaceBundle:
+    async def merge_bundles(
+        self, namespace: NamespaceName | str, bundles: Sequence[NamespaceBundle | str]
+    ) -> NamespaceBundle:
         """Merge adjacent bundles into one (beyond Pulsar); returns the merged bundle."""
         ns = NamespaceName.parse(namespace)
         merged: list[NamespaceBundle] = []
@@ -180,12 +205,18 @@ class BundleMetadata:
             updated = LocalPolicies(local.bundles, local.bookie_affinity_group, group or None, local.extra)
             await self._write_local(ns, updated, version)
 
-        await retry_async(attempt, policy=self.retry, retry_on=_CAS_LOST, sleep=self._sleep,
-                          what=f"anti-affinity update of {ns}")
+        await retry_async(
+            attempt,
+            policy=self.retry,
+            retry_on=_CAS_LOST,
+            sleep=self._sleep,
+            what=f"anti-affinity update of {ns}",
+        )
 
     # ------------------------------------------------------------------ internals
-    async def _update_local(self, ns: NamespaceName,
-                            change: Callable[[NamespaceBundles], NamespaceBundles]) -> NamespaceBundles:
+    async def _update_local(
+        self, ns: NamespaceName, change: Callable[[NamespaceBundles], NamespaceBundles]
+    ) -> NamespaceBundles:
         node = await self.store.get_or_none(local_policies_path(ns))
         local, version = await self._local_or_from_global(ns, node)
         current = local.namespace_bundles(ns)
@@ -193,7 +224,9 @@ class BundleMetadata:
         await self._write_local(ns, local.with_bundles(updated), version)
         return updated
 
-    async def _local_or_from_global(self, ns: NamespaceName, node: Node | None) -> tuple[LocalPolicies, int | None]:
+    async def _local_or_from_global(
+        self, ns: NamespaceName, node: Node | None
+    ) -> tuple[LocalPolicies, int | None]:
         """The local policies and their version; ``None`` version = not stored yet (bundles from global)."""
         if node is not None:
             local = LocalPolicies.from_bytes(node.data, local_policies_path(ns))
@@ -205,7 +238,9 @@ class BundleMetadata:
     async def _global_bundles(self, ns: NamespaceName) -> NamespaceBundles:
         glob = await self.read_policies(ns)
         if glob is None:
-            raise NamespaceNotFoundError(f"Namespace {ns} does not exist (no policies at {policies_path(ns)})")
+            raise NamespaceNotFoundError(
+                f"Namespace {ns} does not exist (no policies at {policies_path(ns)})"
+            )
         return glob[0].namespace_bundles(ns, self.default_num_bundles)
 
     async def _write_local(self, ns: NamespaceName, local: LocalPolicies, version: int | None) -> None:
@@ -231,10 +266,17 @@ class BundleMetadata:
             policies = Policies.from_bytes(glob.data, path)
             if policies.bundles == bundles:
                 return
-            await self.store.set(path, Policies(bundles, policies.extra).to_bytes(), version=glob.stat.version)
+            await self.store.set(
+                path, Policies(bundles, policies.extra).to_bytes(), version=glob.stat.version
+            )
 
-        await retry_async(attempt, policy=self.retry, retry_on=_CAS_LOST, sleep=self._sleep,
-                          what=f"global policies update of {ns}")
+        await retry_async(
+            attempt,
+            policy=self.retry,
+            retry_on=_CAS_LOST,
+            sleep=self._sleep,
+            what=f"global policies update of {ns}",
+        )
 
     async def _put(self, path: str, data: bytes) -> None:
         try:
@@ -243,8 +285,12 @@ class BundleMetadata:
             await self.store.set(path, data)
 
 
-async def split_and_own(metadata: BundleMetadata, ownership: OwnershipManager, bundle: NamespaceBundle | str,
-                        boundaries: Sequence[int | str]) -> list[NamespaceBundle]:
+async def split_and_own(
+    metadata: BundleMetadata,
+    ownership: OwnershipManager,
+    bundle: NamespaceBundle | str,
+    boundaries: Sequence[int | str],
+) -> list[NamespaceBundle]:
     """Pulsar's ``splitAndOwnBundle`` (metadata part): own the children, commit the split, release the parent.
 
     The parent must be owned by ``ownership``'s broker. Children are acquired
@@ -255,17 +301,22 @@ async def split_and_own(metadata: BundleMetadata, ownership: OwnershipManager, b
     if not ownership.is_owned(parent):
         raise OwnershipError(f"Bundle {parent} is not owned by this broker; only its owner can split it")
     current = await metadata.get_bundles(parent.namespace)
-    planned = [b for b in current.split(parent, boundaries)
-               if parent.lower <= b.lower and b.upper <= parent.upper]
+    planned = [
+        b for b in current.split(parent, boundaries) if parent.lower <= b.lower and b.upper <= parent.upper
+    ]
     taken = await ownership.acquire_many(planned)
     try:
         busy = [r for r in taken if not r.acquired]
         if busy:
-            raise LockBusyError(f"Cannot split {parent}: child {busy[0].bundle} is owned by "
-                                f"{busy[0].owner.broker_id}", owner_session=busy[0].owner_session)
+            raise LockBusyError(
+                f"Cannot split {parent}: child {busy[0].bundle} is owned by {busy[0].owner.broker_id}",
+                owner_session=busy[0].owner_session,
+            )
         children = await metadata.split_bundle(parent, boundaries)
     except BaseException:
-        await asyncio.gather(*(ownership.release(r.bundle) for r in taken if r.acquired), return_exceptions=True)
+        await asyncio.gather(
+            *(ownership.release(r.bundle) for r in taken if r.acquired), return_exceptions=True
+        )
         raise
     extra = {str(b) for b in planned} - {str(c) for c in children}
     await asyncio.gather(*(ownership.release(b) for b in extra))

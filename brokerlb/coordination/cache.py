@@ -37,8 +37,9 @@ class TreeCache:
     whose children are watched, down to ``max_depth``.
     """
 
-    def __init__(self, store: MetadataStore, root: str, *, is_leaf: Callable[[str, int], bool],
-                 max_depth: int = 8) -> None:
+    def __init__(
+        self, store: MetadataStore, root: str, *, is_leaf: Callable[[str, int], bool], max_depth: int = 8
+    ) -> None:
         self.store = store
         self.root = root
         self._is_leaf = is_leaf

@@ -23,8 +23,14 @@ __all__ = ["ClusterPolicies"]
 class ClusterPolicies:
     """Isolation policies and failure domains of one cluster."""
 
-    def __init__(self, store: MetadataStore, cluster: str, *, retry: RetryPolicy = BUNDLE_UPDATE_RETRY,
-                 sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        cluster: str,
+        *,
+        retry: RetryPolicy = BUNDLE_UPDATE_RETRY,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         self.store = store
         self.cluster = cluster
         self._isolation_path = isolation_policies_path(cluster)
@@ -45,18 +51,28 @@ class ClusterPolicies:
 
         async def attempt() -> None:
             node = await self.store.get_or_none(self._isolation_path)
-            current = (NamespaceIsolationPolicies() if node is None
-                       else NamespaceIsolationPolicies.from_bytes(node.data, self._isolation_path))
+            current = (
+                NamespaceIsolationPolicies()
+                if node is None
+                else NamespaceIsolationPolicies.from_bytes(node.data, self._isolation_path)
+            )
             if policy is None and name not in current.policies:
-                raise NotFoundError(f"Namespace isolation policy '{name}' not found in cluster {self.cluster}")
+                raise NotFoundError(
+                    f"Namespace isolation policy '{name}' not found in cluster {self.cluster}"
+                )
             data = current.with_policy(name, policy).to_bytes()
             if node is None:
                 await self.store.create(self._isolation_path, data, make_parents=True)
             else:
                 await self.store.set(self._isolation_path, data, version=node.stat.version)
 
-        await retry_async(attempt, policy=self.retry, retry_on=(BadVersionError, NodeExistsError),
-                          sleep=self._sleep, what=f"isolation policy '{name}' of {self.cluster}")
+        await retry_async(
+            attempt,
+            policy=self.retry,
+            retry_on=(BadVersionError, NodeExistsError),
+            sleep=self._sleep,
+            what=f"isolation policy '{name}' of {self.cluster}",
+        )
 
     # ------------------------------------------------------------------ failure domains
     async def failure_domain_names(self) -> list[str]:
@@ -86,8 +102,10 @@ class ClusterPolicies:
         """Create or replace a domain; 409 if one of its brokers is already in another domain."""
         clash = {b: d for b, d in (await self.broker_domains()).items() if b in domain.brokers and d != name}
         if clash:
-            raise ConflictError(f"Brokers already in another failure domain of cluster {self.cluster}: "
-                                f"{', '.join(f'{b} in {d}' for b, d in sorted(clash.items()))}")
+            raise ConflictError(
+                f"Brokers already in another failure domain of cluster {self.cluster}: "
+                f"{', '.join(f'{b} in {d}' for b, d in sorted(clash.items()))}"
+            )
         path = failure_domain_path(self.cluster, name)
         try:
             await self.store.create(path, domain.to_bytes(), make_parents=True)

@@ -113,12 +113,21 @@ LeaderWork = Callable[[LeaderLease], Awaitable[None]]
 class LeaderElection:
     """Run for leader as ``candidate`` on ``path`` (Pulsar: ``/loadbalance/leader``)."""
 
-    def __init__(self, store: MetadataStore, candidate: LeaderBroker, *, path: str = LEADER_PATH,
-                 clock: Clock = SYSTEM_CLOCK, lease_fraction: float = 0.8, heartbeat_fraction: float = 0.25,
-                 retry_delay: float = 5.0) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        candidate: LeaderBroker,
+        *,
+        path: str = LEADER_PATH,
+        clock: Clock = SYSTEM_CLOCK,
+        lease_fraction: float = 0.8,
+        heartbeat_fraction: float = 0.25,
+        retry_delay: float = 5.0,
+    ) -> None:
         if not 0 < heartbeat_fraction < lease_fraction <= 1.0:
-            raise InvalidConfigError("lease_fraction", lease_fraction,
-                                     "need 0 < heartbeat_fraction < lease_fraction <= 1")
+            raise InvalidConfigError(
+                "lease_fraction", lease_fraction, "need 0 < heartbeat_fraction < lease_fraction <= 1"
+            )
         self.store = store
         self.candidate = candidate
         self.path = path
@@ -230,7 +239,9 @@ class LeaderElection:
         try:
             return await asyncio.wait_for(wait(), timeout)
         except TimeoutError:
-            raise OperationTimeoutError(f"{self.candidate.broker_id} did not become leader within {timeout} s") from None
+            raise OperationTimeoutError(
+                f"{self.candidate.broker_id} did not become leader within {timeout} s"
+            ) from None
 
     def run_while_leader(self, work: LeaderWork, name: str = "leader work") -> Callable[[], None]:
         """Run ``work(lease)`` in a task each time leadership is gained; cancel it when lost.
@@ -245,8 +256,12 @@ class LeaderElection:
 
     # ------------------------------------------------------------------ lease
     def _lease_valid(self, lease: LeaderLease) -> bool:
-        return (lease is self._lease and self._state is ElectionState.LEADING and not lease.lost.is_set()
-                and self.clock.monotonic() < self._deadline)
+        return (
+            lease is self._lease
+            and self._state is ElectionState.LEADING
+            and not lease.lost.is_set()
+            and self.clock.monotonic() < self._deadline
+        )
 
     def _lease_problem(self) -> str:
         if self._state is not ElectionState.LEADING:
@@ -310,8 +325,9 @@ class LeaderElection:
                 await self._try_elect()
                 self._stale_rule = False
             except MetadataStoreError as exc:
-                logger.warning("Leader election on %s failed (%s); retrying in %.1f s", self.path, exc,
-                               self._retry_delay)
+                logger.warning(
+                    "Leader election on %s failed (%s); retrying in %.1f s", self.path, exc, self._retry_delay
+                )
                 self._retry_later()
 
     def _retry_later(self) -> None:
@@ -359,8 +375,12 @@ class LeaderElection:
     def _follow(self, leader: LeaderBroker | None) -> None:
         self._leader = leader
         if self._state is not ElectionState.FOLLOWING:
-            logger.info("%s follows leader %s on %s", self.candidate.broker_id,
-                        leader.broker_id if leader else "?", self.path)
+            logger.info(
+                "%s follows leader %s on %s",
+                self.candidate.broker_id,
+                leader.broker_id if leader else "?",
+                self.path,
+            )
         self._state = ElectionState.FOLLOWING
         self._changed.set()
 
@@ -372,7 +392,9 @@ class LeaderElection:
         self._leader = self.candidate
         self._lease = LeaderLease(self, self._epoch)
         logger.info("%s gained leadership of %s (epoch %d)", self.candidate.broker_id, self.path, self._epoch)
-        self._heartbeat = asyncio.create_task(self._heartbeat_loop(self._lease), name=f"leader heartbeat {self.path}")
+        self._heartbeat = asyncio.create_task(
+            self._heartbeat_loop(self._lease), name=f"leader heartbeat {self.path}"
+        )
         self._notify(LeadershipChange(True, self._epoch, "elected"))
         for work, name in list(self._workers):
             self._start_worker(work, name, self._lease)
@@ -391,8 +413,13 @@ class LeaderElection:
             heartbeat.cancel()
         for task in list(self._worker_tasks):
             task.cancel()
-        logger.warning("%s lost leadership of %s (epoch %d): %s; leader work stopped",
-                       self.candidate.broker_id, self.path, lease.epoch, reason)
+        logger.warning(
+            "%s lost leadership of %s (epoch %d): %s; leader work stopped",
+            self.candidate.broker_id,
+            self.path,
+            lease.epoch,
+            reason,
+        )
         self._notify(LeadershipChange(False, lease.epoch, reason))
 
     async def _heartbeat_loop(self, lease: LeaderLease) -> None:
@@ -406,8 +433,9 @@ class LeaderElection:
                 return
             sent_at = self.clock.monotonic()
             try:  # never wait past the deadline: the lease must end on time even if the store hangs
-                stat = await asyncio.wait_for(self.store.exists(self.path),
-                                              max(0.001, self._deadline - sent_at))
+                stat = await asyncio.wait_for(
+                    self.store.exists(self.path), max(0.001, self._deadline - sent_at)
+                )
             except (MetadataStoreError, TimeoutError) as exc:
                 logger.debug("Leader heartbeat on %s failed: %r", self.path, exc)
                 continue

@@ -29,20 +29,29 @@ _HOST_PORT = re.compile(r"(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):\d{1,5}")
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):(?!\d)")
 
 
-def open_store(url: str, *, session_timeout: float = DEFAULT_SESSION_TIMEOUT,
-               operation_timeout: float = DEFAULT_OPERATION_TIMEOUT) -> MetadataStore:
+def open_store(
+    url: str,
+    *,
+    session_timeout: float = DEFAULT_SESSION_TIMEOUT,
+    operation_timeout: float = DEFAULT_OPERATION_TIMEOUT,
+) -> MetadataStore:
     """An unstarted store for ``url`` (see the module docstring for the forms)."""
     if not isinstance(url, str) or not url.strip():
-        raise InvalidConfigError("metadataStoreUrl", url, "expected memory:[name] or zk:host:port[,host:port...]")
+        raise InvalidConfigError(
+            "metadataStoreUrl", url, "expected memory:[name] or zk:host:port[,host:port...]"
+        )
     url = url.strip()
     if url.startswith("memory:"):
-        name = url[len("memory:"):].lstrip("/") or "default"
+        name = url[len("memory:") :].lstrip("/") or "default"
         return MemoryMetadataStore(name, session_timeout=session_timeout, operation_timeout=operation_timeout)
-    hosts = url[len("zk:"):] if url.startswith("zk:") else url
+    hosts = url[len("zk:") :] if url.startswith("zk:") else url
     scheme = _SCHEME.match(hosts)
     if scheme:
-        raise InvalidConfigError("metadataStoreUrl", url, f"unsupported metadata store scheme '{scheme.group(1)}' "
-                                 "(supported: memory:, zk:)")
+        raise InvalidConfigError(
+            "metadataStoreUrl",
+            url,
+            f"unsupported metadata store scheme '{scheme.group(1)}' (supported: memory:, zk:)",
+        )
     _check_hosts(url, hosts)
     from brokerlb.coordination.zookeeper import ZooKeeperMetadataStore
 
@@ -56,8 +65,11 @@ def open_store_from_config(conf: Any) -> MetadataStore:
     ``metadataStoreOperationTimeoutSeconds`` (the config resolves the old
     ``zookeeperServers`` / ``zooKeeperSessionTimeoutMillis`` names into these).
     """
-    return open_store(conf.metadataStoreUrl, session_timeout=conf.metadataStoreSessionTimeoutMillis / 1000.0,
-                      operation_timeout=float(conf.metadataStoreOperationTimeoutSeconds))
+    return open_store(
+        conf.metadataStoreUrl,
+        session_timeout=conf.metadataStoreSessionTimeoutMillis / 1000.0,
+        operation_timeout=float(conf.metadataStoreOperationTimeoutSeconds),
+    )
 
 
 def _check_hosts(url: str, hosts: str) -> None:

@@ -61,9 +61,15 @@ class LockState(enum.Enum):
 class EphemeralLock:
     """The ephemeral node ``path`` holding ``value`` for this store's session."""
 
-    def __init__(self, store: MetadataStore, path: str, value: bytes, *,
-                 on_lost: Callable[[EphemeralLock, str], None] | None = None,
-                 on_reacquired: Callable[[EphemeralLock], None] | None = None) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        path: str,
+        value: bytes,
+        *,
+        on_lost: Callable[[EphemeralLock, str], None] | None = None,
+        on_reacquired: Callable[[EphemeralLock], None] | None = None,
+    ) -> None:
         self.store = store
         self.path = path
         self._value = bytes(value)
@@ -179,7 +185,8 @@ class EphemeralLock:
         if not mine and (node.data != value or not stale_rule):
             raise LockBusyError(
                 f"Resource at {self.path} is already locked by session 0x{stat.ephemeral_owner or 0:x}",
-                self.path, owner_session=stat.ephemeral_owner,
+                self.path,
+                owner_session=stat.ephemeral_owner,
             )
         # Same value from an earlier session of ours (it may be expiring), or our own node with an
         # old value: delete it and create ours.
@@ -227,7 +234,9 @@ class EphemeralLock:
                 return
             except MetadataStoreError as exc:
                 # Connectivity trouble: keep assuming we hold it; the next reconnection retries.
-                logger.warning("Could not revalidate lock on %s (%s); retrying on reconnection", self.path, exc)
+                logger.warning(
+                    "Could not revalidate lock on %s (%s); retrying on reconnection", self.path, exc
+                )
                 return
         logger.info("Revalidated lock on %s", self.path)
         if self._on_reacquired is not None:

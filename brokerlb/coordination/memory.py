@@ -85,8 +85,17 @@ class _ZNode:
     children: set[str] = field(default_factory=set)
 
     def stat(self) -> Stat:
-        return Stat(self.version, self.cversion, self.ctime_ms, self.mtime_ms, self.ephemeral_owner,
-                    len(self.children), len(self.data), self.czxid, self.mzxid)
+        return Stat(
+            self.version,
+            self.cversion,
+            self.ctime_ms,
+            self.mtime_ms,
+            self.ephemeral_owner,
+            len(self.children),
+            len(self.data),
+            self.czxid,
+            self.mzxid,
+        )
 
 
 @dataclass(slots=True)
@@ -210,8 +219,14 @@ class MemoryServer:
     def children_of(self, path: str) -> list[str]:
         return sorted(self._node(path).children)
 
-    def create(self, sid: int, op: CreateOp, make_parents: bool, notes: list[_Notification],
-               undo: list[Callable[[], None]]) -> str:
+    def create(
+        self,
+        sid: int,
+        op: CreateOp,
+        make_parents: bool,
+        notes: list[_Notification],
+        undo: list[Callable[[], None]],
+    ) -> str:
         path = validate_path(op.path)
         if path == "/":
             raise NodeExistsError("The root node always exists", path)
@@ -310,8 +325,13 @@ class MemoryServer:
 class MemoryMetadataStore(MetadataStore):
     """One client session on a :class:`MemoryServer` (``open_store("memory:name")``)."""
 
-    def __init__(self, server: MemoryServer | str = "default", *, session_timeout: float = 10.0,
-                 operation_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        server: MemoryServer | str = "default",
+        *,
+        session_timeout: float = 10.0,
+        operation_timeout: float = 30.0,
+    ) -> None:
         super().__init__(session_timeout=session_timeout, operation_timeout=operation_timeout)
         self.server = server if isinstance(server, MemoryServer) else MemoryServer.named(server)
         self.url = f"memory:{self.server.name}"
@@ -505,6 +525,7 @@ class MemoryMetadataStore(MetadataStore):
 
     async def _run(self, path: str | None, body: Callable[[int], Any]) -> Any:
         if self._delay or not self._resumed.is_set():
+
             async def op() -> Any:
                 sid = await self._gate(path)
                 return body(sid)
@@ -537,8 +558,9 @@ class MemoryMetadataStore(MetadataStore):
         self.server._dispatch(notes)
         return results
 
-    def _apply(self, sid: int, op: Op, make_parents: bool, notes: list[_Notification],
-               undo: list[Callable[[], None]]) -> Any:
+    def _apply(
+        self, sid: int, op: Op, make_parents: bool, notes: list[_Notification], undo: list[Callable[[], None]]
+    ) -> Any:
         server = self.server
         if isinstance(op, CreateOp):
             _check_bytes(op.data, op.path)
@@ -554,8 +576,15 @@ class MemoryMetadataStore(MetadataStore):
             return None
         raise InvalidStoreOperationError(f"Unknown transaction operation {op!r}")
 
-    async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequential: bool = False,
-                     make_parents: bool = False) -> str:
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        make_parents: bool = False,
+    ) -> str:
         op = CreateOp(validate_path(path), data, ephemeral, sequential)
         result = await self._run(path, lambda sid: self._write(sid, [op], make_parents))
         return str(result[0])

@@ -162,7 +162,11 @@ class OwnershipCache:
 
     def namespace_owners(self, namespace: NamespaceName | str) -> dict[str, OwnerInfo]:
         prefix = f"{NamespaceName.parse(namespace)}/"
-        return {b: info for b, info in self._owners.items() if b.startswith(prefix) and "/" not in b[len(prefix):]}
+        return {
+            b: info
+            for b, info in self._owners.items()
+            if b.startswith(prefix) and "/" not in b[len(prefix) :]
+        }
 
     def add_listener(self, listener: Callable[[str, OwnerInfo | None], None]) -> Callable[[], None]:
         """``listener(bundle, OwnerInfo | None)`` whenever a bundle's owner changes."""
@@ -193,8 +197,9 @@ class OwnershipCache:
 
 
 def _owner_info(name: str, node: Node, path: str) -> OwnerInfo:
-    return OwnerInfo(name, NamespaceEphemeralData.from_bytes(node.data, path), node.stat.ephemeral_owner,
-                     node.stat.version)
+    return OwnerInfo(
+        name, NamespaceEphemeralData.from_bytes(node.data, path), node.stat.ephemeral_owner, node.stat.version
+    )
 
 
 # --------------------------------------------------------------------------- this broker's ownership
@@ -238,8 +243,9 @@ class OwnershipManager:
         name = bundle_name(bundle)
         lock = self._locks.get(name)
         if lock is not None and lock.held:
-            return AcquireResult(name, self.self_data.with_disabled(lock.value == self._disabled), True,
-                                 self.store.session_id)
+            return AcquireResult(
+                name, self.self_data.with_disabled(lock.value == self._disabled), True, self.store.session_id
+            )
         pending = self._inflight.get(name)
         if pending is not None:
             return await asyncio.shield(pending)
@@ -256,7 +262,9 @@ class OwnershipManager:
         finally:
             del self._inflight[name]
 
-    async def acquire_many(self, bundles: Iterable[NamespaceBundle | str], concurrency: int = 64) -> list[AcquireResult]:
+    async def acquire_many(
+        self, bundles: Iterable[NamespaceBundle | str], concurrency: int = 64
+    ) -> list[AcquireResult]:
         """:meth:`try_acquire` for each bundle, ``concurrency`` at a time; results in input order."""
         gate = asyncio.Semaphore(concurrency)
 
@@ -304,8 +312,9 @@ class OwnershipManager:
     async def _acquire(self, name: str) -> AcquireResult:
         path = ownership_path(name)
         for _attempt in range(4):
-            lock = EphemeralLock(self.store, path, self._enabled, on_lost=self._on_lost,
-                                 on_reacquired=self._on_reacquired)
+            lock = EphemeralLock(
+                self.store, path, self._enabled, on_lost=self._on_lost, on_reacquired=self._on_reacquired
+            )
             try:
                 await lock.acquire()
             except LockBusyError:

@@ -84,8 +84,9 @@ _SEGMENT = re.compile(r"[^/\x00]+")
 def validate_broker_id(broker_id: str) -> str:
     """A broker id (``host:port``) usable as one path segment."""
     if not isinstance(broker_id, str) or not _SEGMENT.fullmatch(broker_id) or broker_id in (".", ".."):
-        raise InvalidInputError(f"Invalid broker id {broker_id!r}: expected a non-empty name without '/', "
-                                "e.g. broker-1:8080")
+        raise InvalidInputError(
+            f"Invalid broker id {broker_id!r}: expected a non-empty name without '/', e.g. broker-1:8080"
+        )
     return broker_id
 
 
@@ -101,9 +102,9 @@ def broker_path(broker_id: str) -> str:
 
 def broker_id_of_path(path: str) -> str:
     prefix = BROKERS_ROOT + "/"
-    if not path.startswith(prefix) or "/" in path[len(prefix):]:
+    if not path.startswith(prefix) or "/" in path[len(prefix) :]:
         raise InvalidInputError(f"{path!r} is not a broker registration path ({prefix}<brokerId>)")
-    return path[len(prefix):]
+    return path[len(prefix) :]
 
 
 def _bundle(bundle: NamespaceBundle | str) -> NamespaceBundle:
@@ -130,7 +131,7 @@ def bundle_of_ownership_path(path: str) -> NamespaceBundle:
     prefix = OWNERSHIP_ROOT + "/"
     if not path.startswith(prefix):
         raise InvalidInputError(f"{path!r} is not an ownership path ({prefix}<namespace>/<range>)")
-    return NamespaceBundle.parse(path[len(prefix):])
+    return NamespaceBundle.parse(path[len(prefix) :])
 
 
 def policies_path(namespace: NamespaceName | str) -> str:

@@ -144,14 +144,17 @@ class AdvertisedListener(_Record):
     broker_service_url_tls: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return _without_nones({"brokerServiceUrl": self.broker_service_url,
-                               "brokerServiceUrlTls": self.broker_service_url_tls})
+        return _without_nones(
+            {"brokerServiceUrl": self.broker_service_url, "brokerServiceUrlTls": self.broker_service_url_tls}
+        )
 
     @classmethod
     def from_json(cls, data: Any) -> AdvertisedListener:
         obj = _obj(data, "advertised listener")
-        return cls(_opt_str(obj, "brokerServiceUrl", "advertised listener"),
-                   _opt_str(obj, "brokerServiceUrlTls", "advertised listener"))
+        return cls(
+            _opt_str(obj, "brokerServiceUrl", "advertised listener"),
+            _opt_str(obj, "brokerServiceUrlTls", "advertised listener"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +180,14 @@ class NamespaceEphemeralData(_Record):
         return replace(self, disabled=disabled)
 
     def to_json(self) -> dict[str, Any]:
-        out = _without_nones({"nativeUrl": self.native_url, "nativeUrlTls": self.native_url_tls,
-                              "httpUrl": self.http_url, "httpUrlTls": self.http_url_tls})
+        out = _without_nones(
+            {
+                "nativeUrl": self.native_url,
+                "nativeUrlTls": self.native_url_tls,
+                "httpUrl": self.http_url,
+                "httpUrlTls": self.http_url_tls,
+            }
+        )
         out["disabled"] = self.disabled
         out["advertisedListeners"] = {k: v.to_json() for k, v in sorted(self.advertised_listeners.items())}
         return out
@@ -225,7 +234,9 @@ class LeaderBroker(_Record):
         url = _opt_str(obj, "serviceUrl", "leader value")
         broker_id = _opt_str(obj, "brokerId", "leader value") or broker_id_of_url(url)
         if not broker_id or url is None:
-            raise InvalidInputError(f"Invalid leader value {dict(obj)!r}: 'serviceUrl' (and 'brokerId') required")
+            raise InvalidInputError(
+                f"Invalid leader value {dict(obj)!r}: 'serviceUrl' (and 'brokerId') required"
+            )
         return cls(broker_id, url)
 
 
@@ -264,11 +275,17 @@ class LocalPolicies(_Record):
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.extra)
-        out.update(_without_nones({
-            "bundles": dict(self.bundles) if self.bundles is not None else None,
-            "bookieAffinityGroup": dict(self.bookie_affinity_group) if self.bookie_affinity_group else None,
-            "namespaceAntiAffinityGroup": self.namespace_anti_affinity_group,
-        }))
+        out.update(
+            _without_nones(
+                {
+                    "bundles": dict(self.bundles) if self.bundles is not None else None,
+                    "bookieAffinityGroup": dict(self.bookie_affinity_group)
+                    if self.bookie_affinity_group
+                    else None,
+                    "namespaceAntiAffinityGroup": self.namespace_anti_affinity_group,
+                }
+            )
+        )
         return out
 
     @classmethod
@@ -296,7 +313,9 @@ class Policies(_Record):
     bundles: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    def namespace_bundles(self, namespace: NamespaceName | str, default_num_bundles: int = 4) -> NamespaceBundles:
+    def namespace_bundles(
+        self, namespace: NamespaceName | str, default_num_bundles: int = 4
+    ) -> NamespaceBundles:
         return NamespaceBundles.from_json(namespace, self.bundles, default_num_bundles)
 
     def with_bundles(self, bundles: NamespaceBundles) -> Policies:
@@ -311,7 +330,9 @@ class Policies(_Record):
     @classmethod
     def from_json(cls, data: Any) -> Policies:
         obj = _obj(data, "Policies")
-        return cls(_bundles_json(obj.get("bundles"), "Policies"), {k: v for k, v in obj.items() if k != "bundles"})
+        return cls(
+            _bundles_json(obj.get("bundles"), "Policies"), {k: v for k, v in obj.items() if k != "bundles"}
+        )
 
 
 # --------------------------------------------------------------------------- isolation, failure domains
@@ -332,13 +353,16 @@ class AutoFailoverPolicy(_Record):
 
     def __post_init__(self) -> None:
         if self.policy_type not in self.POLICY_TYPES:
-            raise InvalidInputError(f"Invalid auto_failover_policy: unknown policy_type '{self.policy_type}' "
-                                    f"(known: {', '.join(self.POLICY_TYPES)})")
+            raise InvalidInputError(
+                f"Invalid auto_failover_policy: unknown policy_type '{self.policy_type}' "
+                f"(known: {', '.join(self.POLICY_TYPES)})"
+            )
         for key in ("min_limit", "usage_threshold"):
             value = self.parameters.get(key)
             if value is None or not _INT.fullmatch(str(value)):
-                raise InvalidInputError(f"Invalid auto_failover_policy: parameter '{key}' must be an integer, "
-                                        f"got {value!r}")
+                raise InvalidInputError(
+                    f"Invalid auto_failover_policy: parameter '{key}' must be an integer, got {value!r}"
+                )
 
     @property
     def min_limit(self) -> int:
@@ -349,7 +373,10 @@ class AutoFailoverPolicy(_Record):
         return int(self.parameters["usage_threshold"])
 
     def to_json(self) -> dict[str, Any]:
-        return {"policy_type": self.policy_type, "parameters": {k: str(v) for k, v in self.parameters.items()}}
+        return {
+            "policy_type": self.policy_type,
+            "parameters": {k: str(v) for k, v in self.parameters.items()},
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> AutoFailoverPolicy:
@@ -357,7 +384,9 @@ class AutoFailoverPolicy(_Record):
         params = _obj(obj.get("parameters") or {}, "auto_failover_policy parameters")
         policy_type = obj.get("policy_type")
         if not isinstance(policy_type, str):
-            raise InvalidInputError(f"Invalid auto_failover_policy: 'policy_type' must be a string, got {policy_type!r}")
+            raise InvalidInputError(
+                f"Invalid auto_failover_policy: 'policy_type' must be a string, got {policy_type!r}"
+            )
         return cls(policy_type, {str(k): str(v) for k, v in params.items()})
 
 
@@ -383,8 +412,11 @@ class NamespaceIsolationData(_Record):
             raise InvalidInputError("Invalid namespace isolation policy: 'namespaces' must not be empty")
         if not self.primary:
             raise InvalidInputError("Invalid namespace isolation policy: 'primary' must not be empty")
-        for key, patterns in (("namespaces", self.namespaces), ("primary", self.primary),
-                              ("secondary", self.secondary)):
+        for key, patterns in (
+            ("namespaces", self.namespaces),
+            ("primary", self.primary),
+            ("secondary", self.secondary),
+        ):
             for pattern in patterns:
                 try:
                     re.compile(pattern)
@@ -399,8 +431,14 @@ class NamespaceIsolationData(_Record):
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.extra)
-        out.update({"namespaces": list(self.namespaces), "primary": list(self.primary),
-                    "secondary": list(self.secondary), "auto_failover_policy": self.auto_failover_policy.to_json()})
+        out.update(
+            {
+                "namespaces": list(self.namespaces),
+                "primary": list(self.primary),
+                "secondary": list(self.secondary),
+                "auto_failover_policy": self.auto_failover_policy.to_json(),
+            }
+        )
         return out
 
     @classmethod

@@ -108,11 +108,18 @@ class BrokerRegistry:
         validate_broker_id(broker_id)
         if self._lock is not None and self._lock.held:
             if broker_id != self._broker_id:
-                raise LockBusyError(f"This registry already registered {self._broker_id}", self._path(broker_id))
+                raise LockBusyError(
+                    f"This registry already registered {self._broker_id}", self._path(broker_id)
+                )
             await self.update(data)
             return
-        lock = EphemeralLock(self.store, self._path(broker_id), encode_json(data),
-                             on_lost=self._on_registration_lost, on_reacquired=self._on_reregistered)
+        lock = EphemeralLock(
+            self.store,
+            self._path(broker_id),
+            encode_json(data),
+            on_lost=self._on_registration_lost,
+            on_reacquired=self._on_reregistered,
+        )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_for_stale
         while True:
@@ -125,10 +132,15 @@ class BrokerRegistry:
                     raise LockBusyError(
                         f"Broker {broker_id} is already registered by another session "
                         f"(0x{exc.owner_session or 0:x}); refusing a second registration",
-                        lock.path, owner_session=exc.owner_session,
+                        lock.path,
+                        owner_session=exc.owner_session,
                     ) from exc
-                logger.warning("Broker node %s exists from session 0x%x; waiting up to %.1f s for it to expire",
-                               lock.path, exc.owner_session or 0, remaining)
+                logger.warning(
+                    "Broker node %s exists from session 0x%x; waiting up to %.1f s for it to expire",
+                    lock.path,
+                    exc.owner_session or 0,
+                    remaining,
+                )
                 await self._wait_absent(lock.path, remaining)
         self._lock, self._broker_id = lock, broker_id
         logger.info("Registered broker %s at %s", broker_id, lock.path)

@@ -122,7 +122,10 @@ class SessionEvent:
     @property
     def new_session(self) -> bool:
         """CONNECTED after LOST (or a first connect): ephemerals must be re-created."""
-        return self.state is SessionState.CONNECTED and self.previous in (SessionState.LOST, SessionState.CLOSED)
+        return self.state is SessionState.CONNECTED and self.previous in (
+            SessionState.LOST,
+            SessionState.CLOSED,
+        )
 
 
 class EventType(enum.Enum):
@@ -292,7 +295,9 @@ class MetadataStore(abc.ABC):
 
     def owns(self, stat: Stat | None) -> bool:
         """The node with ``stat`` is an ephemeral created by this store's current session."""
-        return stat is not None and stat.ephemeral_owner is not None and stat.ephemeral_owner == self.session_id
+        return (
+            stat is not None and stat.ephemeral_owner is not None and stat.ephemeral_owner == self.session_id
+        )
 
     def add_session_listener(self, listener: SessionListener) -> Callable[[], None]:
         """Call ``listener(SessionEvent)`` on every session change; returns a remover."""
@@ -311,8 +316,13 @@ class MetadataStore(abc.ABC):
             return
         self._session_state = state
         event = SessionEvent(state, previous, self.session_id)
-        logger.info("Metadata store %s session %s -> %s (session 0x%x)", self.url, previous.value,
-                    state.value, event.session_id or 0)
+        logger.info(
+            "Metadata store %s session %s -> %s (session 0x%x)",
+            self.url,
+            previous.value,
+            state.value,
+            event.session_id or 0,
+        )
         if self._state_changed is not None:
             self._state_changed.set()
             self._state_changed = asyncio.Event()
@@ -360,8 +370,15 @@ class MetadataStore(abc.ABC):
 
     # ------------------------------------------------------------------ operations
     @abc.abstractmethod
-    async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequential: bool = False,
-                     make_parents: bool = False) -> str:
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        make_parents: bool = False,
+    ) -> str:
         """Create a node; returns its path (with the counter for a sequential node).
 
         Raises :class:`NodeExistsError`, or :class:`NoNodeError` when the parent is

@@ -103,7 +103,8 @@ class _PersistentWatch(Generic[V]):
         except TimeoutError:
             raise OperationTimeoutError(
                 f"watch on {self.path} did not see the expected value within {timeout} s "
-                f"(last: {self._last_value!r})", self.path
+                f"(last: {self._last_value!r})",
+                self.path,
             ) from None
 
     # ------------------------------------------------------------------ internals

@@ -175,8 +175,14 @@ class ZooKeeperMetadataStore(MetadataStore):
     ``minSessionTimeout``/``maxSessionTimeout`` (keep requests inside them).
     """
 
-    def __init__(self, hosts: str, *, session_timeout: float = 30.0, operation_timeout: float = 30.0,
-                 connect_timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        hosts: str,
+        *,
+        session_timeout: float = 30.0,
+        operation_timeout: float = 30.0,
+        connect_timeout: float | None = None,
+    ) -> None:
         super().__init__(session_timeout=session_timeout, operation_timeout=operation_timeout)
         self.hosts = hosts
         self.url = f"zk:{hosts}"
@@ -306,12 +312,23 @@ class ZooKeeperMetadataStore(MetadataStore):
         async_result.rawlink(lambda result: self._post(resolve, result))
         return await self._with_timeout(future, path)
 
-    async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequential: bool = False,
-                     make_parents: bool = False) -> str:
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        make_parents: bool = False,
+    ) -> str:
         validate_path(path)
         _check_bytes(data, path)
-        created = await self._call(path, lambda c: c.create_async(
-            path, bytes(data), ephemeral=ephemeral, sequence=sequential, makepath=make_parents))
+        created = await self._call(
+            path,
+            lambda c: c.create_async(
+                path, bytes(data), ephemeral=ephemeral, sequence=sequential, makepath=make_parents
+            ),
+        )
         return str(created)
 
     async def get(self, path: str, *, watch: WatchCallback | None = None) -> Node:

@@ -45,10 +45,10 @@ __all__ = ["DemoOptions", "run_demo", "DEMO_CONFIG"]
 #: Pulsar's keys, shortened for a one-minute demo (everything else stays at Pulsar's defaults).
 DEMO_CONFIG: dict[str, Any] = {
     "webSocketServiceEnabled": True,
-    "statsUpdateFrequencyInSecs": 3,                     # topic rates over 3 s (Pulsar: 60 s)
-    "loadBalancerSheddingIntervalMinutes": 0.04,         # 2.4 s (Pulsar: 1 min)
-    "loadBalancerSheddingGracePeriodMinutes": 0.25,      # 15 s (Pulsar: 30 min)
-    "loadBalancerHistoryResourcePercentage": 0.5,        # ThresholdShedder's memory, for 2.4-s cycles (Pulsar: 0.9)
+    "statsUpdateFrequencyInSecs": 3,  # topic rates over 3 s (Pulsar: 60 s)
+    "loadBalancerSheddingIntervalMinutes": 0.04,  # 2.4 s (Pulsar: 1 min)
+    "loadBalancerSheddingGracePeriodMinutes": 0.25,  # 15 s (Pulsar: 30 min)
+    "loadBalancerHistoryResourcePercentage": 0.5,  # ThresholdShedder's memory, for 2.4-s cycles (Pulsar: 0.9)
     "loadBalancerReportUpdateMinIntervalMillis": 500,
     "loadBalancerReportUpdateThresholdPercentage": 5,  # Pulsar: 10 (new topics alone never trigger a report)
     "loadBalancerHostUsageCheckIntervalMinutes": 0.005,  # 0.3 s
@@ -101,10 +101,15 @@ async def run_demo(options: DemoOptions, console: Console) -> dict[str, Any]:
     from brokerlb.broker.standalone import StandaloneCluster
 
     state = _State(time.monotonic())
-    cluster = StandaloneCluster(options.brokers, metadata_store="memory:demo", web_port=options.web_port,
-                                overrides={**DEMO_CONFIG, **options.overrides})
+    cluster = StandaloneCluster(
+        options.brokers,
+        metadata_store="memory:demo",
+        web_port=options.web_port,
+        overrides={**DEMO_CONFIG, **options.overrides},
+    )
     await cluster.start()
     try:
+
         def on_event(event: Any) -> None:
             _on_event(state, event)
 
@@ -126,8 +131,9 @@ class _Traffic:
         self.model = model
         self.client = Client(url)
         self.rates: dict[str, float] = {}
-        self._produce_options = ProduceOptions(url, "unused", size=model.message_size, seed=seed,
-                                               max_pending=1000)
+        self._produce_options = ProduceOptions(
+            url, "unused", size=model.message_size, seed=seed, max_pending=1000
+        )
         self._consume_options = ConsumeOptions(url, "unused", subscription="demo", subscription_type="Shared")
         self._ProduceRun, self._ConsumeRun = ProduceRun, ConsumeRun
         self.produce: Any = None
@@ -139,8 +145,9 @@ class _Traffic:
         self.rates = dict(rates)
         self._produce_options.rate = sum(rates.values())
         self.consume = self._ConsumeRun(self._consume_options, client=self.client, topics=topics)
-        self.produce = self._ProduceRun(self._produce_options, client=self.client, topics=topics,
-                                        weights=[rates[t] for t in topics])
+        self.produce = self._ProduceRun(
+            self._produce_options, client=self.client, topics=topics, weights=[rates[t] for t in topics]
+        )
         await self.consume.start()
         await self.produce.start()
         self._tasks = [asyncio.create_task(self.produce.run()), asyncio.create_task(self.consume.run())]
@@ -153,8 +160,9 @@ class _Traffic:
         topics = list(rates)
         await self.consume.add_topics(topics)
         self.rates.update(rates)
-        await self.produce.add_topics(topics, [self.rates[t] for t in self.produce.topics + topics],
-                                      sum(self.rates.values()))
+        await self.produce.add_topics(
+            topics, [self.rates[t] for t in self.produce.topics + topics], sum(self.rates.values())
+        )
 
     def brokers(self) -> dict[str, str | None]:
         """Topic → web URL of the broker its producer is connected to now."""
@@ -164,13 +172,16 @@ class _Traffic:
         p = self.produce
         if p is None:
             return "clients: connecting"
-        reconnects = sum(x.stats.reconnects for x in p.producers) + sum(c.stats.reconnects for c in
-                                                                         self.consume.consumers)
+        reconnects = sum(x.stats.reconnects for x in p.producers) + sum(
+            c.stats.reconnects for c in self.consume.consumers
+        )
         lat = p.latency.summary_ms()
-        return (f"clients: {len(p.producers)} producers + {len(self.consume.consumers)} consumers, "
-                f"{p.acked:,} acked / {p.errored} errored of {p.sent:,} sent, publish p50 {lat['p50']:.1f} ms "
-                f"p99 {lat['p99']:.1f} ms, {reconnects} reconnects, longest publish pause "
-                f"{p.pauses.longest.seconds * 1e3:.0f} ms")
+        return (
+            f"clients: {len(p.producers)} producers + {len(self.consume.consumers)} consumers, "
+            f"{p.acked:,} acked / {p.errored} errored of {p.sent:,} sent, publish p50 {lat['p50']:.1f} ms "
+            f"p99 {lat['p99']:.1f} ms, {reconnects} reconnects, longest publish pause "
+            f"{p.pauses.longest.seconds * 1e3:.0f} ms"
+        )
 
     async def stop(self) -> tuple[Any, Any]:
         self.produce.stop()
@@ -180,8 +191,9 @@ class _Traffic:
         return produced, consumed
 
 
-async def _scenario(options: DemoOptions, console: Console, cluster: Any, model: TrafficModel,
-                    state: _State) -> dict[str, Any]:
+async def _scenario(
+    options: DemoOptions, console: Console, cluster: Any, model: TrafficModel, state: _State
+) -> dict[str, Any]:
     from brokerlb.admin import AsyncAdminClient
 
     ns = "public/demo"
@@ -192,8 +204,13 @@ async def _scenario(options: DemoOptions, console: Console, cluster: Any, model:
     traffic = _Traffic(cluster.brokers[0].url, model, options.seed)
     state.phase = "connecting"
     await traffic.start(rates)
-    state.events.append((state.now(), f"{len(topics)} topics: producers and consumers connected to their owners; "
-                                      f"{model.total_rate:g} msg/s of real traffic"))
+    state.events.append(
+        (
+            state.now(),
+            f"{len(topics)} topics: producers and consumers connected to their owners; "
+            f"{model.total_rate:g} msg/s of real traffic",
+        )
+    )
     state.phase = "steady"
     surge_at = state.now() + 6.0
     growth_at = max(surge_at + 12.0, options.duration * 0.6)
@@ -250,8 +267,9 @@ def _surge(state: _State, cluster: Any, traffic: _Traffic, model: TrafficModel) 
     hot = max(sorted(load), key=lambda b: load[b])
     traffic.set_rates(model.surge(traffic.rates, {t for t, b in placement.items() if b == hot}))
     state.hot, state.surge_at, state.phase = hot, state.now(), "surge"
-    state.events.append((state.now(), f"SURGE: the producers of every topic on {hot} send "
-                                      f"{model.surge_factor:g}x faster"))
+    state.events.append(
+        (state.now(), f"SURGE: the producers of every topic on {hot} send {model.surge_factor:g}x faster")
+    )
 
 
 #: The growth phase adds its topics in batches (clients arriving over a few seconds, not all at once).
@@ -261,9 +279,14 @@ GROWTH_PAUSE = 0.5
 
 async def _growth(state: _State, traffic: _Traffic, model: TrafficModel, ns: str, count: int) -> None:
     state.phase = "growth"
-    state.events.append((state.now(), f"GROWTH: {count} new topics with producers and consumers, "
-                                      f"{GROWTH_BATCH} every {GROWTH_PAUSE:g} s (bundles pass "
-                                      f"loadBalancerNamespaceBundleMaxTopics)"))
+    state.events.append(
+        (
+            state.now(),
+            f"GROWTH: {count} new topics with producers and consumers, "
+            f"{GROWTH_BATCH} every {GROWTH_PAUSE:g} s (bundles pass "
+            f"loadBalancerNamespaceBundleMaxTopics)",
+        )
+    )
     for start in range(0, count, GROWTH_BATCH):
         batch = range(start, min(count, start + GROWTH_BATCH))
         await traffic.add({f"persistent://{ns}/events-{i}": model.new_topic_rate for i in batch})
@@ -282,11 +305,17 @@ def _sample(cluster: Any, state: _State) -> _Sample:
 
 def _render(cluster: Any, state: _State, sample: _Sample, options: DemoOptions) -> Group:
     leader = cluster.leader()
-    table = Table(title=f"brokerlb demo -- {len(cluster.brokers)} brokers, "
-                        f"{leader.conf.loadBalancerLoadSheddingStrategy.rsplit('.', 1)[-1] if leader else '?'}, "
-                        f"t={sample.at:5.1f}/{options.duration:.0f} s, phase: {state.phase}")
-    for col, justify in (("broker", "left"), ("bundles", "right"), ("msg/s in+out (measured)", "right"),
-                         ("cpu (modelled)", "left")):
+    table = Table(
+        title=f"brokerlb demo -- {len(cluster.brokers)} brokers, "
+        f"{leader.conf.loadBalancerLoadSheddingStrategy.rsplit('.', 1)[-1] if leader else '?'}, "
+        f"t={sample.at:5.1f}/{options.duration:.0f} s, phase: {state.phase}"
+    )
+    for col, justify in (
+        ("broker", "left"),
+        ("bundles", "right"),
+        ("msg/s in+out (measured)", "right"),
+        ("cpu (modelled)", "left"),
+    ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for b in cluster.brokers:
         bid = b.broker_id
@@ -294,16 +323,22 @@ def _render(cluster: Any, state: _State, sample: _Sample, options: DemoOptions) 
         hot = " HOT" if bid == state.hot else ""
         pct = sample.usage[bid] * 100
         bar = "#" * min(40, int(pct / 2.5))
-        table.add_row(f"{bid}{mark}{hot}", str(sample.bundles[bid]), f"{sample.rate[bid]:,.0f}",
-                      f"{pct:5.1f}% {bar}")
+        table.add_row(
+            f"{bid}{mark}{hot}", str(sample.bundles[bid]), f"{sample.rate[bid]:,.0f}", f"{pct:5.1f}% {bar}"
+        )
     events = Text("\n".join(f"  {t:5.1f} s  {what}" for t, what in state.events[-8:]) or "  (none yet)")
-    note = Text("real traffic over the WebSocket data path; each broker's CPU is modelled from the rates it "
-                "measures (three brokers share this process)", style="dim")
+    note = Text(
+        "real traffic over the WebSocket data path; each broker's CPU is modelled from the rates it "
+        "measures (three brokers share this process)",
+        style="dim",
+    )
     return Group(table, Text(state.clients), Text("recent events:", style="bold"), events, note)
 
 
 def _print_line(console: Console, state: _State, sample: _Sample) -> None:
-    loads = "  ".join(f"{b}: {u * 100:5.1f}% ({sample.bundles[b]} bundles)" for b, u in sorted(sample.usage.items()))
+    loads = "  ".join(
+        f"{b}: {u * 100:5.1f}% ({sample.bundles[b]} bundles)" for b, u in sorted(sample.usage.items())
+    )
     console.print(f"t={sample.at:5.1f}s [{state.phase}] {loads}", highlight=False)
     if state.clients:
         console.print(f"          {state.clients}", highlight=False)
@@ -324,10 +359,18 @@ def _summary(cluster: Any, state: _State, produced: Any, consumed: Any) -> dict[
     return {
         "brokers": sorted(final.usage),
         "hot_broker": state.hot,
-        "before": {"at": round(worst.at, 1), "usage": {b: round(u, 3) for b, u in worst.usage.items()},
-                   "bundles": worst.bundles, "stddev": round(spread(worst), 3)},
-        "after": {"at": round(final.at, 1), "usage": {b: round(u, 3) for b, u in final.usage.items()},
-                  "bundles": final.bundles, "stddev": round(spread(final), 3)},
+        "before": {
+            "at": round(worst.at, 1),
+            "usage": {b: round(u, 3) for b, u in worst.usage.items()},
+            "bundles": worst.bundles,
+            "stddev": round(spread(worst), 3),
+        },
+        "after": {
+            "at": round(final.at, 1),
+            "usage": {b: round(u, 3) for b, u in final.usage.items()},
+            "bundles": final.bundles,
+            "stddev": round(spread(final), 3),
+        },
         "transfers": state.moves,
         "splits": state.splits,
         "client_reconnects": produced.reconnects + consumed.reconnects,
@@ -345,30 +388,46 @@ def _print_summary(console: Console, summary: dict[str, Any]) -> None:
     before, after = summary["before"], summary["after"]
     for b in summary["brokers"]:
         mark = " (surged)" if b == summary["hot_broker"] else ""
-        table.add_row(f"{b}{mark}", f"{before['usage'][b] * 100:.1f}%", f"{after['usage'][b] * 100:.1f}%",
-                      str(before["bundles"][b]), str(after["bundles"][b]))
+        table.add_row(
+            f"{b}{mark}",
+            f"{before['usage'][b] * 100:.1f}%",
+            f"{after['usage'][b] * 100:.1f}%",
+            str(before["bundles"][b]),
+            str(after["bundles"][b]),
+        )
     console.print(table)
-    console.print(f"load spread (std-dev of max usage): {before['stddev'] * 100:.1f} points at t={before['at']} s "
-                  f"-> {after['stddev'] * 100:.1f} points at t={after['at']} s", highlight=False)
-    console.print(f"transfers: {summary['transfers']}, splits: {summary['splits']}, "
-                  f"client reconnections: {summary['client_reconnects']}, leader: {summary['leader']}",
-                  highlight=False)
+    console.print(
+        f"load spread (std-dev of max usage): {before['stddev'] * 100:.1f} points at t={before['at']} s "
+        f"-> {after['stddev'] * 100:.1f} points at t={after['at']} s",
+        highlight=False,
+    )
+    console.print(
+        f"transfers: {summary['transfers']}, splits: {summary['splits']}, "
+        f"client reconnections: {summary['client_reconnects']}, leader: {summary['leader']}",
+        highlight=False,
+    )
     p, c = summary["produce"], summary["consume"]
     lat = p["latencyMs"]
     lost = "" if p["unaccounted"] == 0 else f" ({p['unaccounted']} UNACCOUNTED)"
-    console.print(f"clients: {p['sent']:,} sent = {p['acked']:,} acked + {p['errored']} errored{lost}; "
-                  f"publish latency p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms; longest publish pause "
-                  f"{p['longestPauseMs']:.0f} ms; closes {p['closes']}; consumers received {c['received']:,}",
-                  highlight=False)
-    console.print("(real traffic over the data path; each broker's CPU modelled from its measured rates)",
-                  style="dim")
+    console.print(
+        f"clients: {p['sent']:,} sent = {p['acked']:,} acked + {p['errored']} errored{lost}; "
+        f"publish latency p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms; longest publish pause "
+        f"{p['longestPauseMs']:.0f} ms; closes {p['closes']}; consumers received {c['received']:,}",
+        highlight=False,
+    )
+    console.print(
+        "(real traffic over the data path; each broker's CPU modelled from its measured rates)", style="dim"
+    )
 
 
 def _average(samples: list[_Sample]) -> _Sample:
     brokers = samples[-1].usage.keys()
-    return _Sample(samples[-1].at, {b: statistics.fmean(s.usage.get(b, 0.0) for s in samples) for b in brokers},
-                   {b: statistics.fmean(s.rate.get(b, 0.0) for s in samples) for b in brokers},
-                   dict(samples[-1].bundles))
+    return _Sample(
+        samples[-1].at,
+        {b: statistics.fmean(s.usage.get(b, 0.0) for s in samples) for b in brokers},
+        {b: statistics.fmean(s.rate.get(b, 0.0) for s in samples) for b in brokers},
+        dict(samples[-1].bundles),
+    )
 
 
 class _NoLive:

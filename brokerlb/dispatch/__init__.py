@@ -50,10 +50,14 @@ __all__ = [
 ]
 
 
-def create_dispatcher(subscription_type: str, *, partition_index: int = -1,
-                      key_shared_mode: KeySharedMode = KeySharedMode.AUTO_SPLIT,
-                      use_consistent_hashing: bool = True,
-                      replica_points: int = DEFAULT_REPLICA_POINTS) -> Dispatcher:
+def create_dispatcher(
+    subscription_type: str,
+    *,
+    partition_index: int = -1,
+    key_shared_mode: KeySharedMode = KeySharedMode.AUTO_SPLIT,
+    use_consistent_hashing: bool = True,
+    replica_points: int = DEFAULT_REPLICA_POINTS,
+) -> Dispatcher:
     """A dispatcher for ``Exclusive``, ``Failover``, ``Shared`` or ``Key_Shared`` (Pulsar's SubType names)."""
     from brokerlb.errors import UnknownStrategyError
 
@@ -63,5 +67,6 @@ def create_dispatcher(subscription_type: str, *, partition_index: int = -1,
         return FailoverDispatcher(partition_index, exclusive=subscription_type == "Exclusive")
     if subscription_type == "Key_Shared":
         return KeySharedDispatcher(key_shared_mode, use_consistent_hashing, replica_points)
-    raise UnknownStrategyError(subscription_type, "subscription type", ["Exclusive", "Failover", "Shared",
-                                                                       "Key_Shared"])
+    raise UnknownStrategyError(
+        subscription_type, "subscription type", ["Exclusive", "Failover", "Shared", "Key_Shared"]
+    )

@@ -60,7 +60,8 @@ class HashRange:
     def __post_init__(self) -> None:
         if not 0 <= self.start <= self.end < DEFAULT_RANGE_SIZE:
             raise InvalidInputError(
-                f"hash range [{self.start}, {self.end}] must satisfy 0 <= start <= end <= {DEFAULT_RANGE_SIZE - 1}")
+                f"hash range [{self.start}, {self.end}] must satisfy 0 <= start <= end <= {DEFAULT_RANGE_SIZE - 1}"
+            )
 
     def overlaps(self, other: HashRange) -> bool:
         return max(self.start, other.start) <= min(self.end, other.end)
@@ -93,7 +94,9 @@ class DispatchConsumer:
         ranges = sorted(self.hash_ranges)
         for a, b in zip(ranges, ranges[1:], strict=False):
             if a.overlaps(b):
-                raise InvalidInputError(f"consumer {self.consumer_name}: its own hash ranges {a} and {b} overlap")
+                raise InvalidInputError(
+                    f"consumer {self.consumer_name}: its own hash ranges {a} and {b} overlap"
+                )
         self.hash_ranges = tuple(ranges)
 
     @property
@@ -110,8 +113,10 @@ class DispatchConsumer:
         self.permits = max(0, self.permits - count)
 
     def __repr__(self) -> str:
-        return f"DispatchConsumer({self.consumer_name!r}#{self.consumer_id}, priority={self.priority_level}, " \
-               f"permits={self.permits})"
+        return (
+            f"DispatchConsumer({self.consumer_name!r}#{self.consumer_id}, priority={self.priority_level}, "
+            f"permits={self.permits})"
+        )
 
 
 @dataclass(frozen=True)

@@ -68,8 +68,9 @@ class FailoverDispatcher:
             self._active = None
             return changed
         if self.partition_index >= 0:
-            self._consumers.sort(key=lambda c: (c.priority_level, c.consumer_name.encode("utf-16-be",
-                                                                                         "surrogatepass")))
+            self._consumers.sort(
+                key=lambda c: (c.priority_level, c.consumer_name.encode("utf-16-be", "surrogatepass"))
+            )
         chosen = self._consumers[active_consumer_index(self._consumers, self.partition_index)]
         changed = chosen is not self._active
         self._active = chosen
@@ -77,8 +78,11 @@ class FailoverDispatcher:
 
     def add_consumer(self, consumer: DispatchConsumer) -> bool:
         """Connect ``consumer``; returns True if the active consumer changed."""
-        if self.subscription_type == "Exclusive" and self._consumers and not any(c is consumer
-                                                                                for c in self._consumers):
+        if (
+            self.subscription_type == "Exclusive"
+            and self._consumers
+            and not any(c is consumer for c in self._consumers)
+        ):
             raise ConsumerBusyError("Exclusive consumer is already connected")
         connect(self._consumers, consumer, self.max_consumers if self.subscription_type == "Failover" else 0)
         return self._pick()

@@ -49,8 +49,13 @@ class KeySharedMode(enum.Enum):
 class KeySharedDispatcher:
     subscription_type = "Key_Shared"
 
-    def __init__(self, mode: KeySharedMode = KeySharedMode.AUTO_SPLIT, use_consistent_hashing: bool = True,
-                 replica_points: int = DEFAULT_REPLICA_POINTS, strict_ranges: bool = False) -> None:
+    def __init__(
+        self,
+        mode: KeySharedMode = KeySharedMode.AUTO_SPLIT,
+        use_consistent_hashing: bool = True,
+        replica_points: int = DEFAULT_REPLICA_POINTS,
+        strict_ranges: bool = False,
+    ) -> None:
         self.mode = mode
         self.selector: ConsistentHashingSelector | HashRangeAutoSplitSelector | HashRangeExclusiveSelector
         if mode is KeySharedMode.STICKY:
@@ -69,8 +74,10 @@ class KeySharedDispatcher:
         if any(c is consumer for c in self._consumers):
             raise InvalidInputError(f"{consumer!r} is already connected")  # before touching the selector
         if self.mode is KeySharedMode.AUTO_SPLIT and consumer.hash_ranges:
-            raise ConsumerBusyError(f"Subscription is of different type: Key_Shared AUTO_SPLIT, consumer "
-                                    f"{consumer.consumer_name} brings STICKY hash ranges")
+            raise ConsumerBusyError(
+                f"Subscription is of different type: Key_Shared AUTO_SPLIT, consumer "
+                f"{consumer.consumer_name} brings STICKY hash ranges"
+            )
         self.selector.add_consumer(consumer)  # may raise ConsumerAssignError; nothing changed then
         connect(self._consumers, consumer)
 

@@ -62,8 +62,9 @@ class HashRangeAutoSplitSelector:
             return
         biggest, lower = self._biggest_range()
         if biggest - lower <= 1:
-            raise ConsumerAssignError(f"No more range can assigned to new consumer, assigned consumers "
-                                      f"{len(self._uppers)}")
+            raise ConsumerAssignError(
+                f"No more range can assigned to new consumer, assigned consumers {len(self._uppers)}"
+            )
         self._put(biggest - ((biggest - lower) >> 1), consumer)
 
     def _put(self, upper: int, consumer: DispatchConsumer) -> None:
@@ -155,8 +156,10 @@ class ConsistentHashingSelector:
                 bisect.insort(self._hashes, h)
             key = self._sort_key(consumer)
             # insertion sort: before the first entry that sorts after the newcomer
-            at = next((j for j, other in enumerate(point.entries) if self._sort_key(other) > key),
-                      len(point.entries))
+            at = next(
+                (j for j, other in enumerate(point.entries) if self._sort_key(other) > key),
+                len(point.entries),
+            )
             point.entries.insert(at, consumer)
             self._reselect(point)
 
@@ -210,7 +213,8 @@ class HashRangeExclusiveSelector:
                 if existing.overlaps(new):
                     raise ConsumerAssignError(
                         f"Range conflict with consumer {owner.consumer_name}: its range {existing} overlaps "
-                        f"{new} of {consumer.consumer_name}")
+                        f"{new} of {consumer.consumer_name}"
+                    )
         for new in ranges:
             bisect.insort(self._ranges, (new, consumer), key=lambda item: item[0])
             for bound in {new.start, new.end}:
@@ -231,7 +235,9 @@ class HashRangeExclusiveSelector:
         floor_owner, ceiling_owner = self._bound_owner[self._bounds[i]], self._bound_owner[self._bounds[j]]
         if floor_owner is not ceiling_owner:
             return None
-        if self.strict_ranges and not any(r.start <= slot <= r.end for r, c in self._ranges if c is floor_owner):
+        if self.strict_ranges and not any(
+            r.start <= slot <= r.end for r, c in self._ranges if c is floor_owner
+        ):
             return None
         return floor_owner
 

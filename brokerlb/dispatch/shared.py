@@ -47,7 +47,8 @@ class SharedDispatcher:
     def __init__(self, max_round_robin_batch_size: int = 20, max_consumers: int = 0) -> None:
         if max_round_robin_batch_size < 1:
             raise InvalidInputError(
-                f"dispatcherMaxRoundRobinBatchSize must be >= 1, got {max_round_robin_batch_size}")
+                f"dispatcherMaxRoundRobinBatchSize must be >= 1, got {max_round_robin_batch_size}"
+            )
         self.max_round_robin_batch_size = max_round_robin_batch_size
         self.max_consumers = max_consumers
         self._consumers: list[DispatchConsumer] = []

@@ -27,7 +27,9 @@ def history_files(root: str | os.PathLike[str], kind: str) -> list[Path]:
     if not directory.is_dir():
         return []
     return sorted(
-        p for p in directory.iterdir() if p.suffix == ".jsonl" and not p.name.startswith((".", "_")) and p.is_file()
+        p
+        for p in directory.iterdir()
+        if p.suffix == ".jsonl" and not p.name.startswith((".", "_")) and p.is_file()
     )
 
 

@@ -214,7 +214,9 @@ class TopicSample:
         object.__setattr__(self, "bundle", _bundle_of(parsed, self.bundle))
         for attr, key, is_count in _TOPIC_VALUES:
             value = getattr(self, attr)
-            object.__setattr__(self, attr, check_count(value, key) if is_count else check_non_negative(value, key))
+            object.__setattr__(
+                self, attr, check_count(value, key) if is_count else check_non_negative(value, key)
+            )
 
     @property
     def namespace(self) -> str:
@@ -291,7 +293,9 @@ class BundleBoundaries:
         record = cls(_timestamp(obj.raw("timestamp")), namespace, tuple(boundaries))
         num = obj.raw("numBundles")
         if num is not None and num != record.num_bundles:
-            raise invalid("numBundles", num, f"does not match the {record.num_bundles} bundles of the boundaries")
+            raise invalid(
+                "numBundles", num, f"does not match the {record.num_bundles} bundles of the boundaries"
+            )
         return record
 
 
@@ -309,5 +313,7 @@ def record_from_json(kind: str, data: Mapping[str, Any]) -> HistoryRecord:
     try:
         reader = _BY_KIND[kind]
     except KeyError:
-        raise InvalidLoadDataError(f"Unknown history record kind {kind!r}; known: {', '.join(RECORD_KINDS)}") from None
+        raise InvalidLoadDataError(
+            f"Unknown history record kind {kind!r}; known: {', '.join(RECORD_KINDS)}"
+        ) from None
     return reader.from_json(data)

@@ -35,7 +35,14 @@ from brokerlb.errors import InvalidInputError
 from brokerlb.history.records import BrokerSample
 from brokerlb.model import BundleData, LocalBrokerData, NamespaceBundleStats, TimeAverageBrokerData
 
-__all__ = ["CycleMode", "CYCLE_MODES", "ReplayedLoadData", "BundleHistoryEntry", "BrokerHistoryEntry", "replay_load_data"]
+__all__ = [
+    "CycleMode",
+    "CYCLE_MODES",
+    "ReplayedLoadData",
+    "BundleHistoryEntry",
+    "BrokerHistoryEntry",
+    "replay_load_data",
+]
 
 CycleMode = Literal["leader", "report"]
 CYCLE_MODES: tuple[str, ...] = ("leader", "report")
@@ -117,11 +124,17 @@ def replay_load_data(
         averages = TimeAverageBrokerData.of(sample.local_data.last_stats, bundle_data, default)
         result.time_average_data[sample.broker_id] = averages
         if history:
-            result.broker_history.append(BrokerHistoryEntry(cycle, sample.timestamp, sample.broker_id, averages))
+            result.broker_history.append(
+                BrokerHistoryEntry(cycle, sample.timestamp, sample.broker_id, averages)
+            )
             result.bundle_history.extend(
-                BundleHistoryEntry(cycle, sample.timestamp, sample.broker_id, bundle, bundle_data[bundle].copy())
+                BundleHistoryEntry(
+                    cycle, sample.timestamp, sample.broker_id, bundle, bundle_data[bundle].copy()
+                )
                 for bundle in sorted(sample.local_data.last_stats)
             )
     for broker_id, report in latest.items():
-        result.time_average_data[broker_id] = TimeAverageBrokerData.of(report.last_stats, bundle_data, default)
+        result.time_average_data[broker_id] = TimeAverageBrokerData.of(
+            report.last_stats, bundle_data, default
+        )
     return result

@@ -157,7 +157,9 @@ class DayFileWriter:
         """Publish in-progress files a crashed writer with this id left behind."""
         published = []
         for name in sorted(os.listdir(self.directory)):
-            if not (name.startswith(".") and name.endswith(INPROGRESS_SUFFIX) and self._pattern.fullmatch(name)):
+            if not (
+                name.startswith(".") and name.endswith(INPROGRESS_SUFFIX) and self._pattern.fullmatch(name)
+            ):
                 continue
             leftover = self.directory / name
             final = self.directory / name[1 : -len(INPROGRESS_SUFFIX)]

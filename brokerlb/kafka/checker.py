@@ -43,12 +43,19 @@ def _fail(reason: str, group: GroupSnapshot, assignment: Mapping[str, Iterable[T
     shown = {m: [str(tp) for tp in sorted(tps)] for m, tps in assignment.items()}
     raise InvariantViolation(
         f"{reason}\n  group: {json.dumps(group.to_json(), sort_keys=True)}"
-        f"\n  assignment: {json.dumps(shown, sort_keys=True)}")
+        f"\n  assignment: {json.dumps(shown, sort_keys=True)}"
+    )
 
 
-def check_assignment(group: GroupSnapshot, assignment: Mapping[str, Iterable[TopicPartition]], *,
-                     balance: BalanceKind = "none", complete: bool = True,
-                     rates: Mapping[TopicPartition, float] | None = None, tolerance: float = 0.0) -> None:
+def check_assignment(
+    group: GroupSnapshot,
+    assignment: Mapping[str, Iterable[TopicPartition]],
+    *,
+    balance: BalanceKind = "none",
+    complete: bool = True,
+    rates: Mapping[TopicPartition, float] | None = None,
+    tolerance: float = 0.0,
+) -> None:
     """Raise :class:`InvariantViolation` unless ``assignment`` is valid for ``group``."""
     listed: dict[str, list[TopicPartition]] = {m: list(tps) for m, tps in assignment.items()}
     assignment = listed
@@ -68,8 +75,11 @@ def check_assignment(group: GroupSnapshot, assignment: Mapping[str, Iterable[Top
     if complete:
         missing = [tp for tp in group.all_partitions() if tp not in owner]
         if missing:
-            _fail(f"{len(missing)} partition(s) owned by nobody, first {[str(tp) for tp in missing[:10]]}",
-                  group, assignment)
+            _fail(
+                f"{len(missing)} partition(s) owned by nobody, first {[str(tp) for tp in missing[:10]]}",
+                group,
+                assignment,
+            )
     if balance == "count":
         _check_count_balance(group, listed, owner)
     elif balance == "per_topic":
@@ -91,16 +101,21 @@ def _subscribers(group: GroupSnapshot) -> dict[str, list[str]]:
     return subs
 
 
-def _check_count_balance(group: GroupSnapshot, assignment: dict[str, list[TopicPartition]],
-                         owner: dict[TopicPartition, str]) -> None:
+def _check_count_balance(
+    group: GroupSnapshot, assignment: dict[str, list[TopicPartition]], owner: dict[TopicPartition, str]
+) -> None:
     counts = {m: len(assignment.get(m, ())) for m in group.members}
     for topic, members in _subscribers(group).items():
         poorest = min(members, key=lambda m: counts[m])
         for p in range(group.partitions[topic]):
             holder = owner.get(TopicPartition(topic, p))
             if holder is not None and counts[holder] >= counts[poorest] + 2:
-                _fail(f"unbalanced: {holder!r} has {counts[holder]} partitions and could hand {topic}-{p} to "
-                      f"{poorest!r} which has {counts[poorest]}", group, assignment)
+                _fail(
+                    f"unbalanced: {holder!r} has {counts[holder]} partitions and could hand {topic}-{p} to "
+                    f"{poorest!r} which has {counts[poorest]}",
+                    group,
+                    assignment,
+                )
 
 
 def _check_per_topic_balance(group: GroupSnapshot, assignment: dict[str, list[TopicPartition]]) -> None:
@@ -110,9 +125,13 @@ def _check_per_topic_balance(group: GroupSnapshot, assignment: dict[str, list[To
             _fail(f"topic {topic!r} unbalanced among its subscribers: {per}", group, assignment)
 
 
-def _check_load_balance(group: GroupSnapshot, assignment: dict[str, list[TopicPartition]],
-                        owner: dict[TopicPartition, str], rates: Mapping[TopicPartition, float],
-                        tolerance: float) -> None:
+def _check_load_balance(
+    group: GroupSnapshot,
+    assignment: dict[str, list[TopicPartition]],
+    owner: dict[TopicPartition, str],
+    rates: Mapping[TopicPartition, float],
+    tolerance: float,
+) -> None:
     loads = {m: sum(rates[tp] for tp in assignment.get(m, ())) for m in group.members}
     for topic, members in _subscribers(group).items():
         by_load = sorted(members, key=lambda m: loads[m])[:2]
@@ -126,14 +145,22 @@ def _check_load_balance(group: GroupSnapshot, assignment: dict[str, list[TopicPa
                 continue
             rate = rates[tp]
             if rate > 0 and loads[receiver] + rate < loads[holder] - tolerance:
-                _fail(f"unbalanced load: {tp} (rate {rate:g}) could move from {holder!r} (load {loads[holder]:g}) "
-                      f"to {receiver!r} (load {loads[receiver]:g}) and leave it more than {tolerance:g} below",
-                      group, assignment)
+                _fail(
+                    f"unbalanced load: {tp} (rate {rate:g}) could move from {holder!r} (load {loads[holder]:g}) "
+                    f"to {receiver!r} (load {loads[receiver]:g}) and leave it more than {tolerance:g} below",
+                    group,
+                    assignment,
+                )
 
 
-def check_cooperative_round(group: GroupSnapshot, result: GroupAssignment, *,
-                            balance: BalanceKind = "none", rates: Mapping[TopicPartition, float] | None = None,
-                            tolerance: float = 0.0) -> None:
+def check_cooperative_round(
+    group: GroupSnapshot,
+    result: GroupAssignment,
+    *,
+    balance: BalanceKind = "none",
+    rates: Mapping[TopicPartition, float] | None = None,
+    tolerance: float = 0.0,
+) -> None:
     """Check one cooperative round: the target is valid and nobody gets a partition still owned elsewhere."""
     check_assignment(group, result.target(), balance=balance, rates=rates, tolerance=tolerance)
     claimants: dict[TopicPartition, set[str]] = {}
@@ -144,12 +171,17 @@ def check_cooperative_round(group: GroupSnapshot, result: GroupAssignment, *,
         for tp in tps:
             others = claimants.get(tp, set()) - {mid}
             if others:
-                _fail(f"{mid!r} is given {tp} while {sorted(others)} still own(s) it", group, result.assignment)
+                _fail(
+                    f"{mid!r} is given {tp} while {sorted(others)} still own(s) it", group, result.assignment
+                )
     for mid, tps in result.pending.items():
         for tp in tps:
             if not claimants.get(tp, set()) - {mid}:
-                _fail(f"{tp} is withheld from {mid!r} although no other member owns it", group,
-                      result.assignment)
+                _fail(
+                    f"{tp} is withheld from {mid!r} although no other member owns it",
+                    group,
+                    result.assignment,
+                )
 
 
 def check_assignor_result(assignor: PartitionAssignor, group: GroupSnapshot, result: GroupAssignment) -> None:
@@ -163,8 +195,13 @@ def check_assignor_result(assignor: PartitionAssignor, group: GroupSnapshot, res
     from brokerlb.kafka.assignors.load_aware import LoadAwareAssignor, partition_rates
 
     if isinstance(assignor, LoadAwareAssignor):
-        check_cooperative_round(group, result, balance="load", rates=partition_rates(group),
-                                tolerance=assignor.tolerance_for(group))
+        check_cooperative_round(
+            group,
+            result,
+            balance="load",
+            rates=partition_rates(group),
+            tolerance=assignor.tolerance_for(group),
+        )
     elif assignor.name == "cooperative-sticky":
         check_cooperative_round(group, result, balance="count")
     elif assignor.name == "sticky":
@@ -172,6 +209,8 @@ def check_assignor_result(assignor: PartitionAssignor, group: GroupSnapshot, res
     elif assignor.name == "range":
         check_assignment(group, result.assignment, balance="per_topic")
     elif assignor.name == "roundrobin":
-        check_assignment(group, result.assignment, balance="count" if group.all_subscriptions_equal() else "none")
+        check_assignment(
+            group, result.assignment, balance="count" if group.all_subscriptions_equal() else "none"
+        )
     else:
         check_cooperative_round(group, result)

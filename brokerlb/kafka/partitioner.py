@@ -90,14 +90,16 @@ class TopicMetadata:
     available: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.num_partitions, bool) or not isinstance(self.num_partitions, int) \
-                or self.num_partitions < 1:
+        if (
+            isinstance(self.num_partitions, bool)
+            or not isinstance(self.num_partitions, int)
+            or self.num_partitions < 1
+        ):
             raise InvalidInputError(f"a topic needs at least one partition, got {self.num_partitions!r}")
         if self.available is not None:
             bad = [p for p in self.available if not 0 <= p < self.num_partitions]
             if bad:
-                raise InvalidInputError(
-                    f"available partitions {bad} outside 0..{self.num_partitions - 1}")
+                raise InvalidInputError(f"available partitions {bad} outside 0..{self.num_partitions - 1}")
             object.__setattr__(self, "available", tuple(sorted(set(self.available))))
 
     @property
@@ -190,8 +192,9 @@ class PartitionLoadStats:
     partition_ids: tuple[int, ...]
 
 
-def load_stats_from_queues(queues: Sequence[PartitionQueue], num_partitions: int,
-                           availability_timeout_ms: int = 0) -> tuple[list[int], list[int], int] | None:
+def load_stats_from_queues(
+    queues: Sequence[PartitionQueue], num_partitions: int, availability_timeout_ms: int = 0
+) -> tuple[list[int], list[int], int] | None:
     """``(queueSizes, partitionIds, length)`` as RecordAccumulator builds them for a topic.
 
     Returns ``None`` (uniform switching) until every partition has a queue, as
@@ -223,8 +226,9 @@ class BuiltInPartitioner:
     and the load stats from the last ``updatePartitionLoadStats``.
     """
 
-    def __init__(self, topic: str, sticky_batch_size: int = DEFAULT_BATCH_SIZE,
-                 rng: random.Random | None = None) -> None:
+    def __init__(
+        self, topic: str, sticky_batch_size: int = DEFAULT_BATCH_SIZE, rng: random.Random | None = None
+    ) -> None:
         if sticky_batch_size < 1:
             raise InvalidInputError(f"stickyBatchSize must be >= 1 but got {sticky_batch_size}")
         self.topic = topic
@@ -258,8 +262,9 @@ class BuiltInPartitioner:
             self._produced_bytes = 0
         return self._sticky
 
-    def update_partition_info(self, appended_bytes: int, metadata: TopicMetadata,
-                              enable_switch: bool = True) -> int | None:
+    def update_partition_info(
+        self, appended_bytes: int, metadata: TopicMetadata, enable_switch: bool = True
+    ) -> int | None:
         """Count ``appended_bytes`` on the sticky partition; switch when enough was produced.
 
         Switches once ``batch.size`` bytes were produced (``enable_switch``) or
@@ -275,8 +280,9 @@ class BuiltInPartitioner:
             return self._sticky
         return None
 
-    def update_partition_load_stats(self, queue_sizes: Sequence[int] | None,
-                                    partition_ids: Sequence[int] | None, length: int) -> None:
+    def update_partition_load_stats(
+        self, queue_sizes: Sequence[int] | None, partition_ids: Sequence[int] | None, length: int
+    ) -> None:
         """Build the cumulative frequency table from queue lengths (``updatePartitionLoadStats``).
 
         Queue sizes ``0 3 1`` become weights ``4 1 3`` (``max + 1 - size``) and the
@@ -290,7 +296,8 @@ class BuiltInPartitioner:
         if len(queue_sizes) != len(partition_ids) or not 0 <= length <= len(queue_sizes):
             raise InvalidInputError(
                 f"queue sizes ({len(queue_sizes)}), partition ids ({len(partition_ids)}) and length "
-                f"({length}) do not fit together")
+                f"({length}) do not fit together"
+            )
         if length < 1 or len(queue_sizes) < 2:
             self.load_stats = None
             return
@@ -337,8 +344,9 @@ class ProducerPartitioner:
             part = self._builtin[topic] = BuiltInPartitioner(topic, self.batch_size, self.rng)
         return part
 
-    def partition(self, topic: str, key: bytes | None, metadata: TopicMetadata,
-                  explicit_partition: int | None = None) -> int:
+    def partition(
+        self, topic: str, key: bytes | None, metadata: TopicMetadata, explicit_partition: int | None = None
+    ) -> int:
         """The partition a record goes to (the built-in choice when no key decides)."""
         if explicit_partition is not None:
             return explicit_partition
@@ -347,15 +355,22 @@ class ProducerPartitioner:
             if chosen < 0:
                 raise InvalidInputError(
                     f"the custom partitioner returned partition {chosen} for topic {topic}; "
-                    "partitions must be non-negative")
+                    "partitions must be non-negative"
+                )
             return chosen
         if key is not None and not self.ignore_keys:
             return partition_for_key(key, metadata.num_partitions)
         return self.builtin(topic).peek_current_partition(metadata)
 
-    def record_appended(self, topic: str, key: bytes | None, appended_bytes: int,
-                        metadata: TopicMetadata, enable_switch: bool = True,
-                        explicit_partition: int | None = None) -> None:
+    def record_appended(
+        self,
+        topic: str,
+        key: bytes | None,
+        appended_bytes: int,
+        metadata: TopicMetadata,
+        enable_switch: bool = True,
+        explicit_partition: int | None = None,
+    ) -> None:
         """Tell the built-in partitioner ``appended_bytes`` went to its sticky partition.
 
         Only records the built-in partitioner placed count, as in Java.

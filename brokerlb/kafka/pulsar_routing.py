@@ -111,8 +111,14 @@ def _check_partitions(num_partitions: int) -> None:
 class RoundRobinPartitionMessageRouter:
     """``RoundRobinPartitionMessageRouterImpl``; state: the round-robin counter."""
 
-    def __init__(self, hashing_scheme: HashingScheme, start_partition: int, batching_enabled: bool,
-                 partition_switch_ms: int, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        hashing_scheme: HashingScheme,
+        start_partition: int,
+        batching_enabled: bool,
+        partition_switch_ms: int,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.hashing_scheme = hashing_scheme
         self.start_partition = start_partition
         self.batching_enabled = batching_enabled
@@ -175,22 +181,29 @@ class RouterConfig:
     @property
     def partition_switch_ms(self) -> int:
         """``TimeUnit.MICROSECONDS.toMillis(batchingPartitionSwitchFrequencyIntervalMicros())``."""
-        micros = self.batching_max_publish_delay_micros * self.batching_partition_switch_frequency_by_publish_delay
+        micros = (
+            self.batching_max_publish_delay_micros * self.batching_partition_switch_frequency_by_publish_delay
+        )
         return micros // 1000
 
 
-def create_message_router(config: RouterConfig, num_partitions: int, rng: random.Random,
-                          clock: Clock = SYSTEM_CLOCK) -> MessageRouter:
+def create_message_router(
+    config: RouterConfig, num_partitions: int, rng: random.Random, clock: Clock = SYSTEM_CLOCK
+) -> MessageRouter:
     """``PartitionedProducerImpl.getMessageRouter``: the random start comes from ``rng``."""
     _check_partitions(num_partitions)
     mode = config.message_routing_mode
     if mode is MessageRoutingMode.CUSTOM_PARTITION:
         if config.custom_message_router is None:
-            raise InvalidConfigError("customMessageRouter", None,
-                                     "messageRoutingMode CustomPartition needs a custom message router")
+            raise InvalidConfigError(
+                "customMessageRouter",
+                None,
+                "messageRoutingMode CustomPartition needs a custom message router",
+            )
         return config.custom_message_router
     start = rng.randrange(num_partitions)  # ThreadLocalRandom.current().nextInt(numPartitions)
     if mode is MessageRoutingMode.SINGLE_PARTITION:
         return SinglePartitionMessageRouter(start, config.hashing_scheme)
-    return RoundRobinPartitionMessageRouter(config.hashing_scheme, start, config.batching_enabled,
-                                            config.partition_switch_ms, clock)
+    return RoundRobinPartitionMessageRouter(
+        config.hashing_scheme, start, config.batching_enabled, config.partition_switch_ms, clock
+    )

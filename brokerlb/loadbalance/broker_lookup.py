@@ -68,8 +68,10 @@ class BrokerLookupData:
             if value is not None and not isinstance(value, str):
                 raise InvalidSnapshotError("expected a string", path=f"{path}.{key}", value=value)
             values[attr] = value
-        for attr, key in (("persistent_topics_enabled", "persistentTopicsEnabled"),
-                          ("non_persistent_topics_enabled", "nonPersistentTopicsEnabled")):
+        for attr, key in (
+            ("persistent_topics_enabled", "persistentTopicsEnabled"),
+            ("non_persistent_topics_enabled", "nonPersistentTopicsEnabled"),
+        ):
             value = data.get(key, True)
             if not isinstance(value, bool):
                 raise InvalidSnapshotError("expected true or false", path=f"{path}.{key}", value=value)
@@ -78,6 +80,9 @@ class BrokerLookupData:
         if isinstance(start, bool) or not isinstance(start, int) or start < 0:
             raise InvalidSnapshotError("expected an integer >= 0", path=f"{path}.startTimestamp", value=start)
         known = {key for _, key in _TEXT_FIELDS} | {
-            "persistentTopicsEnabled", "nonPersistentTopicsEnabled", "startTimestamp"}
+            "persistentTopicsEnabled",
+            "nonPersistentTopicsEnabled",
+            "startTimestamp",
+        }
         extra = {k: v for k, v in data.items() if k not in known}
         return cls(**values, start_timestamp=start, extra=extra)

@@ -78,7 +78,9 @@ class Reason(StrEnum):
     # --- brokerlb: why a loop/step did nothing (Pulsar logs these)
     DISABLED = "Disabled"  #: loadBalancerEnabled / loadBalancerSheddingEnabled / auto split off
     SINGLE_BROKER = "SingleBroker"  #: at most one broker available
-    SINGLE_BUNDLE = "SingleBundle"  #: the broker owns only one bundle, shedding it would just move the hot spot
+    SINGLE_BUNDLE = (
+        "SingleBundle"  #: the broker owns only one bundle, shedding it would just move the hot spot
+    )
     BELOW_THRESHOLD = "BelowThreshold"  #: what would move is below a minimum (throughput, message rate)
     RECENTLY_UNLOADED = "RecentlyUnloaded"  #: unloaded within loadBalancerSheddingGracePeriodMinutes
     NOT_OWNED = "NotOwned"  #: the bundle is not owned by the broker the strategy named
@@ -100,15 +102,28 @@ class Reason(StrEnum):
 #: Reasons Pulsar's ``UnloadDecision`` has (for metrics in Pulsar's names).
 UNLOAD_REASONS: frozenset[Reason] = frozenset(
     {
-        Reason.OVERLOADED, Reason.UNDERLOADED, Reason.BALANCED, Reason.NO_BUNDLES, Reason.COOL_DOWN,
-        Reason.OUTDATED_DATA, Reason.NO_LOAD_DATA, Reason.NO_BROKERS, Reason.UNKNOWN, Reason.ADMIN,
+        Reason.OVERLOADED,
+        Reason.UNDERLOADED,
+        Reason.BALANCED,
+        Reason.NO_BUNDLES,
+        Reason.COOL_DOWN,
+        Reason.OUTDATED_DATA,
+        Reason.NO_LOAD_DATA,
+        Reason.NO_BROKERS,
+        Reason.UNKNOWN,
+        Reason.ADMIN,
         Reason.HIT_COUNT,
     }
 )
 #: Reasons Pulsar's ``SplitDecision`` has.
 SPLIT_REASONS: frozenset[Reason] = frozenset(
     {
-        Reason.TOPICS, Reason.SESSIONS, Reason.MSG_RATE, Reason.BANDWIDTH, Reason.ADMIN, Reason.BALANCED,
+        Reason.TOPICS,
+        Reason.SESSIONS,
+        Reason.MSG_RATE,
+        Reason.BANDWIDTH,
+        Reason.ADMIN,
+        Reason.BALANCED,
         Reason.UNKNOWN,
     }
 )
@@ -148,13 +163,15 @@ class UnloadDecision:
         }
 
     @classmethod
-    def skip(cls, reason: Reason, detail: str = "", broker: str | None = None,
-             bundle: str | None = None) -> UnloadDecision:
+    def skip(
+        cls, reason: Reason, detail: str = "", broker: str | None = None, bundle: str | None = None
+    ) -> UnloadDecision:
         return cls(broker, bundle, None, Label.SKIP, reason, detail)
 
     @classmethod
-    def failure(cls, reason: Reason, detail: str = "", broker: str | None = None,
-                bundle: str | None = None) -> UnloadDecision:
+    def failure(
+        cls, reason: Reason, detail: str = "", broker: str | None = None, bundle: str | None = None
+    ) -> UnloadDecision:
         return cls(broker, bundle, None, Label.FAILURE, reason, detail)
 
 
@@ -227,7 +244,9 @@ class SheddingResult:
     stats: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, decisions: Iterable[UnloadDecision], stats: Mapping[str, Any] | None = None) -> SheddingResult:
+    def of(
+        cls, decisions: Iterable[UnloadDecision], stats: Mapping[str, Any] | None = None
+    ) -> SheddingResult:
         return cls(tuple(decisions), dict(stats or {}))
 
     @property

@@ -102,7 +102,8 @@ class FoldSummary:
         if not isinstance(bundle_data, TrackedDict) or bundle_data.has_changes():
             return False
         return len(reports) == len(self.segments) and all(
-            map(is_, reports, (s.report for s in self.segments)))
+            map(is_, reports, (s.report for s in self.segments))
+        )
 
 
 class FoldCache:
@@ -120,8 +121,9 @@ class FoldCache:
 
     # ------------------------------------------------------------------ which reports to re-read
 
-    def unchanged(self, bundle_data: Mapping[str, BundleData], reports: Mapping[str, LocalBrokerData]
-                  ) -> dict[str, bool]:
+    def unchanged(
+        self, bundle_data: Mapping[str, BundleData], reports: Mapping[str, LocalBrokerData]
+    ) -> dict[str, bool]:
         """The brokers whose resolved report can be reused: ``True`` -- the same report object;
         ``False`` -- a new report of the same bundles in the same order (only its samples are
         read). In both cases none of those bundles was set or removed in ``bundle_data`` since.
@@ -152,8 +154,12 @@ class FoldCache:
 
     # ------------------------------------------------------------------ the fold
 
-    def fold(self, brokers: Sequence[tuple[str, LocalBrokerData, TimeAverageBrokerData]],
-             bundle_data: Mapping[str, BundleData], unchanged: Mapping[str, bool]) -> FoldSummary:
+    def fold(
+        self,
+        brokers: Sequence[tuple[str, LocalBrokerData, TimeAverageBrokerData]],
+        bundle_data: Mapping[str, BundleData],
+        unchanged: Mapping[str, bool],
+    ) -> FoldSummary:
         """Fold every broker's ``lastStats`` (all bundles in ``bundle_data``) and set its sums;
         ``unchanged`` is what :meth:`unchanged` said at the start of the refresh."""
         if isinstance(bundle_data, TrackedDict):
@@ -176,21 +182,31 @@ class FoldCache:
                 _set_sums(average, np.zeros(8))
             empty = np.zeros(0)
             self.version += 1
-            return FoldSummary(tuple(segments), offsets, empty, empty, empty.astype(np.int64),
-                               empty.astype(np.int64), self, self.version)
+            return FoldSummary(
+                tuple(segments),
+                offsets,
+                empty,
+                empty,
+                empty.astype(np.int64),
+                empty.astype(np.int64),
+                self,
+                self.version,
+            )
         x = np.concatenate([s.x for s in segments], axis=1)
         counts = np.concatenate([s.counts for s in segments], axis=1)
         values = np.empty((8, x.shape[1]))  # per occurrence: short 4, long 4 values after its fold
         data = self.table.data
-        for part, columns in ((0, np.concatenate([s.short for s in segments])),
-                              (4, np.concatenate([s.long for s in segments]))):
+        for part, columns in (
+            (0, np.concatenate([s.short for s in segments])),
+            (4, np.concatenate([s.long for s in segments])),
+        ):
             for occ in _rounds(columns):
                 c = columns[occ] if isinstance(occ, np.ndarray) else columns
                 n = np.minimum(data[0, c] + 1.0, data[1, c])
                 new = ((n - 1.0) * data[2:6, c] + x[:, occ]) / n
                 data[0, c] = n
                 data[2:6, c] = new
-                values[part:part + 4, occ] = new
+                values[part : part + 4, occ] = new
             if part == 4:
                 final = data[2:6, columns]
         self._set_topics(np.concatenate([s.rows for s in segments]), counts[0])
@@ -198,8 +214,16 @@ class FoldCache:
         self.table.version += 1
         self.version += 1
         self._table_version = self.table.version
-        return FoldSummary(tuple(segments), offsets, final[2] + final[3], final[0] + final[1],
-                           counts[0], counts[1] + counts[2], self, self.version)
+        return FoldSummary(
+            tuple(segments),
+            offsets,
+            final[2] + final[3],
+            final[0] + final[1],
+            counts[0],
+            counts[1] + counts[2],
+            self,
+            self.version,
+        )
 
     def current(self) -> bool:
         """Whether no window was written since the last fold."""
@@ -212,8 +236,19 @@ class FoldCache:
         stats_map = report.last_stats
         samples = tuple(stats_map.values())
         x, counts = _sample_arrays(samples)
-        return Segment(report, stats_map, segment.keys, samples, segment.histories, segment.short,
-                       segment.long, segment.rows, x, counts, segment.ranges)
+        return Segment(
+            report,
+            stats_map,
+            segment.keys,
+            samples,
+            segment.histories,
+            segment.short,
+            segment.long,
+            segment.rows,
+            x,
+            counts,
+            segment.ranges,
+        )
 
     def _resolve(self, report: LocalBrokerData, bundle_data: Mapping[str, BundleData]) -> Segment:
         stats_map = report.last_stats
@@ -225,7 +260,11 @@ class FoldCache:
             namespace, _, bundle_range = bundle.rpartition("/")
             ranges.setdefault(namespace, []).append(bundle_range)
         return Segment(
-            report, stats_map, keys, samples, histories,
+            report,
+            stats_map,
+            keys,
+            samples,
+            histories,
             self._columns(histories, _SHORT, "short_term_data"),
             self._columns(histories, _LONG, "long_term_data"),
             self._rows(histories),
@@ -261,7 +300,9 @@ class FoldCache:
                 row = self._row_of[id(history)] = len(self._histories)
                 self._histories.append(history)
                 if row >= len(self._topics):
-                    self._topics = np.concatenate([self._topics, np.zeros(max(row + 1, len(self._topics)), np.int64)])
+                    self._topics = np.concatenate(
+                        [self._topics, np.zeros(max(row + 1, len(self._topics)), np.int64)]
+                    )
                 self._topics[row] = history.topics
             rows.append(row)
         return np.array(rows, dtype=np.int64)
@@ -283,7 +324,9 @@ def _sample_arrays(samples: tuple[NamespaceBundleStats, ...]) -> tuple[np.ndarra
     """4 x n sample values (throughput in/out, rate in/out) and 3 x n counts (topics, consumers, producers)."""
     n = len(samples)
     x = np.fromiter(chain.from_iterable(map(_SAMPLE, samples)), dtype=np.float64, count=4 * n).reshape(n, 4).T
-    counts = np.fromiter(chain.from_iterable(map(_COUNTS, samples)), dtype=np.int64, count=3 * n).reshape(n, 3).T
+    counts = (
+        np.fromiter(chain.from_iterable(map(_COUNTS, samples)), dtype=np.int64, count=3 * n).reshape(n, 3).T
+    )
     return x, counts
 
 
@@ -302,7 +345,9 @@ def _rounds(rows: np.ndarray) -> list[np.ndarray | slice]:
     return [np.flatnonzero(round_of == r) for r in range(int(round_of.max()) + 1)]
 
 
-def _set_broker_sums(averages: Sequence[TimeAverageBrokerData], lengths: np.ndarray, values: np.ndarray) -> None:
+def _set_broker_sums(
+    averages: Sequence[TimeAverageBrokerData], lengths: np.ndarray, values: np.ndarray
+) -> None:
     """Each broker's eight sums, added in report order from 0.0 (a running sum per broker)."""
     longest = int(lengths.max()) if len(lengths) else 0
     if longest * len(lengths) <= 4 * values.shape[1] + 64:
@@ -317,14 +362,20 @@ def _set_broker_sums(averages: Sequence[TimeAverageBrokerData], lengths: np.ndar
         start = 0
         for j, length in enumerate(lengths.tolist()):
             if length:
-                sums[:, j] = np.cumsum(np.c_[np.zeros(8), values[:, start:start + length]], axis=1)[:, -1]
+                sums[:, j] = np.cumsum(np.c_[np.zeros(8), values[:, start : start + length]], axis=1)[:, -1]
             start += length
     for j, average in enumerate(averages):
         _set_sums(average, sums[:, j])
 
 
 def _set_sums(average: TimeAverageBrokerData, sums: np.ndarray) -> None:
-    (average.short_term_msg_throughput_in, average.short_term_msg_throughput_out,
-     average.short_term_msg_rate_in, average.short_term_msg_rate_out,
-     average.long_term_msg_throughput_in, average.long_term_msg_throughput_out,
-     average.long_term_msg_rate_in, average.long_term_msg_rate_out) = sums.tolist()
+    (
+        average.short_term_msg_throughput_in,
+        average.short_term_msg_throughput_out,
+        average.short_term_msg_rate_in,
+        average.short_term_msg_rate_out,
+        average.long_term_msg_throughput_in,
+        average.long_term_msg_throughput_out,
+        average.long_term_msg_rate_in,
+        average.long_term_msg_rate_out,
+    ) = sums.tolist()

@@ -34,6 +34,7 @@ _LOAD_FACTOR = 0.75
 #: ordered cycle after cycle.
 java_string_hash = lru_cache(maxsize=1 << 20)(java_hash.java_string_hash)
 
+
 def hash_map_capacity(size: int) -> int:
     """Table size of a ``HashMap`` that received ``size`` keys one by one."""
     capacity = _DEFAULT_CAPACITY

@@ -92,11 +92,14 @@ class PlanRequest:
         """A batch line's request; bad fields raise :class:`InvalidInputError`."""
         if not isinstance(data, Mapping):
             raise InvalidInputError("a batch request must be a JSON object")
-        unknown = sorted(k for k in data if k not in _REQUEST_KEYS and k not in _NOTE_KEYS
-                         and not str(k).startswith("_"))
+        unknown = sorted(
+            k for k in data if k not in _REQUEST_KEYS and k not in _NOTE_KEYS and not str(k).startswith("_")
+        )
         if unknown:
-            raise InvalidInputError(f"unknown request key(s) {', '.join(map(repr, unknown))}; "
-                                    f"known: {', '.join(sorted(_REQUEST_KEYS))}")
+            raise InvalidInputError(
+                f"unknown request key(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(sorted(_REQUEST_KEYS))}"
+            )
         op = data.get("op")
         if op not in OPS:
             raise InvalidInputError(f"'op' must be one of {', '.join(OPS)}, got {op!r}")
@@ -115,8 +118,16 @@ class PlanRequest:
         snapshot = data.get("snapshot")
         if snapshot is not None and not isinstance(snapshot, Mapping):
             raise InvalidInputError("'snapshot' must be a JSON object")
-        return cls(op, snapshot, data.get("strategy"), data.get("bundle"), data.get("session"), seed, raw,
-                   dict(overrides))
+        return cls(
+            op,
+            snapshot,
+            data.get("strategy"),
+            data.get("bundle"),
+            data.get("session"),
+            seed,
+            raw,
+            dict(overrides),
+        )
 
 
 @dataclass(slots=True)
@@ -134,8 +145,12 @@ class Planner:
     ``default_snapshot`` is used by requests that carry none.
     """
 
-    def __init__(self, *, clock: Callable[[], int] | None = None,
-                 default_snapshot: Mapping[str, Any] | ClusterView | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], int] | None = None,
+        default_snapshot: Mapping[str, Any] | ClusterView | None = None,
+    ) -> None:
         self._clock = clock
         self._default_snapshot = default_snapshot
         self.sessions: dict[str, PlannerSession] = {}
@@ -170,14 +185,18 @@ class Planner:
             except BrokerLBError as exc:
                 yield {"error": str(exc), "line": number}
 
-    def view_of(self, snapshot: Mapping[str, Any] | ClusterView | None,
-                overrides: Mapping[str, Any] | None = None) -> ClusterView:
+    def view_of(
+        self, snapshot: Mapping[str, Any] | ClusterView | None, overrides: Mapping[str, Any] | None = None
+    ) -> ClusterView:
         """The view a request works on (its snapshot, or the default one, plus ``overrides``)."""
         source = snapshot if snapshot is not None else self._default_snapshot
         if source is None:
             raise InvalidInputError("no snapshot given")
-        view = source if isinstance(source, ClusterView) else parse_snapshot(
-            source, now_ms=self._clock() if self._clock else None)
+        view = (
+            source
+            if isinstance(source, ClusterView)
+            else parse_snapshot(source, now_ms=self._clock() if self._clock else None)
+        )
         return view.with_overrides(overrides) if overrides else view
 
     def session(self, session_id: str | None, seed: int | None = None) -> PlannerSession:
@@ -187,16 +206,20 @@ class Planner:
         session = self.sessions.get(session_id)
         if session is None:
             session = self.sessions[session_id] = PlannerSession(
-                rng=new_rng(DEFAULT_SEED if seed is None else seed))
+                rng=new_rng(DEFAULT_SEED if seed is None else seed)
+            )
         elif seed is not None:
             session.rng.seed(seed)
         return session
 
     # ------------------------------------------------------------------ operations
 
-    def shed(self, view: ClusterView, session: PlannerSession, *, strategy: str | None = None,
-             raw: bool = False) -> dict[str, Any]:
-        spec = resolve(StrategyKind.SHEDDING, strategy or default_strategy_name(StrategyKind.SHEDDING, view.config))
+    def shed(
+        self, view: ClusterView, session: PlannerSession, *, strategy: str | None = None, raw: bool = False
+    ) -> dict[str, Any]:
+        spec = resolve(
+            StrategyKind.SHEDDING, strategy or default_strategy_name(StrategyKind.SHEDDING, view.config)
+        )
         if raw:
             result = spec.create().find_bundles_for_unloading(view, session.state, session.rng)
         else:
@@ -207,33 +230,54 @@ class Planner:
         answer.update(_as_shedding(result).to_json())
         return answer
 
-    def split(self, view: ClusterView, session: PlannerSession, *, strategy: str | None = None) -> dict[str, Any]:
+    def split(
+        self, view: ClusterView, session: PlannerSession, *, strategy: str | None = None
+    ) -> dict[str, Any]:
         spec = resolve(StrategyKind.SPLIT, strategy or default_strategy_name(StrategyKind.SPLIT, view.config))
-        find_bundles_to_split = _import("brokerlb.loadbalance.split", "find_bundles_to_split", spec.class_name,
-                                        "split")
+        find_bundles_to_split = _import(
+            "brokerlb.loadbalance.split", "find_bundles_to_split", spec.class_name, "split"
+        )
         result = find_bundles_to_split(view, session.state, spec.class_name)
         answer = empty_answer("split", spec.class_name)
         answer.update(_as_split(result).to_json())
         return answer
 
-    def place(self, view: ClusterView, bundle: str, session: PlannerSession, *, strategy: str | None = None,
-              raw: bool = False) -> dict[str, Any]:
+    def place(
+        self,
+        view: ClusterView,
+        bundle: str,
+        session: PlannerSession,
+        *,
+        strategy: str | None = None,
+        raw: bool = False,
+    ) -> dict[str, Any]:
         if not view.knows_bundle(bundle) and not is_system_service_namespace(view.namespace_of(bundle)):
-            raise BundleNotFoundError(f"Bundle {bundle} is not in the snapshot (no history, report, owner, "
-                                      "preallocation or namespace bundles mention it)")
-        spec = resolve(StrategyKind.PLACEMENT,
-                       strategy or default_strategy_name(StrategyKind.PLACEMENT, view.config))
+            raise BundleNotFoundError(
+                f"Bundle {bundle} is not in the snapshot (no history, report, owner, "
+                "preallocation or namespace bundles mention it)"
+            )
+        spec = resolve(
+            StrategyKind.PLACEMENT, strategy or default_strategy_name(StrategyKind.PLACEMENT, view.config)
+        )
         if raw:
             candidates = view.available_brokers
             broker = spec.create().select_broker(view, candidates, bundle, session.state, session.rng)
             decision = PlacementDecision(
-                bundle, broker, tuple(candidates),
-                Reason.SELECTED if broker is not None else (
-                    Reason.NO_BROKERS if not candidates else Reason.NO_CANDIDATES),
-                "raw selectBroker over every broker of the snapshot")
+                bundle,
+                broker,
+                tuple(candidates),
+                Reason.SELECTED
+                if broker is not None
+                else (Reason.NO_BROKERS if not candidates else Reason.NO_CANDIDATES),
+                "raw selectBroker over every broker of the snapshot",
+            )
         else:
-            select = _import("brokerlb.loadbalance.placement.pipeline", "select_broker_for_assignment",
-                             spec.class_name, "placement")
+            select = _import(
+                "brokerlb.loadbalance.placement.pipeline",
+                "select_broker_for_assignment",
+                spec.class_name,
+                "placement",
+            )
             decision = select(view, bundle, session.state, session.rng, strategy=spec.class_name)
         answer = empty_answer("place", spec.class_name)
         answer["placement"] = decision.to_json()

@@ -91,8 +91,14 @@ class LeaderLoadState:
 
     def view(self, config: ServiceConfig, now_ms: int, **extra: Any) -> ClusterView:
         """The view strategies get after this refresh (``extra``: policies, extensible inputs ...)."""
-        return ClusterView(config=config, now_ms=now_ms, load_data=self.load_data,
-                           bundle_ranges=self.namespace_bundle_ranges, fold_summary=self.fold_summary, **extra)
+        return ClusterView(
+            config=config,
+            now_ms=now_ms,
+            load_data=self.load_data,
+            bundle_ranges=self.namespace_bundle_ranges,
+            fold_summary=self.fold_summary,
+            **extra,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +119,11 @@ def bundle_data_or_default(
     """Pulsar's ``getBundleDataOrDefault``: stored history, else a legacy quota ("ample history"),
     else the default history (numSamples 0, so the first sample replaces it)."""
     stored = _stored_history(bundle, stored_bundle_data, stored_quota)
-    return stored if stored is not None else BundleData.with_defaults(NUM_SHORT_SAMPLES, NUM_LONG_SAMPLES,
-                                                                      _DEFAULT_STATS)
+    return (
+        stored
+        if stored is not None
+        else BundleData.with_defaults(NUM_SHORT_SAMPLES, NUM_LONG_SAMPLES, _DEFAULT_STATS)
+    )
 
 
 def _stored_history(
@@ -135,13 +144,26 @@ def _stored_history(
 
 #: a default history's window columns (``windows.FIELDS`` order): no samples, the default stats
 _DEFAULT_COLUMNS = np.array(
-    [[0.0, max_samples, _DEFAULT_STATS.msg_throughput_in, _DEFAULT_STATS.msg_throughput_out,
-      _DEFAULT_STATS.msg_rate_in, _DEFAULT_STATS.msg_rate_out] for max_samples in (NUM_SHORT_SAMPLES, NUM_LONG_SAMPLES)]).T
+    [
+        [
+            0.0,
+            max_samples,
+            _DEFAULT_STATS.msg_throughput_in,
+            _DEFAULT_STATS.msg_throughput_out,
+            _DEFAULT_STATS.msg_rate_in,
+            _DEFAULT_STATS.msg_rate_out,
+        ]
+        for max_samples in (NUM_SHORT_SAMPLES, NUM_LONG_SAMPLES)
+    ]
+).T
 
 
-def _new_histories(state: LeaderLoadState, bundles: list[str],
-                   stored_bundle_data: Callable[[str], BundleData | None] | None,
-                   stored_quota: Callable[[str], ResourceQuota | None] | None) -> list[BundleData]:
+def _new_histories(
+    state: LeaderLoadState,
+    bundles: list[str],
+    stored_bundle_data: Callable[[str], BundleData | None] | None,
+    stored_quota: Callable[[str], ResourceQuota | None] | None,
+) -> list[BundleData]:
     """``bundle_data_or_default`` for each bundle; the default ones are made with their windows
     already in the fold's table (a new leader's first refresh creates every history)."""
     histories = [_stored_history(b, stored_bundle_data, stored_quota) for b in bundles]
@@ -173,7 +195,9 @@ def refresh(
     if not isinstance(load_data.bundle_data, TrackedDict):
         load_data.bundle_data = TrackedDict(load_data.bundle_data)
     bundle_data = load_data.bundle_data
-    brokers = [(broker, data.local_data, data.time_average_data) for broker, data in load_data.broker_data.items()]
+    brokers = [
+        (broker, data.local_data, data.time_average_data) for broker, data in load_data.broker_data.items()
+    ]
     unchanged = state.fold_cache.unchanged(bundle_data, {b: r for b, r, _ in brokers})
     preallocating = set()  # brokers the leader preallocated to since the last refresh
     for broker, data in load_data.broker_data.items():
@@ -182,8 +206,9 @@ def refresh(
             preallocating.add(broker)
         if broker not in unchanged and not all(map(bundle_data.__contains__, stats_map)):
             missing = [b for b in stats_map if b not in bundle_data]
-            for bundle, history in zip(missing, _new_histories(state, missing, stored_bundle_data, stored_quota),
-                                       strict=True):
+            for bundle, history in zip(
+                missing, _new_histories(state, missing, stored_bundle_data, stored_quota), strict=True
+            ):
                 bundle_data[bundle] = history
             new_bundles.extend(missing)
         cleared.extend(_clean_preallocations(state, data))
@@ -192,15 +217,17 @@ def refresh(
     state.fold_summary = summary = state.fold_cache.fold(brokers, bundle_data, unchanged)
     for (broker, data), segment in zip(load_data.broker_data.items(), summary.segments, strict=True):
         state.namespace_bundle_ranges[broker] = _namespace_ranges(
-            state, broker, data, segment, broker in unchanged and broker not in preallocating)
+            state, broker, data, segment, broker in unchanged and broker not in preallocating
+        )
     for broker in removed:
         state.namespace_bundle_ranges.pop(broker, None)
         state.built_ranges.pop(broker, None)
     return RefreshResult(tuple(added), tuple(removed), tuple(new_bundles), tuple(cleared))
 
 
-def _namespace_ranges(state: LeaderLoadState, broker: str, data: BrokerData, segment: Segment,
-                      reusable: bool) -> dict[str, set[str]]:
+def _namespace_ranges(
+    state: LeaderLoadState, broker: str, data: BrokerData, segment: Segment, reusable: bool
+) -> dict[str, set[str]]:
     """``fillNamespaceToBundlesMap`` for one broker: its reported ranges plus its preallocations.
 
     The map built at the last refresh is kept when it is still exact (``reusable``: the same
@@ -209,7 +236,12 @@ def _namespace_ranges(state: LeaderLoadState, broker: str, data: BrokerData, seg
     only the refresh removes from there).
     """
     built = state.built_ranges.get(broker)
-    if reusable and built is not None and built[0] is data and built[1] is state.namespace_bundle_ranges.get(broker):
+    if (
+        reusable
+        and built is not None
+        and built[0] is data
+        and built[1] is state.namespace_bundle_ranges.get(broker)
+    ):
         return built[1]
     # added in report order, as Pulsar's loop does (the same sets, the same layout)
     ranges = dict(zip(segment.ranges, map(set, segment.ranges.values()), strict=True))

@@ -106,12 +106,23 @@ BUILTIN: tuple[StrategySpec, ...] = (
     _spec(StrategyKind.SHEDDING, f"{IMPL}.AvgShedder", f"{_SHEDDING}.avg"),
     _spec(StrategyKind.SHEDDING, f"{EXTENSIONS}.scheduler.TransferShedder", f"{_SHEDDING}.transfer"),
     _spec(StrategyKind.PLACEMENT, f"{IMPL}.AvgShedder", f"{_SHEDDING}.avg"),
-    _spec(StrategyKind.PLACEMENT, f"{IMPL}.LeastLongTermMessageRate", f"{_PLACEMENT}.least_long_term_message_rate"),
-    _spec(StrategyKind.PLACEMENT, f"{IMPL}.LeastResourceUsageWithWeight",
-          f"{_PLACEMENT}.least_resource_usage_with_weight"),
+    _spec(
+        StrategyKind.PLACEMENT,
+        f"{IMPL}.LeastLongTermMessageRate",
+        f"{_PLACEMENT}.least_long_term_message_rate",
+    ),
+    _spec(
+        StrategyKind.PLACEMENT,
+        f"{IMPL}.LeastResourceUsageWithWeight",
+        f"{_PLACEMENT}.least_resource_usage_with_weight",
+    ),
     _spec(StrategyKind.PLACEMENT, f"{IMPL}.RoundRobinBrokerSelector", f"{_PLACEMENT}.round_robin"),
-    _spec(StrategyKind.PLACEMENT, f"{EXTENSIONS}.strategy.LeastResourceUsageWithWeight",
-          f"{_PLACEMENT}.extensible_least_resource_usage_with_weight", short=False),
+    _spec(
+        StrategyKind.PLACEMENT,
+        f"{EXTENSIONS}.strategy.LeastResourceUsageWithWeight",
+        f"{_PLACEMENT}.extensible_least_resource_usage_with_weight",
+        short=False,
+    ),
     _spec(StrategyKind.SPLIT, f"{IMPL}.BundleSplitterTask", _SPLIT),
     _spec(StrategyKind.SPLIT, f"{EXTENSIONS}.strategy.DefaultNamespaceBundleSplitStrategyImpl", _SPLIT),
 )

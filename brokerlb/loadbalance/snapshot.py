@@ -187,8 +187,9 @@ def _timestamp(value: Any, path: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidSnapshotError("expected a time in ms since the epoch (integer >= 0)", path=path,
-                                   value=_short(value))
+        raise InvalidSnapshotError(
+            "expected a time in ms since the epoch (integer >= 0)", path=path, value=_short(value)
+        )
     return value
 
 
@@ -235,13 +236,19 @@ def _broker(item: Any, path: str, bundle_data: Mapping[str, BundleData]) -> Brok
         obj = {"localData": obj}  # a bare LocalBrokerData
     unknown = [k for k in obj if k not in _BROKER_KEYS and not k.startswith("_")]
     if unknown:
-        raise InvalidSnapshotError(f"unknown key(s) {', '.join(map(repr, sorted(unknown)))}; "
-                                   f"known: {', '.join(_BROKER_KEYS)}", path=path)
+        raise InvalidSnapshotError(
+            f"unknown key(s) {', '.join(map(repr, sorted(unknown)))}; known: {', '.join(_BROKER_KEYS)}",
+            path=path,
+        )
     local = _model(LocalBrokerData.from_json)(obj["localData"], f"{path}.localData")
     if obj.get("timeAverageData") is not None:
-        time_average = _model(TimeAverageBrokerData.from_json)(obj["timeAverageData"], f"{path}.timeAverageData")
+        time_average = _model(TimeAverageBrokerData.from_json)(
+            obj["timeAverageData"], f"{path}.timeAverageData"
+        )
     else:
-        time_average = TimeAverageBrokerData.of(local.last_stats, bundle_data, NamespaceBundleStats.new_default())
+        time_average = TimeAverageBrokerData.of(
+            local.last_stats, bundle_data, NamespaceBundleStats.new_default()
+        )
     preallocated = _map(obj, "preallocatedBundleData", _bundle_data)
     return BrokerData(local, time_average, {b: d for b, d in preallocated.items()})
 
@@ -277,8 +284,9 @@ def snapshot_to_json(view: ClusterView) -> dict[str, Any]:
     out["isolationPolicies"] = {name: p.to_json() for name, p in view.isolation_policies.items()}
     out["failureDomains"] = {name: d.to_json() for name, d in view.failure_domains.items()}
     out["brokerLoadData"] = {b: d.to_json() for b, d in view.broker_load_data.items()}
-    out["topBundlesLoadData"] = {b: [e.to_json() for e in t.top_bundles_load_data]
-                                 for b, t in view.top_bundles.items()}
+    out["topBundlesLoadData"] = {
+        b: [e.to_json() for e in t.top_bundles_load_data] for b, t in view.top_bundles.items()
+    }
     out["brokerLookupData"] = {b: d.to_json() for b, d in view.broker_lookup_data.items()}
     out["ownership"] = dict(view.ownership)
     return out

@@ -247,8 +247,10 @@ class ClusterView:
             reported = self.reported_bundles(broker)
             ownership = self.ownership
             if ownership:
-                owned = frozenset({b for b in reported if ownership.get(b, broker) == broker}
-                                  | self._owned_by_map.get(broker, set()))
+                owned = frozenset(
+                    {b for b in reported if ownership.get(b, broker) == broker}
+                    | self._owned_by_map.get(broker, set())
+                )
             else:
                 owned = reported
             cache[broker] = owned
@@ -340,9 +342,12 @@ class ClusterView:
         """Whether the snapshot mentions ``bundle``: a history, a report, an owner, a
         preallocation, or a range of its namespace's ``bundles`` policy."""
         namespace = bundle_namespace(bundle)
-        if (bundle in self.load_data.bundle_data or bundle in self.ownership
-                or any(bundle in self.reported_bundles(b) for b in self._reporting_brokers)
-                or any(bundle in d.preallocated_bundle_data for d in self.load_data.broker_data.values())):
+        if (
+            bundle in self.load_data.bundle_data
+            or bundle in self.ownership
+            or any(bundle in self.reported_bundles(b) for b in self._reporting_brokers)
+            or any(bundle in d.preallocated_bundle_data for d in self.load_data.broker_data.values())
+        ):
             return True
         policy = self.namespace_policies.get(namespace)
         return policy is not None and policy.bundles is not None and bundle_range_of(bundle) in policy.bundles
@@ -368,4 +373,3 @@ class ClusterView:
             if broker in self.failure_domains[name].brokers:
                 return name
         return None
-

@@ -29,7 +29,14 @@ from brokerlb.model import TimeAverageMessageData
 __all__ = ["ColumnWindow", "WindowTable"]
 
 #: row of each field in the table
-FIELDS = ("num_samples", "max_samples", "msg_throughput_in", "msg_throughput_out", "msg_rate_in", "msg_rate_out")
+FIELDS = (
+    "num_samples",
+    "max_samples",
+    "msg_throughput_in",
+    "msg_throughput_out",
+    "msg_rate_in",
+    "msg_rate_out",
+)
 _VALUES = attrgetter(*FIELDS)
 
 
@@ -49,8 +56,13 @@ class WindowTable:
 
     def adopt_all(self, windows: Sequence[TimeAverageMessageData]) -> list[ColumnWindow]:
         """Views of new columns holding the values of ``windows`` (one each, in order)."""
-        values = np.fromiter(chain.from_iterable(map(_VALUES, windows)), dtype=np.float64,
-                             count=len(FIELDS) * len(windows)).reshape(len(windows), len(FIELDS)).T
+        values = (
+            np.fromiter(
+                chain.from_iterable(map(_VALUES, windows)), dtype=np.float64, count=len(FIELDS) * len(windows)
+            )
+            .reshape(len(windows), len(FIELDS))
+            .T
+        )
         return self.new_views(values)
 
     def new_views(self, values: np.ndarray) -> list[ColumnWindow]:
@@ -61,7 +73,7 @@ class WindowTable:
             grown = np.zeros((len(FIELDS), max(2 * self.data.shape[1], start + k)))
             grown[:, :start] = self.data[:, :start]
             self.data = grown
-        self.data[:, start:start + k] = values
+        self.data[:, start : start + k] = values
         self.size += k
         self.version += 1
         new, put, index = object.__new__, object.__setattr__, self.index
@@ -117,5 +129,14 @@ class ColumnWindow(TimeAverageMessageData):
 
     def __reduce__(self) -> Any:
         """Pickled and copied (``copy``, ``deepcopy``) as a plain ``TimeAverageMessageData``."""
-        return (TimeAverageMessageData, (self.max_samples, self.num_samples, self.msg_throughput_in,
-                                         self.msg_throughput_out, self.msg_rate_in, self.msg_rate_out))
+        return (
+            TimeAverageMessageData,
+            (
+                self.max_samples,
+                self.num_samples,
+                self.msg_throughput_in,
+                self.msg_throughput_out,
+                self.msg_rate_in,
+                self.msg_rate_out,
+            ),
+        )

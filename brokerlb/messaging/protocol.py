@@ -190,8 +190,13 @@ class CloseReason:
         with_url = close_code in (CloseCode.TOPIC_TRANSFERRED, CloseCode.TOPIC_REDIRECTED)
         http_url = body.get("httpUrl") if with_url else None
         broker_url = body.get("brokerUrl") if http_url else None
-        return cls(close_code, str(body.get("reason") or close_code.name), http_url=_str_or_none(http_url),
-                   broker_url=_str_or_none(broker_url), message=str(body.get("message") or text or ""))
+        return cls(
+            close_code,
+            str(body.get("reason") or close_code.name),
+            http_url=_str_or_none(http_url),
+            broker_url=_str_or_none(broker_url),
+            message=str(body.get("message") or text or ""),
+        )
 
 
 def _json_object(text: str | bytes, what: str) -> dict[str, Any]:
@@ -201,7 +206,9 @@ def _json_object(text: str | bytes, what: str) -> dict[str, Any]:
     except ValueError as exc:
         raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, str(exc)) from None
     if not isinstance(body, dict):
-        raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, f"{what} must be a JSON object")
+        raise DataPathProtocolError(
+            WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, f"{what} must be a JSON object"
+        )
     return body
 
 
@@ -230,8 +237,10 @@ class Endpoint:
 
     @property
     def receiver_queue_size(self) -> int:
-        return min(_int_param(self.params, "receiverQueueSize", MAX_RECEIVER_QUEUE_SIZE, minimum=1),
-                   MAX_RECEIVER_QUEUE_SIZE)
+        return min(
+            _int_param(self.params, "receiverQueueSize", MAX_RECEIVER_QUEUE_SIZE, minimum=1),
+            MAX_RECEIVER_QUEUE_SIZE,
+        )
 
     @property
     def priority_level(self) -> int:
@@ -259,7 +268,7 @@ def parse_endpoint(path: str, query_string: bytes | str = b"") -> Endpoint:
     """``/ws/v2/{producer|consumer}/{domain}/{tenant}/{ns}/{topic}[/{subscription}]`` → :class:`Endpoint`."""
     if not path.startswith(WS_PREFIX + "/"):
         raise InvalidInputError(f"Not a data-path URL: {path} (expected {WS_PREFIX}/producer|consumer/...)")
-    parts = path[len(WS_PREFIX) + 1:].split("/")
+    parts = path[len(WS_PREFIX) + 1 :].split("/")
     kind = parts[0]
     expected = {"producer": 5, "consumer": 6}.get(kind)
     if expected is None:
@@ -321,21 +330,34 @@ class ProducerMessage:
         context = None if context is None else str(context)
         payload = body.get("payload")
         if not isinstance(payload, str):
-            raise DataPathProtocolError(WebSocketError.PAYLOAD_ENCODING_ERROR, "Null or non-string payload", context)
+            raise DataPathProtocolError(
+                WebSocketError.PAYLOAD_ENCODING_ERROR, "Null or non-string payload", context
+            )
         try:
             size = len(binascii.a2b_base64(payload, strict_mode=True))
         except (binascii.Error, ValueError) as exc:
-            raise DataPathProtocolError(WebSocketError.PAYLOAD_ENCODING_ERROR,
-                                f"Invalid Base64 message-payload error={exc}", context) from None
+            raise DataPathProtocolError(
+                WebSocketError.PAYLOAD_ENCODING_ERROR, f"Invalid Base64 message-payload error={exc}", context
+            ) from None
         properties = body.get("properties")
-        if properties is not None and (not isinstance(properties, dict)
-                                       or not all(isinstance(v, str) for v in properties.values())):
-            raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON,
-                                "properties must be an object of strings", context)
+        if properties is not None and (
+            not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values())
+        ):
+            raise DataPathProtocolError(
+                WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON,
+                "properties must be an object of strings",
+                context,
+            )
         key = body.get("key")
         event_time = body.get("eventTime")
-        return cls(payload, size, context, None if key is None else str(key), properties or None,
-                   None if event_time is None else str(event_time))
+        return cls(
+            payload,
+            size,
+            context,
+            None if key is None else str(key),
+            properties or None,
+            None if event_time is None else str(event_time),
+        )
 
     def encode(self) -> str:
         body: dict[str, Any] = {"payload": self.payload}
@@ -394,8 +416,12 @@ class ProducerAck:
         if not isinstance(body, dict) or not isinstance(body.get("result"), str):
             raise InvalidInputError(f"Not a producer ack: {text!r}")
         context = body.get("context")
-        return cls(body["result"], body.get("messageId"), None if context is None else str(context),
-                   body.get("errorMsg"))
+        return cls(
+            body["result"],
+            body.get("messageId"),
+            None if context is None else str(context),
+            body.get("errorMsg"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,10 +436,14 @@ class ConsumerCommand:
         body = _json_object(text, "a command")
         kind = body.get("type") or "ack"
         if kind not in ("ack", "negativeAcknowledge"):
-            raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, f"Unsupported command type {kind!r}")
+            raise DataPathProtocolError(
+                WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, f"Unsupported command type {kind!r}"
+            )
         message_id = body.get("messageId")
         if not isinstance(message_id, str) or not message_id:
-            raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, "messageId is missing")
+            raise DataPathProtocolError(
+                WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, "messageId is missing"
+            )
         return cls(kind, message_id)
 
 
@@ -509,8 +539,12 @@ def format_publish_time(epoch_ms: int) -> str:
 
 def consumer_frame(message_id: str, message: ProducerMessage, publish_time: str) -> str:
     """The frame every consumer of a message receives (encoded once per message)."""
-    body: dict[str, Any] = {"messageId": message_id, "payload": message.payload,
-                            "properties": message.properties or {}, "publishTime": publish_time}
+    body: dict[str, Any] = {
+        "messageId": message_id,
+        "payload": message.payload,
+        "properties": message.properties or {},
+        "publishTime": publish_time,
+    }
     if message.key is not None:
         body["key"] = message.key
     if message.event_time is not None:

@@ -68,8 +68,9 @@ class Subscription:
     def __init__(self, name: str, subscription_type: str, partition_index: int = -1) -> None:
         self.name = name
         self.type = subscription_type
-        self.dispatcher: Dispatcher = create_dispatcher(subscription_type, partition_index=partition_index,
-                                                        key_shared_mode=KeySharedMode.AUTO_SPLIT)
+        self.dispatcher: Dispatcher = create_dispatcher(
+            subscription_type, partition_index=partition_index, key_shared_mode=KeySharedMode.AUTO_SPLIT
+        )
         self._attached: dict[int, _Attached] = {}
         self.delivered = 0
         self.dropped = 0
@@ -112,8 +113,15 @@ class Subscription:
 class Topic:
     """One topic served in memory (module docstring)."""
 
-    def __init__(self, name: TopicName | str, *, ledger_id: int, window: int, now: Callable[[], float],
-                 now_ms: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        name: TopicName | str,
+        *,
+        ledger_id: int,
+        window: int,
+        now: Callable[[], float],
+        now_ms: Callable[[], int],
+    ) -> None:
         self.name = TopicName.parse(name)
         self.ledger_id = ledger_id
         self._now = now
@@ -131,8 +139,9 @@ class Topic:
     def remove_producer(self) -> None:
         self.producer_count = max(0, self.producer_count - 1)
 
-    def subscribe(self, subscription: str, subscription_type: str, consumer: DispatchConsumer,
-                  sink: ConsumerSink) -> Subscription:
+    def subscribe(
+        self, subscription: str, subscription_type: str, consumer: DispatchConsumer, sink: ConsumerSink
+    ) -> Subscription:
         """Attach a consumer; the subscription is created on first use with the consumer's type."""
         if not subscription:
             raise InvalidInputError("Empty subscription name")
@@ -140,7 +149,9 @@ class Topic:
         if sub is None:  # a subscription lives while it has consumers, so an existing one has some
             sub = Subscription(subscription, subscription_type, self.name.partition_index)
         elif sub.type != subscription_type:
-            raise ConsumerBusyError(f"Subscription {subscription} is of type {sub.type}, not {subscription_type}")
+            raise ConsumerBusyError(
+                f"Subscription {subscription} is of type {sub.type}, not {subscription_type}"
+            )
         sub.attach(consumer, sink)
         self.subscriptions[subscription] = sub
         return sub

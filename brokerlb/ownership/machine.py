@@ -93,8 +93,13 @@ from brokerlb.ownership.states import (
     is_valid_transition,
 )
 
-__all__ = ["OwnershipMachine", "BundleRecord", "Transition", "DEFAULT_IN_FLIGHT_TIMEOUT_MS",
-           "DEFAULT_TOMBSTONE_DELAY_MS"]
+__all__ = [
+    "OwnershipMachine",
+    "BundleRecord",
+    "Transition",
+    "DEFAULT_IN_FLIGHT_TIMEOUT_MS",
+    "DEFAULT_TOMBSTONE_DELAY_MS",
+]
 
 S = BundleState
 #: ``loadBalancerInFlightServiceUnitStateWaitingTimeInMillis``
@@ -146,22 +151,37 @@ class Transition:
         brokers = ", ".join(f"{k} {v}" for k, v in (("src", self.src), ("dst", self.dst)) if v)
         where = f" ({brokers})" if brokers else ""
         forced = " FORCED" if self.forced else ""
-        return (f"{self.bundle}: {self.start} -> {self.finish}{where}{forced} at {self.at_ms} ms by {self.who}: "
-                f"{self.reason} [{self.stimulus_id}]")
+        return (
+            f"{self.bundle}: {self.start} -> {self.finish}{where}{forced} at {self.at_ms} ms by {self.who}: "
+            f"{self.reason} [{self.stimulus_id}]"
+        )
 
 
 class OwnershipMachine:
     """Pure ownership state for many bundles. Not thread-safe; one owner calls ``handle``."""
 
-    def __init__(self, *, in_flight_timeout_ms: int = DEFAULT_IN_FLIGHT_TIMEOUT_MS,
-                 tombstone_delay_ms: int = DEFAULT_TOMBSTONE_DELAY_MS, log_per_bundle: int = 32,
-                 log_bundles: int = 100_000, log_total: int = 10_000, validate: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        in_flight_timeout_ms: int = DEFAULT_IN_FLIGHT_TIMEOUT_MS,
+        tombstone_delay_ms: int = DEFAULT_TOMBSTONE_DELAY_MS,
+        log_per_bundle: int = 32,
+        log_bundles: int = 100_000,
+        log_total: int = 10_000,
+        validate: bool = False,
+    ) -> None:
         if in_flight_timeout_ms <= 0:
-            raise InvalidConfigError("loadBalancerInFlightServiceUnitStateWaitingTimeInMillis",
-                                     in_flight_timeout_ms, "must be positive")
+            raise InvalidConfigError(
+                "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis",
+                in_flight_timeout_ms,
+                "must be positive",
+            )
         if tombstone_delay_ms < 0:
-            raise InvalidConfigError("loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds",
-                                     tombstone_delay_ms, "must not be negative")
+            raise InvalidConfigError(
+                "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds",
+                tombstone_delay_ms,
+                "must not be negative",
+            )
         self.in_flight_timeout_ms = in_flight_timeout_ms
         self.tombstone_delay_ms = tombstone_delay_ms
         self.validate_each_event = validate
@@ -177,9 +197,11 @@ class OwnershipMachine:
     def from_config(cls, conf: Any, **kwargs: Any) -> OwnershipMachine:
         """Timeouts from Pulsar's keys: ``loadBalancerInFlightServiceUnitStateWaitingTimeInMillis`` and
         ``loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds`` (a ServiceConfig or alike)."""
-        return cls(in_flight_timeout_ms=int(conf.loadBalancerInFlightServiceUnitStateWaitingTimeInMillis),
-                   tombstone_delay_ms=int(conf.loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds * 1000),
-                   **kwargs)
+        return cls(
+            in_flight_timeout_ms=int(conf.loadBalancerInFlightServiceUnitStateWaitingTimeInMillis),
+            tombstone_delay_ms=int(conf.loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds * 1000),
+            **kwargs,
+        )
 
     # ------------------------------------------------------------------ reading
     def record(self, bundle: str) -> BundleRecord:
@@ -263,11 +285,15 @@ class OwnershipMachine:
         if r.dst != ev.broker:
             self._invalid(r, ev, f"it is being assigned to {r.dst}, not {ev.broker}")
         self._move(r, S.OWNED, ev, reason=ev.reason or "assignment done")
-        out: list[Instruction] = [OwnerChanged(bundle=ev.bundle, owner=ev.broker, state=str(S.OWNED),
-                                               stimulus_id=ev.stimulus_id)]
+        out: list[Instruction] = [
+            OwnerChanged(bundle=ev.bundle, owner=ev.broker, state=str(S.OWNED), stimulus_id=ev.stimulus_id)
+        ]
         if r.src and r.src != ev.broker:
-            out.append(DisconnectClients(bundle=ev.bundle, broker=r.src, redirect_to=ev.broker,
-                                         stimulus_id=ev.stimulus_id))
+            out.append(
+                DisconnectClients(
+                    bundle=ev.bundle, broker=r.src, redirect_to=ev.broker, stimulus_id=ev.stimulus_id
+                )
+            )
         return out
 
     @_handle.register
@@ -280,8 +306,14 @@ class OwnershipMachine:
             self._invalid(r, ev, f"it is already owned by {ev.to}; unload to the same broker is not allowed")
         owner = r.dst
         assert owner is not None
-        self._move(r, S.RELEASING, ev, src=owner, dst=ev.to, reason=ev.reason or
-                   (f"transfer to {ev.to}" if ev.to else "unload"))
+        self._move(
+            r,
+            S.RELEASING,
+            ev,
+            src=owner,
+            dst=ev.to,
+            reason=ev.reason or (f"transfer to {ev.to}" if ev.to else "unload"),
+        )
         return [CloseBundle(bundle=ev.bundle, broker=owner, transfer_to=ev.to, stimulus_id=ev.stimulus_id)]
 
     @_handle.register
@@ -299,11 +331,17 @@ class OwnershipMachine:
             return []
         self._require(r, ev, S.OWNED)
         if len(ev.children) < 2 or ev.bundle in ev.children:
-            self._invalid(r, ev, f"a split needs at least two children other than the bundle, got {ev.children}")
+            self._invalid(
+                r, ev, f"a split needs at least two children other than the bundle, got {ev.children}"
+            )
         owner = r.dst
         assert owner is not None
         self._move(r, S.SPLITTING, ev, src=owner, children=tuple(ev.children), reason=ev.reason or "split")
-        return [SplitBundle(bundle=ev.bundle, broker=owner, children=tuple(ev.children), stimulus_id=ev.stimulus_id)]
+        return [
+            SplitBundle(
+                bundle=ev.bundle, broker=owner, children=tuple(ev.children), stimulus_id=ev.stimulus_id
+            )
+        ]
 
     @_handle.register
     def _(self, ev: SplitDone) -> list[Instruction]:
@@ -333,15 +371,26 @@ class OwnershipMachine:
         ring = frozenset(ev.bundles)
         self._rings[ev.namespace] = ring
         out: list[Instruction] = []
-        gone = [r for _, r in sorted(self._records.items())
-                if r.namespace == ev.namespace and r.bundle not in ring
-                and r.state not in (S.DELETED, S.SPLITTING)]
+        gone = [
+            r
+            for _, r in sorted(self._records.items())
+            if r.namespace == ev.namespace
+            and r.bundle not in ring
+            and r.state not in (S.DELETED, S.SPLITTING)
+        ]
         for r in gone:
-            self._move(r, S.DELETED, ev, forced=True,
-                       reason=ev.reason or f"no longer in the bundles of {ev.namespace}")
+            self._move(
+                r,
+                S.DELETED,
+                ev,
+                forced=True,
+                reason=ev.reason or f"no longer in the bundles of {ev.namespace}",
+            )
             if r.state in (S.OWNED, S.ASSIGNING) and r.dst:
                 out.append(ForceRelease(bundle=r.bundle, broker=r.dst, stimulus_id=ev.stimulus_id))
-            out.append(OwnerChanged(bundle=r.bundle, owner=None, state=str(S.DELETED), stimulus_id=ev.stimulus_id))
+            out.append(
+                OwnerChanged(bundle=r.bundle, owner=None, state=str(S.DELETED), stimulus_id=ev.stimulus_id)
+            )
         return out
 
     @_handle.register
@@ -352,8 +401,14 @@ class OwnershipMachine:
         if self.tombstone_delay_ms:
             for r in [r for _, r in sorted(self._records.items()) if r.state in (S.FREE, S.DELETED)]:
                 if ev.at_ms - r.since_ms >= self.tombstone_delay_ms:
-                    self._move(r, S.INIT, ev, forced=True, who="watchdog",
-                               reason=f"tombstoned after {ev.at_ms - r.since_ms} ms in {r.state}")
+                    self._move(
+                        r,
+                        S.INIT,
+                        ev,
+                        forced=True,
+                        who="watchdog",
+                        reason=f"tombstoned after {ev.at_ms - r.since_ms} ms in {r.state}",
+                    )
         return out
 
     # ------------------------------------------------------------------ flows
@@ -364,8 +419,14 @@ class OwnershipMachine:
         self._move(r, S.FREE, ev, dst=None, reason=reason)
         return [OwnerChanged(bundle=r.bundle, owner=None, state=str(S.FREE), stimulus_id=ev.stimulus_id)]
 
-    def _complete_split(self, r: BundleRecord, ev: Event, reason: str, child_state: BundleState = S.OWNED,
-                        who: str | None = None) -> list[Instruction]:
+    def _complete_split(
+        self,
+        r: BundleRecord,
+        ev: Event,
+        reason: str,
+        child_state: BundleState = S.OWNED,
+        who: str | None = None,
+    ) -> list[Instruction]:
         """Parent → Deleted, Init children → ``child_state``.
 
         A child that already has another state is an error for a ``SplitDone`` event;
@@ -374,30 +435,50 @@ class OwnershipMachine:
         """
         src = r.src
         lenient = who is not None or isinstance(ev, BrokerLost)
-        busy = [c for c in map(self.record, r.children)
-                if not (c.state is S.INIT or (c.state is child_state and c.dst == (src if child_state is S.OWNED
-                                                                                     else None)))]
+        busy = [
+            c
+            for c in map(self.record, r.children)
+            if not (
+                c.state is S.INIT
+                or (c.state is child_state and c.dst == (src if child_state is S.OWNED else None))
+            )
+        ]
         if busy and not lenient:
-            self._invalid(r, ev, f"its split child {busy[0].bundle} is already {busy[0].state} ({busy[0].dst})")
+            self._invalid(
+                r, ev, f"its split child {busy[0].bundle} is already {busy[0].state} ({busy[0].dst})"
+            )
         if busy:
             reason += "; children left as they were: " + ", ".join(f"{c.bundle} ({c.state})" for c in busy)
         self._move(r, S.DELETED, ev, dst=None, reason=reason, who=who)
-        out: list[Instruction] = [OwnerChanged(bundle=r.bundle, owner=None, state=str(S.DELETED),
-                                               stimulus_id=ev.stimulus_id)]
+        out: list[Instruction] = [
+            OwnerChanged(bundle=r.bundle, owner=None, state=str(S.DELETED), stimulus_id=ev.stimulus_id)
+        ]
         for child in r.children:
             c = self.record(child)
             if c.state is S.INIT:
                 dst = src if child_state is S.OWNED else None
-                self._move(c, child_state, ev, dst=dst, src=None, reason=f"child of split {r.bundle}", who=who)
-            out.append(OwnerChanged(bundle=child, owner=src if child_state is S.OWNED else None,
-                                    state=str(child_state), stimulus_id=ev.stimulus_id))
+                self._move(
+                    c, child_state, ev, dst=dst, src=None, reason=f"child of split {r.bundle}", who=who
+                )
+            out.append(
+                OwnerChanged(
+                    bundle=child,
+                    owner=src if child_state is S.OWNED else None,
+                    state=str(child_state),
+                    stimulus_id=ev.stimulus_id,
+                )
+            )
         return out
 
-    def _roll_back_split(self, r: BundleRecord, ev: Event, reason: str, who: str | None = None) -> list[Instruction]:
+    def _roll_back_split(
+        self, r: BundleRecord, ev: Event, reason: str, who: str | None = None
+    ) -> list[Instruction]:
         self._move(r, S.OWNED, ev, dst=r.src, children=(), forced=True, reason=reason, who=who)
         assert r.src is not None
-        return [AbortSplit(bundle=r.bundle, broker=r.src, children=r.children, stimulus_id=ev.stimulus_id),
-                OwnerChanged(bundle=r.bundle, owner=r.src, state=str(S.OWNED), stimulus_id=ev.stimulus_id)]
+        return [
+            AbortSplit(bundle=r.bundle, broker=r.src, children=r.children, stimulus_id=ev.stimulus_id),
+            OwnerChanged(bundle=r.bundle, owner=r.src, state=str(S.OWNED), stimulus_id=ev.stimulus_id),
+        ]
 
     def _split_committed(self, r: BundleRecord) -> bool:
         ring = self._rings.get(r.namespace)
@@ -407,7 +488,8 @@ class OwnershipMachine:
         dead = ev.broker
         why = ev.reason or f"broker {dead} lost"
         free: list[Instruction] = [
-            OwnerChanged(bundle=r.bundle, owner=None, state=str(S.FREE), stimulus_id=ev.stimulus_id)]
+            OwnerChanged(bundle=r.bundle, owner=None, state=str(S.FREE), stimulus_id=ev.stimulus_id)
+        ]
         if r.state in (S.OWNED, S.ASSIGNING) and r.dst == dead:
             self._move(r, S.FREE, ev, dst=None, forced=True, reason=why)
             return free
@@ -419,7 +501,9 @@ class OwnershipMachine:
         if r.state is S.SPLITTING and r.src == dead:
             if self._split_committed(r):
                 return self._complete_split(r, ev, why + "; split had committed", child_state=S.FREE)
-            self._move(r, S.FREE, ev, dst=None, children=(), forced=True, reason=why + "; split had not committed")
+            self._move(
+                r, S.FREE, ev, dst=None, children=(), forced=True, reason=why + "; split had not committed"
+            )
             return free
         return []
 
@@ -428,15 +512,20 @@ class OwnershipMachine:
         why = f"stuck in {r.state} for {waited} ms (> {self.in_flight_timeout_ms} ms)"
         if r.state is S.ASSIGNING:
             assert r.dst is not None
-            self._move(r, S.FREE, ev, dst=None, forced=True, who="watchdog",
-                       reason=f"{why}: {r.dst} never confirmed")
-            return [AbortAssignment(bundle=r.bundle, broker=r.dst, stimulus_id=ev.stimulus_id),
-                    OwnerChanged(bundle=r.bundle, owner=None, state=str(S.FREE), stimulus_id=ev.stimulus_id)]
+            self._move(
+                r, S.FREE, ev, dst=None, forced=True, who="watchdog", reason=f"{why}: {r.dst} never confirmed"
+            )
+            return [
+                AbortAssignment(bundle=r.bundle, broker=r.dst, stimulus_id=ev.stimulus_id),
+                OwnerChanged(bundle=r.bundle, owner=None, state=str(S.FREE), stimulus_id=ev.stimulus_id),
+            ]
         if r.state is S.RELEASING:
             assert r.src is not None
             self._move(r, S.FREE, ev, dst=None, who="watchdog", reason=f"{why}: {r.src} never confirmed")
-            return [ForceRelease(bundle=r.bundle, broker=r.src, stimulus_id=ev.stimulus_id),
-                    OwnerChanged(bundle=r.bundle, owner=None, state=str(S.FREE), stimulus_id=ev.stimulus_id)]
+            return [
+                ForceRelease(bundle=r.bundle, broker=r.src, stimulus_id=ev.stimulus_id),
+                OwnerChanged(bundle=r.bundle, owner=None, state=str(S.FREE), stimulus_id=ev.stimulus_id),
+            ]
         if self._split_committed(r):
             return self._complete_split(r, ev, f"{why}: the ring shows it committed", who="watchdog")
         return self._roll_back_split(r, ev, f"{why}: not committed, rolled back", who="watchdog")
@@ -453,12 +542,29 @@ class OwnershipMachine:
             self.story(r.bundle),
         )
 
-    def _move(self, r: BundleRecord, finish: BundleState, ev: Event, *, dst: object = _KEEP, src: object = _KEEP,
-              children: object = _KEEP, forced: bool = False, reason: str = "", who: str | None = None) -> None:
-        if not is_valid_transition(r.state, finish) and not (forced and is_forced_transition(r.state, finish)):
+    def _move(
+        self,
+        r: BundleRecord,
+        finish: BundleState,
+        ev: Event,
+        *,
+        dst: object = _KEEP,
+        src: object = _KEEP,
+        children: object = _KEEP,
+        forced: bool = False,
+        reason: str = "",
+        who: str | None = None,
+    ) -> None:
+        if not is_valid_transition(r.state, finish) and not (
+            forced and is_forced_transition(r.state, finish)
+        ):
             self._invalid(r, ev, f"{r.state} -> {finish} is not a valid transition")
         new = replace(
-            r, state=finish, version=r.version + 1, since_ms=ev.at_ms, stimulus_id=ev.stimulus_id,
+            r,
+            state=finish,
+            version=r.version + 1,
+            since_ms=ev.at_ms,
+            stimulus_id=ev.stimulus_id,
             dst=r.dst if dst is _KEEP else dst,  # type: ignore[arg-type]
             src=r.src if src is _KEEP else src,  # type: ignore[arg-type]
             children=r.children if children is _KEEP else children,  # type: ignore[arg-type]
@@ -475,10 +581,22 @@ class OwnershipMachine:
         self._records[r.bundle] = new
         self._log_transition(r, new, ev, reason, False, None)
 
-    def _log_transition(self, old: BundleRecord, new: BundleRecord, ev: Event, reason: str, forced: bool,
-                        who: str | None) -> None:
-        t = Transition(old.bundle, old.state, new.state, who or ev.by or _actor(ev), ev.at_ms, reason,
-                       ev.stimulus_id, forced, new.version, new.dst, new.src)
+    def _log_transition(
+        self, old: BundleRecord, new: BundleRecord, ev: Event, reason: str, forced: bool, who: str | None
+    ) -> None:
+        t = Transition(
+            old.bundle,
+            old.state,
+            new.state,
+            who or ev.by or _actor(ev),
+            ev.at_ms,
+            reason,
+            ev.stimulus_id,
+            forced,
+            new.version,
+            new.dst,
+            new.src,
+        )
         self._log.append(t)
         log = self._logs.get(old.bundle)
         if log is None:
@@ -497,4 +615,3 @@ def _actor(ev: Event) -> str:
         if value:
             return str(value)
     return "watchdog" if isinstance(ev, Tick) else type(ev).__name__
-

@@ -73,18 +73,20 @@ VALID_TRANSITIONS: Mapping[BundleState, frozenset[BundleState]] = {
 #: * Owned / Free / Assigning / Releasing → Deleted -- the bundle left the ring
 #:   (its namespace's bundles no longer contain it);
 #: * Free / Deleted → Init -- tombstoning (the record is dropped).
-FORCED_TRANSITIONS: frozenset[tuple[BundleState, BundleState]] = frozenset({
-    (S.ASSIGNING, S.FREE),
-    (S.OWNED, S.FREE),
-    (S.SPLITTING, S.OWNED),
-    (S.SPLITTING, S.FREE),
-    (S.OWNED, S.DELETED),
-    (S.FREE, S.DELETED),
-    (S.ASSIGNING, S.DELETED),
-    (S.RELEASING, S.DELETED),
-    (S.FREE, S.INIT),
-    (S.DELETED, S.INIT),
-})
+FORCED_TRANSITIONS: frozenset[tuple[BundleState, BundleState]] = frozenset(
+    {
+        (S.ASSIGNING, S.FREE),
+        (S.OWNED, S.FREE),
+        (S.SPLITTING, S.OWNED),
+        (S.SPLITTING, S.FREE),
+        (S.OWNED, S.DELETED),
+        (S.FREE, S.DELETED),
+        (S.ASSIGNING, S.DELETED),
+        (S.RELEASING, S.DELETED),
+        (S.FREE, S.INIT),
+        (S.DELETED, S.INIT),
+    }
+)
 
 #: Waiting for a broker to act; resolved by the watchdog when stuck.
 IN_FLIGHT: frozenset[BundleState] = frozenset({S.ASSIGNING, S.RELEASING, S.SPLITTING})

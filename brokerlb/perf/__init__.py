@@ -8,4 +8,13 @@ from brokerlb.perf.histogram import LatencyHistogram
 from brokerlb.perf.pauses import Pause, PauseTracker
 from brokerlb.perf.workload import SKEWS, Pacer, Picker, skew_weights, topic_names
 
-__all__ = ["SKEWS", "LatencyHistogram", "Pacer", "Pause", "PauseTracker", "Picker", "skew_weights", "topic_names"]
+__all__ = [
+    "SKEWS",
+    "LatencyHistogram",
+    "Pacer",
+    "Pause",
+    "PauseTracker",
+    "Picker",
+    "skew_weights",
+    "topic_names",
+]

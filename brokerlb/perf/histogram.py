@@ -74,13 +74,23 @@ class LatencyHistogram:
 
     def summary_ms(self) -> dict[str, float]:
         """``{p50, p95, p99, p999, max, mean}`` in milliseconds."""
-        return {"p50": self.percentile(50) * 1e3, "p95": self.percentile(95) * 1e3,
-                "p99": self.percentile(99) * 1e3, "p999": self.percentile(99.9) * 1e3,
-                "max": self.max * 1e3, "mean": self.mean * 1e3}
+        return {
+            "p50": self.percentile(50) * 1e3,
+            "p95": self.percentile(95) * 1e3,
+            "p99": self.percentile(99) * 1e3,
+            "p999": self.percentile(99.9) * 1e3,
+            "max": self.max * 1e3,
+            "mean": self.mean * 1e3,
+        }
 
     def to_json(self) -> dict[str, Any]:
-        return {"buckets": {str(k): v for k, v in self.buckets.items()}, "count": self.count, "total": self.total,
-                "min": None if self.count == 0 else self.min, "max": self.max}
+        return {
+            "buckets": {str(k): v for k, v in self.buckets.items()},
+            "count": self.count,
+            "total": self.total,
+            "min": None if self.count == 0 else self.min,
+            "max": self.max,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LatencyHistogram:

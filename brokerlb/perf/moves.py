@@ -53,9 +53,15 @@ class Move:
     pause: Pause | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "bundle": self.bundle, "source": self.source, "destination": self.destination,
-                "topics": len(self.topics), "tookMs": round((self.end - self.start) * 1e3, 1),
-                "pauseMs": None if self.pause is None else round(self.pause.seconds * 1e3, 1)}
+        return {
+            "kind": self.kind,
+            "bundle": self.bundle,
+            "source": self.source,
+            "destination": self.destination,
+            "topics": len(self.topics),
+            "tookMs": round((self.end - self.start) * 1e3, 1),
+            "pauseMs": None if self.pause is None else round(self.pause.seconds * 1e3, 1),
+        }
 
 
 def attribute_pauses(moves: Iterable[Move], pauses: Iterable[Pause], settle: float = 3.0) -> None:
@@ -74,14 +80,18 @@ def pause_summary(moves: Iterable[Move]) -> dict[str, dict[str, Any]]:
         if not of_kind:
             continue
         paused = sorted(m.pause.seconds * 1e3 for m in of_kind if m.pause is not None)
-        out[kind] = {"moves": len(of_kind), "measured": len(paused),
-                     "maxMs": round(max(paused), 1) if paused else None,
-                     "medianMs": round(statistics.median(paused), 1) if paused else None}
+        out[kind] = {
+            "moves": len(of_kind),
+            "measured": len(paused),
+            "maxMs": round(max(paused), 1) if paused else None,
+            "medianMs": round(statistics.median(paused), 1) if paused else None,
+        }
     return out
 
 
-def pauses_by_close(closes: Iterable[tuple[str, float, str]], pauses: Iterable[Pause],
-                    before: float = 0.5, after: float = 3.0) -> dict[str, dict[str, Any]]:
+def pauses_by_close(
+    closes: Iterable[tuple[str, float, str]], pauses: Iterable[Pause], before: float = 0.5, after: float = 3.0
+) -> dict[str, dict[str, Any]]:
     """Per close reason: the pause of the topic around each close (``[t - before, t + after]``).
 
     A producer that had nothing pending when its connection closed shows no pause (it is
@@ -100,8 +110,11 @@ def pauses_by_close(closes: Iterable[tuple[str, float, str]], pauses: Iterable[P
     out: dict[str, dict[str, Any]] = {}
     for reason, count in counts.items():
         ms = sorted(found.get(reason, []))
-        out[reason] = {"closes": count, "measured": len(ms),
-                       "maxMs": round(ms[-1], 1) if ms else None,
-                       "medianMs": round(statistics.median(ms), 1) if ms else None,
-                       "p90Ms": round(ms[min(len(ms) - 1, int(0.9 * len(ms)))], 1) if ms else None}
+        out[reason] = {
+            "closes": count,
+            "measured": len(ms),
+            "maxMs": round(ms[-1], 1) if ms else None,
+            "medianMs": round(statistics.median(ms), 1) if ms else None,
+            "p90Ms": round(ms[min(len(ms) - 1, int(0.9 * len(ms)))], 1) if ms else None,
+        }
     return out

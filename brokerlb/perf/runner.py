@@ -30,8 +30,15 @@ from brokerlb.perf.histogram import LatencyHistogram
 from brokerlb.perf.pauses import Pause, PauseTracker
 from brokerlb.perf.workload import Pacer, Picker, topic_names
 
-__all__ = ["ProduceOptions", "ConsumeOptions", "ProduceRun", "ConsumeRun", "Interval", "ProduceSummary",
-           "ConsumeSummary"]
+__all__ = [
+    "ProduceOptions",
+    "ConsumeOptions",
+    "ProduceRun",
+    "ConsumeRun",
+    "Interval",
+    "ProduceSummary",
+    "ConsumeSummary",
+]
 
 #: Producers / consumers created at once when a run starts.
 CONNECT_CONCURRENCY = 32
@@ -132,12 +139,23 @@ class ProduceSummary:
         return self.acked / self.seconds if self.seconds > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"topics": self.topics, "seconds": round(self.seconds, 3), "sent": self.sent, "acked": self.acked,
-                "errored": self.errored, "unaccounted": self.unaccounted, "errors": self.errors,
-                "rate": round(self.rate, 1), "latencyMs": {k: round(v, 3) for k, v in self.latency_ms.items()},
-                "reconnects": self.reconnects, "lookups": self.lookups, "directReconnects": self.direct_reconnects,
-                "closes": self.closes, "longestPauseMs": round(self.longest_pause.seconds * 1e3, 1),
-                "longestPauseTopic": self.longest_pause.topic}
+        return {
+            "topics": self.topics,
+            "seconds": round(self.seconds, 3),
+            "sent": self.sent,
+            "acked": self.acked,
+            "errored": self.errored,
+            "unaccounted": self.unaccounted,
+            "errors": self.errors,
+            "rate": round(self.rate, 1),
+            "latencyMs": {k: round(v, 3) for k, v in self.latency_ms.items()},
+            "reconnects": self.reconnects,
+            "lookups": self.lookups,
+            "directReconnects": self.direct_reconnects,
+            "closes": self.closes,
+            "longestPauseMs": round(self.longest_pause.seconds * 1e3, 1),
+            "longestPauseTopic": self.longest_pause.topic,
+        }
 
 
 @dataclass
@@ -155,10 +173,16 @@ class ConsumeSummary:
         return self.received / self.seconds if self.seconds > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"topics": self.topics, "seconds": round(self.seconds, 3), "received": self.received,
-                "bytes": self.bytes, "rate": round(self.rate, 1),
-                "endToEndLatencyMs": {k: round(v, 3) for k, v in self.latency_ms.items()},
-                "reconnects": self.reconnects, "closes": self.closes}
+        return {
+            "topics": self.topics,
+            "seconds": round(self.seconds, 3),
+            "received": self.received,
+            "bytes": self.bytes,
+            "rate": round(self.rate, 1),
+            "endToEndLatencyMs": {k: round(v, 3) for k, v in self.latency_ms.items()},
+            "reconnects": self.reconnects,
+            "closes": self.closes,
+        }
 
 
 async def _bounded(coros: list[Any], limit: int) -> list[Any]:
@@ -188,8 +212,14 @@ class _Window:
 class ProduceRun:
     """One ``perf produce`` run (module docstring)."""
 
-    def __init__(self, options: ProduceOptions, *, client: Client | None = None, topics: list[str] | None = None,
-                 weights: list[float] | None = None) -> None:
+    def __init__(
+        self,
+        options: ProduceOptions,
+        *,
+        client: Client | None = None,
+        topics: list[str] | None = None,
+        weights: list[float] | None = None,
+    ) -> None:
         """``topics`` / ``weights`` replace the named topics and the skew (the demo sets its own)."""
         options.check()
         self.options = options
@@ -197,12 +227,19 @@ class ProduceRun:
         self._own_client = client is None
         self.client = client or Client(options.service_url, operation_timeout=max(30.0, options.send_timeout))
         seed = options.seed
-        self._topic_picker = (Picker.from_weights(weights, seed=seed) if weights is not None else
-                              Picker(len(self.topics), options.topic_skew, options.topic_zipf, seed=seed))
+        self._topic_picker = (
+            Picker.from_weights(weights, seed=seed)
+            if weights is not None
+            else Picker(len(self.topics), options.topic_skew, options.topic_zipf, seed=seed)
+        )
         self._pacer: Pacer | None = None
-        self._key_picker = (None if options.key_skew == "none" else
-                            Picker(options.num_keys, options.key_skew, options.key_zipf,
-                                   seed=None if seed is None else seed + 1))
+        self._key_picker = (
+            None
+            if options.key_skew == "none"
+            else Picker(
+                options.num_keys, options.key_skew, options.key_zipf, seed=None if seed is None else seed + 1
+            )
+        )
         self._payload = os.urandom(options.size) if options.size else b""
         self.producers: list[Producer] = []
         self.latency = LatencyHistogram()
@@ -220,9 +257,15 @@ class ProduceRun:
 
     async def _create(self, topics: list[str]) -> list[Producer]:
         opts = self.options
-        producers = await _bounded([self.client.create_producer(
-            t, max_pending_messages=opts.max_pending, send_timeout=opts.send_timeout) for t in topics],
-            CONNECT_CONCURRENCY)
+        producers = await _bounded(
+            [
+                self.client.create_producer(
+                    t, max_pending_messages=opts.max_pending, send_timeout=opts.send_timeout
+                )
+                for t in topics
+            ],
+            CONNECT_CONCURRENCY,
+        )
         for producer in producers:
             producer.listeners.append(self._listener(str(producer.topic)))
         return producers
@@ -319,8 +362,9 @@ class ProduceRun:
 
     async def _finish(self) -> None:
         self.ended_at = time.monotonic()
-        await asyncio.gather(*(p.flush(self.options.send_timeout + 1) for p in self.producers),
-                             return_exceptions=True)
+        await asyncio.gather(
+            *(p.flush(self.options.send_timeout + 1) for p in self.producers), return_exceptions=True
+        )
         await asyncio.gather(*(p.close() for p in self.producers), return_exceptions=True)
         if self._own_client:
             await self.client.close()
@@ -328,10 +372,16 @@ class ProduceRun:
     def snapshot(self) -> Interval:
         now = time.monotonic()
         w = self._window
-        interval = Interval(now - w.start, w.msgs, w.bytes, w.errors, w.latency.summary_ms(),
-                            sum(p.pending_count for p in self.producers),
-                            sum(p.stats.reconnects for p in self.producers),
-                            self.pauses.longest.seconds * 1e3)
+        interval = Interval(
+            now - w.start,
+            w.msgs,
+            w.bytes,
+            w.errors,
+            w.latency.summary_ms(),
+            sum(p.pending_count for p in self.producers),
+            sum(p.stats.reconnects for p in self.producers),
+            self.pauses.longest.seconds * 1e3,
+        )
         w.reset(now)
         return interval
 
@@ -341,14 +391,24 @@ class ProduceRun:
             closes.update(p.stats.closes)
         seconds = (self.ended_at or time.monotonic()) - self.started_at
         return ProduceSummary(
-            topics=len(self.topics), seconds=seconds, sent=self.sent, acked=self.acked, errored=self.errored,
-            errors=dict(self.errors), latency_ms=self.latency.summary_ms(),
+            topics=len(self.topics),
+            seconds=seconds,
+            sent=self.sent,
+            acked=self.acked,
+            errored=self.errored,
+            errors=dict(self.errors),
+            latency_ms=self.latency.summary_ms(),
             reconnects=sum(p.stats.reconnects for p in self.producers),
             lookups=sum(p.stats.lookups for p in self.producers),
             direct_reconnects=sum(p.stats.direct_reconnects for p in self.producers),
-            closes=dict(closes), longest_pause=self.pauses.longest, pauses=list(self.pauses.kept),
-            close_events=sorted(((str(p.topic), at, reason) for p in self.producers
-                                 for at, reason in p.stats.close_events), key=lambda e: e[1]))
+            closes=dict(closes),
+            longest_pause=self.pauses.longest,
+            pauses=list(self.pauses.kept),
+            close_events=sorted(
+                ((str(p.topic), at, reason) for p in self.producers for at, reason in p.stats.close_events),
+                key=lambda e: e[1],
+            ),
+        )
 
 
 def parse_publish_time(text: str) -> float | None:
@@ -362,8 +422,9 @@ def parse_publish_time(text: str) -> float | None:
 class ConsumeRun:
     """One ``perf consume`` run: a consumer per topic, each acking what it receives."""
 
-    def __init__(self, options: ConsumeOptions, *, client: Client | None = None,
-                 topics: list[str] | None = None) -> None:
+    def __init__(
+        self, options: ConsumeOptions, *, client: Client | None = None, topics: list[str] | None = None
+    ) -> None:
         self.options = options
         self.topics = list(topics) if topics is not None else topic_names(options.topic, options.num_topics)
         self._own_client = client is None
@@ -383,9 +444,18 @@ class ConsumeRun:
 
     async def _subscribe(self, topics: list[str]) -> list[Consumer]:
         o = self.options
-        return await _bounded([self.client.subscribe(
-            t, o.subscription, subscription_type=o.subscription_type, receiver_queue_size=o.receiver_queue_size)
-            for t in topics], CONNECT_CONCURRENCY)
+        return await _bounded(
+            [
+                self.client.subscribe(
+                    t,
+                    o.subscription,
+                    subscription_type=o.subscription_type,
+                    receiver_queue_size=o.receiver_queue_size,
+                )
+                for t in topics
+            ],
+            CONNECT_CONCURRENCY,
+        )
 
     async def add_topics(self, topics: list[str]) -> None:
         """Subscribe to more topics (consumed at once if the run is going)."""
@@ -445,8 +515,16 @@ class ConsumeRun:
     def snapshot(self) -> Interval:
         now = time.monotonic()
         w = self._window
-        interval = Interval(now - w.start, w.msgs, w.bytes, 0, w.latency.summary_ms(), 0,
-                            sum(c.stats.reconnects for c in self.consumers), 0.0)
+        interval = Interval(
+            now - w.start,
+            w.msgs,
+            w.bytes,
+            0,
+            w.latency.summary_ms(),
+            0,
+            sum(c.stats.reconnects for c in self.consumers),
+            0.0,
+        )
         w.reset(now)
         return interval
 
@@ -454,6 +532,12 @@ class ConsumeRun:
         closes: collections.Counter[str] = collections.Counter()
         for c in self.consumers:
             closes.update(c.stats.closes)
-        return ConsumeSummary(len(self.topics), (self.ended_at or time.monotonic()) - self.started_at,
-                              self.received, self.bytes, self.latency.summary_ms(),
-                              sum(c.stats.reconnects for c in self.consumers), dict(closes))
+        return ConsumeSummary(
+            len(self.topics),
+            (self.ended_at or time.monotonic()) - self.started_at,
+            self.received,
+            self.bytes,
+            self.latency.summary_ms(),
+            sum(c.stats.reconnects for c in self.consumers),
+            dict(closes),
+        )

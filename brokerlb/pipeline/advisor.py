@@ -126,7 +126,9 @@ class AdvisorOptions:
         if not 0 < self.isolate_fraction:
             raise InvalidInputError(f"isolate_fraction must be positive, got {self.isolate_fraction}")
         if not 0 <= self.cold_fill <= self.merge_fill <= 1:
-            raise InvalidInputError(f"need 0 <= cold_fill <= merge_fill <= 1, got {self.cold_fill}, {self.merge_fill}")
+            raise InvalidInputError(
+                f"need 0 <= cold_fill <= merge_fill <= 1, got {self.cold_fill}, {self.merge_fill}"
+            )
         if self.min_bundles < 1:
             raise InvalidInputError(f"min_bundles must be at least 1, got {self.min_bundles}")
 
@@ -355,7 +357,9 @@ def plan_namespace(
     n_bundles = len(bounds) - 1
     vectors = topics.vectors(limits)
     which = _bundle_masks(bounds, topics.hashes) if len(topics.hashes) else np.zeros(0, dtype=np.int64)
-    loads = [_load(format_range(bounds[i], bounds[i + 1]), which == i, topics, vectors) for i in range(n_bundles)]
+    loads = [
+        _load(format_range(bounds[i], bounds[i + 1]), which == i, topics, vectors) for i in range(n_bundles)
+    ]
     notes: list[str] = []
     system = is_system_service_namespace(namespace)
     budget = max(0, limits.max_bundles - n_bundles)
@@ -366,7 +370,12 @@ def plan_namespace(
             break
         mask = which == i
         points = split_points(
-            bounds[i], bounds[i + 1], topics.hashes[mask], vectors[mask], max_children=budget + 1, options=options
+            bounds[i],
+            bounds[i + 1],
+            topics.hashes[mask],
+            vectors[mask],
+            max_children=budget + 1,
+            options=options,
         )
         if points is None:
             if len(np.unique(topics.hashes[mask])) < 2:
@@ -376,22 +385,32 @@ def plan_namespace(
                     "splitting cannot help, partition the topic"
                 )
             else:
-                notes.append(f"bundle {load.range} is over the limits (fill {load.fill:.2f}) but the namespace is at "
-                             f"loadBalancerNamespaceMaximumBundles ({limits.max_bundles})")
+                notes.append(
+                    f"bundle {load.range} is over the limits (fill {load.fill:.2f}) but the namespace is at "
+                    f"loadBalancerNamespaceMaximumBundles ({limits.max_bundles})"
+                )
             continue
-        kids = children_loads(bounds[i], bounds[i + 1], points, topics.hashes[mask], _subset(topics, mask), vectors[mask])
+        kids = children_loads(
+            bounds[i], bounds[i + 1], points, topics.hashes[mask], _subset(topics, mask), vectors[mask]
+        )
         budget -= len(points)
         split_idx.add(i)
         isolated = [k for k in kids if k.topics == 1 and k.fill >= options.isolate_fraction]
-        reason = (f"fill {load.fill:.2f} > 1 ({_dominant(load, limits)}); {len(kids)} children, "
-                  f"max fill {max(k.fill for k in kids):.2f}")
+        reason = (
+            f"fill {load.fill:.2f} > 1 ({_dominant(load, limits)}); {len(kids)} children, "
+            f"max fill {max(k.fill for k in kids):.2f}"
+        )
         if isolated:
             reason += f"; {len(isolated)} hot topic(s) alone"
-        plan.splits.append(SplitOp(namespace, load.range, tuple(points), options.unload, reason, [k.to_json() for k in kids]))
+        plan.splits.append(
+            SplitOp(namespace, load.range, tuple(points), options.unload, reason, [k.to_json() for k in kids])
+        )
         for k in kids:
             if k.fill > 1.0 and k.topics == 1:
-                notes.append(f"topic {_hottest(topics, _range_mask(topics.hashes, k.range), vectors)} alone is over "
-                             f"the limits (fill {k.fill:.2f}): partition it")
+                notes.append(
+                    f"topic {_hottest(topics, _range_mask(topics.hashes, k.range), vectors)} alone is over "
+                    f"the limits (fill {k.fill:.2f}): partition it"
+                )
     after = n_bundles + sum(len(s.boundaries) for s in plan.splits)
     if not system:
         after = _merges(plan, bounds, loads, split_idx, after, topics, vectors, options)
@@ -435,7 +454,12 @@ def _merges(
             i += 1
             continue
         j = i + 1
-        while j < n and j not in split_idx and loads[j].fill < options.cold_fill and count - (j - i) >= options.min_bundles:
+        while (
+            j < n
+            and j not in split_idx
+            and loads[j].fill < options.cold_fill
+            and count - (j - i) >= options.min_bundles
+        ):
             mask = (topics.hashes >= bounds[i]) & _upper_mask(topics.hashes, bounds[j + 1])
             if float(vectors[mask].sum(axis=0).max() if mask.any() else 0.0) > options.merge_fill:
                 break
@@ -444,11 +468,14 @@ def _merges(
             ranges = tuple(format_range(bounds[k], bounds[k + 1]) for k in range(i, j))
             mask = (topics.hashes >= bounds[i]) & _upper_mask(topics.hashes, bounds[j])
             merged = _load(format_range(bounds[i], bounds[j]), mask, topics, vectors)
-            plan.merges.append(MergeOp(
-                plan.namespace, ranges,
-                f"{j - i} adjacent cold bundles (fill < {options.cold_fill}); merged fill {merged.fill:.3f}",
-                merged.to_json(),
-            ))
+            plan.merges.append(
+                MergeOp(
+                    plan.namespace,
+                    ranges,
+                    f"{j - i} adjacent cold bundles (fill < {options.cold_fill}); merged fill {merged.fill:.3f}",
+                    merged.to_json(),
+                )
+            )
             count -= j - i - 1
         i = j
     return count
@@ -466,7 +493,9 @@ def _range_mask(hashes: np.ndarray, rng: str) -> np.ndarray:
 
 def _subset(topics: TopicLoads, mask: np.ndarray) -> TopicLoads:
     names = None if topics.names is None else [n for n, m in zip(topics.names, mask, strict=True) if m]
-    return TopicLoads(topics.hashes[mask], topics.msg_rate[mask], topics.throughput[mask], topics.sessions[mask], names)
+    return TopicLoads(
+        topics.hashes[mask], topics.msg_rate[mask], topics.throughput[mask], topics.sessions[mask], names
+    )
 
 
 def _hottest(topics: TopicLoads, mask: np.ndarray, vectors: np.ndarray) -> str:

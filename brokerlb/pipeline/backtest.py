@@ -40,7 +40,15 @@ if TYPE_CHECKING:
 #: Spark job group of the backtest's job (``sc.statusTracker().getJobIdsForGroup(JOB_GROUP)``).
 JOB_GROUP = "brokerlb-backtest"
 
-__all__ = ["JOB_GROUP", "BacktestPlan", "BacktestResult", "prepare_backtest", "run_backtest", "backtest", "run_configuration"]
+__all__ = [
+    "JOB_GROUP",
+    "BacktestPlan",
+    "BacktestResult",
+    "prepare_backtest",
+    "run_backtest",
+    "backtest",
+    "run_configuration",
+]
 
 
 @dataclass(frozen=True)
@@ -86,9 +94,13 @@ class BacktestResult:
         }
 
 
-def prepare_backtest(history_root: str | os.PathLike[str], grid: BacktestGrid,
-                     scenario: Scenario | str | os.PathLike[str] | None = None, *,
-                     tick: float = 60.0) -> BacktestPlan:
+def prepare_backtest(
+    history_root: str | os.PathLike[str],
+    grid: BacktestGrid,
+    scenario: Scenario | str | os.PathLike[str] | None = None,
+    *,
+    tick: float = 60.0,
+) -> BacktestPlan:
     """Read and check everything a backtest needs (no Spark): see the module docstring.
 
     ``scenario`` (a :class:`~brokerlb.sim.Scenario`, a YAML file or a library name) defaults
@@ -102,23 +114,34 @@ def prepare_backtest(history_root: str | os.PathLike[str], grid: BacktestGrid,
     if not os.path.isdir(root):
         raise InvalidInputError(f"history {root}: no such directory")
     if not history_files(root, TOPIC_SAMPLES):
-        raise InvalidInputError(f"history {root}: no topic samples ({TOPIC_SAMPLES}/*.jsonl); the backtest "
-                                f"replays recorded topic-level traffic")
+        raise InvalidInputError(
+            f"history {root}: no topic samples ({TOPIC_SAMPLES}/*.jsonl); the backtest "
+            f"replays recorded topic-level traffic"
+        )
     workload = RecordedWorkload.from_history(root)
     chosen = scenario if scenario is not None else grid.scenario
-    resolved = resolve_scenario(chosen) if chosen is not None else scenario_from_history(root, workload, tick=tick)
+    resolved = (
+        resolve_scenario(chosen) if chosen is not None else scenario_from_history(root, workload, tick=tick)
+    )
     return BacktestPlan(root, grid, resolved, workload, check_configurations(resolved, configs))
 
 
-def run_configuration(scenario: Scenario, workload: RecordedWorkload, config: BacktestConfig) -> SimulationResult:
+def run_configuration(
+    scenario: Scenario, workload: RecordedWorkload, config: BacktestConfig
+) -> SimulationResult:
     """One configuration's run: what one Spark task executes (and what a caller can run in-process)."""
     from brokerlb.sim import run_scenario
 
     return run_scenario(scenario, config.strategy, dict(config.settings), workload=workload)
 
 
-def run_backtest(spark: SparkSession, plan: BacktestPlan, output: str | os.PathLike[str] | None = None,
-                 *, plots: bool = True) -> BacktestResult:
+def run_backtest(
+    spark: SparkSession,
+    plan: BacktestPlan,
+    output: str | os.PathLike[str] | None = None,
+    *,
+    plots: bool = True,
+) -> BacktestResult:
     """Run ``plan`` with one Spark task per configuration; write the tables (and plots) to ``output``."""
     started = time.perf_counter()
     sc = spark.sparkContext
@@ -129,7 +152,9 @@ def run_backtest(spark: SparkSession, plan: BacktestPlan, output: str | os.PathL
     sc.setJobGroup(JOB_GROUP, f"backtest of {len(configs)} configurations")
     try:
         tasks = sc.parallelize(configs, len(configs))
-        results: list[SimulationResult] = tasks.map(lambda config: run_configuration(*shared.value, config)).collect()
+        results: list[SimulationResult] = tasks.map(
+            lambda config: run_configuration(*shared.value, config)
+        ).collect()
     finally:
         for key, value in previous.items():
             sc.setLocalProperty(key, value)  # type: ignore[arg-type]  # None removes it
@@ -143,8 +168,15 @@ def run_backtest(spark: SparkSession, plan: BacktestPlan, output: str | os.PathL
     return result
 
 
-def backtest(spark: SparkSession, history_root: str | os.PathLike[str], grid: BacktestGrid,
-             scenario: Scenario | str | os.PathLike[str] | None = None, *,
-             output: str | os.PathLike[str] | None = None, tick: float = 60.0, plots: bool = True) -> BacktestResult:
+def backtest(
+    spark: SparkSession,
+    history_root: str | os.PathLike[str],
+    grid: BacktestGrid,
+    scenario: Scenario | str | os.PathLike[str] | None = None,
+    *,
+    output: str | os.PathLike[str] | None = None,
+    tick: float = 60.0,
+    plots: bool = True,
+) -> BacktestResult:
     """:func:`prepare_backtest` then :func:`run_backtest`."""
     return run_backtest(spark, prepare_backtest(history_root, grid, scenario, tick=tick), output, plots=plots)

@@ -75,8 +75,13 @@ class BacktestConfig:
         return " ".join(parts) or self.name
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "label": self.label, "strategy": self.strategy,
-                "settings": dict(self.settings), "axes": dict(self.axes)}
+        return {
+            "name": self.name,
+            "label": self.label,
+            "strategy": self.strategy,
+            "settings": dict(self.settings),
+            "axes": dict(self.axes),
+        }
 
 
 @dataclass(frozen=True)
@@ -97,18 +102,25 @@ class BacktestGrid:
             raise InvalidInputError(f"{where}: expected a mapping with {', '.join(_FILE_KEYS)}, got {data!r}")
         unknown = sorted(set(data) - set(_FILE_KEYS))
         if unknown:
-            raise InvalidInputError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
-                                    f"known: {', '.join(_FILE_KEYS)}")
+            raise InvalidInputError(
+                f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(_FILE_KEYS)}"
+            )
         axes = data.get("grid") or {}
         base = data.get("base") or {}
         for name, value in (("grid", axes), ("base", base)):
             if not isinstance(value, Mapping):
-                raise InvalidInputError(f"{where}: {name}: expected a mapping of key -> values, got {value!r}")
+                raise InvalidInputError(
+                    f"{where}: {name}: expected a mapping of key -> values, got {value!r}"
+                )
         scenario = data.get("scenario")
         if scenario is not None:
             if not isinstance(scenario, str) or not scenario.strip():
-                raise InvalidInputError(f"{where}: scenario: expected a file path or library name, got {scenario!r}")
-            candidate = os.path.join(base_dir, scenario) if base_dir and not os.path.isabs(scenario) else scenario
+                raise InvalidInputError(
+                    f"{where}: scenario: expected a file path or library name, got {scenario!r}"
+                )
+            candidate = (
+                os.path.join(base_dir, scenario) if base_dir and not os.path.isabs(scenario) else scenario
+            )
             scenario = candidate if os.path.exists(candidate) else scenario
         out_axes: dict[str, list[Any]] = {}
         for key, values in axes.items():
@@ -124,7 +136,9 @@ class BacktestGrid:
         try:
             text = p.read_text(encoding="utf-8")
         except OSError as exc:
-            raise InvalidInputError(f"backtest grid {p}: cannot read the file: {exc.strerror or exc}") from exc
+            raise InvalidInputError(
+                f"backtest grid {p}: cannot read the file: {exc.strerror or exc}"
+            ) from exc
         try:
             if p.suffix == ".json":
                 data = json.loads(text)
@@ -133,7 +147,9 @@ class BacktestGrid:
 
                 data = yaml.safe_load(text)
         except (ValueError, ImportError) as exc:  # JSONDecodeError is a ValueError
-            raise InvalidInputError(f"backtest grid {p}: not valid {p.suffix.lstrip('.') or 'YAML'}: {exc}") from exc
+            raise InvalidInputError(
+                f"backtest grid {p}: not valid {p.suffix.lstrip('.') or 'YAML'}: {exc}"
+            ) from exc
         except Exception as exc:  # yaml.YAMLError (yaml is imported lazily)
             raise InvalidInputError(f"backtest grid {p}: not valid YAML: {exc}") from exc
         return cls.from_data(data, source=str(p), base_dir=str(p.parent))
@@ -152,8 +168,9 @@ class BacktestGrid:
         """Every combination of the axes (module docstring); an empty grid is an error."""
         where = f"backtest grid {self.source}" if self.source else "backtest grid"
         if not self.axes:
-            raise InvalidInputError(f"{where}: empty: give at least one axis (grid: {{KEY: [values]}} or "
-                                    f"--set KEY=V1,V2)")
+            raise InvalidInputError(
+                f"{where}: empty: give at least one axis (grid: {{KEY: [values]}} or --set KEY=V1,V2)"
+            )
         strategy_keys = [k for k in self.axes if k in _STRATEGY_ALIASES]
         if len(strategy_keys) > 1:
             raise InvalidInputError(f"{where}: both {' and '.join(strategy_keys)} are given; use one")
@@ -180,7 +197,11 @@ class BacktestGrid:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"scenario": self.scenario, "base": dict(self.base), "grid": {k: list(v) for k, v in self.axes.items()}}
+        return {
+            "scenario": self.scenario,
+            "base": dict(self.base),
+            "grid": {k: list(v) for k, v in self.axes.items()},
+        }
 
 
 def parse_axis(pair: str) -> tuple[str, list[Any]]:
@@ -217,7 +238,7 @@ def short_key(key: str) -> str:
     """``loadBalancerBrokerOverloadedThresholdPercentage`` -> ``BrokerOverloadedThresholdPercentage``."""
     for prefix in ("loadBalancer", "loadManager"):
         if key.startswith(prefix) and len(key) > len(prefix):
-            return key[len(prefix):]
+            return key[len(prefix) :]
     return key
 
 

@@ -41,11 +41,32 @@ if TYPE_CHECKING:
 
 __all__ = ["summary_row", "series_rows", "write_backtest", "write_plots", "TABLE_COLUMNS"]
 
-_SUMMARY_KEYS = ("moves", "moved_throughput", "flaps", "returns", "load_max_peak", "load_max_mean",
-                 "load_std_mean", "distance_mean", "distance_p95", "unowned_seconds", "splits", "final_bundles",
-                 "cycles")
-_SERIES_KEYS = ("time_s", "load_max", "load_mean", "load_min", "load_std", "lower_bound", "moves",
-                "moved_throughput", "flaps")
+_SUMMARY_KEYS = (
+    "moves",
+    "moved_throughput",
+    "flaps",
+    "returns",
+    "load_max_peak",
+    "load_max_mean",
+    "load_std_mean",
+    "distance_mean",
+    "distance_p95",
+    "unowned_seconds",
+    "splits",
+    "final_bundles",
+    "cycles",
+)
+_SERIES_KEYS = (
+    "time_s",
+    "load_max",
+    "load_mean",
+    "load_min",
+    "load_std",
+    "lower_bound",
+    "moves",
+    "moved_throughput",
+    "flaps",
+)
 #: (column, title, format) of the printed table
 TABLE_COLUMNS = (
     ("moves", "moves", "{:,.0f}"),
@@ -90,7 +111,9 @@ def _axis_value(value: Any) -> Any:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def series_rows(configs: Sequence[BacktestConfig], results: Sequence[SimulationResult]) -> dict[str, list[Any]]:
+def series_rows(
+    configs: Sequence[BacktestConfig], results: Sequence[SimulationResult]
+) -> dict[str, list[Any]]:
     """Columns of the per-cycle table (module docstring)."""
     columns: dict[str, list[Any]] = {"configuration": [], "cycle": []}
     columns.update({key: [] for key in _SERIES_KEYS})
@@ -103,7 +126,9 @@ def series_rows(configs: Sequence[BacktestConfig], results: Sequence[SimulationR
     return columns
 
 
-def write_backtest(result: BacktestResult, output: str | os.PathLike[str], *, plots: bool = True) -> list[str]:
+def write_backtest(
+    result: BacktestResult, output: str | os.PathLike[str], *, plots: bool = True
+) -> list[str]:
     """Write the tables, ``backtest.json`` and (``plots``) the PNGs; returns the file names."""
     import pandas as pd
 
@@ -115,8 +140,12 @@ def write_backtest(result: BacktestResult, output: str | os.PathLike[str], *, pl
     summary.to_csv(out / "summary.csv", index=False)
     configs, runs = result.plan.configurations, result.results
     pd.DataFrame(series_rows(configs, runs)).to_parquet(out / "series.parquet", index=False)
-    doc = {"grid": result.plan.grid.to_json(), "scenario": result.plan.scenario.name,
-           "configurations": [c.to_json() for c in configs], "rows": rows}
+    doc = {
+        "grid": result.plan.grid.to_json(),
+        "scenario": result.plan.scenario.name,
+        "configurations": [c.to_json() for c in configs],
+        "rows": rows,
+    }
     (out / "backtest.json").write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     files = ["summary.parquet", "summary.csv", "series.parquet", "backtest.json"]
     if plots:
@@ -124,8 +153,9 @@ def write_backtest(result: BacktestResult, output: str | os.PathLike[str], *, pl
     return files
 
 
-def write_plots(configs: Sequence[BacktestConfig], results: Sequence[SimulationResult],
-                out_dir: str | os.PathLike[str]) -> list[str]:
+def write_plots(
+    configs: Sequence[BacktestConfig], results: Sequence[SimulationResult], out_dir: str | os.PathLike[str]
+) -> list[str]:
     """The PNG plots of the module docstring; returns the file names."""
     import matplotlib
 
@@ -151,12 +181,24 @@ def write_plots(configs: Sequence[BacktestConfig], results: Sequence[SimulationR
         plt.close(fig)
         written.append(file)
 
-    line_plot("max-load.png", "Busiest broker's load per configuration", "load (%)",
-              lambda r: r.series["load_max"] * 100)
-    line_plot("mean-load.png", "Average broker load per configuration", "load (%)",
-              lambda r: r.series["load_mean"] * 100)
-    line_plot("cumulative-moves.png", "Cumulative bundle moves per configuration", "moves",
-              lambda r: np.cumsum(r.series["moves"]))
+    line_plot(
+        "max-load.png",
+        "Busiest broker's load per configuration",
+        "load (%)",
+        lambda r: r.series["load_max"] * 100,
+    )
+    line_plot(
+        "mean-load.png",
+        "Average broker load per configuration",
+        "load (%)",
+        lambda r: r.series["load_mean"] * 100,
+    )
+    line_plot(
+        "cumulative-moves.png",
+        "Cumulative bundle moves per configuration",
+        "moves",
+        lambda r: np.cumsum(r.series["moves"]),
+    )
 
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(configs) + 3), 4), dpi=90, layout="constrained")
     x = np.arange(len(configs))

@@ -59,7 +59,9 @@ class BoundaryIndex:
         for i, (namespace, valid_from) in enumerate(keys):
             nxt = keys[i + 1] if i + 1 < len(keys) else None
             valid_to = nxt[1] if nxt is not None and nxt[0] == namespace else None
-            versions.append(LayoutVersion(i, namespace, valid_from, valid_to, latest[(namespace, valid_from)]))
+            versions.append(
+                LayoutVersion(i, namespace, valid_from, valid_to, latest[(namespace, valid_from)])
+            )
         self.versions = versions
         ns_ids = np.array([self._ns_id[v.namespace] for v in versions], dtype=np.int64)
         froms = np.array([v.valid_from for v in versions], dtype=np.int64)

@@ -84,8 +84,16 @@ def recorded_bundle_counts(root: str | os.PathLike[str]) -> dict[str, int]:
     """Namespace -> bundle count of its earliest recorded layout."""
     first: dict[str, tuple[int, int]] = {}
     for where, data in _lines(root, BUNDLE_BOUNDARIES):
-        namespace, timestamp, boundaries = data.get("namespace"), data.get("timestamp"), data.get("boundaries")
-        if not isinstance(namespace, str) or not isinstance(timestamp, int | float) or not isinstance(boundaries, list):
+        namespace, timestamp, boundaries = (
+            data.get("namespace"),
+            data.get("timestamp"),
+            data.get("boundaries"),
+        )
+        if (
+            not isinstance(namespace, str)
+            or not isinstance(timestamp, int | float)
+            or not isinstance(boundaries, list)
+        ):
             raise InvalidLoadDataError(f"{where}: expected namespace, timestamp and boundaries")
         if len(boundaries) < 2:
             raise InvalidLoadDataError(f"{where}: boundaries: fewer than two")
@@ -94,17 +102,22 @@ def recorded_bundle_counts(root: str | os.PathLike[str]) -> dict[str, int]:
     return {ns: count for ns, (_, count) in first.items()}
 
 
-def scenario_from_history(root: str | os.PathLike[str], workload: RecordedWorkload, *,
-                          tick: float = 60.0) -> Scenario:
+def scenario_from_history(
+    root: str | os.PathLike[str], workload: RecordedWorkload, *, tick: float = 60.0
+) -> Scenario:
     """The scenario of the module docstring for the history under ``root``."""
     from brokerlb.sim import parse_scenario
 
     brokers = recorded_brokers(root)
     if not brokers:
-        raise InvalidInputError(f"history {os.fspath(root)}: no broker load reports ({BROKER_SAMPLES}/*.jsonl) "
-                                f"to take the brokers from; give a scenario naming the brokers (--scenario)")
+        raise InvalidInputError(
+            f"history {os.fspath(root)}: no broker load reports ({BROKER_SAMPLES}/*.jsonl) "
+            f"to take the brokers from; give a scenario naming the brokers (--scenario)"
+        )
     counts = recorded_bundle_counts(root)
-    namespaces = [{"name": ns, "topics": 0, "bundles": counts[ns]} for ns in workload.namespaces if ns in counts]
+    namespaces = [
+        {"name": ns, "topics": 0, "bundles": counts[ns]} for ns in workload.namespaces if ns in counts
+    ]
     cycles = max(1, math.ceil(workload.span_seconds / tick))
     data = {
         "name": f"history {os.path.basename(os.path.normpath(os.fspath(root)))}",

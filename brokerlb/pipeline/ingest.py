@@ -81,7 +81,10 @@ def _outputs(kind: str, parsed: DataFrame, observed: DataFrame) -> list[tuple[st
     from brokerlb.pipeline import parse
 
     if kind == BROKER_SAMPLES:
-        return [("broker_samples", parse.broker_sample_rows(observed)), ("bundle_samples", parse.bundle_sample_rows(parsed))]
+        return [
+            ("broker_samples", parse.broker_sample_rows(observed)),
+            ("bundle_samples", parse.bundle_sample_rows(parsed)),
+        ]
     if kind == TOPIC_SAMPLES:
         return [("topic_samples", parse.topic_sample_rows(observed))]
     return [("bundle_boundaries", parse.bundle_boundaries_rows(observed))]
@@ -105,7 +108,9 @@ class _BatchWriter:
     write them. The small kinds are cached and written from the cache.
     """
 
-    def __init__(self, kind: str, warehouse: Warehouse, result: IngestResult, *, json_file_source: bool = True) -> None:
+    def __init__(
+        self, kind: str, warehouse: Warehouse, result: IngestResult, *, json_file_source: bool = True
+    ) -> None:
         self.kind = kind
         self.warehouse = warehouse
         self.result = result
@@ -119,7 +124,9 @@ class _BatchWriter:
         if not self.json_file_source:
             return _parser(self.kind)(read_lines(spark, files))
         plain, other = split_plain_files(files)
-        self.result.json_source_files[self.kind] = self.result.json_source_files.get(self.kind, 0) + len(plain)
+        self.result.json_source_files[self.kind] = self.result.json_source_files.get(self.kind, 0) + len(
+            plain
+        )
         fast = [_glob_escape(f) for f in plain]
         if not other:
             return parse.read_topic_samples_json(spark, fast)
@@ -190,7 +197,8 @@ def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
     from pyspark.sql import functions as F
 
     return (
-        spark.read.format("text").load([_glob_escape(f) for f in files])
+        spark.read.format("text")
+        .load([_glob_escape(f) for f in files])
         .select("value", F.col("_metadata.file_path").alias("file"))
     )
 
@@ -281,13 +289,17 @@ def _ingest_kinds(
         # The stream tracks files, not lines: the binary-file source lists the new files of each
         # micro-batch without reading them (its ``content`` column is not selected), and the batch
         # writer reads them -- as text, or, for plain topic-sample files, with the JSON file source.
-        reader = spark.readStream.format("binaryFile").schema(_FILE_LISTING).option("pathGlobFilter", "*.jsonl")
+        reader = (
+            spark.readStream.format("binaryFile").schema(_FILE_LISTING).option("pathGlobFilter", "*.jsonl")
+        )
         if max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
         new_files = reader.load(source).select("path")
         result.batches.setdefault(kind, 0)
         query = (
-            new_files.writeStream.foreachBatch(_BatchWriter(kind, wh, result, json_file_source=json_file_source))
+            new_files.writeStream.foreachBatch(
+                _BatchWriter(kind, wh, result, json_file_source=json_file_source)
+            )
             .option("checkpointLocation", wh.checkpoint(kind))
             .trigger(availableNow=True)
             .queryName(f"brokerlb-ingest-{kind}")

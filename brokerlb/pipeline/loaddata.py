@@ -63,7 +63,10 @@ SOURCES = ("reports", "topics")
 _VALUE_COLUMNS = ("msgThroughputIn", "msgThroughputOut", "msgRateIn", "msgRateOut")
 _SWEEP_SCHEMA = (
     "rowType string, bundle string, cycle long, brokerId string, "
-    + ", ".join(f"{name} {'long' if name.endswith('Samples') or name == 'topics' else 'double'}" for name in BUNDLE_STATE_FIELDS)
+    + ", ".join(
+        f"{name} {'long' if name.endswith('Samples') or name == 'topics' else 'double'}"
+        for name in BUNDLE_STATE_FIELDS
+    )
     + ", lastCycle long"
 )
 
@@ -97,8 +100,10 @@ def _sweep_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBat
             out.append(("sample", bundles[a], starts[a + k], brokers[a + k], *snap))
         out.append(("final", bundles[a], None, None, *result.final))
     columns = list(zip(*out, strict=True))
-    yield pa.RecordBatch.from_arrays([pa.array(col, type=kind) for col, kind in zip(columns, _sweep_arrow_types(), strict=True)],
-                                     names=_SWEEP_COLUMNS)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array(col, type=kind) for col, kind in zip(columns, _sweep_arrow_types(), strict=True)],
+        names=_SWEEP_COLUMNS,
+    )
 
 
 _SWEEP_COLUMNS = ["rowType", "bundle", "cycle", "brokerId", *BUNDLE_STATE_FIELDS, "lastCycle"]
@@ -127,9 +132,13 @@ def _cycles(cycle_records: DataFrame) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    unique = cycle_records.select("timestamp", "brokerId", "removed").dropDuplicates(["timestamp", "brokerId"])
+    unique = cycle_records.select("timestamp", "brokerId", "removed").dropDuplicates(
+        ["timestamp", "brokerId"]
+    )
     ordered = unique.withColumn("cycle", F.row_number().over(Window.orderBy("timestamp", "brokerId")) - 1)
-    return ordered.withColumn("nextCycle", F.lead("cycle").over(Window.partitionBy("brokerId").orderBy("cycle")))
+    return ordered.withColumn(
+        "nextCycle", F.lead("cycle").over(Window.partitionBy("brokerId").orderBy("cycle"))
+    )
 
 
 def compute_load_data(
@@ -170,14 +179,35 @@ def compute_load_data(
     history = (
         swept.where(F.col("rowType") == "sample")
         .join(times, "cycle")
-        .select("timestamp", F.to_date(F.timestamp_millis("timestamp")).alias("date"), "cycle", "brokerId", "bundle", namespace, *state)
+        .select(
+            "timestamp",
+            F.to_date(F.timestamp_millis("timestamp")).alias("date"),
+            "cycle",
+            "brokerId",
+            "bundle",
+            namespace,
+            *state,
+        )
     )
-    active = contributions.where(F.col("latest")).select("bundle").distinct().withColumn("active", F.lit(True))
+    active = (
+        contributions.where(F.col("latest")).select("bundle").distinct().withColumn("active", F.lit(True))
+    )
     final = (
         swept.where(F.col("rowType") == "final")
-        .join(times.withColumnRenamed("cycle", "lastCycle").withColumnRenamed("timestamp", "lastTimestamp"), "lastCycle", "left")
+        .join(
+            times.withColumnRenamed("cycle", "lastCycle").withColumnRenamed("timestamp", "lastTimestamp"),
+            "lastCycle",
+            "left",
+        )
         .join(active, "bundle", "left")
-        .select("bundle", namespace, *state, "lastCycle", "lastTimestamp", F.coalesce(F.col("active"), F.lit(False)).alias("active"))
+        .select(
+            "bundle",
+            namespace,
+            *state,
+            "lastCycle",
+            "lastTimestamp",
+            F.coalesce(F.col("active"), F.lit(False)).alias("active"),
+        )
     )
 
     def sums(prefix_map: dict[str, str]) -> list:
@@ -185,12 +215,18 @@ def compute_load_data(
 
     average_of = {name: name for name in BROKER_AVERAGE_FIELDS}
     zero = [F.coalesce(F.col(name), F.lit(0.0)).alias(name) for name in BROKER_AVERAGE_FIELDS]
-    per_report = history.groupBy("brokerId", "cycle").agg(*sums(average_of), F.count(F.lit(1)).alias("numBundles"))
+    per_report = history.groupBy("brokerId", "cycle").agg(
+        *sums(average_of), F.count(F.lit(1)).alias("numBundles")
+    )
     broker_history = (
         reports.select("brokerId", "cycle", "timestamp")
         .join(per_report, ["brokerId", "cycle"], "left")
         .select(
-            "timestamp", F.to_date(F.timestamp_millis("timestamp")).alias("date"), "cycle", "brokerId", *zero,
+            "timestamp",
+            F.to_date(F.timestamp_millis("timestamp")).alias("date"),
+            "cycle",
+            "brokerId",
+            *zero,
             F.coalesce(F.col("numBundles"), F.lit(0)).alias("numBundles"),
         )
     )
@@ -204,12 +240,16 @@ def compute_load_data(
         reports.where(F.col("nextCycle").isNull())
         .select("brokerId", F.col("timestamp").alias("lastReport"))
         .join(per_broker, "brokerId", "left")
-        .select("brokerId", *zero, F.coalesce(F.col("numBundles"), F.lit(0)).alias("numBundles"), "lastReport")
+        .select(
+            "brokerId", *zero, F.coalesce(F.col("numBundles"), F.lit(0)).alias("numBundles"), "lastReport"
+        )
     )
     return LoadDataFrames(final, history, broker_final, broker_history, total)
 
 
-def bundle_samples_from_topics(spark: SparkSession, topic_samples: DataFrame, layouts: DataFrame | None) -> tuple[DataFrame, DataFrame, DataFrame]:
+def bundle_samples_from_topics(
+    spark: SparkSession, topic_samples: DataFrame, layouts: DataFrame | None
+) -> tuple[DataFrame, DataFrame, DataFrame]:
     """``(cycle_records, bundle_samples, unmapped)`` from topic samples (see the module docstring)."""
     from pyspark.sql import functions as F
 
@@ -228,10 +268,17 @@ def bundle_samples_from_topics(spark: SparkSession, topic_samples: DataFrame, la
     # Summed first per (timestamp, broker, namespace, looked-up range, recorded bundle) -- numeric
     # keys, so the bundle's name is built once per group instead of once per sample -- then per
     # (timestamp, broker, bundle) on that small result.
-    sums = ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "consumerCount", "producerCount")
-    ranges = mapped.groupBy("timestamp", "broker", "namespace", "bundleLower", "bundleUpper", "recordedBundle").agg(
-        *(F.sum(name).alias(name) for name in sums), F.count(F.lit(1)).alias("topics")
+    sums = (
+        "msgRateIn",
+        "msgThroughputIn",
+        "msgRateOut",
+        "msgThroughputOut",
+        "consumerCount",
+        "producerCount",
     )
+    ranges = mapped.groupBy(
+        "timestamp", "broker", "namespace", "bundleLower", "bundleUpper", "recordedBundle"
+    ).agg(*(F.sum(name).alias(name) for name in sums), F.count(F.lit(1)).alias("topics"))
     computed, recorded = bundle_name_from_range(), F.col("recordedBundle")
     mismatch = computed.isNotNull() & recorded.isNotNull() & (computed != recorded)
     groups = (
@@ -333,7 +380,9 @@ def load_data(
     frames = compute_load_data(spark, cycle_records, bundle_samples, cycles=cycles)
     counts["cycles"] = frames.cycles
     counts["bundles"] = _write_counted(frames.bundle_load_data, out.table("bundle_load_data"))
-    counts["bundleSamples"] = _write_counted(frames.bundle_load_history, out.table("bundle_load_history"), "date")
+    counts["bundleSamples"] = _write_counted(
+        frames.bundle_load_history, out.table("bundle_load_history"), "date"
+    )
     counts["brokers"] = _write_counted(frames.broker_time_average, out.table("broker_time_average"))
     _write_counted(frames.broker_time_average_history, out.table("broker_time_average_history"), "date")
     if unmapped is not None:
@@ -365,16 +414,26 @@ def load_data_json(spark: SparkSession, result: LoadDataResult) -> dict[str, Any
     bundles: dict[str, Any] = {}
     for row in result.table(spark, "bundle_load_data").collect():
         short = TimeAverageMessageData(
-            NUM_SHORT_SAMPLES, row["shortTermSamples"], row["shortTermMsgThroughputIn"],
-            row["shortTermMsgThroughputOut"], row["shortTermMsgRateIn"], row["shortTermMsgRateOut"],
+            NUM_SHORT_SAMPLES,
+            row["shortTermSamples"],
+            row["shortTermMsgThroughputIn"],
+            row["shortTermMsgThroughputOut"],
+            row["shortTermMsgRateIn"],
+            row["shortTermMsgRateOut"],
         )
         long_ = TimeAverageMessageData(
-            NUM_LONG_SAMPLES, row["longTermSamples"], row["longTermMsgThroughputIn"],
-            row["longTermMsgThroughputOut"], row["longTermMsgRateIn"], row["longTermMsgRateOut"],
+            NUM_LONG_SAMPLES,
+            row["longTermSamples"],
+            row["longTermMsgThroughputIn"],
+            row["longTermMsgThroughputOut"],
+            row["longTermMsgRateIn"],
+            row["longTermMsgRateOut"],
         )
         bundles[row["bundle"]] = BundleData(short, long_, row["topics"]).to_json()
     brokers = {
-        row["brokerId"]: TimeAverageBrokerData.from_json({name: row[name] for name in BROKER_AVERAGE_FIELDS}).to_json()
+        row["brokerId"]: TimeAverageBrokerData.from_json(
+            {name: row[name] for name in BROKER_AVERAGE_FIELDS}
+        ).to_json()
         for row in result.table(spark, "broker_time_average").collect()
     }
     return {"bundleData": dict(sorted(bundles.items())), "timeAverageData": dict(sorted(brokers.items()))}

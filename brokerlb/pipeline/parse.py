@@ -65,7 +65,9 @@ _MALFORMED = "malformed line: not a JSON object of the expected shape (bad JSON 
 
 
 def _parsed(lines: DataFrame, schema) -> DataFrame:  # type: ignore[no-untyped-def]
-    return lines.where(F.trim(F.col("value")) != "").withColumn("j", F.from_json("value", schema, _JSON_OPTIONS))
+    return lines.where(F.trim(F.col("value")) != "").withColumn(
+        "j", F.from_json("value", schema, _JSON_OPTIONS)
+    )
 
 
 def _common(rules: Rules, record: Callable[[str], Column] | None = None) -> None:
@@ -103,7 +105,9 @@ def _resource_rules(rules: Rules, local: Column, name: str) -> None:
     field = f"localData.{name}"
     rules.add(~finite(usage) & usage.isNotNull(), describe(f"{field}.usage", usage, "not a finite number"))
     rules.add(~finite(limit) & limit.isNotNull(), describe(f"{field}.limit", limit, "not a finite number"))
-    rules.add((limit > 0) & (usage < 0), describe(f"{field}.usage", usage, "negative usage of a measured resource"))
+    rules.add(
+        (limit > 0) & (usage < 0), describe(f"{field}.usage", usage, "negative usage of a measured resource")
+    )
     rules.add(
         (limit > 0) & float32_percent_overflows(F.coalesce(usage, F.lit(0.0)), limit),
         describe(f"{field}.usage", usage, "the float32 percentage overflows"),
@@ -125,7 +129,10 @@ def _first_bad_stats(stats: Column) -> Column:
 def _stats_rules(rules: Rules, entry: Column) -> None:
     """Rules on the entry :func:`_first_bad_stats` found (materialised as a column)."""
     key, v = entry["key"], entry["value"]
-    rules.add(entry.isNotNull() & v.isNull(), F.format_string("localData.lastStats[%s] = null: expected a JSON object", key))
+    rules.add(
+        entry.isNotNull() & v.isNull(),
+        F.format_string("localData.lastStats[%s] = null: expected a JSON object", key),
+    )
     for name in STATS_RATE_FIELDS:
         field = F.format_string(f"localData.lastStats[%s].{name}", key)
         rules.add(~rate_ok(v[name]), describe(field, v[name], "not a finite non-negative number"))
@@ -142,14 +149,21 @@ def parse_broker_samples(lines: DataFrame) -> DataFrame:
     local = j["localData"]
     rules = Rules()
     _common(rules)
-    rules.add(j["brokerId"].isNull() | (j["brokerId"] == ""), describe("brokerId", j["brokerId"], "expected a non-empty string"))
+    rules.add(
+        j["brokerId"].isNull() | (j["brokerId"] == ""),
+        describe("brokerId", j["brokerId"], "expected a non-empty string"),
+    )
     rules.add(
         local.isNull() & ~F.col("value").rlike(r'"localData"\s*:'),
         "localData: missing (use null for a removed broker)",
     )
     rules.add(
         (local["loadReportType"] == "LoadReport") | local["underLoaded"].isNotNull(),
-        describe("localData.loadReportType", local["loadReportType"], "a SimpleLoadManagerImpl LoadReport, not a LocalBrokerData document"),
+        describe(
+            "localData.loadReportType",
+            local["loadReportType"],
+            "a SimpleLoadManagerImpl LoadReport, not a LocalBrokerData document",
+        ),
     )
     for name in RESOURCE_FIELDS:
         _resource_rules(rules, local, name)
@@ -160,7 +174,10 @@ def parse_broker_samples(lines: DataFrame) -> DataFrame:
     for name in COUNT_FIELDS:
         check_count(rules, local[name], f"localData.{name}")
     for name in ("bundles", "lastBundleGains", "lastBundleLosses"):
-        rules.add(F.exists(local[name], lambda x: x.isNull()), describe(f"localData.{name}", F.to_json(local[name]), "expected a list of bundle names"))
+        rules.add(
+            F.exists(local[name], lambda x: x.isNull()),
+            describe(f"localData.{name}", F.to_json(local[name]), "expected a list of bundle names"),
+        )
     check_count(rules, local["startTimestamp"], "localData.startTimestamp")
     return df.withColumn("reason", rules.reason())
 
@@ -303,14 +320,22 @@ def _check_topic_samples(df: DataFrame) -> DataFrame:
     ns, lo, hi = F.col("namespace"), F.col("_bundleLower"), F.col("_bundleUpper")
     rules = Rules()
     _common(rules, rec)
-    rules.add(rec("broker").isNull() | (rec("broker") == ""), describe("broker", rec("broker"), "expected a non-empty string"))
+    rules.add(
+        rec("broker").isNull() | (rec("broker") == ""),
+        describe("broker", rec("broker"), "expected a non-empty string"),
+    )
     rules.add(topic.isNull(), describe("topic", topic, "missing"))
-    rules.add(ns.isNull(), describe("topic", topic, "not a full topic name (domain://tenant/namespace/topic)"))
+    rules.add(
+        ns.isNull(), describe("topic", topic, "not a full topic name (domain://tenant/namespace/topic)")
+    )
     rules.add(
         bundle.isNotNull() & (~bundle.rlike(_BUNDLE_NAME) | lo.isNull() | hi.isNull() | (lo >= hi)),
         describe("bundle", bundle, "expected <tenant>/<namespace>/0x…_0x…"),
     )
-    rules.add(bundle.isNotNull() & (F.col("_bundleNs") != ns), describe("bundle", bundle, "not a bundle of the topic's namespace"))
+    rules.add(
+        bundle.isNotNull() & (F.col("_bundleNs") != ns),
+        describe("bundle", bundle, "not a bundle of the topic's namespace"),
+    )
     rules.add(
         bundle.isNotNull() & ~_in_range(F.col("topicHash"), lo, hi),
         describe("bundle", bundle, "the topic does not hash into this range"),
@@ -334,7 +359,9 @@ def topic_sample_rows(parsed: DataFrame) -> DataFrame:
         rec("topic").alias("topic"),
         "namespace",
         "topicHash",
-        F.when(rec("bundle").isNotNull(), F.concat_ws("/", F.col("namespace"), bundle_range_name(lo, hi))).alias("bundle"),
+        F.when(
+            rec("bundle").isNotNull(), F.concat_ws("/", F.col("namespace"), bundle_range_name(lo, hi))
+        ).alias("bundle"),
         *[F.coalesce(rec(name), F.lit(0.0)).alias(name) for name in TOPIC_RATE_FIELDS],
         *[F.coalesce(as_long(rec(name)), F.lit(0)).alias(name) for name in TOPIC_COUNT_FIELDS],
     )
@@ -348,9 +375,14 @@ def parse_bundle_boundaries(lines: DataFrame) -> DataFrame:
     df = _parsed(lines, BUNDLE_BOUNDARIES_RAW)
     j = F.col("j")
     decoded = F.transform(j["boundaries"], decode_long)
-    df = df.withColumn("_decoded", decoded).withColumn("bounds", F.array_sort(F.array_distinct(F.col("_decoded"))))
+    df = df.withColumn("_decoded", decoded).withColumn(
+        "bounds", F.array_sort(F.array_distinct(F.col("_decoded")))
+    )
     raw_bad = F.try_element_at(
-        F.filter(F.arrays_zip(j["boundaries"].alias("raw"), F.col("_decoded").alias("v")), lambda e: e["v"].isNull()),
+        F.filter(
+            F.arrays_zip(j["boundaries"].alias("raw"), F.col("_decoded").alias("v")),
+            lambda e: e["v"].isNull(),
+        ),
         F.lit(1),
     )["raw"]
     bounds = F.col("bounds")
@@ -359,18 +391,35 @@ def parse_bundle_boundaries(lines: DataFrame) -> DataFrame:
     _common(rules)
     rules.add(
         j["namespace"].isNull() | ~j["namespace"].rlike(NAMESPACE_PATTERN),
-        describe("namespace", j["namespace"], "expected <tenant>/<namespace> or <tenant>/<cluster>/<namespace>"),
+        describe(
+            "namespace", j["namespace"], "expected <tenant>/<namespace> or <tenant>/<cluster>/<namespace>"
+        ),
     )
     rules.add(j["boundaries"].isNull(), describe("boundaries", j["boundaries"], "missing"))
-    rules.add(F.exists(j["boundaries"], lambda x: x.isNull()), describe("boundaries", F.to_json(j["boundaries"]), "null boundary"))
-    rules.add(raw_bad.isNotNull(), describe("boundaries", raw_bad, "not a number in [0x00000000, 0xffffffff]"))
-    rules.add(F.size(bounds) < 2, describe("boundaries", F.to_json(j["boundaries"]), "at least two boundaries are needed"))
+    rules.add(
+        F.exists(j["boundaries"], lambda x: x.isNull()),
+        describe("boundaries", F.to_json(j["boundaries"]), "null boundary"),
+    )
+    rules.add(
+        raw_bad.isNotNull(), describe("boundaries", raw_bad, "not a number in [0x00000000, 0xffffffff]")
+    )
+    rules.add(
+        F.size(bounds) < 2,
+        describe("boundaries", F.to_json(j["boundaries"]), "at least two boundaries are needed"),
+    )
     rules.add(
         (F.try_element_at(bounds, F.lit(1)) != 0) | (F.try_element_at(bounds, F.lit(-1)) != 0xFFFFFFFF),
-        describe("boundaries", F.to_json(j["boundaries"]), "do not cover the whole hash range 0x00000000..0xffffffff"),
+        describe(
+            "boundaries",
+            F.to_json(j["boundaries"]),
+            "do not cover the whole hash range 0x00000000..0xffffffff",
+        ),
     )
     check_count(rules, num, "numBundles")
-    rules.add(num.isNotNull() & (num != F.size(bounds) - 1), describe("numBundles", num, "does not match the boundaries"))
+    rules.add(
+        num.isNotNull() & (num != F.size(bounds) - 1),
+        describe("numBundles", num, "does not match the boundaries"),
+    )
     return df.withColumn("reason", rules.reason())
 
 

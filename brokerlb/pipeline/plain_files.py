@@ -40,7 +40,7 @@ def local_path(uri: str) -> str | None:
         return uri
     parsed = urlparse(uri)
     if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
-        return uri[len("file:"):].removeprefix("//localhost").removeprefix("//")
+        return uri[len("file:") :].removeprefix("//localhost").removeprefix("//")
     return None
 
 
@@ -64,5 +64,7 @@ def split_plain_files(uris: Iterable[str], threads: int = 4) -> tuple[list[str],
     uris = list(uris)
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(uris)))) as pool:
         verdicts = list(pool.map(is_plain_json_lines, uris))
-    return ([u for u, ok in zip(uris, verdicts, strict=True) if ok],
-            [u for u, ok in zip(uris, verdicts, strict=True) if not ok])
+    return (
+        [u for u, ok in zip(uris, verdicts, strict=True) if ok],
+        [u for u, ok in zip(uris, verdicts, strict=True) if not ok],
+    )

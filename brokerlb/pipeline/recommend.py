@@ -70,8 +70,11 @@ def _planner(layouts: dict[str, tuple[int, ...]], limits: BundleLimits, options:
 
         namespace = key[0]
         topics = TopicLoads.of(
-            frame["topicHash"].to_numpy(), frame["msgRate"].to_numpy(), frame["msgThroughput"].to_numpy(),
-            frame["sessions"].to_numpy(), frame["topic"].tolist(),
+            frame["topicHash"].to_numpy(),
+            frame["msgRate"].to_numpy(),
+            frame["msgThroughput"].to_numpy(),
+            frame["sessions"].to_numpy(),
+            frame["topic"].tolist(),
         )
         plan = plan_namespace(namespace, layouts[namespace], topics, limits, options)
         doc = {
@@ -115,8 +118,12 @@ def recommend(
     loads = topic_loads(window, statistic).persist()
     index = boundary_index(wh.read_optional(spark, "bundle_boundaries"), until=until)
     layouts = {ns: v.boundaries for ns, v in index.latest(until).items()}
-    namespaces = {r["namespace"]: (r["topics"], r["samples"]) for r in
-                  loads.groupBy("namespace").agg(F.count(F.lit(1)).alias("topics"), F.sum("samples").alias("samples")).collect()}
+    namespaces = {
+        r["namespace"]: (r["topics"], r["samples"])
+        for r in loads.groupBy("namespace")
+        .agg(F.count(F.lit(1)).alias("topics"), F.sum("samples").alias("samples"))
+        .collect()
+    }
     advice: list[dict[str, Any]] = []
     splits: list[SplitOp] = []
     merges: list[MergeOp] = []
@@ -135,8 +142,13 @@ def recommend(
             merges.extend(op for op in plan.operations if isinstance(op, MergeOp))
             advice.append(doc["advice"])
     for ns in sorted(set(namespaces) - set(layouts)):
-        advice.append({"namespace": ns, "notes": ["no bundle-boundaries record at or before the window's end: left alone"],
-                       "load": {"topics": namespaces[ns][0]}})
+        advice.append(
+            {
+                "namespace": ns,
+                "notes": ["no bundle-boundaries record at or before the window's end: left alone"],
+                "load": {"topics": namespaces[ns][0]},
+            }
+        )
     loads.unpersist()
     source = {
         "job": "recommend",
@@ -148,5 +160,9 @@ def recommend(
         "limits": limits.to_json(),
         "options": options.to_json(),
     }
-    return Plan(tuple(splits) + tuple(merges), created_at if created_at is not None else int(time.time() * 1000),
-                source, advice)
+    return Plan(
+        tuple(splits) + tuple(merges),
+        created_at if created_at is not None else int(time.time() * 1000),
+        source,
+        advice,
+    )

@@ -44,7 +44,9 @@ TOPIC_PATTERN = (
     rf"({NAMED_ENTITY}/{NAMED_ENTITY}/{NAMED_ENTITY}(?=/.)|{NAMED_ENTITY}/{NAMED_ENTITY}(?=/[^/]+$))/"
 )
 FLOAT32_MAX = 3.4028234663852886e38
-_FLOAT32_MIN_ROUNDING_UP = 7.006492321624085e-46  # half the smallest float32 subnormal: below it, (float) x == 0
+_FLOAT32_MIN_ROUNDING_UP = (
+    7.006492321624085e-46  # half the smallest float32 subnormal: below it, (float) x == 0
+)
 _INTEGRAL_MAX = float(2**53)
 
 

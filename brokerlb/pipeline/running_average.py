@@ -133,7 +133,9 @@ class BundleState:
 
 @dataclass(slots=True)
 class SweepResult:
-    after_start: list[tuple]  #: per contribution (input order): :meth:`BundleState.snapshot` after its first cycle
+    after_start: list[
+        tuple
+    ]  #: per contribution (input order): :meth:`BundleState.snapshot` after its first cycle
     final: tuple  #: :meth:`BundleState.snapshot` after the last cycle
 
 

@@ -60,42 +60,62 @@ NAMESPACE_BUNDLE_STATS = T.StructType(_fields(STATS_RATE_FIELDS + STATS_COUNT_FI
 
 LOCAL_BROKER_DATA = T.StructType(
     _fields(("webServiceUrl", "webServiceUrlTls", "pulsarServiceUrl", "pulsarServiceUrlTls"), S)
-    + [T.StructField("persistentTopicsEnabled", T.BooleanType()),
-       T.StructField("nonPersistentTopicsEnabled", T.BooleanType())]
+    + [
+        T.StructField("persistentTopicsEnabled", T.BooleanType()),
+        T.StructField("nonPersistentTopicsEnabled", T.BooleanType()),
+    ]
     + [T.StructField(name, RESOURCE_USAGE) for name in RESOURCE_FIELDS]
     + _fields(TOTAL_FIELDS, D)
-    + [T.StructField("lastUpdate", D),
-       T.StructField("lastStats", T.MapType(S, NAMESPACE_BUNDLE_STATS))]
+    + [T.StructField("lastUpdate", D), T.StructField("lastStats", T.MapType(S, NAMESPACE_BUNDLE_STATS))]
     + _fields(COUNT_FIELDS, D)
     + [T.StructField(name, T.ArrayType(S)) for name in ("bundles", "lastBundleGains", "lastBundleLosses")]
     + _fields(("brokerVersionString", "loadManagerClassName"), S)
-    + [T.StructField("startTimestamp", D),
-       T.StructField("loadReportType", S),
-       T.StructField("underLoaded", S)]
+    + [
+        T.StructField("startTimestamp", D),
+        T.StructField("loadReportType", S),
+        T.StructField("underLoaded", S),
+    ]
 )
 
 #: ``{"timestamp", "brokerId", "localData": LocalBrokerData | null}``
 BROKER_SAMPLE_RAW = T.StructType(
-    [T.StructField("timestamp", D), T.StructField("brokerId", S), T.StructField("localData", LOCAL_BROKER_DATA),
-     T.StructField(CORRUPT, S)]
+    [
+        T.StructField("timestamp", D),
+        T.StructField("brokerId", S),
+        T.StructField("localData", LOCAL_BROKER_DATA),
+        T.StructField(CORRUPT, S),
+    ]
 )
 
 #: ``{"timestamp", "broker", "topic", "bundle", <broker-stats/topics values>}``
 TOPIC_SAMPLE_RAW = T.StructType(
-    [T.StructField("timestamp", D), T.StructField("broker", S), T.StructField("topic", S),
-     T.StructField("bundle", S)]
+    [
+        T.StructField("timestamp", D),
+        T.StructField("broker", S),
+        T.StructField("topic", S),
+        T.StructField("bundle", S),
+    ]
     + _fields(TOPIC_RATE_FIELDS + TOPIC_COUNT_FIELDS, D)
     + [T.StructField(CORRUPT, S)]
 )
 
 #: ``{"timestamp", "namespace", "boundaries": ["0x…", ...], "numBundles"}``
 BUNDLE_BOUNDARIES_RAW = T.StructType(
-    [T.StructField("timestamp", D), T.StructField("namespace", S), T.StructField("boundaries", T.ArrayType(S)),
-     T.StructField("numBundles", D), T.StructField(CORRUPT, S)]
+    [
+        T.StructField("timestamp", D),
+        T.StructField("namespace", S),
+        T.StructField("boundaries", T.ArrayType(S)),
+        T.StructField("numBundles", D),
+        T.StructField(CORRUPT, S),
+    ]
 )
 
 #: Rows of the reject table (partitioned by ``kind`` and ``ingestBatch``).
 REJECT_TABLE = T.StructType(
-    [T.StructField("reason", S), T.StructField("line", S), T.StructField("file", S),
-     T.StructField("ingestedAt", T.LongType())]
+    [
+        T.StructField("reason", S),
+        T.StructField("line", S),
+        T.StructField("file", S),
+        T.StructField("ingestedAt", T.LongType()),
+    ]
 )

@@ -76,7 +76,6 @@ def assign_bundles(spark: SparkSession, samples: DataFrame, index: BoundaryIndex
     ``bundle``, ``bundleSource`` and ``bundleMismatch`` (see the module docstring)."""
     from pyspark.sql import functions as F
 
-
     if "topicHash" not in samples.columns:
         samples = samples.withColumn("topicHash", F.crc32(F.col("topic")))
     samples = samples.withColumnRenamed("bundle", "recordedBundle")
@@ -102,15 +101,18 @@ def assign_bundles(spark: SparkSession, samples: DataFrame, index: BoundaryIndex
             & (F.col("s.topicHash") >= F.col("r.bundleLower"))
             & (F.col("s.topicHash") < F.col("r.upperExclusive"))
         )
-        mapped = versioned.join(F.broadcast(r), in_range, "left").select(
-            "s.*", F.col("r.bundleLower"), F.col("r.bundleUpper")
-        ).drop("bucket")
+        mapped = (
+            versioned.join(F.broadcast(r), in_range, "left")
+            .select("s.*", F.col("r.bundleLower"), F.col("r.bundleUpper"))
+            .drop("bucket")
+        )
     computed = bundle_name_from_range()
     recorded = F.col("recordedBundle")
     return (
         mapped.withColumn("bundle", F.coalesce(computed, recorded))
         .withColumn(
-            "bundleSource", F.when(computed.isNotNull(), F.lit("layout")).when(recorded.isNotNull(), F.lit("recorded"))
+            "bundleSource",
+            F.when(computed.isNotNull(), F.lit("layout")).when(recorded.isNotNull(), F.lit("recorded")),
         )
         .withColumn("bundleMismatch", computed.isNotNull() & recorded.isNotNull() & (computed != recorded))
     )

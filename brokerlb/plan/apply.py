@@ -55,7 +55,12 @@ class OpResult:
         return self.status in (APPLIED, UNCHANGED, PLANNED)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"index": self.index, "op": self.op, "target": self.target, "status": self.status}
+        out: dict[str, Any] = {
+            "index": self.index,
+            "op": self.op,
+            "target": self.target,
+            "status": self.status,
+        }
         if self.detail:
             out["detail"] = self.detail
         if self.http_status is not None:
@@ -75,7 +80,12 @@ class ApplyReport:
         return all(r.ok for r in self.results)
 
     def to_json(self) -> dict[str, Any]:
-        return {"url": self.url, "dryRun": self.dry_run, "ok": self.ok, "results": [r.to_json() for r in self.results]}
+        return {
+            "url": self.url,
+            "dryRun": self.dry_run,
+            "ok": self.ok,
+            "results": [r.to_json() for r in self.results],
+        }
 
 
 def namespace_path(namespace: str) -> str:
@@ -112,7 +122,9 @@ class _Admin:
         self.base = base_url.rstrip("/") + "/"
         self.log = log
 
-    def request(self, method: str, path: str, *, params: dict[str, str] | None = None, json: Any = None) -> httpx.Response:
+    def request(
+        self, method: str, path: str, *, params: dict[str, str] | None = None, json: Any = None
+    ) -> httpx.Response:
         import httpx
 
         url = urljoin(self.base, path.lstrip("/"))
@@ -132,7 +144,11 @@ class _Admin:
     def checked(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         response = self.request(method, path, **kwargs)
         if not 200 <= response.status_code < 300:
-            raise _OpFailed(FAILED, f"{method} {path}: HTTP {response.status_code}: {_reason(response)}", response.status_code)
+            raise _OpFailed(
+                FAILED,
+                f"{method} {path}: HTTP {response.status_code}: {_reason(response)}",
+                response.status_code,
+            )
         return response
 
     def layout(self, namespace: str) -> NamespaceBundles:
@@ -140,7 +156,9 @@ class _Admin:
         try:
             return NamespaceBundles.from_json(namespace, data)
         except InvalidInputError as exc:
-            raise _OpFailed(FAILED, f"GET {namespace_path(namespace)}/bundles: unusable BundlesData: {exc}") from exc
+            raise _OpFailed(
+                FAILED, f"GET {namespace_path(namespace)}/bundles: unusable BundlesData: {exc}"
+            ) from exc
 
 
 def _target(op: PlanOp) -> str:
@@ -162,7 +180,9 @@ def _run(admin: _Admin, op: PlanOp, verify: bool) -> tuple[str, str]:
     wanted = (op.bundle,) if isinstance(op, SplitOp) else op.bundles
     before = admin.layout(op.namespace) if verify else None
     if before is not None and (missing := _stale(before, wanted)):
-        raise _OpFailed(SKIPPED, f"stale plan: {', '.join(missing)} not in the current layout of {op.namespace}")
+        raise _OpFailed(
+            SKIPPED, f"stale plan: {', '.join(missing)} not in the current layout of {op.namespace}"
+        )
     if isinstance(op, SplitOp):
         params = {"unload": str(op.unload).lower(), "splitAlgorithmName": SPECIFIED_POSITIONS_DIVIDE}
         admin.checked("PUT", f"{base}/{op.bundle}/split", params=params, json=list(op.boundaries))
@@ -201,7 +221,9 @@ def apply_plan(
         raise InvalidInputError(f"Invalid admin URL {url!r}: expected http://host:port or https://...")
     report = ApplyReport(url, dry_run=dry_run)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    with httpx.Client(headers=headers, timeout=timeout, follow_redirects=False, transport=transport) as client:
+    with httpx.Client(
+        headers=headers, timeout=timeout, follow_redirects=False, transport=transport
+    ) as client:
         for index, op in enumerate(plan.operations):
             result = OpResult(index, op.op, _target(op), PLANNED)
             if dry_run:
@@ -223,9 +245,11 @@ def _planned_requests(op: PlanOp) -> list[str]:
     base = namespace_path(op.namespace)
     if isinstance(op, SplitOp):
         bounds = ", ".join(str(b) for b in op.boundaries)
-        return [f"PUT {base}/{op.bundle}/split?unload={str(op.unload).lower()}"
-                f"&splitAlgorithmName={SPECIFIED_POSITIONS_DIVIDE} [{bounds}]"]
+        return [
+            f"PUT {base}/{op.bundle}/split?unload={str(op.unload).lower()}"
+            f"&splitAlgorithmName={SPECIFIED_POSITIONS_DIVIDE} [{bounds}]"
+        ]
     if isinstance(op, MergeOp):
-        return [f"PUT {base}/merge {{\"bundles\": {list(op.bundles)}}}"]
+        return [f'PUT {base}/merge {{"bundles": {list(op.bundles)}}}']
     suffix = f"?destinationBroker={op.destination_broker}" if op.destination_broker else ""
     return [f"PUT {base}/{op.bundle}/unload{suffix}"]

@@ -199,8 +199,7 @@ def _op_from_json(data: Any, index: int) -> PlanOp:
             unload = data.get("unload", False)
             if not isinstance(unload, bool):
                 raise InvalidPlanError(f"{where}.unload: expected true or false")
-            return SplitOp(namespace, bundle, tuple(boundaries), unload, reason,
-                           data.get("expected"))
+            return SplitOp(namespace, bundle, tuple(boundaries), unload, reason, data.get("expected"))
         if op == "merge":
             bundles = data.get("bundles")
             if not isinstance(bundles, list):
@@ -246,7 +245,9 @@ class Plan:
         if data.get("kind", PLAN_KIND) != PLAN_KIND:
             raise InvalidPlanError(f"kind: expected {PLAN_KIND!r}, got {data.get('kind')!r}")
         if data.get("version", PLAN_VERSION) != PLAN_VERSION:
-            raise InvalidPlanError(f"version: this brokerlb reads plan version {PLAN_VERSION}, got {data.get('version')!r}")
+            raise InvalidPlanError(
+                f"version: this brokerlb reads plan version {PLAN_VERSION}, got {data.get('version')!r}"
+            )
         ops = data.get("operations", [])
         if not isinstance(ops, list):
             raise InvalidPlanError("operations: expected a list")
@@ -257,7 +258,9 @@ class Plan:
         advice = data.get("advice", [])
         if not isinstance(source, Mapping) or not isinstance(advice, list):
             raise InvalidPlanError("source must be an object and advice a list")
-        return cls(tuple(_op_from_json(op, i) for i, op in enumerate(ops)), created, dict(source), list(advice))
+        return cls(
+            tuple(_op_from_json(op, i) for i, op in enumerate(ops)), created, dict(source), list(advice)
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Plan:
@@ -285,7 +288,11 @@ class Plan:
             if current is None:
                 raise InvalidPlanError(f"operations[{i}]: no layout for namespace {op.namespace}")
             try:
-                out[op.namespace] = current.split(op.bundle, op.boundaries) if isinstance(op, SplitOp) else current.merge(op.bundles)
+                out[op.namespace] = (
+                    current.split(op.bundle, op.boundaries)
+                    if isinstance(op, SplitOp)
+                    else current.merge(op.bundles)
+                )
             except InvalidInputError as exc:
                 raise InvalidPlanError(f"operations[{i}] ({op.op}): {exc}") from exc
             except Exception as exc:  # BundleNotFoundError

@@ -107,13 +107,19 @@ def parse_range(range_str: str) -> tuple[int, int]:
     except InvalidBundlesError as exc:
         raise InvalidBundleRangeError(f"Invalid bundle range '{range_str}': {exc}") from exc
     if lower >= upper:
-        raise InvalidBundleRangeError(f"Invalid bundle range '{range_str}': lower bound is not below upper bound")
+        raise InvalidBundleRangeError(
+            f"Invalid bundle range '{range_str}': lower bound is not below upper bound"
+        )
     return lower, upper
 
 
 def validate_num_bundles(num_bundles: object) -> int:
     """``num_bundles`` if it is an int in ``(0, 2**32]``, else :class:`InvalidBundlesError` (HTTP 400)."""
-    if isinstance(num_bundles, bool) or not isinstance(num_bundles, int) or not 0 < num_bundles <= MAX_BUNDLES:
+    if (
+        isinstance(num_bundles, bool)
+        or not isinstance(num_bundles, int)
+        or not 0 < num_bundles <= MAX_BUNDLES
+    ):
         raise InvalidBundlesError(
             f"Invalid number of bundles {num_bundles!r}. Number of bundles has to be in the range of (0, 2^32]."
         )
@@ -144,7 +150,9 @@ class NamespaceBundle:
     def parse(cls, name: str) -> NamespaceBundle:
         """``"tenant/ns/0x00000000_0x40000000"`` → a bundle (the namespace is before the last ``/``)."""
         if not isinstance(name, str) or "/" not in name:
-            raise InvalidBundleRangeError(f"Invalid bundle name '{name}': expected <tenant>/<namespace>/<range>")
+            raise InvalidBundleRangeError(
+                f"Invalid bundle name '{name}': expected <tenant>/<namespace>/<range>"
+            )
         ns, _, rng = name.rpartition("/")
         lower, upper = parse_range(rng)
         return cls(NamespaceName.parse(ns), lower, upper)
@@ -208,7 +216,9 @@ class NamespaceBundles:
         return cls(namespace, equal_boundaries(num_bundles))
 
     @classmethod
-    def from_boundaries(cls, namespace: NamespaceName | str, boundaries: Iterable[int | str]) -> NamespaceBundles:
+    def from_boundaries(
+        cls, namespace: NamespaceName | str, boundaries: Iterable[int | str]
+    ) -> NamespaceBundles:
         """Boundaries as ints or ``"0x…"`` strings; sorted and de-duplicated as Pulsar does.
 
         The first must be ``0x00000000`` and the last ``0xffffffff``.

@@ -246,7 +246,9 @@ def get_split_algorithm(
     return _ALGORITHMS[name]
 
 
-def resolve_split_algorithm(name: str | None, default: str = RANGE_EQUALLY_DIVIDE) -> NamespaceBundleSplitAlgorithm:
+def resolve_split_algorithm(
+    name: str | None, default: str = RANGE_EQUALLY_DIVIDE
+) -> NamespaceBundleSplitAlgorithm:
     """Pulsar's lenient ``getNamespaceBundleSplitAlgorithmByName``.
 
     Exact name → that algorithm; ``None`` or unknown → ``default``; an unknown

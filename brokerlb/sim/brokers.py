@@ -72,8 +72,11 @@ class BundleTraffic:
             values = getattr(self, name)
             bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
             if len(bad):
-                raise InvalidLoadDataError(f"bundle {int(bad[0])}: {name} = {values[bad[0]]!r}",
-                                           field=name, value=float(values[bad[0]]))
+                raise InvalidLoadDataError(
+                    f"bundle {int(bad[0])}: {name} = {values[bad[0]]!r}",
+                    field=name,
+                    value=float(values[bad[0]]),
+                )
         for name in ("producers", "consumers", "topics"):
             if (getattr(self, name) < 0).any():
                 raise InvalidLoadDataError(f"negative {name}", field=name)
@@ -97,12 +100,18 @@ class BundleTraffic:
         report holds every bundle of its broker)."""
         new, put = object.__new__, object.__setattr__
         out: dict[str, NamespaceBundleStats] = {}
-        columns = (self.msg_rate_in[bundles].tolist(), self.msg_throughput_in[bundles].tolist(),
-                   self.msg_rate_out[bundles].tolist(), self.msg_throughput_out[bundles].tolist(),
-                   self.consumers[bundles].tolist(), self.producers[bundles].tolist(),
-                   self.topics[bundles].tolist())
+        columns = (
+            self.msg_rate_in[bundles].tolist(),
+            self.msg_throughput_in[bundles].tolist(),
+            self.msg_rate_out[bundles].tolist(),
+            self.msg_throughput_out[bundles].tolist(),
+            self.consumers[bundles].tolist(),
+            self.producers[bundles].tolist(),
+            self.topics[bundles].tolist(),
+        )
         for b, rate_in, tput_in, rate_out, tput_out, consumers, producers, topics in zip(
-                bundles.tolist(), *columns, strict=True):
+            bundles.tolist(), *columns, strict=True
+        ):
             sample = new(NamespaceBundleStats)
             put(sample, "msg_rate_in", rate_in)
             put(sample, "msg_throughput_in", tput_in)
@@ -209,8 +218,16 @@ class ReportWriter:
         ]
         return np.maximum.reduce(percents).astype(float) / 100
 
-    def candidates(self, now_ms: int, up: np.ndarray, current_max: np.ndarray, rate: np.ndarray,
-                   tput: np.ndarray, bundles: np.ndarray, conf: ServiceConfig) -> np.ndarray:
+    def candidates(
+        self,
+        now_ms: int,
+        up: np.ndarray,
+        current_max: np.ndarray,
+        rate: np.ndarray,
+        tput: np.ndarray,
+        bundles: np.ndarray,
+        conf: ServiceConfig,
+    ) -> np.ndarray:
         """Indices of the live brokers the real rule must decide for (class docstring)."""
 
         def change(old: np.ndarray, new: np.ndarray) -> np.ndarray:
@@ -220,12 +237,14 @@ class ReportWriter:
 
         interval_ms = conf.loadBalancerReportUpdateMaxIntervalMinutes * 60_000
         threshold = conf.loadBalancerReportUpdateThresholdPercentage
-        largest = np.maximum.reduce([
-            100 * np.abs(self._last_max - current_max),
-            change(self._last_rate, rate),
-            change(self._last_tput, tput),
-            change(self._last_bundles, bundles.astype(float)),
-        ])
+        largest = np.maximum.reduce(
+            [
+                100 * np.abs(self._last_max - current_max),
+                change(self._last_rate, rate),
+                change(self._last_tput, tput),
+                change(self._last_bundles, bundles.astype(float)),
+            ]
+        )
         due = now_ms - self._last_write > interval_ms - 1000
         maybe = ~self._written | due | (largest > threshold - self.PREFILTER_MARGIN)
         return np.flatnonzero(up & maybe)
@@ -250,22 +269,39 @@ class ReportWriter:
             bandwidth_out=ResourceUsage(float(usage.bandwidth_out[i]), float(self.caps.nic_kbps[i])),
         )
 
-    def write_local_data(self, broker: SimBroker, now_ms: int, system: SystemResourceUsage,
-                         totals: tuple[float, float, float, float, int], bundles: np.ndarray,
-                         traffic: BundleTraffic, bundle_names: list[str], conf: ServiceConfig,
-                         force: bool = False) -> bool:
+    def write_local_data(
+        self,
+        broker: SimBroker,
+        now_ms: int,
+        system: SystemResourceUsage,
+        totals: tuple[float, float, float, float, int],
+        bundles: np.ndarray,
+        traffic: BundleTraffic,
+        bundle_names: list[str],
+        conf: ServiceConfig,
+        force: bool = False,
+    ) -> bool:
         """Sample the broker; write its ``LocalBrokerData`` if the rule says so. Returns whether it wrote."""
         assert broker.local_data is not None
         rate_in, rate_out, tput_in, tput_out, num_bundles = totals
         current = LocalBrokerData(
-            cpu=system.cpu, memory=system.memory, direct_memory=system.direct_memory,
-            bandwidth_in=system.bandwidth_in, bandwidth_out=system.bandwidth_out,
-            msg_rate_in=rate_in, msg_rate_out=rate_out, msg_throughput_in=tput_in, msg_throughput_out=tput_out,
-            num_bundles=num_bundles, last_update=broker.local_data.last_update,
+            cpu=system.cpu,
+            memory=system.memory,
+            direct_memory=system.direct_memory,
+            bandwidth_in=system.bandwidth_in,
+            bandwidth_out=system.bandwidth_out,
+            msg_rate_in=rate_in,
+            msg_rate_out=rate_out,
+            msg_throughput_in=tput_in,
+            msg_throughput_out=tput_out,
+            num_bundles=num_bundles,
+            last_update=broker.local_data.last_update,
         )
         last = broker.last_written or LocalBrokerData()
         decision = need_broker_data_update(
-            last, current, now_ms,
+            last,
+            current,
+            now_ms,
             max_interval_minutes=conf.loadBalancerReportUpdateMaxIntervalMinutes,
             threshold_percentage=conf.loadBalancerReportUpdateThresholdPercentage,
             force=force or broker.report is None,
@@ -284,18 +320,35 @@ class ReportWriter:
         self._remember(broker.index, current, now_ms)
         return True
 
-    def publish_load_data(self, broker: SimBroker, now_ms: int, system: SystemResourceUsage,
-                          totals: tuple[float, float, float, float, int], topics: int,
-                          conf: ServiceConfig, weights: ResourceWeights) -> bool:
+    def publish_load_data(
+        self,
+        broker: SimBroker,
+        now_ms: int,
+        system: SystemResourceUsage,
+        totals: tuple[float, float, float, float, int],
+        topics: int,
+        conf: ServiceConfig,
+        weights: ResourceWeights,
+    ) -> bool:
         """Extensible load manager: update the broker's ``BrokerLoadData``; publish it if the rule says so."""
         rate_in, rate_out, tput_in, tput_out, num_bundles = totals
         broker.load_data.update(
-            system, tput_in, tput_out, rate_in, rate_out, num_bundles, topics,
-            now_ms=now_ms, weights=weights, history_percentage=conf.loadBalancerHistoryResourcePercentage,
+            system,
+            tput_in,
+            tput_out,
+            rate_in,
+            rate_out,
+            num_bundles,
+            topics,
+            now_ms=now_ms,
+            weights=weights,
+            history_percentage=conf.loadBalancerHistoryResourcePercentage,
         )
         last = broker.last_published or BrokerLoadData()
         decision = need_broker_data_update(
-            last, broker.load_data, now_ms,
+            last,
+            broker.load_data,
+            now_ms,
             max_interval_minutes=conf.loadBalancerReportUpdateMaxIntervalMinutes,
             threshold_percentage=conf.loadBalancerReportUpdateThresholdPercentage,
             force=broker.published_load_data is None,
@@ -309,9 +362,15 @@ class ReportWriter:
         broker.writes += 1
         return True
 
-    def publish_top_bundles(self, broker: SimBroker, bundles: np.ndarray, traffic: BundleTraffic,
-                            bundle_names: list[str], k: int,
-                            has_policies: Callable[[str], bool] | None) -> None:
+    def publish_top_bundles(
+        self,
+        broker: SimBroker,
+        bundles: np.ndarray,
+        traffic: BundleTraffic,
+        bundle_names: list[str],
+        k: int,
+        has_policies: Callable[[str], bool] | None,
+    ) -> None:
         """Extensible load manager: the broker's top-``k`` bundles (Pulsar's order, lightest first)."""
         candidates = top_k_candidates(bundles, traffic, k)
         stats = {bundle_names[b]: traffic.stats(b) for b in candidates}
@@ -330,10 +389,11 @@ def top_k_candidates(bundles: np.ndarray, traffic: BundleTraffic, k: int) -> np.
         return bundles
     tin = np.floor(traffic.msg_throughput_in[bundles] / THROUGHPUT_RESOLUTION + 0.5)
     tout = np.floor(traffic.msg_throughput_out[bundles] / THROUGHPUT_RESOLUTION + 0.5)
-    rate = np.floor((traffic.msg_rate_in[bundles] + traffic.msg_rate_out[bundles]) / MSG_RATE_RESOLUTION + 0.5)
+    rate = np.floor(
+        (traffic.msg_rate_in[bundles] + traffic.msg_rate_out[bundles]) / MSG_RATE_RESOLUTION + 0.5
+    )
     order = np.lexsort((rate, tout, tin))[::-1]  # descending by (tin, tout, rate)
     kth = order[k - 1]
     key = (tin[kth], tout[kth], rate[kth])
     keep = (tin > key[0]) | ((tin == key[0]) & ((tout > key[1]) | ((tout == key[1]) & (rate >= key[2]))))
     return bundles[keep]
-

@@ -37,7 +37,9 @@ def broker_fields(n: Node, base: BrokerSpec) -> BrokerSpec:
     )
 
 
-def read_events(node: Node, brokers: tuple[BrokerSpec, ...], namespaces: set[str] | None) -> tuple[Event, ...]:
+def read_events(
+    node: Node, brokers: tuple[BrokerSpec, ...], namespaces: set[str] | None
+) -> tuple[Event, ...]:
     raw = node.data.get("events") or []
     if not isinstance(raw, list):
         raise node.error(f"expected a list of events, got {shown(raw)}", "events")

@@ -36,8 +36,12 @@ DEFAULT_TOPIC_INTERVAL = 900.0
 class HistoryWriter:
     """Writes a simulation's history under ``root`` (module docstring)."""
 
-    def __init__(self, root: str | os.PathLike[str], writer_id: str = "sim",
-                 topic_interval: float = DEFAULT_TOPIC_INTERVAL) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        writer_id: str = "sim",
+        topic_interval: float = DEFAULT_TOPIC_INTERVAL,
+    ) -> None:
         from brokerlb.history import HistoryWriter as Files
 
         self.root = os.fspath(root)
@@ -99,13 +103,22 @@ class HistoryWriter:
         for t in ids:
             b = int(topo.topic_bundle[t])
             size = float(tin[t] / rin[t]) if rin[t] > 0 else 0.0
-            self._files.write(TopicSample(
-                timestamp=now, broker=sim.broker_ids[int(owner[b])], topic=topo.topic_names[t],
-                bundle=topo.bundle_names[b], msg_rate_in=float(rin[t]), msg_rate_out=float(rout[t]),
-                msg_throughput_in=float(tin[t]), msg_throughput_out=float(tout[t]),
-                producer_count=int(traffic.producers[t]), consumer_count=int(traffic.consumers[t]),
-                subscription_count=int(traffic.consumers[t]), average_msg_size=size,
-            ))
+            self._files.write(
+                TopicSample(
+                    timestamp=now,
+                    broker=sim.broker_ids[int(owner[b])],
+                    topic=topo.topic_names[t],
+                    bundle=topo.bundle_names[b],
+                    msg_rate_in=float(rin[t]),
+                    msg_rate_out=float(rout[t]),
+                    msg_throughput_in=float(tin[t]),
+                    msg_throughput_out=float(tout[t]),
+                    producer_count=int(traffic.producers[t]),
+                    consumer_count=int(traffic.consumers[t]),
+                    subscription_count=int(traffic.consumers[t]),
+                    average_msg_size=size,
+                )
+            )
 
     def close(self) -> list[Any]:
         return self._files.close()

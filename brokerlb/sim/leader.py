@@ -29,7 +29,14 @@ from brokerlb.model import BrokerLoadData, BundleData, LocalBrokerData, TopBundl
 from brokerlb.ring import NamespaceBundles
 from brokerlb.sim.spec import BrokerSpec
 
-__all__ = ["ClusterInputs", "Leader", "LeaderFactory", "SimLeader", "EXTENSIBLE_LOAD_MANAGER", "is_extensible"]
+__all__ = [
+    "ClusterInputs",
+    "Leader",
+    "LeaderFactory",
+    "SimLeader",
+    "EXTENSIBLE_LOAD_MANAGER",
+    "is_extensible",
+]
 
 #: simple class name of Pulsar's extensible load manager
 EXTENSIBLE_LOAD_MANAGER = "ExtensibleLoadManagerImpl"
@@ -93,8 +100,13 @@ class SimLeader:
     the next refresh drops them once the broker reports the bundle.
     """
 
-    def __init__(self, broker_id: str, config: ServiceConfig, rng: random.Random,
-                 stored_bundle_data: Mapping[str, BundleData] | None = None) -> None:
+    def __init__(
+        self,
+        broker_id: str,
+        config: ServiceConfig,
+        rng: random.Random,
+        stored_bundle_data: Mapping[str, BundleData] | None = None,
+    ) -> None:
         from brokerlb.loadbalance.refresh import LeaderLoadState
         from brokerlb.loadbalance.state import StrategyState
 
@@ -145,7 +157,9 @@ class SimLeader:
                     load_manager_class_name=self.config.loadManagerClassName,
                 )
                 for broker, spec in inputs.brokers.items()
-            } if extensible else {},
+            }
+            if extensible
+            else {},
             ownership=inputs.ownership() if extensible else {},
             recently_unloaded_brokers=self.recently_unloaded_brokers,
             namespace_policies=policies,
@@ -163,8 +177,12 @@ class SimLeader:
         from brokerlb.loadbalance.shedding.loop import record_unloads, run_shedding_cycle
 
         result = run_shedding_cycle(self.view(now_ms, inputs), self.state, self.rng)
-        record_unloads(result, now_ms, self.load_state.load_data.recently_unloaded_bundles,
-                       self.recently_unloaded_brokers if self.extensible else None)
+        record_unloads(
+            result,
+            now_ms,
+            self.load_state.load_data.recently_unloaded_bundles,
+            self.recently_unloaded_brokers if self.extensible else None,
+        )
         return result
 
     def split(self, now_ms: int, inputs: ClusterInputs) -> Any:

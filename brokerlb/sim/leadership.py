@@ -48,7 +48,9 @@ class LeaderDuties(SimulationParts):
             self.leader = None
             return
         rng = random.Random(self._leader_seed + len(self._registration_order) * 7919 + new)
-        self.leader = self._leader_factory(self.broker_ids[new], self.config, rng, dict(self._stored_bundle_data))
+        self.leader = self._leader_factory(
+            self.broker_ids[new], self.config, rng, dict(self._stored_bundle_data)
+        )
         self._mark_changed(structure=True)
         now = self.now_ms
         self._next_shed_ms = now + self.config.duration_seconds("loadBalancerSheddingIntervalMinutes") * 1000
@@ -70,8 +72,9 @@ class LeaderDuties(SimulationParts):
         topo = self.topology
         inputs = ClusterInputs(
             reports=self._reports(),
-            broker_load_data={b.broker_id: b.published_load_data for b in registered
-                              if b.published_load_data is not None},
+            broker_load_data={
+                b.broker_id: b.published_load_data for b in registered if b.published_load_data is not None
+            },
             top_bundles={b.broker_id: b.top_bundles for b in registered if b.top_bundles is not None},
             brokers={b.broker_id: b.spec for b in registered},
             ownership=self.ownership.ownership_map,  # computed only if the leader asks
@@ -117,7 +120,10 @@ class LeaderDuties(SimulationParts):
         if self.leader is None or not (self._reports_changed or self._structure_changed):
             return False
         now = self.now_ms
-        if not self._structure_changed and now - self._last_refresh_ms < self.scenario.timing.refresh_interval * 1000:
+        if (
+            not self._structure_changed
+            and now - self._last_refresh_ms < self.scenario.timing.refresh_interval * 1000
+        ):
             return False
         phase = time.process_time()
         self.leader.refresh(now, inputs)
@@ -154,9 +160,14 @@ class LeaderDuties(SimulationParts):
             dest = self.broker_index.get(decision.destination, -1) if decision.destination else -1
             transfer = self.leader.extensible and dest >= 0 and self.config.loadBalancerTransferEnabled
             cause = "transfer" if transfer else "shed"
-            self.ownership.release(b, now, cause, self._throughput_of(b),
-                                   destination=dest if transfer else -1,
-                                   detail=f"{decision.reason}: {decision.detail}".strip(": "))
+            self.ownership.release(
+                b,
+                now,
+                cause,
+                self._throughput_of(b),
+                destination=dest if transfer else -1,
+                detail=f"{decision.reason}: {decision.detail}".strip(": "),
+            )
             if dest >= 0 and not transfer:
                 self._affinity[b] = dest
             delay = timing.transfer if transfer else timing.unload
@@ -188,5 +199,9 @@ class LeaderDuties(SimulationParts):
                 assert_ring_covers_keyspace(self.topology.ns_bundles[int(self.topology.bundle_ns[parent])])
             if self.config.loadBalancerAutoUnloadSplitBundlesEnabled:
                 for child in children:
-                    self.ownership.release(child, now, "split", 0.0, detail=f"unload after splitting {decision.bundle}")
-                    self.timeline.schedule(now + self.scenario.timing.unload * 1000, "release_done", (child, -1))
+                    self.ownership.release(
+                        child, now, "split", 0.0, detail=f"unload after splitting {decision.bundle}"
+                    )
+                    self.timeline.schedule(
+                        now + self.scenario.timing.unload * 1000, "release_done", (child, -1)
+                    )

@@ -38,8 +38,16 @@ def list_scenarios() -> list[ScenarioInfo]:
     out = []
     for path in sorted(SCENARIO_DIR.glob("*.yaml")):
         s = load_scenario(path)
-        out.append(ScenarioInfo(path.stem, s.description, path, s.duration, len(s.brokers),
-                                sum(ns.bundles for ns in s.namespaces)))
+        out.append(
+            ScenarioInfo(
+                path.stem,
+                s.description,
+                path,
+                s.duration,
+                len(s.brokers),
+                sum(ns.bundles for ns in s.namespaces),
+            )
+        )
     return out
 
 
@@ -59,6 +67,7 @@ def resolve_scenario(name_or_path: str | os.PathLike[str] | Scenario) -> Scenari
     found = find_scenario(str(name_or_path))
     if found is None:
         known = ", ".join(p.stem for p in sorted(SCENARIO_DIR.glob("*.yaml")))
-        raise InvalidScenarioError(f"no scenario file or library scenario named {str(name_or_path)!r}; "
-                                   f"library: {known}")
+        raise InvalidScenarioError(
+            f"no scenario file or library scenario named {str(name_or_path)!r}; library: {known}"
+        )
     return load_scenario(found)

@@ -78,14 +78,33 @@ class ClusterLifecycle(SimulationParts):
         idle = self.model.broker_usage(self.caps, zero, zero, zero, up, measured=False)
         system = self.writer.usage_of(broker.index, idle)
         n = self.topology.num_bundle_ids
-        empty = BundleTraffic(*(np.zeros(n) for _ in range(4)), *(np.zeros(n, dtype=np.int64) for _ in range(3)))
-        self.writer.write_local_data(broker, now, system, (0.0, 0.0, 0.0, 0.0, 0), np.zeros(0, dtype=np.int64),
-                                     empty, self.topology.bundle_names, self.config, force=True)
+        empty = BundleTraffic(
+            *(np.zeros(n) for _ in range(4)), *(np.zeros(n, dtype=np.int64) for _ in range(3))
+        )
+        self.writer.write_local_data(
+            broker,
+            now,
+            system,
+            (0.0, 0.0, 0.0, 0.0, 0),
+            np.zeros(0, dtype=np.int64),
+            empty,
+            self.topology.bundle_names,
+            self.config,
+            force=True,
+        )
         if is_extensible(self.config):  # the extensible reporters publish at start too
-            self.writer.publish_load_data(broker, now, system, (0.0, 0.0, 0.0, 0.0, 0), 0, self.config,
-                                          ResourceWeights.from_config(self.config))
-            self.writer.publish_top_bundles(broker, np.zeros(0, dtype=np.int64), empty,
-                                            self.topology.bundle_names, 0, None)
+            self.writer.publish_load_data(
+                broker,
+                now,
+                system,
+                (0.0, 0.0, 0.0, 0.0, 0),
+                0,
+                self.config,
+                ResourceWeights.from_config(self.config),
+            )
+            self.writer.publish_top_bundles(
+                broker, np.zeros(0, dtype=np.int64), empty, self.topology.bundle_names, 0, None
+            )
         if self.history is not None:
             self.history.report(broker)
         self._mark_changed(structure=True)
@@ -154,7 +173,12 @@ class ClusterLifecycle(SimulationParts):
         topo = self.topology
         wanted = np.zeros(topo.num_bundle_ids, dtype=bool)
         wanted[topo.topic_bundle[traffic.active]] = True
-        free = wanted & topo.bundle_live & (self.ownership.state == BundleState.FREE) & ~self.ownership.lookup_pending
+        free = (
+            wanted
+            & topo.bundle_live
+            & (self.ownership.state == BundleState.FREE)
+            & ~self.ownership.lookup_pending
+        )
         for b in np.flatnonzero(free):
             self._schedule_lookup(int(b), self.now_ms)
 

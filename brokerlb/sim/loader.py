@@ -77,8 +77,20 @@ from brokerlb.sim.units import parse_duration, parse_quantity, parse_size
 __all__ = ["load_scenario", "parse_scenario", "check_config", "scenario_to_dict", "apply_settings"]
 
 _TOP_KEYS = (
-    "name", "description", "seed", "duration", "tick", "strategies", "config", "timing", "resources",
-    "brokers", "workload", "namespaces", "events", "recorded_workload",
+    "name",
+    "description",
+    "seed",
+    "duration",
+    "tick",
+    "strategies",
+    "config",
+    "timing",
+    "resources",
+    "brokers",
+    "workload",
+    "namespaces",
+    "events",
+    "recorded_workload",
 )
 
 
@@ -204,8 +216,9 @@ def _unique(names: list[str], node: Node, key: str, what: str) -> None:
 # --------------------------------------------------------------------------- entry points
 
 
-def parse_scenario(data: Any, *, source: str | None = None, name: str | None = None,
-                   base_dir: str | None = None) -> Scenario:
+def parse_scenario(
+    data: Any, *, source: str | None = None, name: str | None = None, base_dir: str | None = None
+) -> Scenario:
     """Build a :class:`Scenario` from already-parsed YAML/JSON data (rules in the module docstring).
 
     ``base_dir`` resolves a relative ``recorded_workload`` path.
@@ -229,7 +242,8 @@ def parse_scenario(data: Any, *, source: str | None = None, name: str | None = N
         if event.at > duration:
             raise InvalidScenarioError(
                 f"event {event.kind} at {event.at:g}s is after the end ({duration:g}s)",
-                field="events", source=source,
+                field="events",
+                source=source,
             )
     scenario = Scenario(
         name=node.get("name", text, name or "scenario"),

@@ -41,9 +41,25 @@ __all__ = ["MetricsRecorder", "CycleMetrics", "lower_bound", "MOVE_CAUSES"]
 MOVE_CAUSES = ("shed", "transfer", "split", "restart", "failure")
 
 _SERIES = (
-    "time_s", "live_brokers", "load_max", "load_mean", "load_min", "load_std", "lower_bound", "distance",
-    "moves", "moved_throughput", "flaps", "returns", "unowned_seconds", "unserved_throughput",
-    "offered_throughput", "served_throughput", "splits", "reports_written", "bundles",
+    "time_s",
+    "live_brokers",
+    "load_max",
+    "load_mean",
+    "load_min",
+    "load_std",
+    "lower_bound",
+    "distance",
+    "moves",
+    "moved_throughput",
+    "flaps",
+    "returns",
+    "unowned_seconds",
+    "unserved_throughput",
+    "offered_throughput",
+    "served_throughput",
+    "splits",
+    "reports_written",
+    "bundles",
 )
 
 
@@ -67,8 +83,15 @@ class CycleMetrics:
     decisions: Counter[str] = field(default_factory=Counter)
 
 
-def lower_bound(caps: Capacities, base: BrokerUsage, live: np.ndarray, model: ResourceModel,
-                bundle_msg_rate: np.ndarray, bundle_tput_in: np.ndarray, bundle_tput_out: np.ndarray) -> float:
+def lower_bound(
+    caps: Capacities,
+    base: BrokerUsage,
+    live: np.ndarray,
+    model: ResourceModel,
+    bundle_msg_rate: np.ndarray,
+    bundle_tput_in: np.ndarray,
+    bundle_tput_out: np.ndarray,
+) -> float:
     """``max(average load, largest bundle)`` over the live brokers (module docstring)."""
     if not live.any():
         return float("nan")
@@ -77,8 +100,11 @@ def lower_bound(caps: Capacities, base: BrokerUsage, live: np.ndarray, model: Re
         "cpu": (model.cpu_demand(bundle_msg_rate, tput), base.cpu, caps.cpu_limit),
         "in": (bundle_tput_in * 0.008, base.bandwidth_in, caps.nic_kbps),
         "out": (bundle_tput_out * 0.008, base.bandwidth_out, caps.nic_kbps),
-        "dm": (model.direct_memory_demand(tput), base.direct_memory,
-               np.full(len(caps.cores), model.spec.direct_memory_mb)),
+        "dm": (
+            model.direct_memory_demand(tput),
+            base.direct_memory,
+            np.full(len(caps.cores), model.spec.direct_memory_mb),
+        ),
     }
     bound = 0.0
     for demand, base_usage, limit in demands.values():

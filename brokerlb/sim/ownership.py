@@ -181,14 +181,24 @@ class OwnershipTable:
         self.lookup_pending[b] = True
         self._unavailable(b, now_ms)
 
-    def assign(self, b: int, broker: int, now_ms: float, cause: str = "lookup", detail: str = "") -> Move | None:
+    def assign(
+        self, b: int, broker: int, now_ms: float, cause: str = "lookup", detail: str = ""
+    ) -> Move | None:
         """``broker`` now owns the bundle (placed at a lookup, or the end of a transfer).
         Returns the completed :class:`Move`, if it was one."""
         name, target, at = self.bundle_names[b], self.brokers[broker], int(now_ms)
         stimulus = self._stimulus(cause)
         if self.state[b] != BundleState.ASSIGNING:
-            self.machine.handle(Assign(bundle=name, broker=target, stimulus_id=stimulus, at_ms=at, by="leader",
-                                       reason=detail or cause))
+            self.machine.handle(
+                Assign(
+                    bundle=name,
+                    broker=target,
+                    stimulus_id=stimulus,
+                    at_ms=at,
+                    by="leader",
+                    reason=detail or cause,
+                )
+            )
         self.machine.handle(AssignmentDone(bundle=name, broker=target, stimulus_id=stimulus, at_ms=at))
         self.state[b] = BundleState.OWNED
         self.owner[b] = broker
@@ -201,21 +211,36 @@ class OwnershipTable:
         flap = release_cause in BALANCER_CAUSES and now_ms - self._last_balancer_move[b] < self.grace_ms
         if release_cause in BALANCER_CAUSES:
             self._last_balancer_move[b] = now_ms
-        move = Move(int(now_ms), name, self.brokers[source], target, release_cause,
-                    float(self._release_throughput[b]), int(waited), bool(flap),
-                    release_cause in ("shed", "transfer") and broker == source)
+        move = Move(
+            int(now_ms),
+            name,
+            self.brokers[source],
+            target,
+            release_cause,
+            float(self._release_throughput[b]),
+            int(waited),
+            bool(flap),
+            release_cause in ("shed", "transfer") and broker == source,
+        )
         self._released_from[b] = -1
         self.moves.append(move)
         return move
 
-    def release(self, b: int, now_ms: float, cause: str, throughput: float, destination: int = -1,
-                detail: str = "") -> None:
+    def release(
+        self, b: int, now_ms: float, cause: str, throughput: float, destination: int = -1, detail: str = ""
+    ) -> None:
         """Start unloading (or transferring to ``destination``) an owned bundle."""
         source = int(self.owner[b])
-        self.machine.handle(Unload(bundle=self.bundle_names[b],
-                                   to=self.brokers[destination] if destination >= 0 else None,
-                                   stimulus_id=self._stimulus(cause), at_ms=int(now_ms),
-                                   by=self.brokers[source], reason=detail or cause))
+        self.machine.handle(
+            Unload(
+                bundle=self.bundle_names[b],
+                to=self.brokers[destination] if destination >= 0 else None,
+                stimulus_id=self._stimulus(cause),
+                at_ms=int(now_ms),
+                by=self.brokers[source],
+                reason=detail or cause,
+            )
+        )
         self.state[b] = BundleState.RELEASING
         self._released_from[b] = source
         self._release_cause[b] = cause
@@ -225,8 +250,11 @@ class OwnershipTable:
     def release_done(self, b: int, now_ms: float) -> bool:
         """The source closed the bundle. Returns True if it is now being assigned to the
         transfer destination (then :meth:`assign` it), False if it is ``Free``."""
-        self.machine.handle(ReleaseDone(bundle=self.bundle_names[b], stimulus_id=self._stimulus("released"),
-                                        at_ms=int(now_ms)))
+        self.machine.handle(
+            ReleaseDone(
+                bundle=self.bundle_names[b], stimulus_id=self._stimulus("released"), at_ms=int(now_ms)
+            )
+        )
         record = self.machine.record(self.bundle_names[b])
         if record.dst is not None:
             self.state[b] = BundleState.ASSIGNING
@@ -246,10 +274,18 @@ class OwnershipTable:
     def broker_lost(self, broker: int, now_ms: float, detail: str = "") -> list[int]:
         """The broker's session expired (``BrokerLost``): what it owned or was taking is ``Free``.
         Returns those bundle ids."""
-        lost = np.flatnonzero((self.owner == broker)
-                              & np.isin(self.state, (BundleState.OWNED, BundleState.ASSIGNING)))
-        self.machine.handle(BrokerLost(broker=self.brokers[broker], stimulus_id=self._stimulus("failure"),
-                                       at_ms=int(now_ms), by="leader", reason=detail))
+        lost = np.flatnonzero(
+            (self.owner == broker) & np.isin(self.state, (BundleState.OWNED, BundleState.ASSIGNING))
+        )
+        self.machine.handle(
+            BrokerLost(
+                broker=self.brokers[broker],
+                stimulus_id=self._stimulus("failure"),
+                at_ms=int(now_ms),
+                by="leader",
+                reason=detail,
+            )
+        )
         for b in lost:
             if self._released_from[b] < 0:
                 self._released_from[b] = broker
@@ -265,7 +301,9 @@ class OwnershipTable:
         child_names = tuple(self.bundle_names[c] for c in children)
         name = self.bundle_names[parent]
         self.machine.handle(
-            Split(bundle=name, children=child_names, stimulus_id=stimulus, at_ms=at, by="leader", reason=detail),
+            Split(
+                bundle=name, children=child_names, stimulus_id=stimulus, at_ms=at, by="leader", reason=detail
+            ),
             SplitDone(bundle=name, stimulus_id=stimulus, at_ms=at),
         )
         self.state[parent] = BundleState.DELETED

@@ -15,8 +15,19 @@ from brokerlb.errors import InvalidInputError, InvalidScenarioError
 from brokerlb.naming import NamespaceName
 from brokerlb.sim.units import parse_quantity
 
-__all__ = ["Node", "shown", "integer", "count", "positive", "fraction", "text", "namespace", "strategies",
-           "config", "expand_names"]
+__all__ = [
+    "Node",
+    "shown",
+    "integer",
+    "count",
+    "positive",
+    "fraction",
+    "text",
+    "namespace",
+    "strategies",
+    "config",
+    "expand_names",
+]
 
 T = TypeVar("T")
 

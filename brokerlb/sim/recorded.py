@@ -90,7 +90,9 @@ class RecordedWorkload:
     # ------------------------------------------------------------------ building
 
     @classmethod
-    def from_records(cls, records: Iterable[Mapping[str, Any]], source: str | None = None) -> RecordedWorkload:
+    def from_records(
+        cls, records: Iterable[Mapping[str, Any]], source: str | None = None
+    ) -> RecordedWorkload:
         """Build from sample dicts (module docstring). ``source`` names the input in errors."""
         index: dict[str, int] = {}
         names: list[str] = []
@@ -98,7 +100,9 @@ class RecordedWorkload:
         for line, record in enumerate(records, start=1):
             where = f"record {line}"
             if not isinstance(record, Mapping):
-                raise InvalidScenarioError(f"expected a JSON object, got {record!r}", field=where, source=source)
+                raise InvalidScenarioError(
+                    f"expected a JSON object, got {record!r}", field=where, source=source
+                )
             topic = _topic(record, where, source)
             if topic not in index:
                 index[topic] = len(names)
@@ -137,10 +141,13 @@ class RecordedWorkload:
                         try:
                             yield json.loads(text)
                         except json.JSONDecodeError as exc:
-                            raise InvalidScenarioError(f"line {number} is not JSON: {exc.msg}",
-                                                       source=source) from exc
+                            raise InvalidScenarioError(
+                                f"line {number} is not JSON: {exc.msg}", source=source
+                            ) from exc
             except OSError as exc:
-                raise InvalidScenarioError(f"cannot read the file: {exc.strerror or exc}", source=source) from exc
+                raise InvalidScenarioError(
+                    f"cannot read the file: {exc.strerror or exc}", source=source
+                ) from exc
 
         return cls.from_records(records(), source=source)
 
@@ -188,7 +195,7 @@ class RecordedPlayer:
         now_ms = rec.start_ms + t * 1000.0
         end = int(np.searchsorted(rec.timestamp, now_ms, side="right"))
         if end > self._next:
-            topics = rec.topic[self._next:end]
+            topics = rec.topic[self._next : end]
             # keep each topic's latest sample in the window (numpy does not order duplicate writes)
             last_of_topic, first_in_reversed = np.unique(topics[::-1], return_index=True)
             rows = self._next + (len(topics) - 1 - first_in_reversed)
@@ -202,8 +209,12 @@ class RecordedPlayer:
             state.active[slots] = True
             self._next = end
         return TopicTraffic(
-            state.msg_rate_in.copy(), state.msg_rate_out.copy(), state.msg_throughput_in.copy(),
-            state.msg_throughput_out.copy(), state.producers.copy(), state.consumers.copy(),
+            state.msg_rate_in.copy(),
+            state.msg_rate_out.copy(),
+            state.msg_throughput_in.copy(),
+            state.msg_throughput_out.copy(),
+            state.producers.copy(),
+            state.consumers.copy(),
             state.active.copy(),
         )
 
@@ -211,7 +222,9 @@ class RecordedPlayer:
 def _topic(record: Mapping[str, Any], where: str, source: str | None) -> str:
     raw = record.get("topic")
     if not isinstance(raw, str):
-        raise InvalidScenarioError(f"missing or non-string topic: {raw!r}", field=f"{where}.topic", source=source)
+        raise InvalidScenarioError(
+            f"missing or non-string topic: {raw!r}", field=f"{where}.topic", source=source
+        )
     try:
         return str(TopicName.parse(raw))
     except InvalidInputError as exc:
@@ -222,7 +235,9 @@ def _timestamp(record: Mapping[str, Any], where: str, source: str | None) -> int
     for key in _TIME_KEYS:
         if key in record:
             return int(_number(record[key], f"{where}.{key}", source, integer=True))
-    raise InvalidScenarioError(f"missing timestamp (one of {', '.join(_TIME_KEYS)})", field=where, source=source)
+    raise InvalidScenarioError(
+        f"missing timestamp (one of {', '.join(_TIME_KEYS)})", field=where, source=source
+    )
 
 
 def _number(value: Any, where: str, source: str | None, *, integer: bool) -> float:

@@ -66,12 +66,14 @@ class BrokerUsage:
     def load(self, caps: Capacities, spec: ResourceModelSpec) -> np.ndarray:
         """Max resource usage as a fraction: ``max(cpu%, directMemory%, bwIn%, bwOut%) / 100``
         (Pulsar's current ``getMaxResourceUsage``)."""
-        return np.maximum.reduce([
-            self.cpu / caps.cpu_limit,
-            self.direct_memory / spec.direct_memory_mb,
-            self.bandwidth_in / caps.nic_kbps,
-            self.bandwidth_out / caps.nic_kbps,
-        ])
+        return np.maximum.reduce(
+            [
+                self.cpu / caps.cpu_limit,
+                self.direct_memory / spec.direct_memory_mb,
+                self.bandwidth_in / caps.nic_kbps,
+                self.bandwidth_out / caps.nic_kbps,
+            ]
+        )
 
 
 class ResourceModel:
@@ -90,8 +92,16 @@ class ResourceModel:
         """Direct memory (MB) for ``throughput`` bytes/s, over the base."""
         return throughput * (self.spec.direct_memory_mb_per_mbps / 1e6)
 
-    def broker_usage(self, caps: Capacities, msg_rate: np.ndarray, throughput_in: np.ndarray,
-                     throughput_out: np.ndarray, up: np.ndarray, *, measured: bool = True) -> BrokerUsage:
+    def broker_usage(
+        self,
+        caps: Capacities,
+        msg_rate: np.ndarray,
+        throughput_in: np.ndarray,
+        throughput_out: np.ndarray,
+        up: np.ndarray,
+        *,
+        measured: bool = True,
+    ) -> BrokerUsage:
         """Usage of every broker given its served traffic (rates in + out, throughputs per direction).
 
         Brokers that are down (``up`` False) report zeros. ``measured``: with the measurement

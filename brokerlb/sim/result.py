@@ -70,8 +70,12 @@ class SimulationResult:
             wall_seconds=sim.wall_seconds,
             cpu_seconds=sim.cpu_seconds,
             engine_seconds=sim.engine_seconds,
-            extra={"engine_phases": {name: {"seconds": seconds, "calls": int(calls)}
-                                     for name, (seconds, calls) in sim.engine_phases.items()}},
+            extra={
+                "engine_phases": {
+                    name: {"seconds": seconds, "calls": int(calls)}
+                    for name, (seconds, calls) in sim.engine_phases.items()
+                }
+            },
         )
 
     @property
@@ -92,7 +96,11 @@ class SimulationResult:
         return all(np.array_equal(a, b, equal_nan=True) for a, b in pairs)
 
     def summary_without_timing(self) -> dict[str, Any]:
-        return {k: v for k, v in self.summary.items() if k not in ("wall_seconds", "cpu_seconds", "engine_seconds")}
+        return {
+            k: v
+            for k, v in self.summary.items()
+            if k not in ("wall_seconds", "cpu_seconds", "engine_seconds")
+        }
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able form (arrays as lists, NaN as null)."""
@@ -112,9 +120,17 @@ class SimulationResult:
 
 
 def _move_json(move: Any) -> dict[str, Any]:
-    return {"time": move.time_ms, "bundle": move.bundle, "from": move.source, "to": move.destination,
-            "cause": move.cause, "throughput": move.throughput, "unownedMs": move.unowned_ms,
-            "flap": move.flap, "returned": move.returned}
+    return {
+        "time": move.time_ms,
+        "bundle": move.bundle,
+        "from": move.source,
+        "to": move.destination,
+        "cause": move.cause,
+        "throughput": move.throughput,
+        "unownedMs": move.unowned_ms,
+        "flap": move.flap,
+        "returned": move.returned,
+    }
 
 
 def _clean(value: Any) -> Any:

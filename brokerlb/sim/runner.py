@@ -23,8 +23,12 @@ from brokerlb.sim.strategies import strategy_label, strategy_overrides
 __all__ = ["run_scenario", "compare", "prepare"]
 
 
-def prepare(scenario: Scenario | str | os.PathLike[str], strategy: str | None = None,
-            overrides: Mapping[str, Any] | None = None, seed: int | None = None) -> tuple[Scenario, dict[str, str], str]:
+def prepare(
+    scenario: Scenario | str | os.PathLike[str],
+    strategy: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+) -> tuple[Scenario, dict[str, str], str]:
     """The scenario with ``overrides`` applied, the strategy's config and its label."""
     s = resolve_scenario(scenario)
     if overrides:
@@ -72,8 +76,15 @@ def run_scenario(
 
         history = HistoryWriter(history_dir, label, topic_interval=history_topic_interval)
     try:
-        sim = Simulation(s, config_overrides=config, workload=workload, validate=validate, on_cycle=on_cycle,
-                         history=history, label=label)
+        sim = Simulation(
+            s,
+            config_overrides=config,
+            workload=workload,
+            validate=validate,
+            on_cycle=on_cycle,
+            history=history,
+            label=label,
+        )
         return sim.run()
     finally:
         if history is not None:
@@ -82,8 +93,16 @@ def run_scenario(
 
 def _run_one(args: tuple[Any, ...]) -> SimulationResult:
     scenario, strategy, overrides, seed, workload, validate, history_dir, interval = args
-    return run_scenario(scenario, strategy, overrides, seed, workload=workload, validate=validate,
-                        history_dir=history_dir, history_topic_interval=interval)
+    return run_scenario(
+        scenario,
+        strategy,
+        overrides,
+        seed,
+        workload=workload,
+        validate=validate,
+        history_dir=history_dir,
+        history_topic_interval=interval,
+    )
 
 
 def compare(
@@ -106,13 +125,17 @@ def compare(
     """
     s = resolve_scenario(scenario)
     labels = list(strategies or s.strategies)
-    dirs = [None if history_dir is None else os.path.join(history_dir, label.replace("+", "_"))
-            for label in labels]
+    dirs = [
+        None if history_dir is None else os.path.join(history_dir, label.replace("+", "_"))
+        for label in labels
+    ]
     if jobs > 1 and len(labels) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        args = [(s, label, overrides, seed, workload, validate, d, history_topic_interval)
-                for label, d in zip(labels, dirs, strict=True)]
+        args = [
+            (s, label, overrides, seed, workload, validate, d, history_topic_interval)
+            for label, d in zip(labels, dirs, strict=True)
+        ]
         with ProcessPoolExecutor(max_workers=min(jobs, len(labels))) as pool:
             results = []
             for label, result in zip(labels, pool.map(_run_one, args), strict=True):
@@ -123,6 +146,17 @@ def compare(
     results = []
     for label, d in zip(labels, dirs, strict=True):
         progress = None if on_cycle is None else (lambda done, total, _l=label: on_cycle(_l, done, total))
-        results.append(run_scenario(s, label, overrides, seed, workload=workload, validate=validate,
-                                    on_cycle=progress, history_dir=d, history_topic_interval=history_topic_interval))
+        results.append(
+            run_scenario(
+                s,
+                label,
+                overrides,
+                seed,
+                workload=workload,
+                validate=validate,
+                on_cycle=progress,
+                history_dir=d,
+                history_topic_interval=history_topic_interval,
+            )
+        )
     return results

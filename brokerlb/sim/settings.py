@@ -36,8 +36,9 @@ def check_config(scenario: Scenario) -> None:
             try:
                 base.with_overrides(dict(event.config), strict=True)
             except InvalidInputError as exc:
-                raise InvalidScenarioError(str(exc), field=f"events[{i}].config",
-                                           source=scenario.source) from None
+                raise InvalidScenarioError(
+                    str(exc), field=f"events[{i}].config", source=scenario.source
+                ) from None
 
 
 _SCENARIO_SETTINGS: dict[str, Callable[[Scenario, Any], Scenario]] = {
@@ -88,11 +89,14 @@ def scenario_duration_check(scenario: Scenario) -> None:
     if scenario.tick > scenario.duration:
         raise InvalidScenarioError(
             f"tick {scenario.tick:g}s is longer than the duration {scenario.duration:g}s",
-            field="tick", source=scenario.source,
+            field="tick",
+            source=scenario.source,
         )
 
 
-def _set_field(scenario: Scenario, section: str, key: str, value: Any, parse: Callable[[Any], float]) -> Scenario:
+def _set_field(
+    scenario: Scenario, section: str, key: str, value: Any, parse: Callable[[Any], float]
+) -> Scenario:
     name = key.split(".", 1)[1]
     current = getattr(scenario, section)
     if name not in {f.name for f in fields(current)}:
@@ -103,6 +107,7 @@ def _set_field(scenario: Scenario, section: str, key: str, value: Any, parse: Ca
 
 def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     """The scenario as plain data (for reports and JSON); :func:`parse_scenario` reads it back."""
+
     def workload(w: WorkloadSpec) -> dict[str, Any]:
         out = {f.name: getattr(w, f.name) for f in fields(WorkloadSpec) if f.name != "diurnal"}
         if w.diurnal is not None:
@@ -134,8 +139,13 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         "resources": {f.name: getattr(scenario.resources, f.name) for f in fields(ResourceModelSpec)},
         "brokers": [{f.name: getattr(b, f.name) for f in fields(BrokerSpec)} for b in scenario.brokers],
         "namespaces": [
-            {"name": ns.name, "bundles": ns.bundles, "topics": ns.topics, "workload": workload(ns.workload),
-             "anti_affinity_group": ns.anti_affinity_group}
+            {
+                "name": ns.name,
+                "bundles": ns.bundles,
+                "topics": ns.topics,
+                "workload": workload(ns.workload),
+                "anti_affinity_group": ns.anti_affinity_group,
+            }
             for ns in scenario.namespaces
         ],
         "events": [event(e) for e in scenario.events],

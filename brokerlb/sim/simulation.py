@@ -114,8 +114,9 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self.start_ms = start_ms
 
         self.topology = Topology(self._namespace_bundles(), self.workload.topics)
-        self.anti_affinity = {ns.name: ns.anti_affinity_group for ns in scenario.namespaces
-                              if ns.anti_affinity_group}
+        self.anti_affinity = {
+            ns.name: ns.anti_affinity_group for ns in scenario.namespaces if ns.anti_affinity_group
+        }
 
         specs: list[BrokerSpec] = list(scenario.brokers)
         specs += [e.broker for e in scenario.events if isinstance(e, AddBroker)]
@@ -222,8 +223,9 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         up = self.broker_up
         served = self.ownership.served_mask(up)
         broker_totals = self._broker_sums(bundle, served)
-        usage = self.model.broker_usage(self.caps, broker_totals["rate"], broker_totals["tput_in"],
-                                        broker_totals["tput_out"], up)
+        usage = self.model.broker_usage(
+            self.caps, broker_totals["rate"], broker_totals["tput_in"], broker_totals["tput_out"], up
+        )
         if self.validate:
             self._check_invariants(traffic, served, broker_totals)
         written = self._write_reports(usage, broker_totals, served, bundle)
@@ -237,8 +239,15 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         if self.on_cycle is not None:
             self.on_cycle(self._cycle, self.cycles)
 
-    def _record_metrics(self, t: float, bundle: BundleTraffic, served: np.ndarray,
-                        broker_totals: dict[str, np.ndarray], up: np.ndarray, written: int) -> None:
+    def _record_metrics(
+        self,
+        t: float,
+        bundle: BundleTraffic,
+        served: np.ndarray,
+        broker_totals: dict[str, np.ndarray],
+        up: np.ndarray,
+        written: int,
+    ) -> None:
         """The cycle's metrics, from the traffic as sampled (before the leader moved anything)."""
         unowned_ms = self.ownership.end_cycle(self.now_ms)
         rate, tin, tout = broker_totals["rate"], broker_totals["tput_in"], broker_totals["tput_out"]
@@ -248,24 +257,32 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         offered = float(bundle.throughput.sum())
         served_tput = float(bundle.throughput[served].sum())
         sampled = bundle.topics > 0  # this cycle's bundles (computed before any split)
-        self.metrics.record(CycleMetrics(
-            time_s=t,
-            broker_load=demand.load(self.caps, self.scenario.resources),
-            broker_throughput=tin + tout,
-            live=up,
-            lower_bound=lower_bound(self.caps, base, up, self.model,
-                                    (bundle.msg_rate_in + bundle.msg_rate_out)[sampled],
-                                    bundle.msg_throughput_in[sampled], bundle.msg_throughput_out[sampled]),
-            moves=self._cycle_moves,
-            unowned_seconds=unowned_ms / 1000,
-            unserved_throughput=offered - served_tput,
-            offered_throughput=offered,
-            served_throughput=served_tput,
-            splits=self._cycle_splits,
-            reports_written=written,
-            bundles=self.topology.num_live_bundles,
-            decisions=self._cycle_decisions,
-        ))
+        self.metrics.record(
+            CycleMetrics(
+                time_s=t,
+                broker_load=demand.load(self.caps, self.scenario.resources),
+                broker_throughput=tin + tout,
+                live=up,
+                lower_bound=lower_bound(
+                    self.caps,
+                    base,
+                    up,
+                    self.model,
+                    (bundle.msg_rate_in + bundle.msg_rate_out)[sampled],
+                    bundle.msg_throughput_in[sampled],
+                    bundle.msg_throughput_out[sampled],
+                ),
+                moves=self._cycle_moves,
+                unowned_seconds=unowned_ms / 1000,
+                unserved_throughput=offered - served_tput,
+                offered_throughput=offered,
+                served_throughput=served_tput,
+                splits=self._cycle_splits,
+                reports_written=written,
+                bundles=self.topology.num_live_bundles,
+                decisions=self._cycle_decisions,
+            )
+        )
 
     # ------------------------------------------------------------------ traffic
 
@@ -304,23 +321,32 @@ class Simulation(LeaderDuties, ClusterLifecycle):
             "topics": total(bundle.topics.astype(float)),
         }
 
-    def _check_invariants(self, traffic: TopicTraffic, served: np.ndarray, totals: dict[str, np.ndarray]) -> None:
+    def _check_invariants(
+        self, traffic: TopicTraffic, served: np.ndarray, totals: dict[str, np.ndarray]
+    ) -> None:
         from brokerlb.testing.simulation import assert_load_conserved, assert_topics_in_live_bundles
 
         topo = self.topology
         assert_topics_in_live_bundles(topo.topic_bundle, topo.topic_ns, topo.bundle_live, topo.bundle_ns)
         assert_load_conserved(
-            {"rate_in": traffic.msg_rate_in, "rate_out": traffic.msg_rate_out,
-             "tput_in": traffic.msg_throughput_in, "tput_out": traffic.msg_throughput_out},
-            topo.topic_bundle, np.maximum(self.ownership.owner, 0), served,
+            {
+                "rate_in": traffic.msg_rate_in,
+                "rate_out": traffic.msg_rate_out,
+                "tput_in": traffic.msg_throughput_in,
+                "tput_out": traffic.msg_throughput_out,
+            },
+            topo.topic_bundle,
+            np.maximum(self.ownership.owner, 0),
+            served,
             {q: totals[q] for q in ("rate_in", "rate_out", "tput_in", "tput_out")},
             label=f"cycle {self._cycle}",
         )
 
     # ------------------------------------------------------------------ reports
 
-    def _write_reports(self, usage: BrokerUsage, totals: dict[str, np.ndarray], served: np.ndarray,
-                       bundle: BundleTraffic) -> int:
+    def _write_reports(
+        self, usage: BrokerUsage, totals: dict[str, np.ndarray], served: np.ndarray, bundle: BundleTraffic
+    ) -> int:
         conf = self.config
         now = self.now_ms
         bundle.check()
@@ -332,8 +358,15 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         if extensible:
             decide = np.flatnonzero(up)
         else:
-            decide = self.writer.candidates(now, up, self.writer.max_usage(usage), totals["rate"],
-                                            totals["tput_in"] + totals["tput_out"], totals["bundles"], conf)
+            decide = self.writer.candidates(
+                now,
+                up,
+                self.writer.max_usage(usage),
+                totals["rate"],
+                totals["tput_in"] + totals["tput_out"],
+                totals["bundles"],
+                conf,
+            )
         weights = ResourceWeights.from_config(conf) if extensible else None
         k = conf.loadBalancerMaxNumberOfBundlesInBundleLoadReport
         policies = None if conf.loadBalancerSheddingBundlesWithPoliciesEnabled else self._has_policies
@@ -341,15 +374,24 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         for i in decide:
             b = self.brokers[int(i)]
             system = self.writer.usage_of(b.index, usage)
-            sums = (float(totals["rate_in"][i]), float(totals["rate_out"][i]), float(totals["tput_in"][i]),
-                    float(totals["tput_out"][i]), int(totals["bundles"][i]))
+            sums = (
+                float(totals["rate_in"][i]),
+                float(totals["rate_out"][i]),
+                float(totals["tput_in"][i]),
+                float(totals["tput_out"][i]),
+                int(totals["bundles"][i]),
+            )
             mine = served_ids[owners_of_served == i]
             if extensible:
                 assert weights is not None
-                if self.writer.publish_load_data(b, now, system, sums, int(totals["topics"][i]), conf, weights):
+                if self.writer.publish_load_data(
+                    b, now, system, sums, int(totals["topics"][i]), conf, weights
+                ):
                     self._mark_changed()
                 self.writer.publish_top_bundles(b, mine, bundle, self.topology.bundle_names, k, policies)
-            if self.writer.write_local_data(b, now, system, sums, mine, bundle, self.topology.bundle_names, conf):
+            if self.writer.write_local_data(
+                b, now, system, sums, mine, bundle, self.topology.bundle_names, conf
+            ):
                 written += 1
                 self._mark_changed()
                 if self.history is not None:

@@ -24,8 +24,13 @@ from __future__ import annotations
 
 from brokerlb.config import short_class_name
 
-__all__ = ["strategy_overrides", "strategy_label", "split_label", "EXTENSIBLE_LOAD_MANAGER_CLASS",
-           "MODULAR_LOAD_MANAGER_CLASS"]
+__all__ = [
+    "strategy_overrides",
+    "strategy_label",
+    "split_label",
+    "EXTENSIBLE_LOAD_MANAGER_CLASS",
+    "MODULAR_LOAD_MANAGER_CLASS",
+]
 
 EXTENSIBLE_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
 MODULAR_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
@@ -47,7 +52,9 @@ def strategy_overrides(label: str) -> dict[str, str]:
     shedder, placement = split_label(label)
     shed = resolve(StrategyKind.SHEDDING, shedder)
     out = {"loadBalancerLoadSheddingStrategy": shed.class_name}
-    out["loadManagerClassName"] = EXTENSIBLE_LOAD_MANAGER_CLASS if shed.extensible else MODULAR_LOAD_MANAGER_CLASS
+    out["loadManagerClassName"] = (
+        EXTENSIBLE_LOAD_MANAGER_CLASS if shed.extensible else MODULAR_LOAD_MANAGER_CLASS
+    )
     if placement is not None:
         out["loadBalancerLoadPlacementStrategy"] = resolve(StrategyKind.PLACEMENT, placement).class_name
     elif short_class_name(shed.class_name) == "AvgShedder":

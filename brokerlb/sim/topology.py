@@ -38,8 +38,9 @@ class Topology:
       (name -> id, live bundles only).
     """
 
-    def __init__(self, namespaces: Sequence[tuple[str, int | NamespaceBundles]],
-                 topics: Mapping[str, Sequence[str]]) -> None:
+    def __init__(
+        self, namespaces: Sequence[tuple[str, int | NamespaceBundles]], topics: Mapping[str, Sequence[str]]
+    ) -> None:
         self.namespaces: list[str] = [name for name, _ in namespaces]
         self.ns_index: dict[str, int] = {name: i for i, name in enumerate(self.namespaces)}
         self.ns_bundles: list[NamespaceBundles] = []
@@ -120,7 +121,9 @@ class Topology:
         del self.bundle_index[self.bundle_names[bundle_id]]
         old_ids = self.ns_bundle_ids[ns]
         pos = int(np.flatnonzero(old_ids == bundle_id)[0])
-        self.ns_bundle_ids[ns] = np.concatenate([old_ids[:pos], child_ids, old_ids[pos + 1:]]).astype(np.int32)
+        self.ns_bundle_ids[ns] = np.concatenate([old_ids[:pos], child_ids, old_ids[pos + 1 :]]).astype(
+            np.int32
+        )
         self.ns_bundles[ns] = new
         self._map_topics(ns)
         return [int(i) for i in child_ids]

@@ -25,9 +25,14 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|min|s|m|h|d)")
 _SIZE_UNITS = {
-    "": 1.0, "b": 1.0,
-    "kb": 1e3, "mb": 1e6, "gb": 1e9,
-    "kib": 1024.0, "mib": 1024.0**2, "gib": 1024.0**3,
+    "": 1.0,
+    "b": 1.0,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "kib": 1024.0,
+    "mib": 1024.0**2,
+    "gib": 1024.0**3,
 }
 _SIZE = re.compile(r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([kmg]i?b|b)?", re.IGNORECASE)
 _QUANTITY_UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}

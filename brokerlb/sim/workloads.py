@@ -134,7 +134,10 @@ class SyntheticWorkload:
                 if e.topic >= len(self.topics[e.namespace]):
                     raise InvalidScenarioError(
                         f"hot_topic: namespace {e.namespace} has {len(self.topics[e.namespace])} topics, "
-                        f"no topic {e.topic}", field="events", source=scenario.source)
+                        f"no topic {e.topic}",
+                        field="events",
+                        source=scenario.source,
+                    )
                 topic = int(offsets[ns_index[e.namespace]] + e.topic)
                 if e.rate is not None:  # a target rate: the factor that reaches it from the base rate
                     base = float(self._base_rate[topic])

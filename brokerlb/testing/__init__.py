@@ -42,6 +42,7 @@ def __getattr__(name: str) -> object:
 
     return getattr(importlib.import_module(module), name)
 
+
 __all__ = [
     "BANDWIDTH_LIMIT_KBPS",
     "CPU_LIMIT",

@@ -26,8 +26,14 @@ __all__ = ["CHROMIUM_ARGS", "chromium_path", "chromium_available", "serve_direct
 
 #: flags for a headless, offline, sandbox-less Chromium (as the setup notes verified)
 CHROMIUM_ARGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 )
 
 

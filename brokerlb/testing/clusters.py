@@ -52,8 +52,13 @@ class InProcessCluster:
         from brokerlb.broker.standalone import StandaloneCluster
 
         self.store_url = f"memory:e2e-{uuid.uuid4().hex[:10]}"
-        self.cluster = StandaloneCluster(brokers, metadata_store=self.store_url, web_port=0, broker_port=None,
-                                         overrides={"clusterName": "e2e", **TEST_OVERRIDES, **(overrides or {})})
+        self.cluster = StandaloneCluster(
+            brokers,
+            metadata_store=self.store_url,
+            web_port=0,
+            broker_port=None,
+            overrides={"clusterName": "e2e", **TEST_OVERRIDES, **(overrides or {})},
+        )
         self.session_timeout = self.cluster.configs[0].duration_seconds("metadataStoreSessionTimeoutMillis")
 
     async def start(self) -> InProcessCluster:
@@ -83,13 +88,25 @@ class InProcessCluster:
 class ProcessCluster:
     """N ``brokerlb broker`` processes on one metadata store (typically ZooKeeper), killed by PID."""
 
-    def __init__(self, store_url: str, brokers: int = 3, overrides: Mapping[str, Any] | None = None,
-                 *, python: str = sys.executable, start_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        store_url: str,
+        brokers: int = 3,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        python: str = sys.executable,
+        start_timeout: float = 60.0,
+    ) -> None:
         self.store_url = store_url
         self.count = brokers
-        self.overrides = {"clusterName": "e2e", **TEST_OVERRIDES, **(overrides or {}),
-                          "metadataStoreUrl": store_url, "advertisedAddress": "127.0.0.1",
-                          "bindAddress": "127.0.0.1"}
+        self.overrides = {
+            "clusterName": "e2e",
+            **TEST_OVERRIDES,
+            **(overrides or {}),
+            "metadataStoreUrl": store_url,
+            "advertisedAddress": "127.0.0.1",
+            "bindAddress": "127.0.0.1",
+        }
         self.session_timeout = float(self.overrides["metadataStoreSessionTimeoutMillis"]) / 1000
         self.python = python
         self.start_timeout = start_timeout
@@ -120,8 +137,13 @@ class ProcessCluster:
         log = Path(self._tmp.name) / f"broker-{index}.log"
         self._logs.append(log)
         with open(log, "wb") as out:
-            proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            proc = subprocess.Popen(
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
         self.processes.append(proc)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:

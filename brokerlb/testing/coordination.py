@@ -46,8 +46,9 @@ class CoordinationSnapshot:
         return {b: info.broker_id for b, info in sorted(self.owners.items())}
 
 
-async def read_coordination_snapshot(store: MetadataStore, namespaces: Iterable[NamespaceName | str],
-                                     default_num_bundles: int = 4) -> CoordinationSnapshot:
+async def read_coordination_snapshot(
+    store: MetadataStore, namespaces: Iterable[NamespaceName | str], default_num_bundles: int = 4
+) -> CoordinationSnapshot:
     metadata = BundleMetadata(store, default_num_bundles=default_num_bundles)
     snap = CoordinationSnapshot()
     for namespace in namespaces:
@@ -55,7 +56,8 @@ async def read_coordination_snapshot(store: MetadataStore, namespaces: Iterable[
         snap.bundles[str(ns)] = await metadata.get_bundles(ns)
         glob = await metadata.read_policies(ns)
         snap.global_boundaries[str(ns)] = (
-            list(glob[0].bundles.get("boundaries", [])) if glob is not None and glob[0].bundles else None)
+            list(glob[0].bundles.get("boundaries", [])) if glob is not None and glob[0].bundles else None
+        )
         try:
             ranges = await store.children(namespace_ownership_path(ns))
         except NoNodeError:
@@ -65,8 +67,12 @@ async def read_coordination_snapshot(store: MetadataStore, namespaces: Iterable[
             path = ownership_path(name)
             node = await store.get_or_none(path)
             if node is not None:
-                snap.owners[name] = OwnerInfo(name, NamespaceEphemeralData.from_bytes(node.data, path),
-                                              node.stat.ephemeral_owner, node.stat.version)
+                snap.owners[name] = OwnerInfo(
+                    name,
+                    NamespaceEphemeralData.from_bytes(node.data, path),
+                    node.stat.ephemeral_owner,
+                    node.stat.version,
+                )
     return snap
 
 
@@ -88,13 +94,16 @@ async def check_coordination_invariants(
         stored_global = snap.global_boundaries[ns]
         local = bundles.to_json()["boundaries"]
         if stored_global is not None and stored_global != local:
-            raise InvariantViolation(f"namespace {ns}: global policies boundaries {stored_global} differ from "
-                                     f"local policies boundaries {local}")
+            raise InvariantViolation(
+                f"namespace {ns}: global policies boundaries {stored_global} differ from "
+                f"local policies boundaries {local}"
+            )
     current = {str(b) for bundles in snap.bundles.values() for b in bundles}
     stray = sorted(set(snap.owners) - current)
     if stray:
-        raise InvariantViolation(f"ownership nodes for bundles that are not in the ring: {stray}; "
-                                 f"owners: {snap.owner_ids()}")
+        raise InvariantViolation(
+            f"ownership nodes for bundles that are not in the ring: {stray}; owners: {snap.owner_ids()}"
+        )
     if require_all_owned:
         unowned = sorted(current - set(snap.owners))
         if unowned:
@@ -102,9 +111,12 @@ async def check_coordination_invariants(
     if beliefs is not None:
         claims = {broker: [bundle_name(b) for b in owned] for broker, owned in beliefs.items()}
         assert_single_owner(claims)
-        wrong = {f"{broker} believes it owns {b}, the store says {snap.owner_ids().get(b)}"
-                 for broker, owned in claims.items() for b in owned
-                 if b not in snap.owners or snap.owners[b].broker_id != broker}
+        wrong = {
+            f"{broker} believes it owns {b}, the store says {snap.owner_ids().get(b)}"
+            for broker, owned in claims.items()
+            for b in owned
+            if b not in snap.owners or snap.owners[b].broker_id != broker
+        }
         if wrong:
             raise InvariantViolation(f"beliefs disagree with the store: {sorted(wrong)}")
     return snap

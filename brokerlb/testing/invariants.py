@@ -38,7 +38,9 @@ def assert_ring_covers_keyspace(bundles: NamespaceBundles | Iterable[NamespaceBu
     if len(namespaces) != 1:
         raise InvariantViolation(f"bundles of several namespaces {sorted(namespaces)} given: [{shown}]")
     if items[0].lower != FULL_LOWER_BOUND:
-        raise InvariantViolation(f"gap at the start: first bundle starts at 0x{items[0].lower:08x}: [{shown}]")
+        raise InvariantViolation(
+            f"gap at the start: first bundle starts at 0x{items[0].lower:08x}: [{shown}]"
+        )
     if items[-1].upper != FULL_UPPER_BOUND:
         raise InvariantViolation(f"gap at the end: last bundle ends at 0x{items[-1].upper:08x}: [{shown}]")
     for left, right in zip(items, items[1:], strict=False):
@@ -81,5 +83,7 @@ def assert_single_owner(claims: Mapping[Any, Iterable[Any]] | Iterable[tuple[Any
         owners.setdefault(str(bundle), set()).add(str(broker))
     doubled = {b: sorted(o) for b, o in owners.items() if len(o) > 1}
     if doubled:
-        raise InvariantViolation(f"bundles with more than one owner: {doubled}; all claims: "
-                                 f"{ {b: sorted(o) for b, o in sorted(owners.items())} }")
+        raise InvariantViolation(
+            f"bundles with more than one owner: {doubled}; all claims: "
+            f"{ {b: sorted(o) for b, o in sorted(owners.items())} }"
+        )

@@ -98,12 +98,19 @@ class MoveScenarioResult:
         return pauses_by_close(self.produce.close_events, self.produce.pauses)
 
     def to_json(self) -> dict[str, Any]:
-        return {"produce": self.produce.to_json(), "consume": self.consume.to_json(),
-                "adminMovePauses": self.admin_pauses, "closePauses": self.close_pauses,
-                "shedCloses": self.shed_closes, "moves": [m.to_json() for m in self.moves]}
+        return {
+            "produce": self.produce.to_json(),
+            "consume": self.consume.to_json(),
+            "adminMovePauses": self.admin_pauses,
+            "closePauses": self.close_pauses,
+            "shedCloses": self.shed_closes,
+            "moves": [m.to_json() for m in self.moves],
+        }
 
 
-def hottest_bundles(bundles: NamespaceBundles, topics: list[str], weights: list[float], count: int) -> list[str]:
+def hottest_bundles(
+    bundles: NamespaceBundles, topics: list[str], weights: list[float], count: int
+) -> list[str]:
     """The ``count`` bundles carrying the largest share of the traffic, hottest first."""
     load: dict[str, float] = {}
     for topic, w in zip(topics, weights, strict=True):
@@ -129,8 +136,19 @@ async def _run(cluster: StandaloneProcess, s: MoveScenario, log: Callable[[str],
         await admin.create_namespace(namespace, num_bundles=s.bundles)
         ring = NamespaceBundles.from_json(namespace, await admin.get_bundles(namespace))
     consume = ConsumeRun(ConsumeOptions(url, base, s.topics, subscription="e2e", subscription_type="Shared"))
-    produce = ProduceRun(ProduceOptions(url, base, s.topics, rate=s.rate, size=s.size, topic_skew="zipf",
-                                        topic_zipf=s.zipf, seed=s.seed, pause_keep_above=0.002))
+    produce = ProduceRun(
+        ProduceOptions(
+            url,
+            base,
+            s.topics,
+            rate=s.rate,
+            size=s.size,
+            topic_skew="zipf",
+            topic_zipf=s.zipf,
+            seed=s.seed,
+            pause_keep_above=0.002,
+        )
+    )
     t0 = time.monotonic()
     await consume.start()
     await produce.start()
@@ -144,15 +162,18 @@ async def _run(cluster: StandaloneProcess, s: MoveScenario, log: Callable[[str],
     consuming = asyncio.create_task(consume.run())
     try:
         await asyncio.sleep(s.warmup)
-        hot = hottest_bundles(ring, produce.topics, skew_weights(s.topics, "zipf", s.zipf),
-                              max(s.plain_unloads, s.transfers))
+        hot = hottest_bundles(
+            ring, produce.topics, skew_weights(s.topics, "zipf", s.zipf), max(s.plain_unloads, s.transfers)
+        )
         async with AsyncAdminClient(url) as admin:
             for kind, count in (("unload", s.plain_unloads), ("transfer", s.transfers)):
                 for bundle in hot[:count]:
                     move = await _move(admin, cluster.broker_ids, kind, bundle, topics_of(bundle))
                     moves.append(move)
-                    log(f"{kind:8s} {bundle} ({len(move.topics)} topics, {move.source} -> "
-                        f"{move.destination or 'lookup'}) took {(move.end - move.start) * 1e3:.0f} ms")
+                    log(
+                        f"{kind:8s} {bundle} ({len(move.topics)} topics, {move.source} -> "
+                        f"{move.destination or 'lookup'}) took {(move.end - move.start) * 1e3:.0f} ms"
+                    )
                     await asyncio.sleep(s.move_gap)
         await asyncio.sleep(s.tail)
     finally:
@@ -166,8 +187,9 @@ async def _run(cluster: StandaloneProcess, s: MoveScenario, log: Callable[[str],
     return MoveScenarioResult(produce_summary, consume_summary, moves, shed)
 
 
-async def _move(admin: AsyncAdminClient, brokers: list[str], kind: str, bundle: str,
-                topics: frozenset[str]) -> Move:
+async def _move(
+    admin: AsyncAdminClient, brokers: list[str], kind: str, bundle: str, topics: frozenset[str]
+) -> Move:
     namespace, _, bundle_range = bundle.rpartition("/")
     source = None
     if topics:

@@ -45,38 +45,45 @@ def assert_load_conserved(
     owner_of_topic = bundle_owner[topic_bundle]
     for q, per_topic in topic_values.items():
         per_broker = broker_values[q]
-        expected = np.bincount(owner_of_topic[served_topic], weights=per_topic[served_topic],
-                               minlength=len(per_broker))
+        expected = np.bincount(
+            owner_of_topic[served_topic], weights=per_topic[served_topic], minlength=len(per_broker)
+        )
         scale = max(float(np.abs(per_topic).sum()), 1.0)
         bad = np.flatnonzero(np.abs(expected - per_broker) > rtol * scale)
         if len(bad):
             i = int(bad[0])
             raise InvariantViolation(
                 f"{q}{where}: broker {i} carries {float(per_broker[i])!r} but its bundles' topics sum to "
-                f"{float(expected[i])!r} ({len(bad)} brokers differ)")
+                f"{float(expected[i])!r} ({len(bad)} brokers differ)"
+            )
         total = float(per_topic.sum())
         unserved = float(per_topic[~served_topic].sum())
         if abs(total - (float(per_broker.sum()) + unserved)) > rtol * scale:
             raise InvariantViolation(
                 f"{q}{where}: topics sum to {total!r} but brokers carry {float(per_broker.sum())!r} "
-                f"and unserved bundles {unserved!r}")
+                f"and unserved bundles {unserved!r}"
+            )
         if unserved_values is not None and q in unserved_values:
             if abs(unserved_values[q] - unserved) > rtol * scale:
                 raise InvariantViolation(
-                    f"{q}{where}: reported unserved {unserved_values[q]!r}, topics say {unserved!r}")
+                    f"{q}{where}: reported unserved {unserved_values[q]!r}, topics say {unserved!r}"
+                )
 
 
-def assert_topics_in_live_bundles(topic_bundle: np.ndarray, topic_ns: np.ndarray, bundle_live: np.ndarray,
-                                  bundle_ns: np.ndarray) -> None:
+def assert_topics_in_live_bundles(
+    topic_bundle: np.ndarray, topic_ns: np.ndarray, bundle_live: np.ndarray, bundle_ns: np.ndarray
+) -> None:
     """Every topic is in a live bundle of its namespace."""
     dead = np.flatnonzero(~bundle_live[topic_bundle])
     if len(dead):
         t = int(dead[0])
         raise InvariantViolation(
-            f"topic {t} maps to bundle {int(topic_bundle[t])}, which was split away ({len(dead)} topics)")
+            f"topic {t} maps to bundle {int(topic_bundle[t])}, which was split away ({len(dead)} topics)"
+        )
     wrong = np.flatnonzero(bundle_ns[topic_bundle] != topic_ns)
     if len(wrong):
         t = int(wrong[0])
         raise InvariantViolation(
             f"topic {t} of namespace {int(topic_ns[t])} maps to bundle {int(topic_bundle[t])} of namespace "
-            f"{int(bundle_ns[topic_bundle[t]])}")
+            f"{int(bundle_ns[topic_bundle[t]])}"
+        )

@@ -32,8 +32,15 @@ _STARTED = re.compile(r"standalone cluster '.*' of (\d+) brokers")
 
 
 class StandaloneProcess:
-    def __init__(self, brokers: int = 3, overrides: Mapping[str, Any] | None = None, *,
-                 python: str = sys.executable, start_timeout: float = 60.0, log_level: str = "warning") -> None:
+    def __init__(
+        self,
+        brokers: int = 3,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        python: str = sys.executable,
+        start_timeout: float = 60.0,
+        log_level: str = "warning",
+    ) -> None:
         self.count = brokers
         self.overrides = dict(overrides or {})
         self.python = python
@@ -46,13 +53,28 @@ class StandaloneProcess:
         self.log = Path(self._tmp.name) / "standalone.log"
 
     async def start(self) -> StandaloneProcess:
-        args = [self.python, "-m", "brokerlb.cli.main", "standalone", "--brokers", str(self.count),
-                "--web-port", "0", "--log-level", self.log_level]
+        args = [
+            self.python,
+            "-m",
+            "brokerlb.cli.main",
+            "standalone",
+            "--brokers",
+            str(self.count),
+            "--web-port",
+            "0",
+            "--log-level",
+            self.log_level,
+        ]
         for key, value in self.overrides.items():
             args += ["--set", f"{key}={value}"]
         with open(self.log, "wb") as out:
-            self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                            env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"})
+            self.process = subprocess.Popen(
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
+            )
         deadline = time.monotonic() + self.start_timeout
         try:
             while time.monotonic() < deadline:
@@ -63,9 +85,13 @@ class StandaloneProcess:
                     self.urls = [u for _, u in found]
                     return self
                 if self.process.poll() is not None:
-                    raise RuntimeError(f"brokerlb standalone exited with {self.process.returncode}:\n{self.log_tail()}")
+                    raise RuntimeError(
+                        f"brokerlb standalone exited with {self.process.returncode}:\n{self.log_tail()}"
+                    )
                 await asyncio.sleep(0.1)
-            raise TimeoutError(f"brokerlb standalone not ready within {self.start_timeout} s:\n{self.log_tail()}")
+            raise TimeoutError(
+                f"brokerlb standalone not ready within {self.start_timeout} s:\n{self.log_tail()}"
+            )
         except BaseException:
             await self.stop()
             raise

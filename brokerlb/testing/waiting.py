@@ -13,8 +13,12 @@ __all__ = ["eventually"]
 T = TypeVar("T")
 
 
-async def eventually(condition: Callable[[], T | Awaitable[T]], timeout: float = 10.0, interval: float = 0.02,
-                     message: str = "condition") -> T:
+async def eventually(
+    condition: Callable[[], T | Awaitable[T]],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    message: str = "condition",
+) -> T:
     """Return the first truthy value of ``condition()`` (sync or async) within ``timeout`` s.
 
     Raises ``AssertionError`` naming ``message`` and the last value seen otherwise.

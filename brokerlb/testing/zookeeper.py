@@ -28,7 +28,13 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["ZooKeeperServer", "ZooKeeperUnavailableError", "free_port", "four_letter_word", "zookeeper_available"]
+__all__ = [
+    "ZooKeeperServer",
+    "ZooKeeperUnavailableError",
+    "free_port",
+    "four_letter_word",
+    "zookeeper_available",
+]
 
 JAVA_DIR = Path("/usr/share/java")
 ZOOKEEPER_JAR = JAVA_DIR / "zookeeper.jar"
@@ -70,9 +76,18 @@ def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 
 class ZooKeeperServer:
     """A standalone ZooKeeper server process on a loopback port."""
 
-    def __init__(self, *, port: int | None = None, host: str = "127.0.0.1", data_dir: str | Path | None = None,
-                 tick_time_ms: int = 500, min_session_timeout_ms: int = 1000,
-                 max_session_timeout_ms: int = 20000, heap: str = "256m", java: str = "java") -> None:
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        data_dir: str | Path | None = None,
+        tick_time_ms: int = 500,
+        min_session_timeout_ms: int = 1000,
+        max_session_timeout_ms: int = 20000,
+        heap: str = "256m",
+        java: str = "java",
+    ) -> None:
         self.host = host
         self.port = port
         self.tick_time_ms = tick_time_ms
@@ -126,15 +141,20 @@ class ZooKeeperServer:
             self.port = free_port(self.host)
         workdir = self._prepare_workdir()
         cmd = [
-            self.java, f"-Xmx{self.heap}", "-cp", self._classpath(workdir),
+            self.java,
+            f"-Xmx{self.heap}",
+            "-cp",
+            self._classpath(workdir),
             f"-Dlog4j.configuration=file:{workdir / 'log4j.properties'}",
             "-Dzookeeper.admin.enableServer=false",
-            "org.apache.zookeeper.server.ZooKeeperServerMain", str(workdir / "zoo.cfg"),
+            "org.apache.zookeeper.server.ZooKeeperServerMain",
+            str(workdir / "zoo.cfg"),
         ]
         self._log = workdir / "zookeeper.log"
         with open(self._log, "ab") as log:
-            self._process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                             cwd=workdir)
+            self._process = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir
+            )
         try:
             self._wait_ready(timeout)
         except BaseException:
@@ -159,8 +179,9 @@ class ZooKeeperServer:
     def __enter__(self) -> ZooKeeperServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     # ------------------------------------------------------------------ internals
@@ -203,7 +224,9 @@ class ZooKeeperServer:
             if four_letter_word(self.host, self.port, "ruok", timeout=0.5) == "imok":
                 return
             time.sleep(0.05)
-        raise ZooKeeperUnavailableError(f"ZooKeeper did not answer ruok within {timeout} s:\n{self.log_tail()}")
+        raise ZooKeeperUnavailableError(
+            f"ZooKeeper did not answer ruok within {timeout} s:\n{self.log_tail()}"
+        )
 
     def __repr__(self) -> str:
         state = "running" if self.is_running else "stopped"

@@ -41,8 +41,12 @@ def test_auto_split_ranges_split_on_join():
     s.add_consumer(c3)  # the first biggest range is split
     assert ranges(s) == [("c3", (0, 16384)), ("c2", (16385, 32768)), ("c1", (32769, 65535))]
     s.add_consumer(c4)
-    assert ranges(s) == [("c3", (0, 16384)), ("c2", (16385, 32768)), ("c4", (32769, 49152)),
-                         ("c1", (49153, 65535))]
+    assert ranges(s) == [
+        ("c3", (0, 16384)),
+        ("c2", (16385, 32768)),
+        ("c4", (32769, 49152)),
+        ("c1", (49153, 65535)),
+    ]
 
 
 def test_auto_split_ranges_merge_on_leave():
@@ -90,8 +94,9 @@ def test_consistent_ring_points_and_balance():
     for c in consumers:
         s.add_consumer(c)
     assert len(s.ring()) == 400
-    assert s.ring()[0][0] == min(murmur3_32(f"consumer-{i}\0{j}".encode()) & 0x7FFFFFFF
-                                 for i in range(4) for j in range(100))
+    assert s.ring()[0][0] == min(
+        murmur3_32(f"consumer-{i}\0{j}".encode()) & 0x7FFFFFFF for i in range(4) for j in range(100)
+    )
     counts = Counter(s.select(sticky_key_hash(k.encode())).consumer_name for k in keys(20000))
     assert set(counts) == {c.consumer_name for c in consumers}
     assert max(counts.values()) < 1.6 * min(counts.values())
@@ -147,8 +152,11 @@ def test_sticky_fixed_ranges_select_by_slot():
 
 def test_sticky_overlap_refused_with_clear_error_and_nothing_changed():
     d, c = sticky(("a", [(0, 100), (200, 300)]))
-    with pytest.raises(ConsumerAssignError, match=r"Range conflict with consumer a: its range \[200, 300\] "
-                                                  r"overlaps \[250, 400\] of b"):
+    with pytest.raises(
+        ConsumerAssignError,
+        match=r"Range conflict with consumer a: its range \[200, 300\] "
+        r"overlaps \[250, 400\] of b",
+    ):
         d.add_consumer(DispatchConsumer("b", hash_ranges=(HashRange(250, 400),)))
     assert [x.consumer_name for x in d.consumers] == ["a"]
     d.add_consumer(DispatchConsumer("b", hash_ranges=(HashRange(301, 400),)))  # adjacent is fine
@@ -203,8 +211,9 @@ def test_mode_mismatch_and_factory():
     d = KeySharedDispatcher()
     with pytest.raises(ConsumerBusyError, match="different type"):
         d.add_consumer(DispatchConsumer("x", hash_ranges=(HashRange(0, 5),)))
-    assert isinstance(create_dispatcher("Key_Shared", use_consistent_hashing=False).selector,
-                      HashRangeAutoSplitSelector)
+    assert isinstance(
+        create_dispatcher("Key_Shared", use_consistent_hashing=False).selector, HashRangeAutoSplitSelector
+    )
     assert create_dispatcher("Exclusive").subscription_type == "Exclusive"
     assert create_dispatcher("Failover", partition_index=2).partition_index == 2
     assert create_dispatcher("Shared").subscription_type == "Shared"

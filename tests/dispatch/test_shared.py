@@ -67,8 +67,11 @@ def test_dispatch_batches_up_to_round_robin_batch_size():
     d.add_consumer(b)
     msgs = [Message(message_id=i) for i in range(9)]
     result = d.dispatch(msgs)
-    assert [(c.consumer_name, [m.message_id for m in ms]) for c, ms in result.sent] == \
-        [("a", [0, 1, 2]), ("b", [3, 4]), ("a", [5, 6])]
+    assert [(c.consumer_name, [m.message_id for m in ms]) for c, ms in result.sent] == [
+        ("a", [0, 1, 2]),
+        ("b", [3, 4]),
+        ("a", [5, 6]),
+    ]
     assert [m.message_id for m in result.held] == [7, 8]
     assert (a.permits, b.permits) == (0, 0)
 

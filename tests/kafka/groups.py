@@ -7,9 +7,18 @@ import random
 from brokerlb.kafka.assignors import GroupSnapshot, Member, TopicPartition
 
 
-def random_group(rng: random.Random, *, max_topics: int = 6, max_partitions: int = 16, max_members: int = 12,
-                 identical: float = 0.4, owned: float = 0.7, static: float = 0.0,
-                 rates: float = 0.0, stale: float = 0.0) -> GroupSnapshot:
+def random_group(
+    rng: random.Random,
+    *,
+    max_topics: int = 6,
+    max_partitions: int = 16,
+    max_members: int = 12,
+    identical: float = 0.4,
+    owned: float = 0.7,
+    static: float = 0.0,
+    rates: float = 0.0,
+    stale: float = 0.0,
+) -> GroupSnapshot:
     """A group with random subscriptions and disjoint previous ownership (one generation).
 
     ``identical``: chance that every member subscribes to every topic; ``owned``:
@@ -45,8 +54,9 @@ def random_group(rng: random.Random, *, max_topics: int = 6, max_partitions: int
     return GroupSnapshot(members, topics, measured)
 
 
-def churn(rng: random.Random, group: GroupSnapshot, assignment: dict[str, list[TopicPartition]],
-          generation: int) -> GroupSnapshot:
+def churn(
+    rng: random.Random, group: GroupSnapshot, assignment: dict[str, list[TopicPartition]], generation: int
+) -> GroupSnapshot:
     """The next rebalance: members own what they were given; some leave, some join, some resubscribe."""
     names = sorted(group.partitions)
     members = {}
@@ -56,7 +66,9 @@ def churn(rng: random.Random, group: GroupSnapshot, assignment: dict[str, list[T
         topics = m.topics
         if rng.random() < 0.1:
             topics = tuple(sorted(rng.sample(names, rng.randint(1, len(names)))))
-        members[mid] = Member(mid, topics, tuple(sorted(assignment.get(mid, ()))), generation, m.group_instance_id)
+        members[mid] = Member(
+            mid, topics, tuple(sorted(assignment.get(mid, ()))), generation, m.group_instance_id
+        )
     for _ in range(rng.randint(0, 2)):
         mid = f"consumer-{rng.randint(0, 999):03d}-new{generation}"
         members[mid] = Member(mid, tuple(sorted(rng.sample(names, rng.randint(1, len(names))))))

@@ -72,21 +72,25 @@ def _members(group: GroupSnapshot, kind: str) -> list[JoinMember]:
         elif kind == "sticky":
             user_data = b""
             if m.owned:
-                user_data = StickyAssignorUserData(previous_assignment=_owned_by_topic(m.owned),
-                                                   generation=generation)
+                user_data = StickyAssignorUserData(
+                    previous_assignment=_owned_by_topic(m.owned), generation=generation
+                )
             meta = ConsumerProtocolSubscription(version=0, topics=topics, user_data=user_data)
         else:
             sub_tp = ConsumerProtocolSubscription.TopicPartition
             owned = [sub_tp(topic=t, partitions=ps) for t, ps in _owned_by_topic(m.owned)]
-            meta = ConsumerProtocolSubscription(version=1, topics=topics, user_data=b"", owned_partitions=owned,
-                                                generation_id=generation)
+            meta = ConsumerProtocolSubscription(
+                version=1, topics=topics, user_data=b"", owned_partitions=owned, generation_id=generation
+            )
         out.append(JoinMember(m.member_id, m.group_instance_id, meta))
     return out
 
 
 def _decode(result) -> dict[str, list[TopicPartition]]:
-    return {mid: sorted(TopicPartition(t, p) for t, ps in a.assigned_partitions for p in ps)
-            for mid, a in result.items()}
+    return {
+        mid: sorted(TopicPartition(t, p) for t, ps in a.assigned_partitions for p in ps)
+        for mid, a in result.items()
+    }
 
 
 @contextlib.contextmanager

@@ -57,8 +57,9 @@ def test_roundrobin_identical_to_kafka_python(seed):
     compared = crashed = 0
     for group in _groups(seed, static=0.3):
         ours = RoundRobinAssignor().assign(group)
-        check_assignment(group, ours.assignment,
-                         balance="count" if group.all_subscriptions_equal() else "none")
+        check_assignment(
+            group, ours.assignment, balance="count" if group.all_subscriptions_equal() else "none"
+        )
         if _kp_roundrobin_needs_skip(group):
             crashed += 1
             assert not group.all_subscriptions_equal()
@@ -117,8 +118,13 @@ def test_cooperative_rounds_converge_like_kafka_python():
                 rounds_needed.append(rnd)
                 break
             # members now own exactly this round's assignment (revoked partitions released)
-            group = GroupSnapshot({mid: Member(mid, m.topics, tuple(result.assignment[mid]), rnd + 1)
-                                   for mid, m in group.members.items()}, group.partitions)
+            group = GroupSnapshot(
+                {
+                    mid: Member(mid, m.topics, tuple(result.assignment[mid]), rnd + 1)
+                    for mid, m in group.members.items()
+                },
+                group.partitions,
+            )
         else:
             raise AssertionError(f"cooperative rebalance did not settle in 5 rounds: {group.to_json()}")
     assert max(rounds_needed) <= 3 and rounds_needed.count(2) > rounds_needed.count(3)
@@ -145,9 +151,16 @@ def test_kafka_python_drops_interleaved_static_members():
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
-    group = GroupSnapshot.from_json({"members": {
-        "a": {"topics": ["t"], "group_instance_id": "i1"}, "b": {"topics": ["t"]},
-        "c": {"topics": ["t"], "group_instance_id": "i2"}}, "partitions": {"t": 6}})
+    group = GroupSnapshot.from_json(
+        {
+            "members": {
+                "a": {"topics": ["t"], "group_instance_id": "i1"},
+                "b": {"topics": ["t"]},
+                "c": {"topics": ["t"], "group_instance_id": "i2"},
+            },
+            "partitions": {"t": 6},
+        }
+    )
     sub = ConsumerProtocolSubscription(version=0, topics=["t"], user_data=b"")
     interleaved = [JoinMember("a", "i1", sub), JoinMember("b", None, sub), JoinMember("c", "i2", sub)]
     raw = RangePartitionAssignor.assign(StubCluster(group), interleaved)
@@ -158,7 +171,14 @@ def test_kafka_python_drops_interleaved_static_members():
 
 
 def test_kafka_python_roundrobin_crashes_when_it_must_skip():
-    group = GroupSnapshot.from_json({"members": {"C0": {"topics": ["t0"]}, "C1": {"topics": ["t0", "t1"]},
-                                                 "C2": {"topics": ["t0", "t1", "t2"]}},
-                                     "partitions": {"t0": 1, "t1": 2, "t2": 3}})
+    group = GroupSnapshot.from_json(
+        {
+            "members": {
+                "C0": {"topics": ["t0"]},
+                "C1": {"topics": ["t0", "t1"]},
+                "C2": {"topics": ["t0", "t1", "t2"]},
+            },
+            "partitions": {"t0": 1, "t1": 2, "t2": 3},
+        }
+    )
     assert _kp_roundrobin_needs_skip(group)

@@ -44,14 +44,24 @@ def test_missing_topic_rates_get_the_mean():
 
 
 def test_sticky_when_already_balanced_and_hysteresis():
-    g = _group({"A": {"topics": ["t"], "owned": {"t": [0, 1]}, "generation": 1},
-                "B": {"topics": ["t"], "owned": {"t": [2, 3]}, "generation": 1}},
-               {"t": 4}, {"t": [5.0, 5.0, 4.9, 5.0]})
+    g = _group(
+        {
+            "A": {"topics": ["t"], "owned": {"t": [0, 1]}, "generation": 1},
+            "B": {"topics": ["t"], "owned": {"t": [2, 3]}, "generation": 1},
+        },
+        {"t": 4},
+        {"t": [5.0, 5.0, 4.9, 5.0]},
+    )
     result = LoadAwareAssignor().assign(g)
     assert result.moved == 0 and not any(result.pending.values())
-    skewed = _group({"A": {"topics": ["t"], "owned": {"t": [0, 1, 2]}, "generation": 1},
-                     "B": {"topics": ["t"], "owned": {"t": [3]}, "generation": 1}},
-                    {"t": 4}, {"t": [5.0, 5.0, 5.0, 5.0]})
+    skewed = _group(
+        {
+            "A": {"topics": ["t"], "owned": {"t": [0, 1, 2]}, "generation": 1},
+            "B": {"topics": ["t"], "owned": {"t": [3]}, "generation": 1},
+        },
+        {"t": 4},
+        {"t": [5.0, 5.0, 5.0, 5.0]},
+    )
     moved = LoadAwareAssignor().assign(skewed)
     assert moved.moved == 1 and sum(len(v) for v in moved.pending.values()) == 1  # cooperative: withheld
     eager = LoadAwareAssignor(cooperative=False).assign(skewed)
@@ -59,8 +69,11 @@ def test_sticky_when_already_balanced_and_hysteresis():
 
 
 def test_respects_subscriptions():
-    g = _group({"A": {"topics": ["hot"]}, "B": {"topics": ["cold"]}}, {"hot": 3, "cold": 3},
-               {"hot": [10, 10, 10], "cold": [1, 1, 1]})
+    g = _group(
+        {"A": {"topics": ["hot"]}, "B": {"topics": ["cold"]}},
+        {"hot": 3, "cold": 3},
+        {"hot": [10, 10, 10], "cold": [1, 1, 1]},
+    )
     target = LoadAwareAssignor().assign(g).target()
     assert all(tp.topic == "hot" for tp in target["A"]) and all(tp.topic == "cold" for tp in target["B"])
 
@@ -75,7 +88,10 @@ def test_random_groups_pass_the_load_checker():
         rates = partition_rates(g)
         check_cooperative_round(g, result, balance="load", rates=rates, tolerance=assignor.tolerance_for(g))
         sticky = StickyAssignor().assign(g).assignment
-        if max(member_loads(result.target(), rates).values()) <= max(member_loads(sticky, rates).values()) + 1e-9:
+        if (
+            max(member_loads(result.target(), rates).values())
+            <= max(member_loads(sticky, rates).values()) + 1e-9
+        ):
             better += 1
     assert better >= 270  # the max member load is at most sticky's in (nearly) every group
 
@@ -87,15 +103,21 @@ def test_successive_rebalances_move_little():
         first = LoadAwareAssignor(cooperative=False).assign(g)
         again = LoadAwareAssignor(cooperative=False).assign(_owned_as(g, first.assignment))
         assert again.moved == 0, g.to_json()  # same members, same rates: nothing moves
-        check_assignment(g, again.assignment, balance="load", rates=partition_rates(g),
-                         tolerance=LoadAwareAssignor().tolerance_for(g))
+        check_assignment(
+            g,
+            again.assignment,
+            balance="load",
+            rates=partition_rates(g),
+            tolerance=LoadAwareAssignor().tolerance_for(g),
+        )
 
 
 def _owned_as(g: GroupSnapshot, assignment):
     from brokerlb.kafka.assignors import Member
 
-    return GroupSnapshot({m: Member(m, g.members[m].topics, tuple(assignment[m]), 1) for m in g.members},
-                         g.partitions, g.rates)
+    return GroupSnapshot(
+        {m: Member(m, g.members[m].topics, tuple(assignment[m]), 1) for m in g.members}, g.partitions, g.rates
+    )
 
 
 def test_bad_config():

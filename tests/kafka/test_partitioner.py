@@ -54,7 +54,9 @@ def test_keyed_partition_matches_kafka_python():
 
 def test_keyed_partition_ignores_availability():
     meta = TopicMetadata(6, available=(1,))
-    assert DefaultPartitioner(random.Random(0)).partition("t", b"foobar", meta) == partition_for_key(b"foobar", 6)
+    assert DefaultPartitioner(random.Random(0)).partition("t", b"foobar", meta) == partition_for_key(
+        b"foobar", 6
+    )
 
 
 def test_topic_metadata_validation():
@@ -173,8 +175,12 @@ def test_load_stats_off_when_equal_or_too_few():
 
 
 def test_queue_stats_exclude_leaderless_and_unready_partitions():
-    queues = [PartitionQueue(0, 4), PartitionQueue(1, 9, leader_unready_ms=500), PartitionQueue(2, 1),
-              PartitionQueue(3, 2, has_leader=False)]
+    queues = [
+        PartitionQueue(0, 4),
+        PartitionQueue(1, 9, leader_unready_ms=500),
+        PartitionQueue(2, 1),
+        PartitionQueue(3, 2, has_leader=False),
+    ]
     sizes, ids, length = load_stats_from_queues(queues, 4, availability_timeout_ms=100)
     assert (ids[:length], sizes[:length]) == ([0, 2], [4, 1])
     sizes, ids, length = load_stats_from_queues(queues, 4, availability_timeout_ms=0)

@@ -69,23 +69,28 @@ def test_switch_interval_from_config_defaults():
 
 def test_create_message_router_draws_start_from_rng():
     clock = ManualClock(0)
-    single = create_message_router(RouterConfig(message_routing_mode=MessageRoutingMode.SINGLE_PARTITION), 8,
-                                   random.Random(42), clock)
+    single = create_message_router(
+        RouterConfig(message_routing_mode=MessageRoutingMode.SINGLE_PARTITION), 8, random.Random(42), clock
+    )
     assert isinstance(single, SinglePartitionMessageRouter)
     assert single.partition_index == random.Random(42).randrange(8)
     rr = create_message_router(RouterConfig(), 8, random.Random(42), clock)
     assert isinstance(rr, RoundRobinPartitionMessageRouter)
     assert rr.start_partition == random.Random(42).randrange(8)
     custom = FunctionMessageRouter(lambda key, n: n - 1)
-    routed = create_message_router(RouterConfig(message_routing_mode=MessageRoutingMode.CUSTOM_PARTITION,
-                                                custom_message_router=custom), 8, random.Random(1))
+    routed = create_message_router(
+        RouterConfig(message_routing_mode=MessageRoutingMode.CUSTOM_PARTITION, custom_message_router=custom),
+        8,
+        random.Random(1),
+    )
     assert routed.choose_partition("x", 8) == 7
 
 
 def test_router_errors():
     with pytest.raises(InvalidConfigError, match="customMessageRouter"):
-        create_message_router(RouterConfig(message_routing_mode=MessageRoutingMode.CUSTOM_PARTITION), 4,
-                              random.Random(1))
+        create_message_router(
+            RouterConfig(message_routing_mode=MessageRoutingMode.CUSTOM_PARTITION), 4, random.Random(1)
+        )
     with pytest.raises(InvalidInputError, match="at least one partition"):
         SinglePartitionMessageRouter(0, HashingScheme.JAVA_STRING_HASH).choose_partition(None, 0)
     assert MessageRoutingMode.parse("SinglePartition") is MessageRoutingMode.SINGLE_PARTITION

@@ -93,8 +93,11 @@ def check(answer: Mapping[str, Any], expect: Mapping[str, Any], where: str) -> N
         elif key == "placement.reason":
             assert placement.get("reason") == value, shown
         elif key == "split.success":
-            got = sorted([s["bundle"], s["boundaries"], s["reason"]] for s in answer["split"]
-                         if s["label"] == "Success")
+            got = sorted(
+                [s["bundle"], s["boundaries"], s["reason"]]
+                for s in answer["split"]
+                if s["label"] == "Success"
+            )
             assert got == sorted(value), shown
         elif key == "split.count":
             assert sum(s["label"] == "Success" for s in answer["split"]) == value, shown

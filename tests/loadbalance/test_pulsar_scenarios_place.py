@@ -20,11 +20,19 @@ FIXTURES = fixtures("placement") + fixtures("split")
 
 def test_there_are_scenarios_for_every_placement_and_split_test_class() -> None:
     classes = {p.name.split(".test")[0] for p in FIXTURES}
-    assert {"ModularLoadManagerStrategyTest", "extensions.LeastResourceUsageWithWeightTest",
-            "LoadManagerSharedTest", "AntiAffinityNamespaceGroupTest", "BrokerVersionFilterTest",
-            "extensions.BrokerIsolationPoliciesFilterTest", "extensions.BrokerMaxTopicCountFilterTest",
-            "BundleSplitterTaskTest", "DefaultNamespaceBundleSplitStrategyTest", "ModularLoadManagerImplTest",
-            "extensions.BrokerVersionFilterTest"} <= classes
+    assert {
+        "ModularLoadManagerStrategyTest",
+        "extensions.LeastResourceUsageWithWeightTest",
+        "LoadManagerSharedTest",
+        "AntiAffinityNamespaceGroupTest",
+        "BrokerVersionFilterTest",
+        "extensions.BrokerIsolationPoliciesFilterTest",
+        "extensions.BrokerMaxTopicCountFilterTest",
+        "BundleSplitterTaskTest",
+        "DefaultNamespaceBundleSplitStrategyTest",
+        "ModularLoadManagerImplTest",
+        "extensions.BrokerVersionFilterTest",
+    } <= classes
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
@@ -40,8 +48,12 @@ def test_scenario(path: Path) -> None:
 
 
 def test_a_scenario_through_the_cli_batch_command() -> None:
-    fixture = load(Path(__file__).parent / "pulsar_scenarios" / "split" /
-                   "DefaultNamespaceBundleSplitStrategyTest.testMaxTopics.json")
+    fixture = load(
+        Path(__file__).parent
+        / "pulsar_scenarios"
+        / "split"
+        / "DefaultNamespaceBundleSplitStrategyTest.testMaxTopics.json"
+    )
     result = CliRunner().invoke(build_app(), ["plan", "batch"], input="\n".join(batch_lines(fixture)) + "\n")
     assert result.exit_code == 0, result.output
     answers = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]

@@ -21,8 +21,13 @@ FIXTURES = fixtures("shedding")
 
 def test_there_are_scenarios_for_every_shedding_test_class() -> None:
     classes = {p.name.split(".test")[0] for p in FIXTURES}
-    assert classes == {"OverloadShedderTest", "ThresholdShedderTest", "UniformLoadShedderTest",
-                       "AvgShedderTest", "TransferShedderTest"}
+    assert classes == {
+        "OverloadShedderTest",
+        "ThresholdShedderTest",
+        "UniformLoadShedderTest",
+        "AvgShedderTest",
+        "TransferShedderTest",
+    }
     assert len(FIXTURES) >= 40
 
 
@@ -37,8 +42,12 @@ def test_scenario(path: Path) -> None:
 
 
 def test_a_shedding_scenario_through_the_cli_batch_command() -> None:
-    fixture = load(Path(__file__).parent / "pulsar_scenarios" / "shedding" /
-                   "TransferShedderTest.testLoadBalancerSheddingConditionHitCountThreshold.json")
+    fixture = load(
+        Path(__file__).parent
+        / "pulsar_scenarios"
+        / "shedding"
+        / "TransferShedderTest.testLoadBalancerSheddingConditionHitCountThreshold.json"
+    )
     result = CliRunner().invoke(build_app(), ["plan", "batch"], input="\n".join(batch_lines(fixture)) + "\n")
     assert result.exit_code == 0, result.output
     answers = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]

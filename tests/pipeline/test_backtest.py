@@ -13,8 +13,10 @@ from tests.history_data import simulated_history
 pytestmark = pytest.mark.spark
 
 OVERLOADED = "loadBalancerBrokerOverloadedThresholdPercentage"
-GRID = {"loadBalancerLoadSheddingStrategy": ["ThresholdShedder", "OverloadShedder", "AvgShedder"],
-        OVERLOADED: [70, 85]}
+GRID = {
+    "loadBalancerLoadSheddingStrategy": ["ThresholdShedder", "OverloadShedder", "AvgShedder"],
+    OVERLOADED: [70, 85],
+}
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +49,12 @@ def test_each_configuration_equals_the_simulator_run_in_process(backtested, reco
 
     workload = RecordedWorkload.from_history(recorded)  # read again: nothing shared with the backtest
     for config, result in zip(backtested.plan.configurations, backtested.results, strict=True):
-        direct = run_scenario(backtested.plan.scenario, config.strategy, {OVERLOADED: config.settings[OVERLOADED]},
-                              workload=workload)
+        direct = run_scenario(
+            backtested.plan.scenario,
+            config.strategy,
+            {OVERLOADED: config.settings[OVERLOADED]},
+            workload=workload,
+        )
         assert result.same_outcome(direct), config.label
         assert result.label == config.strategy
         assert result.config.get(OVERLOADED, 85) == config.settings[OVERLOADED]  # changed keys only
@@ -66,7 +72,9 @@ def test_the_grid_makes_a_difference(backtested):
     assert len({load for _, load in shedders}) > 1
     for row in rows.values():
         assert 0 < row["load_mean_mean"] <= row["load_max_mean"] <= row["load_max_peak"]
-        assert row["moves"] == sum(row[f"moves_{c}"] for c in ("shed", "transfer", "split", "restart", "failure"))
+        assert row["moves"] == sum(
+            row[f"moves_{c}"] for c in ("shed", "transfer", "split", "restart", "failure")
+        )
         assert row["cycles"] == backtested.plan.scenario.cycles
 
 
@@ -80,8 +88,13 @@ def test_tables_and_plots(spark, backtested):
         assert by_config[row["configuration"]][OVERLOADED] == str(row[OVERLOADED])
     series = spark.read.parquet(f"{out}/series.parquet")
     assert series.count() == sum(r.cycles for r in backtested.results)
-    peaks = {r["configuration"]: r["peak"] for r in series.groupBy("configuration").agg({"load_max": "max"})
-             .withColumnRenamed("max(load_max)", "peak").collect()}
+    peaks = {
+        r["configuration"]: r["peak"]
+        for r in series.groupBy("configuration")
+        .agg({"load_max": "max"})
+        .withColumnRenamed("max(load_max)", "peak")
+        .collect()
+    }
     assert peaks == {row["configuration"]: pytest.approx(row["load_max_peak"]) for row in backtested.rows()}
     with open(f"{out}/summary.csv", encoding="utf-8") as f:
         assert len(f.read().strip().splitlines()) == 7
@@ -98,21 +111,43 @@ def test_cli_backtest_with_a_grid_file(spark, recorded, tmp_path, capsys):
     from tests.history_data import BACKTEST_SCENARIO
 
     scenario = tmp_path / "cluster.json"  # the recorded cluster as a scenario file
-    scenario.write_text(json.dumps({k: v for k, v in BACKTEST_SCENARIO.items() if k != "events"}), encoding="utf-8")
+    scenario.write_text(
+        json.dumps({k: v for k, v in BACKTEST_SCENARIO.items() if k != "events"}), encoding="utf-8"
+    )
     grid = tmp_path / "grid.yaml"
-    grid.write_text("scenario: cluster.json\nbase: {loadBalancerSheddingGracePeriodMinutes: 5}\n"
-                    "grid: {strategy: [ThresholdShedder]}\n", encoding="utf-8")
+    grid.write_text(
+        "scenario: cluster.json\nbase: {loadBalancerSheddingGracePeriodMinutes: 5}\n"
+        "grid: {strategy: [ThresholdShedder]}\n",
+        encoding="utf-8",
+    )
     with pytest.raises(SystemExit) as exit_:
-        main(["pipeline", "backtest", "--history", str(recorded), "--grid", str(grid), "--set", "seed=1,2",
-              "--json", "--output", str(tmp_path / "out"), "--no-plots"])
+        main(
+            [
+                "pipeline",
+                "backtest",
+                "--history",
+                str(recorded),
+                "--grid",
+                str(grid),
+                "--set",
+                "seed=1,2",
+                "--json",
+                "--output",
+                str(tmp_path / "out"),
+                "--no-plots",
+            ]
+        )
     assert exit_.value.code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["configurations"] == 2 and summary["topics"] == 120
     assert [row["label"] for row in summary["rows"]] == ["ThresholdShedder seed=1", "ThresholdShedder seed=2"]
     assert not (tmp_path / "out" / "max-load.png").exists()
-    direct = run_scenario(parse_scenario(json.loads(scenario.read_text(encoding="utf-8"))), "ThresholdShedder",
-                          {"loadBalancerSheddingGracePeriodMinutes": 5, "seed": 2},
-                          workload=RecordedWorkload.from_history(recorded))
+    direct = run_scenario(
+        parse_scenario(json.loads(scenario.read_text(encoding="utf-8"))),
+        "ThresholdShedder",
+        {"loadBalancerSheddingGracePeriodMinutes": 5, "seed": 2},
+        workload=RecordedWorkload.from_history(recorded),
+    )
     assert summary["rows"][1]["moves"] == direct.summary["moves"]
     assert summary["rows"][1]["flaps"] == direct.summary["flaps"]
     with pytest.raises(SystemExit) as exit_:

@@ -34,13 +34,19 @@ def test_columns_dates_and_normalised_values(spark, history):
     assert (row["timestamp"], row["producerCount"], str(row["date"])) == (1_700_000_000_000, 2, "2023-11-14")
     odd = table(spark, history, "bundle_boundaries").where("namespace = 't/odd'").first()
     assert odd["boundaries"] == [0, 0x80000000, 0xFFFFFFFF] and odd["numBundles"] == 2
-    partitions = {p.name.split("=")[0] for p in (history.warehouse / "topic_samples").iterdir() if "=" in p.name}
+    partitions = {
+        p.name.split("=")[0] for p in (history.warehouse / "topic_samples").iterdir() if "=" in p.name
+    }
     assert partitions == {"date"}
     sample = history.broker_samples[0]
-    got = table(spark, history, "bundle_samples").where(
-        f"timestamp = {sample.timestamp} and brokerId = '{sample.broker_id}'").collect()
+    got = (
+        table(spark, history, "bundle_samples")
+        .where(f"timestamp = {sample.timestamp} and brokerId = '{sample.broker_id}'")
+        .collect()
+    )
     assert {r["bundle"]: r["msgRateIn"] for r in got} == {
-        b: s.msg_rate_in for b, s in sample.local_data.last_stats.items()}
+        b: s.msg_rate_in for b, s in sample.local_data.last_stats.items()
+    }
 
 
 def test_every_bad_line_is_rejected_with_a_reason_naming_the_field(spark, history):

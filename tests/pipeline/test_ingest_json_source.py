@@ -64,8 +64,13 @@ def test_plain_files_are_ascii_without_brackets_or_tabs(tmp_path):
     write_history(tmp_path)
     folder = tmp_path / TOPIC_SAMPLES
     verdicts = {name: is_plain_json_lines(str(folder / name)) for name in FILES}
-    assert verdicts == {"plain.jsonl": True, "arrays.jsonl": False, "tabs.jsonl": False, "utf8.jsonl": False,
-                        "glob [1] {a,b} 100%20 *.jsonl": True}
+    assert verdicts == {
+        "plain.jsonl": True,
+        "arrays.jsonl": False,
+        "tabs.jsonl": False,
+        "utf8.jsonl": False,
+        "glob [1] {a,b} 100%20 *.jsonl": True,
+    }
     uris = [f"file:{folder / name}" for name in FILES]  # as Spark's file listing prints them
     assert split_plain_files(uris) == ([uris[0], uris[3]], [uris[1], uris[2], uris[4]])
     assert not is_plain_json_lines(str(folder / "missing.jsonl"))
@@ -86,7 +91,11 @@ def test_plain_files_only_take_the_json_path_alone(spark, tmp_path):
     write_history(tmp_path / "history", PLAIN)
     fast = ingest(spark, str(tmp_path / "history"), str(tmp_path / "fast"))
     text = ingest(spark, str(tmp_path / "history"), str(tmp_path / "text"), json_file_source=False)
-    assert fast.json_source_files == {TOPIC_SAMPLES: 2} and fast.rows == text.rows and fast.rejects == text.rejects
+    assert (
+        fast.json_source_files == {TOPIC_SAMPLES: 2}
+        and fast.rows == text.rows
+        and fast.rejects == text.rejects
+    )
     for name, drop in (("topic_samples", ("ingestBatch",)), ("rejects", ("ingestBatch", "ingestedAt"))):
         assert rows(spark, tmp_path / "fast", name, drop) == rows(spark, tmp_path / "text", name, drop)
 
@@ -112,6 +121,11 @@ def test_json_file_source_and_text_path_give_the_same_tables_and_rejects(spark, 
     assert "[" + GOOD % ("in-array", 1) + "]" in lines
     topics = {r["topic"] for r in good}
     assert "persistent://t/ns/in-array" not in topics  # an array line is one malformed line, not its elements
-    assert {"persistent://t/ns/p0", "persistent://t/ns/crlf", "persistent://t/ns/trailing", "persistent://t/ns/ü",
-            "persistent://t/ns/odd-name"} <= topics
+    assert {
+        "persistent://t/ns/p0",
+        "persistent://t/ns/crlf",
+        "persistent://t/ns/trailing",
+        "persistent://t/ns/ü",
+        "persistent://t/ns/odd-name",
+    } <= topics
     assert "not json either" in lines

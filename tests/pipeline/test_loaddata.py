@@ -27,8 +27,12 @@ pytestmark = pytest.mark.spark
 
 REL = 1e-9
 WINDOWS = (("shortTerm", "short_term_data"), ("longTerm", "long_term_data"))
-VALUES = (("MsgThroughputIn", "msg_throughput_in"), ("MsgThroughputOut", "msg_throughput_out"),
-          ("MsgRateIn", "msg_rate_in"), ("MsgRateOut", "msg_rate_out"))
+VALUES = (
+    ("MsgThroughputIn", "msg_throughput_in"),
+    ("MsgThroughputOut", "msg_throughput_out"),
+    ("MsgRateIn", "msg_rate_in"),
+    ("MsgRateOut", "msg_rate_out"),
+)
 
 
 def assert_bundle(row, data: BundleData) -> None:
@@ -36,7 +40,10 @@ def assert_bundle(row, data: BundleData) -> None:
         window = getattr(data, attr)
         assert row[f"{prefix}Samples"] == window.num_samples, (row["bundle"], prefix)
         for column, field in VALUES:
-            assert row[prefix + column] == pytest.approx(getattr(window, field), rel=REL, abs=1e-12), (row["bundle"], column)
+            assert row[prefix + column] == pytest.approx(getattr(window, field), rel=REL, abs=1e-12), (
+                row["bundle"],
+                column,
+            )
     assert row["topics"] == data.topics
 
 
@@ -61,7 +68,9 @@ def assert_equal_to_replay(spark, result, ref) -> None:
     assert set(brokers) == set(ref.time_average_data)
     for broker, data in ref.time_average_data.items():
         assert_broker(brokers[broker], data)
-    broker_history = {(r["cycle"], r["brokerId"]): r for r in result.table(spark, "broker_time_average_history").collect()}
+    broker_history = {
+        (r["cycle"], r["brokerId"]): r for r in result.table(spark, "broker_time_average_history").collect()
+    }
     assert set(broker_history) == {(h.cycle, h.broker_id) for h in ref.broker_history}
     for h in ref.broker_history:
         assert_broker(broker_history[(h.cycle, h.broker_id)], h.data)
@@ -85,7 +94,9 @@ def topic_reports(samples: list[TopicSample], layouts) -> list[BrokerSample]:
     """What a broker would report from these topic samples: per (timestamp, broker), per bundle, the sums."""
     versions = defaultdict(list)
     for layout in layouts:
-        versions[layout.namespace].append((layout.timestamp, NamespaceBundles(layout.namespace, layout.boundaries)))
+        versions[layout.namespace].append(
+            (layout.timestamp, NamespaceBundles(layout.namespace, layout.boundaries))
+        )
     groups: dict = defaultdict(lambda: defaultdict(list))
     for s in samples:
         valid = [b for ts, b in sorted(versions[s.namespace], key=lambda v: v[0]) if ts <= s.timestamp]
@@ -96,11 +107,16 @@ def topic_reports(samples: list[TopicSample], layouts) -> list[BrokerSample]:
         data = LocalBrokerData()
         data.last_stats = {
             bundle: NamespaceBundleStats(
-                msg_rate_in=sum(t.msg_rate_in for t in topics), msg_throughput_in=sum(t.msg_throughput_in for t in topics),
-                msg_rate_out=sum(t.msg_rate_out for t in topics), msg_throughput_out=sum(t.msg_throughput_out for t in topics),
-                consumer_count=sum(t.consumer_count for t in topics), producer_count=sum(t.producer_count for t in topics),
-                topics=len(topics))
-            for bundle, topics in bundles.items() if bundle is not None
+                msg_rate_in=sum(t.msg_rate_in for t in topics),
+                msg_throughput_in=sum(t.msg_throughput_in for t in topics),
+                msg_rate_out=sum(t.msg_rate_out for t in topics),
+                msg_throughput_out=sum(t.msg_throughput_out for t in topics),
+                consumer_count=sum(t.consumer_count for t in topics),
+                producer_count=sum(t.producer_count for t in topics),
+                topics=len(topics),
+            )
+            for bundle, topics in bundles.items()
+            if bundle is not None
         }
         reports.append(BrokerSample(ts, broker, data))
     return reports
@@ -109,12 +125,17 @@ def topic_reports(samples: list[TopicSample], layouts) -> list[BrokerSample]:
 def test_topic_level_history_equals_what_brokers_would_report(spark, history):
     from brokerlb.pipeline.loaddata import load_data
 
-    samples = history.topic_samples + [record_from_json("topic-samples", json.loads(line))
-                                       for line in ODD_GOOD_LINES["topic-samples"]]
+    samples = history.topic_samples + [
+        record_from_json("topic-samples", json.loads(line)) for line in ODD_GOOD_LINES["topic-samples"]
+    ]
     result = load_data(spark, str(history.warehouse), source="topics")
     assert_equal_to_replay(spark, result, replay_load_data(topic_reports(samples, history.layouts)))
     assert result.counts["unmappedTopicSamples"] == 0 and result.counts["bundleMismatches"] == 0
-    split = [r for r in result.table(spark, "bundle_load_data").collect() if r["bundle"].startswith("t/ns/0x00000000_0x")]
+    split = [
+        r
+        for r in result.table(spark, "bundle_load_data").collect()
+        if r["bundle"].startswith("t/ns/0x00000000_0x")
+    ]
     assert {r["bundle"] for r in split} == {"t/ns/0x00000000_0x40000000", "t/ns/0x00000000_0x20000000"}
 
 
@@ -126,11 +147,23 @@ def test_topic_to_bundle_uses_crc32_and_the_layout_valid_at_the_time(spark, hist
     samples = spark.read.parquet(str(history.warehouse / "topic_samples"))
     layouts = spark.read.parquet(str(history.warehouse / "bundle_boundaries"))
     extra = spark.createDataFrame(
-        [(1_700_000_000_000, "b", "persistent://nolayout/ns/a", "nolayout/ns", None),
-         (1_700_000_000_000, "b", "persistent://nolayout/ns/b", "nolayout/ns", "nolayout/ns/0x00000000_0xffffffff")],
-        "timestamp long, broker string, topic string, namespace string, bundle string")
-    mapped = assign_bundles(spark, samples.select("timestamp", "broker", "topic", "namespace", "bundle").unionByName(extra),
-                            boundary_index(layouts))
+        [
+            (1_700_000_000_000, "b", "persistent://nolayout/ns/a", "nolayout/ns", None),
+            (
+                1_700_000_000_000,
+                "b",
+                "persistent://nolayout/ns/b",
+                "nolayout/ns",
+                "nolayout/ns/0x00000000_0xffffffff",
+            ),
+        ],
+        "timestamp long, broker string, topic string, namespace string, bundle string",
+    )
+    mapped = assign_bundles(
+        spark,
+        samples.select("timestamp", "broker", "topic", "namespace", "bundle").unionByName(extra),
+        boundary_index(layouts),
+    )
     rows = mapped.select("timestamp", "topic", "topicHash", "bundle", "bundleSource").collect()
     reference = {(s.timestamp, s.topic): s for s in history.topic_samples}
     expected = {s.timestamp: s for s in history.layouts}
@@ -141,14 +174,24 @@ def test_topic_to_bundle_uses_crc32_and_the_layout_valid_at_the_time(spark, hist
         assert r["topicHash"] == topic_hash(r["topic"])
         if (r["timestamp"], r["topic"]) in reference:
             ns = reference[(r["timestamp"], r["topic"])].namespace
-            valid = max((lay for lay in history.layouts if lay.namespace == ns and lay.timestamp <= r["timestamp"]),
-                        key=lambda lay: lay.timestamp)
-            assert r["bundle"] == str(valid.bundles().find_bundle(r["topic"])) and r["bundleSource"] == "layout"
+            valid = max(
+                (lay for lay in history.layouts if lay.namespace == ns and lay.timestamp <= r["timestamp"]),
+                key=lambda lay: lay.timestamp,
+            )
+            assert (
+                r["bundle"] == str(valid.bundles().find_bundle(r["topic"])) and r["bundleSource"] == "layout"
+            )
             checked += 1
     assert checked == len(history.topic_samples) and expected
-    by_topic = {r["topic"]: (r["bundle"], r["bundleSource"]) for r in rows if r["topic"].startswith("persistent://nolayout")}
-    assert by_topic == {"persistent://nolayout/ns/a": (None, None),
-                        "persistent://nolayout/ns/b": ("nolayout/ns/0x00000000_0xffffffff", "recorded")}
+    by_topic = {
+        r["topic"]: (r["bundle"], r["bundleSource"])
+        for r in rows
+        if r["topic"].startswith("persistent://nolayout")
+    }
+    assert by_topic == {
+        "persistent://nolayout/ns/a": (None, None),
+        "persistent://nolayout/ns/b": ("nolayout/ns/0x00000000_0xffffffff", "recorded"),
+    }
     assert mapped.where(F.col("bundleMismatch")).count() == 0
 
 
@@ -170,8 +213,13 @@ def test_window_and_bad_arguments(spark, history):
     from brokerlb.pipeline.loaddata import load_data
 
     until = sorted(s.timestamp for s in history.broker_samples)[50]
-    result = load_data(spark, str(history.warehouse), cycles="report", until=until,
-                       output=str(history.warehouse / "windowed"))
+    result = load_data(
+        spark,
+        str(history.warehouse),
+        cycles="report",
+        until=until,
+        output=str(history.warehouse / "windowed"),
+    )
     inside = [s for s in history.broker_samples if s.timestamp <= until]
     assert_equal_to_replay(spark, result, replay_load_data(inside, cycles="report"))
     with pytest.raises(InvalidInputError, match="source"):
@@ -190,13 +238,33 @@ def test_bundle_join_edges_equal_the_numpy_index(spark):
 
     bounds = [0, 0x00000010, 0x00000011, 0x01000000, 0x7FFFFFFF, 0xF0000000, 0xFFFFFFFF]
     index = BoundaryIndex([("t/e", 100, bounds), ("t/e", 200, [0, 0x80000000, 0xFFFFFFFF])])
-    hashes = sorted({0, 1, 0xF, 0x10, 0x11, 0x12, 0xFFFFFF, 0x1000000, 0x7FFFFFFE, 0x7FFFFFFF, 0x80000000,
-                     0xEFFFFFFF, 0xF0000000, 0xFFFFFFFE, 0xFFFFFFFF})
+    hashes = sorted(
+        {
+            0,
+            1,
+            0xF,
+            0x10,
+            0x11,
+            0x12,
+            0xFFFFFF,
+            0x1000000,
+            0x7FFFFFFE,
+            0x7FFFFFFF,
+            0x80000000,
+            0xEFFFFFFF,
+            0xF0000000,
+            0xFFFFFFFE,
+            0xFFFFFFFF,
+        }
+    )
     rows = [(ts, "b", f"persistent://t/e/h{h}", "t/e", None, h) for ts in (50, 100, 199, 200) for h in hashes]
     samples = spark.createDataFrame(
-        rows, "timestamp long, broker string, topic string, namespace string, bundle string, topicHash long")
-    got = {(r["timestamp"], r["topicHash"]): (r["bundleLower"], r["bundleUpper"])
-           for r in assign_bundles(spark, samples, index).collect()}
+        rows, "timestamp long, broker string, topic string, namespace string, bundle string, topicHash long"
+    )
+    got = {
+        (r["timestamp"], r["topicHash"]): (r["bundleLower"], r["bundleUpper"])
+        for r in assign_bundles(spark, samples, index).collect()
+    }
     assert len(got) == len(rows)
     for (ts, h), (lower, upper) in got.items():
         (version,) = index.version_at(np.asarray([index.namespace_id("t/e")]), np.asarray([ts]))
@@ -213,9 +281,23 @@ def test_topic_samples_without_a_bundle_are_written_out_with_a_reason_and_counte
     samples = []
     for ts in (1_700_000_000_000, 1_700_000_060_000):
         for name in ("a", "b", "c"):
-            samples.append({"timestamp": ts, "broker": "b1", "topic": f"persistent://nolayout/ns/{name}", "msgRateIn": 1.0})
-        samples.append({"timestamp": ts, "broker": "b1", "topic": "persistent://nolayout/ns/d",
-                        "bundle": "nolayout/ns/0x00000000_0xffffffff", "msgRateIn": 2.0})
+            samples.append(
+                {
+                    "timestamp": ts,
+                    "broker": "b1",
+                    "topic": f"persistent://nolayout/ns/{name}",
+                    "msgRateIn": 1.0,
+                }
+            )
+        samples.append(
+            {
+                "timestamp": ts,
+                "broker": "b1",
+                "topic": "persistent://nolayout/ns/d",
+                "bundle": "nolayout/ns/0x00000000_0xffffffff",
+                "msgRateIn": 2.0,
+            }
+        )
     root = tmp_path / "history"
     with HistoryWriter(root, "broker-1:8080") as writer:
         writer.write_all(record_from_json(TOPIC_SAMPLES, s) for s in samples)
@@ -224,7 +306,11 @@ def test_topic_samples_without_a_bundle_are_written_out_with_a_reason_and_counte
     result = load_data(spark, warehouse, source="topics")
     assert result.counts["unmappedTopicSamples"] == 6
     unmapped = result.table(spark, "unmapped_topic_samples").collect()
-    assert len(unmapped) == 6 and {r["topic"] for r in unmapped} == {f"persistent://nolayout/ns/{n}" for n in "abc"}
+    assert len(unmapped) == 6 and {r["topic"] for r in unmapped} == {
+        f"persistent://nolayout/ns/{n}" for n in "abc"
+    }
     assert all("has no bundle-boundaries record" in r["reason"] for r in unmapped)
     final = result.table(spark, "bundle_load_data").collect()
-    assert [r["bundle"] for r in final] == ["nolayout/ns/0x00000000_0xffffffff"] and result.counts["bundles"] == 1
+    assert [r["bundle"] for r in final] == ["nolayout/ns/0x00000000_0xffffffff"] and result.counts[
+        "bundles"
+    ] == 1

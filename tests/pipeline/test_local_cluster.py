@@ -51,21 +51,43 @@ def test_jobs_on_local_cluster_equal_the_in_process_results(spark, history, tmp_
     recorded = tmp_path / "recorded"
     simulated_history(recorded)
     commands = [
-        ["pipeline", "loaddata", "--warehouse", str(history.warehouse), "--source", "topics", "--output", str(out)],
-        ["pipeline", "backtest", "--history", str(recorded), "--set", "strategy=ThresholdShedder,AvgShedder",
-         "--json"],
+        [
+            "pipeline",
+            "loaddata",
+            "--warehouse",
+            str(history.warehouse),
+            "--source",
+            "topics",
+            "--output",
+            str(out),
+        ],
+        [
+            "pipeline",
+            "backtest",
+            "--history",
+            str(recorded),
+            "--set",
+            "strategy=ThresholdShedder,AvgShedder",
+            "--json",
+        ],
     ]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     env.pop("SPARK_HOME", None)  # the session points it at pyspark's install directory
-    done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(commands)], env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, json.dumps(commands)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     loaddata_out, backtest_out, _ = done.stdout.split("\x1e")
 
     summary = json.loads(loaddata_out)
     assert summary["source"] == "topics" and summary["counts"]["bundles"] > 0
-    samples = history.topic_samples + [record_from_json("topic-samples", json.loads(line))
-                                       for line in ODD_GOOD_LINES["topic-samples"]]
+    samples = history.topic_samples + [
+        record_from_json("topic-samples", json.loads(line)) for line in ODD_GOOD_LINES["topic-samples"]
+    ]
     result = LoadDataResult(str(out), "topics", "leader", summary["counts"])
     assert_equal_to_replay(spark, result, replay_load_data(topic_reports(samples, history.layouts)))
 
@@ -79,5 +101,12 @@ def test_jobs_on_local_cluster_equal_the_in_process_results(spark, history, tmp_
     for row, strategy in zip(backtested["rows"], ["ThresholdShedder", "AvgShedder"], strict=True):
         direct = run_scenario(plan.scenario, strategy, workload=workload).summary
         assert row["strategy"] == strategy
-        for key in ("moves", "flaps", "moved_throughput", "load_max_peak", "load_max_mean", "unowned_seconds"):
+        for key in (
+            "moves",
+            "flaps",
+            "moved_throughput",
+            "load_max_peak",
+            "load_max_mean",
+            "unowned_seconds",
+        ):
             assert row[key] == direct[key], (strategy, key)

@@ -42,8 +42,13 @@ def test_hot_bundle_split_isolates_the_hot_topic_and_the_plan_fits_the_layout(sp
         assert_ring_covers_keyspace(layout)
     advice = {a["namespace"]: a for a in plan.advice}
     assert set(advice) == {"t/ns", "t/other"}
-    assert advice["t/other"]["hotBundles"] >= 1 and advice["t/other"]["bundlesAfterPlan"] == len(after["t/other"])
-    assert plan.source["statistic"] == "mean" and plan.source["limits"]["loadBalancerNamespaceBundleMaxMsgRate"] == 5_000
+    assert advice["t/other"]["hotBundles"] >= 1 and advice["t/other"]["bundlesAfterPlan"] == len(
+        after["t/other"]
+    )
+    assert (
+        plan.source["statistic"] == "mean"
+        and plan.source["limits"]["loadBalancerNamespaceBundleMaxMsgRate"] == 5_000
+    )
     assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
 
 
@@ -58,8 +63,20 @@ def test_default_limits_find_nothing_hot_and_statistic_max(spark, history):
 def test_cli_recommend_writes_a_plan(spark, history, tmp_path, capsys):
     out = tmp_path / "plan.json"
     with pytest.raises(SystemExit) as exit_:
-        main(["pipeline", "recommend", "--warehouse", str(history.warehouse), "--out", str(out),
-              "--set", "loadBalancerNamespaceBundleMaxMsgRate=5000", "--until", "2023-11-14T22:30:00"])
+        main(
+            [
+                "pipeline",
+                "recommend",
+                "--warehouse",
+                str(history.warehouse),
+                "--out",
+                str(out),
+                "--set",
+                "loadBalancerNamespaceBundleMaxMsgRate=5000",
+                "--until",
+                "2023-11-14T22:30:00",
+            ]
+        )
     assert exit_.value.code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["splits"] >= 1 and summary["plan"] == str(out)

@@ -34,8 +34,15 @@ def test_list_shows_the_library():
 
 def test_compare_prints_one_column_per_strategy(tmp_path):
     path = scenario_file(tmp_path, minutes=4)
-    result = simulate(str(path), "--compare", "OverloadShedder,OverloadShedder+RoundRobinBrokerSelector",
-                      "--set", "loadBalancerSheddingGracePeriodMinutes=5", "--seed", "3")
+    result = simulate(
+        str(path),
+        "--compare",
+        "OverloadShedder,OverloadShedder+RoundRobinBrokerSelector",
+        "--set",
+        "loadBalancerSheddingGracePeriodMinutes=5",
+        "--seed",
+        "3",
+    )
     assert result.exit_code == 0, result.output
     assert "RoundRobin" in result.stdout and "bundle moves" in result.stdout and "…" not in result.stdout
 
@@ -43,8 +50,14 @@ def test_compare_prints_one_column_per_strategy(tmp_path):
 def test_json_summary_and_report(tmp_path):
     path = scenario_file(tmp_path, minutes=3)
     out = tmp_path / "report"
-    result = simulate(str(path), "--strategy", "org.apache.pulsar.broker.loadbalance.impl.OverloadShedder",
-                      "--json", "--report", str(out))
+    result = simulate(
+        str(path),
+        "--strategy",
+        "org.apache.pulsar.broker.loadbalance.impl.OverloadShedder",
+        "--json",
+        "--report",
+        str(out),
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert list(summary) == ["OverloadShedder"] and summary["OverloadShedder"]["cycles"] == 3
@@ -58,7 +71,10 @@ def test_errors_are_one_line_and_exit_2(tmp_path):
     bad = simulate(str(scenario_file(tmp_path, minutes=3)), "--strategy", "FastShedder")
     assert bad.exit_code == 2 and "Unknown shedding strategy 'FastShedder'" in bad.output
     missing = simulate("no-such-scenario")
-    assert missing.exit_code == 2 and "no scenario file or library scenario named 'no-such-scenario'" in missing.output
+    assert (
+        missing.exit_code == 2
+        and "no scenario file or library scenario named 'no-such-scenario'" in missing.output
+    )
     broken = tmp_path / "broken.yaml"
     broken.write_text("seed: 1\nduration: 1h\nbrokers: [b]\nnamespaces: [{name: t/ns, bundles: zero}]\n")
     result = simulate(str(broken))
@@ -71,13 +87,29 @@ def test_recorded_workload_from_the_command_line(tmp_path):
     lines = []
     for minute in range(4):
         for i in range(40):
-            lines.append(json.dumps({"timestamp": 1_700_000_000_000 + minute * 60_000,
-                                     "topic": f"persistent://t/ns-1/topic-{i}", "msgRateIn": 100.0 + minute,
-                                     "msgRateOut": 100.0, "msgThroughputIn": 1e5, "msgThroughputOut": 1e5,
-                                     "producerCount": 1, "consumerCount": 1}))
+            lines.append(
+                json.dumps(
+                    {
+                        "timestamp": 1_700_000_000_000 + minute * 60_000,
+                        "topic": f"persistent://t/ns-1/topic-{i}",
+                        "msgRateIn": 100.0 + minute,
+                        "msgRateOut": 100.0,
+                        "msgThroughputIn": 1e5,
+                        "msgThroughputOut": 1e5,
+                        "producerCount": 1,
+                        "consumerCount": 1,
+                    }
+                )
+            )
     samples.write_text("\n".join(lines) + "\n")
-    result = simulate(str(scenario_file(tmp_path, minutes=3)), "--strategy", "OverloadShedder",
-                      "--workload", str(samples), "--json")
+    result = simulate(
+        str(scenario_file(tmp_path, minutes=3)),
+        "--strategy",
+        "OverloadShedder",
+        "--workload",
+        str(samples),
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)["OverloadShedder"]
     # only t/ns-1 has recorded topics; it keeps the 8 bundles the scenario declares for it

@@ -25,7 +25,9 @@ from tests.sim.test_determinism_and_conservation import EVENTS, SPLITS
 _DEFAULT = NamespaceBundleStats.new_default()
 
 
-def scalar_refresh(state: LeaderLoadState, reports, *, stored_bundle_data=None, stored_quota=None) -> RefreshResult:
+def scalar_refresh(
+    state: LeaderLoadState, reports, *, stored_bundle_data=None, stored_quota=None
+) -> RefreshResult:
     """Pulsar's updateAllBrokerData + updateBundleData, bundle by bundle."""
     added, removed = _update_broker_data(state.load_data, reports)
     bundle_data = state.load_data.bundle_data

@@ -13,8 +13,13 @@ from tests.sim.conftest import small_scenario  # noqa: E402
 def recorded(tmp_path_factory):
     root = tmp_path_factory.mktemp("history")
     scenario = small_scenario([{"at": "5m", "type": "fail_broker", "broker": "b2"}], minutes=20)
-    result = run_scenario(scenario, "OverloadShedder", {"loadBalancerNamespaceBundleMaxTopics": "20"},
-                          history_dir=root, history_topic_interval=300)
+    result = run_scenario(
+        scenario,
+        "OverloadShedder",
+        {"loadBalancerNamespaceBundleMaxTopics": "20"},
+        history_dir=root,
+        history_topic_interval=300,
+    )
     return scenario, result, root
 
 
@@ -32,7 +37,9 @@ def test_broker_samples_are_the_reports_written(recorded):
 def test_bundle_boundaries_follow_the_splits(recorded):
     _, result, root = recorded
     boundaries = history.read_history(root, history.BUNDLE_BOUNDARIES)
-    first = {b.namespace: b.num_bundles for b in boundaries if b.timestamp == min(x.timestamp for x in boundaries)}
+    first = {
+        b.namespace: b.num_bundles for b in boundaries if b.timestamp == min(x.timestamp for x in boundaries)
+    }
     assert first == {"t/ns-1": 8, "t/ns-2": 8, "t/ns-3": 8}
     last = {}
     for b in boundaries:
@@ -49,5 +56,6 @@ def test_topic_samples_replay_as_a_recorded_workload(recorded):
     again = run_scenario(scenario, "OverloadShedder", workload=replay)
     # the replay starts at the first dump (the end of cycle 1) and holds each dump for 5 minutes
     assert again.series["offered_throughput"][0] == pytest.approx(
-        sum(s.msg_throughput_in + s.msg_throughput_out for s in samples if s.timestamp == times[0]))
+        sum(s.msg_throughput_in + s.msg_throughput_out for s in samples if s.timestamp == times[0])
+    )
     assert np.isfinite(again.series["load_max"]).all()

@@ -52,7 +52,9 @@ def test_lower_boundary_shedding_and_relative_shedders_fill_the_idle_broker(ten_
     for strategy in ("UniformLoadShedder", "AvgShedder"):
         r = ten_busy_one_idle(strategy)
         assert idle_share(r, "broker-11:8080") > 0.3, strategy
-        assert r.summary["load_std_final"] < ten_busy_one_idle("ThresholdShedder").summary["load_std_final"] / 2
+        assert (
+            r.summary["load_std_final"] < ten_busy_one_idle("ThresholdShedder").summary["load_std_final"] / 2
+        )
 
 
 def test_overload_shedder_waits_for_85_percent(ten_busy_one_idle):

@@ -30,7 +30,9 @@ def test_files(report):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     doc = json.loads((out / "summary.json").read_text())
     assert doc["scenario"]["name"] == "small" and [r["label"] for r in doc["results"]] == [
-        "OverloadShedder", "OverloadShedder+LeastResourceUsageWithWeight"]
+        "OverloadShedder",
+        "OverloadShedder+LeastResourceUsageWithWeight",
+    ]
     assert len(doc["results"][0]["series"]["load_max"]) == 8
 
 

@@ -7,13 +7,16 @@ from brokerlb.sim.report import write_report
 from brokerlb.testing.browser import chromium_available, headless_chromium, serve_directory
 from tests.sim.conftest import small_scenario
 
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not chromium_available(),
-                                                       reason="needs Debian's chromium (scripts/setup.sh)")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not chromium_available(), reason="needs Debian's chromium (scripts/setup.sh)"),
+]
 
 
 def test_report_renders_side_by_side_with_every_image_loaded(tmp_path):
-    scenario = small_scenario([{"at": "3m", "type": "restart_broker", "broker": "b1", "downtime": "1m"}],
-                              minutes=6)
+    scenario = small_scenario(
+        [{"at": "3m", "type": "restart_broker", "broker": "b1", "downtime": "1m"}], minutes=6
+    )
     results = compare(scenario, ["OverloadShedder", "OverloadShedder+RoundRobinBrokerSelector"])
     write_report(scenario, results, tmp_path)
     with serve_directory(tmp_path) as base, headless_chromium() as browser:

@@ -58,14 +58,23 @@ def test_recorded_workload_replays_the_same_traffic():
     for minute in range(11):
         tr = synthetic.traffic(minute * 60.0)
         for i in np.flatnonzero(tr.active):
-            records.append({"timestamp": 1_000_000 + minute * 60_000, "topic": names[i],
-                            "msgRateIn": tr.msg_rate_in[i], "msgRateOut": tr.msg_rate_out[i],
-                            "msgThroughputIn": tr.msg_throughput_in[i], "msgThroughputOut": tr.msg_throughput_out[i],
-                            "producerCount": int(tr.producers[i]), "consumerCount": int(tr.consumers[i])})
+            records.append(
+                {
+                    "timestamp": 1_000_000 + minute * 60_000,
+                    "topic": names[i],
+                    "msgRateIn": tr.msg_rate_in[i],
+                    "msgRateOut": tr.msg_rate_out[i],
+                    "msgThroughputIn": tr.msg_throughput_in[i],
+                    "msgThroughputOut": tr.msg_throughput_out[i],
+                    "producerCount": int(tr.producers[i]),
+                    "consumerCount": int(tr.consumers[i]),
+                }
+            )
     recorded = RecordedWorkload.from_records(records)
     result = run_scenario(scenario, "OverloadShedder", workload=recorded, validate=True)
     replay = SyntheticWorkload(scenario, np.random.default_rng(9))
     expected = [replay.traffic(0.0).total_throughput()] and [
-        replay.traffic(m * 60.0).total_throughput() for m in range(1, 11)]
+        replay.traffic(m * 60.0).total_throughput() for m in range(1, 11)
+    ]
     assert np.allclose(result.series["offered_throughput"], expected)
     assert result.start_ms == 1_000_000 and result.series["served_throughput"][-1] > 0

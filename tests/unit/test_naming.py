@@ -54,8 +54,16 @@ def test_attributes_v1():
 
 @pytest.mark.parametrize(
     "local, index",
-    [("t-partition-0", 0), ("t-partition-7", 7), ("t-partition-01", -1), ("t-partition--1", -1),
-     ("t-partition-x", -1), ("t", -1), ("a-partition-1-partition-2", 2), ("t-partition-99999999999", -1)],
+    [
+        ("t-partition-0", 0),
+        ("t-partition-7", 7),
+        ("t-partition-01", -1),
+        ("t-partition--1", -1),
+        ("t-partition-x", -1),
+        ("t", -1),
+        ("a-partition-1-partition-2", 2),
+        ("t-partition-99999999999", -1),
+    ],
 )
 def test_partition_index_rules(local, index):
     assert TopicName.parse(f"persistent://a/b/{local}").partition_index == index

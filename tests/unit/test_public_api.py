@@ -31,7 +31,12 @@ def test_issue_2_api_shape():
 
     t = TopicName.parse("my-topic")
     assert (t.domain, t.tenant, str(t.namespace), t.local_name, t.partition_index) == (
-        "persistent", "public", "public/default", "my-topic", -1)
+        "persistent",
+        "public",
+        "public/default",
+        "my-topic",
+        -1,
+    )
     assert isinstance(t.namespace, NamespaceName)
     nb = NamespaceBundles.from_boundaries("public/default", ["0x00000000", 0x80000000, "0xffffffff"])
     assert nb.boundaries == [0, 0x80000000, 0xFFFFFFFF]
@@ -53,9 +58,27 @@ PURE_MODULES = [
     "brokerlb.clock",
     "brokerlb.java_hash",
 ]
-OPTIONAL_PURE = ["brokerlb.loadbalance", "brokerlb.ownership", "brokerlb.kafka.assignors", "brokerlb.kafka.hashing", "brokerlb.history"]
-FORBIDDEN = ["asyncio", "kazoo", "httpx", "fastapi", "starlette", "uvicorn", "pyspark", "matplotlib", "socket",
-             "aiohttp", "websockets", "pandas"]
+OPTIONAL_PURE = [
+    "brokerlb.loadbalance",
+    "brokerlb.ownership",
+    "brokerlb.kafka.assignors",
+    "brokerlb.kafka.hashing",
+    "brokerlb.history",
+]
+FORBIDDEN = [
+    "asyncio",
+    "kazoo",
+    "httpx",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "pyspark",
+    "matplotlib",
+    "socket",
+    "aiohttp",
+    "websockets",
+    "pandas",
+]
 
 
 def _imported_after(module: str) -> set[str]:

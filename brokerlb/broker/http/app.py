@@ -48,14 +48,20 @@ bundles and the transfer-destination `acquire` call.
 
 def _fastapi(service: BrokerService) -> FastAPI:
     app = FastAPI(title="brokerlb broker", version=__version__, description=_DESCRIPTION)
-    for router in (lookup_router(service), namespaces_router(service), brokers_router(service),
-                   clusters_router(service), topics_router(service)):
+    for router in (
+        lookup_router(service),
+        namespaces_router(service),
+        brokers_router(service),
+        clusters_router(service),
+        topics_router(service),
+    ):
         app.include_router(router)
 
     def error_response(exc: BaseException) -> Response:
         headers = {k.decode(): v.decode() for k, v in error_headers(exc)}
-        return Response(error_body(exc), status_code=error_status(exc), media_type="application/json",
-                        headers=headers)
+        return Response(
+            error_body(exc), status_code=error_status(exc), media_type="application/json", headers=headers
+        )
 
     @app.exception_handler(BrokerLBError)
     async def brokerlb_error(_request: Request, exc: BrokerLBError) -> Response:
@@ -63,9 +69,14 @@ def _fastapi(service: BrokerService) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> Response:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors())
-        return Response(json_bytes({"reason": f"Invalid request: {problems}"}), status_code=400,
-                        media_type="application/json")
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors()
+        )
+        return Response(
+            json_bytes({"reason": f"Invalid request: {problems}"}),
+            status_code=400,
+            media_type="application/json",
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -74,8 +85,12 @@ def _fastapi(service: BrokerService) -> FastAPI:
             reason = f"Route not found: {request.method} {request.url.path}"
         elif exc.status_code == 405:
             reason = f"Method {request.method} not allowed on {request.url.path}"
-        return Response(json_bytes({"reason": reason}), status_code=exc.status_code, media_type="application/json",
-                        headers=getattr(exc, "headers", None))
+        return Response(
+            json_bytes({"reason": reason}),
+            status_code=exc.status_code,
+            media_type="application/json",
+            headers=getattr(exc, "headers", None),
+        )
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> Response:
@@ -90,8 +105,9 @@ class BrokerApp:
     def __init__(self, service: BrokerService, *, fast_lookup: bool = True) -> None:
         self.fastapi = _fastapi(service)
         self.lookup = LookupEndpoint(service) if fast_lookup else None
-        self.websocket = WebSocketEndpoint(getattr(service, "data_path", None), service.bundles, service.owners,
-                                           service.identity.broker_id)
+        self.websocket = WebSocketEndpoint(
+            getattr(service, "data_path", None), service.bundles, service.owners, service.identity.broker_id
+        )
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if self.lookup is not None and scope["type"] == "http" and self.lookup.handles(scope):

@@ -62,12 +62,17 @@ def brokers_router(service: BrokerService) -> APIRouter:
             return maybe_redirect(request, Redirect(url, False))  # type: ignore[return-value]
         return json_response(await service.owned_namespaces_status())
 
-    @router.get("/admin/v2/broker-stats/load-report", tags=["broker-stats"], summary="This broker's load report")
+    @router.get(
+        "/admin/v2/broker-stats/load-report", tags=["broker-stats"], summary="This broker's load report"
+    )
     async def load_report() -> Response:
         return json_response(service.reporter.refresh().to_json())
 
-    @router.get("/admin/v2/broker-stats/topics", tags=["broker-stats"],
-                summary="Stats of the topics served here: namespace → bundle → domain → topic")
+    @router.get(
+        "/admin/v2/broker-stats/topics",
+        tags=["broker-stats"],
+        summary="Stats of the topics served here: namespace → bundle → domain → topic",
+    )
     async def topics_stats() -> Response:
         return json_response(service.topics.topics_report())
 
@@ -100,16 +105,22 @@ def clusters_router(service: BrokerService) -> APIRouter:
             raise NotFoundError(f"Cannot find NamespaceIsolationPolicy {name} for cluster {cluster}")
         return json_response(policy.to_json())
 
-    @router.post(f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}", status_code=204,
-                 summary="Set an isolation policy")
+    @router.post(
+        f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}",
+        status_code=204,
+        summary="Set an isolation policy",
+    )
     async def set_isolation_policy(cluster: str, name: str, request: Request) -> Response:
         _check_cluster(service, cluster, status=412)
         policy = NamespaceIsolationData.from_json(await json_body(request))
         await service.cluster_policies.set_isolation_policy(name, policy)
         return no_content()
 
-    @router.delete(f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}", status_code=204,
-                   summary="Delete an isolation policy")
+    @router.delete(
+        f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}",
+        status_code=204,
+        summary="Delete an isolation policy",
+    )
     async def delete_isolation_policy(cluster: str, name: str) -> Response:
         _check_cluster(service, cluster, status=412)
         await service.cluster_policies.set_isolation_policy(name, None)
@@ -132,11 +143,14 @@ def clusters_router(service: BrokerService) -> APIRouter:
     @router.post(f"{_C}/{{cluster}}/failureDomains/{{name}}", status_code=204, summary="Set a failure domain")
     async def set_failure_domain(cluster: str, name: str, request: Request) -> Response:
         _check_cluster(service, cluster, status=412)
-        await service.cluster_policies.set_failure_domain(name, FailureDomain.from_json(await json_body(request)))
+        await service.cluster_policies.set_failure_domain(
+            name, FailureDomain.from_json(await json_body(request))
+        )
         return no_content()
 
-    @router.delete(f"{_C}/{{cluster}}/failureDomains/{{name}}", status_code=204,
-                   summary="Delete a failure domain")
+    @router.delete(
+        f"{_C}/{{cluster}}/failureDomains/{{name}}", status_code=204, summary="Delete a failure domain"
+    )
     async def delete_failure_domain(cluster: str, name: str) -> Response:
         _check_cluster(service, cluster, status=412)
         await service.cluster_policies.delete_failure_domain(name)
@@ -149,15 +163,20 @@ def topics_router(service: BrokerService) -> APIRouter:
     router = APIRouter(tags=["topics"])
     path = "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions"
 
-    @router.put(path, status_code=204, summary="Create a partitioned topic",
-                description="Body: the number of partitions (a JSON integer > 0).")
-    async def create_partitioned_topic(domain: str, tenant: str, namespace: str, topic: str,
-                                       request: Request) -> Response:
+    @router.put(
+        path,
+        status_code=204,
+        summary="Create a partitioned topic",
+        description="Body: the number of partitions (a JSON integer > 0).",
+    )
+    async def create_partitioned_topic(
+        domain: str, tenant: str, namespace: str, topic: str, request: Request
+    ) -> Response:
         name = topic_from_segments(domain, tenant, namespace, topic)
         await service.partitioned_topics.create(name, parse_partition_count(await json_body(request)))
         return no_content()
 
-    @router.get(path, summary="Partitioned-topic metadata ({\"partitions\": N}, 0 = not partitioned)")
+    @router.get(path, summary='Partitioned-topic metadata ({"partitions": N}, 0 = not partitioned)')
     async def partitioned_metadata(domain: str, tenant: str, namespace: str, topic: str) -> Response:
         name = topic_from_segments(domain, tenant, namespace, topic)
         return json_response(await service.partitioned_topics.metadata(name))

@@ -34,13 +34,16 @@ def no_content() -> Response:
 
 
 def json_response(value: Any, status: int = 200) -> Response:
-    return Response(json.dumps(value, separators=(",", ":")), status_code=status, media_type="application/json")
+    return Response(
+        json.dumps(value, separators=(",", ":")), status_code=status, media_type="application/json"
+    )
 
 
 def maybe_redirect(request: Request, result: object) -> Response | None:
     """A 307 when ``result`` is a :class:`Redirect`, else ``None``."""
     if isinstance(result, Redirect):
-        location = redirect_location(result, request.scope.get("raw_path") or request.url.path,
-                                     request.scope.get("query_string", b""))
+        location = redirect_location(
+            result, request.scope.get("raw_path") or request.url.path, request.scope.get("query_string", b"")
+        )
         return Response(status_code=307, headers={"location": location})
     return None

@@ -51,16 +51,21 @@ def parse_bool(value: str | None, name: str, default: bool = False) -> bool:
 def topic_from_segments(domain: str, tenant: str, namespace: str, encoded_topic: str) -> TopicName:
     local = unquote_plus(encoded_topic)
     if domain not in ("persistent", "non-persistent"):
-        raise InvalidTopicNameError(f"{domain}://{tenant}/{namespace}/{local}",
-                                    f"unknown domain '{domain}' (expected persistent or non-persistent)")
+        raise InvalidTopicNameError(
+            f"{domain}://{tenant}/{namespace}/{local}",
+            f"unknown domain '{domain}' (expected persistent or non-persistent)",
+        )
     if not local or "/" in local:
-        raise InvalidTopicNameError(f"{domain}://{tenant}/{namespace}/{local}",
-                                    "the topic's local name must be non-empty and without '/'")
+        raise InvalidTopicNameError(
+            f"{domain}://{tenant}/{namespace}/{local}",
+            "the topic's local name must be non-empty and without '/'",
+        )
     return TopicName.parse(f"{domain}://{tenant}/{namespace}/{local}")
 
 
-async def lookup_answer(lookup: LookupService, topic: TopicName, authoritative: bool,
-                        listener: str | None) -> LookupAnswer:
+async def lookup_answer(
+    lookup: LookupService, topic: TopicName, authoritative: bool, listener: str | None
+) -> LookupAnswer:
     if listener is None:
         body = lookup.lookup_cached(topic)
         if body is not None:
@@ -74,7 +79,9 @@ def _topic_of_path(rest: bytes) -> tuple[TopicName, bool]:
     parts = rest.decode("utf-8", "replace").split("/")
     bundle_query = len(parts) == 5 and parts[4] == "bundle"
     if len(parts) != 4 and not bundle_query:
-        raise InvalidTopicNameError("/".join(parts), "expected /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}")
+        raise InvalidTopicNameError(
+            "/".join(parts), "expected /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}"
+        )
     return topic_from_segments(*parts[:4]), bundle_query
 
 
@@ -100,7 +107,7 @@ class LookupEndpoint:
 
     async def _answer(self, scope: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         raw = scope.get("raw_path") or scope["path"].encode()
-        topic, bundle_query = _topic_of_path(raw[len(_PREFIX):])
+        topic, bundle_query = _topic_of_path(raw[len(_PREFIX) :])
         service = self.service
         if bundle_query:
             bundle = await service.lookup.bundle_of(topic)
@@ -125,26 +132,41 @@ def lookup_router(service: BrokerService) -> APIRouter:
     """The lookup endpoints as FastAPI routes (OpenAPI, and the path when the fast path is off)."""
     router = APIRouter(tags=["lookup"])
 
-    @router.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
-                summary="Look up the broker serving a topic",
-                responses={200: {"description": "LookupData of the owner"},
-                           307: {"description": "Ask the leader or the chosen broker"},
-                           404: {"description": "Namespace does not exist"},
-                           412: {"description": "Invalid topic name"},
-                           503: {"description": "No broker available, bundle unloading, too many lookups"}})
-    async def lookup_topic(domain: str, tenant: str, namespace: str, topic: str, request: Request,
-                           authoritative: str | None = None, listenerName: str | None = None,  # noqa: N803
-                           ) -> Response:
+    @router.get(
+        "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
+        summary="Look up the broker serving a topic",
+        responses={
+            200: {"description": "LookupData of the owner"},
+            307: {"description": "Ask the leader or the chosen broker"},
+            404: {"description": "Namespace does not exist"},
+            412: {"description": "Invalid topic name"},
+            503: {"description": "No broker available, bundle unloading, too many lookups"},
+        },
+    )
+    async def lookup_topic(
+        domain: str,
+        tenant: str,
+        namespace: str,
+        topic: str,
+        request: Request,
+        authoritative: str | None = None,
+        listenerName: str | None = None,  # noqa: N803
+    ) -> Response:
         listener = listenerName or request.headers.get("x-pulsar-listenername")
         name = topic_from_segments(domain, tenant, namespace, topic)
-        answer = await lookup_answer(service.lookup, name, parse_bool(authoritative, "authoritative"), listener)
+        answer = await lookup_answer(
+            service.lookup, name, parse_bool(authoritative, "authoritative"), listener
+        )
         if answer.status == 307:
             return Response(status_code=307, headers={"location": answer.location or ""})
         return Response(answer.body, media_type="application/json")
 
-    @router.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
-                summary="The bundle range a topic belongs to", response_class=Response,
-                responses={200: {"content": {"text/plain": {}}}})
+    @router.get(
+        "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
+        summary="The bundle range a topic belongs to",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {}}}},
+    )
     async def topic_bundle(domain: str, tenant: str, namespace: str, topic: str) -> Response:
         bundle = await service.lookup.bundle_of(topic_from_segments(domain, tenant, namespace, topic))
         return Response(bundle.range, media_type="text/plain")

@@ -37,9 +37,13 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         NamespaceName.parse(f"{tenant}/x")
         return json_response(await service.namespaces.list_namespaces(tenant))
 
-    @router.put(f"{_P}/{{tenant}}/{{namespace}}", status_code=204, summary="Create a namespace",
-                description="Body: optional Policies JSON, e.g. {\"bundles\": {\"numBundles\": 16}} or "
-                            "{\"bundles\": {\"boundaries\": [\"0x00000000\", ..., \"0xffffffff\"]}}.")
+    @router.put(
+        f"{_P}/{{tenant}}/{{namespace}}",
+        status_code=204,
+        summary="Create a namespace",
+        description='Body: optional Policies JSON, e.g. {"bundles": {"numBundles": 16}} or '
+        '{"bundles": {"boundaries": ["0x00000000", ..., "0xffffffff"]}}.',
+    )
     async def create_namespace(tenant: str, namespace: str, request: Request) -> Response:
         await service.namespaces.create_namespace(_ns(tenant, namespace), await json_body(request))
         return no_content()
@@ -53,19 +57,27 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         await service.namespaces.unload_namespace(_ns(tenant, namespace))
         return no_content()
 
-    @router.put(f"{_P}/{{tenant}}/{{namespace}}/merge", tags=ext,
-                summary="brokerlb: merge adjacent bundles",
-                description="Body: JSON list of two or more adjacent bundle ranges. The leader unloads them, "
-                            "writes the merged ring by compare-and-set and assigns the merged bundle. "
-                            "Answers {\"namespace\", \"bundle\", \"broker\"}.")
-    async def merge_bundles(tenant: str, namespace: str, request: Request,
-                            authoritative: str | None = None) -> Response:
-        result = await service.namespaces.merge_bundles(_ns(tenant, namespace), await json_body(request),
-                                                        authoritative=parse_bool(authoritative, "authoritative"))
+    @router.put(
+        f"{_P}/{{tenant}}/{{namespace}}/merge",
+        tags=ext,
+        summary="brokerlb: merge adjacent bundles",
+        description="Body: JSON list of two or more adjacent bundle ranges. The leader unloads them, "
+        "writes the merged ring by compare-and-set and assigns the merged bundle. "
+        'Answers {"namespace", "bundle", "broker"}.',
+    )
+    async def merge_bundles(
+        tenant: str, namespace: str, request: Request, authoritative: str | None = None
+    ) -> Response:
+        result = await service.namespaces.merge_bundles(
+            _ns(tenant, namespace),
+            await json_body(request),
+            authoritative=parse_bool(authoritative, "authoritative"),
+        )
         return maybe_redirect(request, result) or json_response(result.to_json())  # type: ignore[union-attr]
 
-    @router.post(f"{_P}/{{tenant}}/{{namespace}}/antiAffinity", status_code=204,
-                 summary="Set the anti-affinity group")
+    @router.post(
+        f"{_P}/{{tenant}}/{{namespace}}/antiAffinity", status_code=204, summary="Set the anti-affinity group"
+    )
     async def set_anti_affinity(tenant: str, namespace: str, request: Request) -> Response:
         await service.namespaces.set_anti_affinity_group(_ns(tenant, namespace), await raw_body(request))
         return no_content()
@@ -75,8 +87,11 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         group = await service.namespaces.get_anti_affinity_group(_ns(tenant, namespace))
         return no_content() if group is None else json_response(group)
 
-    @router.delete(f"{_P}/{{tenant}}/{{namespace}}/antiAffinity", status_code=204,
-                   summary="Remove the anti-affinity group")
+    @router.delete(
+        f"{_P}/{{tenant}}/{{namespace}}/antiAffinity",
+        status_code=204,
+        summary="Remove the anti-affinity group",
+    )
     async def remove_anti_affinity(tenant: str, namespace: str) -> Response:
         await service.namespaces.remove_anti_affinity_group(_ns(tenant, namespace))
         return no_content()
@@ -85,47 +100,91 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
     async def anti_affinity_namespaces(cluster: str, group: str) -> Response:
         return json_response(await service.namespaces.anti_affinity_namespaces(cluster, group))
 
-    @router.put(f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/unload", status_code=204,
-                summary="Unload a bundle (optionally to a destination broker)")
-    async def unload_bundle(tenant: str, namespace: str, bundle: str, request: Request,
-                            authoritative: str | None = None,
-                            destinationBroker: str | None = None) -> Response:  # noqa: N803
+    @router.put(
+        f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/unload",
+        status_code=204,
+        summary="Unload a bundle (optionally to a destination broker)",
+    )
+    async def unload_bundle(
+        tenant: str,
+        namespace: str,
+        bundle: str,
+        request: Request,
+        authoritative: str | None = None,
+        destinationBroker: str | None = None,
+    ) -> Response:  # noqa: N803
         result = await service.namespaces.unload_bundle(
-            _ns(tenant, namespace), bundle, authoritative=parse_bool(authoritative, "authoritative"),
-            destination=destinationBroker)
+            _ns(tenant, namespace),
+            bundle,
+            authoritative=parse_bool(authoritative, "authoritative"),
+            destination=destinationBroker,
+        )
         return maybe_redirect(request, result) or no_content()
 
-    @router.put(f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/split", status_code=204,
-                summary="Split a bundle (range, LARGEST or HOT)",
-                description="Body: optional JSON list of split positions (specified_positions_divide).")
-    async def split_bundle(tenant: str, namespace: str, bundle: str, request: Request,
-                           authoritative: str | None = None, unload: str | None = None,
-                           splitAlgorithmName: str | None = None) -> Response:  # noqa: N803
+    @router.put(
+        f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/split",
+        status_code=204,
+        summary="Split a bundle (range, LARGEST or HOT)",
+        description="Body: optional JSON list of split positions (specified_positions_divide).",
+    )
+    async def split_bundle(
+        tenant: str,
+        namespace: str,
+        bundle: str,
+        request: Request,
+        authoritative: str | None = None,
+        unload: str | None = None,
+        splitAlgorithmName: str | None = None,
+    ) -> Response:  # noqa: N803
         result = await service.namespaces.split_bundle(
-            _ns(tenant, namespace), bundle, authoritative=parse_bool(authoritative, "authoritative"),
-            unload=parse_bool(unload, "unload"), algorithm=splitAlgorithmName or None,
-            body=await json_body(request))
+            _ns(tenant, namespace),
+            bundle,
+            authoritative=parse_bool(authoritative, "authoritative"),
+            unload=parse_bool(unload, "unload"),
+            algorithm=splitAlgorithmName or None,
+            body=await json_body(request),
+        )
         return maybe_redirect(request, result) or no_content()
 
-    @router.put(f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/acquire", status_code=204, tags=ext,
-                summary="brokerlb: take an unowned bundle now (transfer destination)")
+    @router.put(
+        f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/acquire",
+        status_code=204,
+        tags=ext,
+        summary="brokerlb: take an unowned bundle now (transfer destination)",
+    )
     async def acquire_bundle(tenant: str, namespace: str, bundle: str) -> Response:
         await service.namespaces.acquire_bundle(_ns(tenant, namespace), bundle)
         return no_content()
 
-    @router.get(f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/topicHashPositions",
-                summary="Hash positions of topics in a bundle")
-    async def topic_hash_positions(tenant: str, namespace: str, bundle: str, request: Request,
-                                   topics: Annotated[list[str] | None, Query()] = None) -> Response:
+    @router.get(
+        f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/topicHashPositions",
+        summary="Hash positions of topics in a bundle",
+    )
+    async def topic_hash_positions(
+        tenant: str,
+        namespace: str,
+        bundle: str,
+        request: Request,
+        topics: Annotated[list[str] | None, Query()] = None,
+    ) -> Response:
         result = await service.namespaces.topic_hash_positions(_ns(tenant, namespace), bundle, topics or [])
         return maybe_redirect(request, result) or json_response(result)
 
     @router.delete(f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}", status_code=204, summary="Delete a bundle")
-    async def delete_bundle(tenant: str, namespace: str, bundle: str, request: Request,
-                            force: str | None = None, authoritative: str | None = None) -> Response:
+    async def delete_bundle(
+        tenant: str,
+        namespace: str,
+        bundle: str,
+        request: Request,
+        force: str | None = None,
+        authoritative: str | None = None,
+    ) -> Response:
         result = await service.namespaces.delete_bundle(
-            _ns(tenant, namespace), bundle, force=parse_bool(force, "force"),
-            authoritative=parse_bool(authoritative, "authoritative"))
+            _ns(tenant, namespace),
+            bundle,
+            force=parse_bool(force, "force"),
+            authoritative=parse_bool(authoritative, "authoritative"),
+        )
         return maybe_redirect(request, result) or no_content()
 
     return router

@@ -48,8 +48,15 @@ class HttpServer:
             import httptools  # noqa: F401
         except ImportError:  # pragma: no cover - the server extra installs it
             http = "h11"
-        config = uvicorn.Config(app, lifespan="off", access_log=False, log_level="warning", http=http,
-                                timeout_graceful_shutdown=2, timeout_keep_alive=30)
+        config = uvicorn.Config(
+            app,
+            lifespan="off",
+            access_log=False,
+            log_level="warning",
+            http=http,
+            timeout_graceful_shutdown=2,
+            timeout_keep_alive=30,
+        )
 
         class _Server(uvicorn.Server):
             @contextlib.contextmanager

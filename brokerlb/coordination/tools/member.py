@@ -48,8 +48,17 @@ Emit = Callable[[dict[str, Any]], None]
 class Member:
     """Registry + election + ownership for one broker id on one store session."""
 
-    def __init__(self, store: MetadataStore, broker_id: str, emit: Emit, *, namespace: str | None = None,
-                 bundles: int = 0, leader_work_interval: float = 0.1, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        broker_id: str,
+        emit: Emit,
+        *,
+        namespace: str | None = None,
+        bundles: int = 0,
+        leader_work_interval: float = 0.1,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.store = store
         self.broker_id = broker_id
         self.emit = emit
@@ -61,8 +70,9 @@ class Member:
         self.web_url = f"http://{broker_id}"
         self.registry = BrokerRegistry(store)
         self.election = LeaderElection(store, LeaderBroker(broker_id, self.web_url), clock=clock)
-        self.ownership = OwnershipManager(store, NamespaceEphemeralData(
-            native_url=f"pulsar://{host}:6650", http_url=self.web_url))
+        self.ownership = OwnershipManager(
+            store, NamespaceEphemeralData(native_url=f"pulsar://{host}:6650", http_url=self.web_url)
+        )
         self._removers: list[Callable[[], None]] = []
 
     async def start(self) -> None:
@@ -73,9 +83,15 @@ class Member:
         ]
         await self.registry.start()
         self._removers.append(self.registry.add_listener(self._on_registry))
-        await self.registry.register(self.broker_id, {
-            "webServiceUrl": self.web_url, "pulsarServiceUrl": f"pulsar://{self.broker_id}",
-            "startTimestamp": self.clock.now_ms(), "loadReportType": "LocalBrokerData"})
+        await self.registry.register(
+            self.broker_id,
+            {
+                "webServiceUrl": self.web_url,
+                "pulsarServiceUrl": f"pulsar://{self.broker_id}",
+                "startTimestamp": self.clock.now_ms(),
+                "loadReportType": "LocalBrokerData",
+            },
+        )
         self._removers.append(self.election.run_while_leader(self._leader_work, "member leader work"))
         await self.election.start()
         if self.namespace and self.num_bundles:
@@ -142,10 +158,18 @@ def _print_event(event: dict[str, Any]) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    store = open_store(args.store, session_timeout=args.session_timeout, operation_timeout=args.operation_timeout)
+    store = open_store(
+        args.store, session_timeout=args.session_timeout, operation_timeout=args.operation_timeout
+    )
     await store.start()
-    member = Member(store, args.broker_id, _print_event, namespace=args.namespace, bundles=args.bundles,
-                    leader_work_interval=args.leader_work_interval)
+    member = Member(
+        store,
+        args.broker_id,
+        _print_event,
+        namespace=args.namespace,
+        bundles=args.bundles,
+        leader_work_interval=args.leader_work_interval,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -163,18 +187,26 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m brokerlb.coordination.tools.member", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m brokerlb.coordination.tools.member",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--store", required=True, help="metadata store URL (zk:host:port, memory:name)")
     parser.add_argument("--broker-id", required=True, help="broker id, host:port")
     parser.add_argument("--session-timeout", type=float, default=2.0, help="seconds")
     parser.add_argument("--operation-timeout", type=float, default=10.0, help="seconds")
     parser.add_argument("--namespace", default=None, help="tenant/namespace whose bundles to own")
-    parser.add_argument("--bundles", type=int, default=0, help="bundles of the namespace (created if missing)")
-    parser.add_argument("--leader-work-interval", type=float, default=0.1, help="seconds between leader actions")
+    parser.add_argument(
+        "--bundles", type=int, default=0, help="bundles of the namespace (created if missing)"
+    )
+    parser.add_argument(
+        "--leader-work-interval", type=float, default=0.1, help="seconds between leader actions"
+    )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     logging.getLogger("brokerlb.coordination.kazoo").setLevel(logging.WARNING)
     return asyncio.run(_run(args))
 

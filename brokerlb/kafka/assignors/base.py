@@ -180,7 +180,8 @@ def _check_topic(topic: Any, where: str) -> str:
     if not isinstance(topic, str) or not _TOPIC_RE.match(topic) or topic in (".", ".."):
         raise InvalidInputError(
             f"invalid topic name {topic!r} in {where}: Kafka topics are 1-249 ASCII letters, "
-            "digits, '.', '_' or '-', and not '.' or '..'")
+            "digits, '.', '_' or '-', and not '.' or '..'"
+        )
     return topic
 
 
@@ -214,8 +215,10 @@ def _parse_member(member_id: Any, raw: Any) -> Member:
     for topic, parts in owned_raw.items():
         _check_topic(topic, f"'owned' of {where}")
         if not isinstance(parts, list) or not all(_is_int(p) and p >= 0 for p in parts):
-            raise InvalidInputError(f"owned partitions of topic {topic!r} in {where} must be a list of "
-                                    f"integers >= 0, got {parts!r}")
+            raise InvalidInputError(
+                f"owned partitions of topic {topic!r} in {where} must be a list of "
+                f"integers >= 0, got {parts!r}"
+            )
         if len(set(parts)) != len(parts):
             raise InvalidInputError(f"{where} lists a partition of topic {topic!r} twice: {parts}")
         owned.extend(TopicPartition(topic, p) for p in parts)
@@ -236,11 +239,15 @@ def _parse_rates(raw: Any, partitions: Mapping[str, int]) -> dict[str, tuple[flo
         if topic not in partitions:
             raise InvalidInputError(f"rates given for topic {topic!r} which is not in 'partitions'")
         if not isinstance(values, list) or len(values) != partitions[topic]:
-            raise InvalidInputError(f"rates of topic {topic!r} must be a list of {partitions[topic]} numbers "
-                                    f"(one per partition), got {values!r}")
+            raise InvalidInputError(
+                f"rates of topic {topic!r} must be a list of {partitions[topic]} numbers "
+                f"(one per partition), got {values!r}"
+            )
         for i, v in enumerate(values):
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
-                raise InvalidInputError(f"rate of partition {topic}-{i} must be a finite number >= 0, got {v!r}")
+                raise InvalidInputError(
+                    f"rate of partition {topic}-{i} must be a finite number >= 0, got {v!r}"
+                )
         rates[topic] = tuple(float(v) for v in values)
     return rates
 
@@ -350,8 +357,12 @@ class GroupAssignment:
         }
 
 
-def finish_assignment(group: GroupSnapshot, target: Mapping[str, Iterable[TopicPartition]],
-                      cooperative: bool = False, owners: OwnerResolution | None = None) -> GroupAssignment:
+def finish_assignment(
+    group: GroupSnapshot,
+    target: Mapping[str, Iterable[TopicPartition]],
+    cooperative: bool = False,
+    owners: OwnerResolution | None = None,
+) -> GroupAssignment:
     """Turn a target ``{member: partitions}`` into a :class:`GroupAssignment`.
 
     ``moved`` counts partitions whose target owner differs from the valid owner
@@ -383,7 +394,9 @@ def finish_assignment(group: GroupSnapshot, target: Mapping[str, Iterable[TopicP
         assignment[mid] = now
         pending[mid] = later
         kept_by[mid] = set(now)
-    revoked = {mid: [tp for tp in group.members[mid].owned if tp not in kept_by[mid]] for mid in group.members}
+    revoked = {
+        mid: [tp for tp in group.members[mid].owned if tp not in kept_by[mid]] for mid in group.members
+    }
     return GroupAssignment(assignment, revoked, pending, moved)
 
 

@@ -41,5 +41,6 @@ class CooperativeStickyAssignor:
 
     def assign(self, group: GroupSnapshot) -> GroupAssignment:
         owners = resolve_owners(group)
-        return finish_assignment(group, sticky_target(group, self.constrained, owners), cooperative=True,
-                                 owners=owners)
+        return finish_assignment(
+            group, sticky_target(group, self.constrained, owners), cooperative=True, owners=owners
+        )

@@ -69,8 +69,9 @@ def partition_rates(group: GroupSnapshot) -> dict[TopicPartition, float]:
     return out
 
 
-def member_loads(assignment: Mapping[str, Iterable[TopicPartition]],
-                 rates: Mapping[TopicPartition, float]) -> dict[str, float]:
+def member_loads(
+    assignment: Mapping[str, Iterable[TopicPartition]], rates: Mapping[TopicPartition, float]
+) -> dict[str, float]:
     return {m: sum(rates[tp] for tp in tps) for m, tps in assignment.items()}
 
 
@@ -92,8 +93,10 @@ class _Placement:
     def __init__(self, group: GroupSnapshot, rates: Mapping[TopicPartition, float]) -> None:
         self.rates = rates
         per_topic = group.partitions_per_topic()
-        self.members = {mid: _Member(mid, java_order(mid), frozenset(t for t in m.topics if t in per_topic))
-                        for mid, m in group.members.items()}
+        self.members = {
+            mid: _Member(mid, java_order(mid), frozenset(t for t in m.topics if t in per_topic))
+            for mid, m in group.members.items()
+        }
         # members grouped by subscription; each class kept sorted by (load, count, id)
         self.classes: dict[frozenset[str], list[tuple[float, int, bytes, str]]] = {}
         for m in self.members.values():
@@ -199,7 +202,9 @@ class LoadAwareAssignor:
     def protocol(self) -> RebalanceProtocol:
         return RebalanceProtocol.COOPERATIVE if self.cooperative else RebalanceProtocol.EAGER
 
-    def tolerance_for(self, group: GroupSnapshot, rates: Mapping[TopicPartition, float] | None = None) -> float:
+    def tolerance_for(
+        self, group: GroupSnapshot, rates: Mapping[TopicPartition, float] | None = None
+    ) -> float:
         """The absolute hysteresis: ``tolerance_ratio`` x mean load per member (tiny floor)."""
         rates = rates if rates is not None else partition_rates(group)
         members = [m for m in group.members.values() if any(t in group.partitions for t in m.topics)]
@@ -208,9 +213,13 @@ class LoadAwareAssignor:
 
     def assign(self, group: GroupSnapshot) -> GroupAssignment:
         owners = resolve_owners(group)
-        return finish_assignment(group, self.target(group, owners), cooperative=self.cooperative, owners=owners)
+        return finish_assignment(
+            group, self.target(group, owners), cooperative=self.cooperative, owners=owners
+        )
 
-    def target(self, group: GroupSnapshot, owners: OwnerResolution | None = None) -> dict[str, list[TopicPartition]]:
+    def target(
+        self, group: GroupSnapshot, owners: OwnerResolution | None = None
+    ) -> dict[str, list[TopicPartition]]:
         rates = partition_rates(group)
         placement = _Placement(group, rates)
         tolerance = self.tolerance_for(group, rates)
@@ -231,8 +240,9 @@ class LoadAwareAssignor:
         return {mid: sorted(tps) for mid, tps in out.items()}
 
 
-def _best_move(p: _Placement, donor: _Member, kept: set[TopicPartition],
-               tolerance: float) -> tuple[TopicPartition, str] | None:
+def _best_move(
+    p: _Placement, donor: _Member, kept: set[TopicPartition], tolerance: float
+) -> tuple[TopicPartition, str] | None:
     best: tuple[float, int, TopicPartition, str] | None = None
     for topic, held in p.held[donor.member_id].items():
         if not held:

@@ -47,6 +47,7 @@ class RangeAssignor:
         for topic, count in group.partitions_per_topic().items():
             consumers = [m.member_id for m in members if topic in m.topics]
             for position, mid in enumerate(consumers):
-                target[mid].extend(TopicPartition(topic, p) for p in range_for_position(count, len(consumers),
-                                                                                          position))
+                target[mid].extend(
+                    TopicPartition(topic, p) for p in range_for_position(count, len(consumers), position)
+                )
         return finish_assignment(group, target)

@@ -41,8 +41,9 @@ from brokerlb.kafka.assignors.sticky_general import GeneralStickyInput, general_
 __all__ = ["StickyAssignor", "sticky_target"]
 
 
-def sticky_target(group: GroupSnapshot, constrained: bool = True,
-                  owners: OwnerResolution | None = None) -> dict[str, list[TopicPartition]]:
+def sticky_target(
+    group: GroupSnapshot, constrained: bool = True, owners: OwnerResolution | None = None
+) -> dict[str, list[TopicPartition]]:
     """The sticky target assignment ``{member: partitions}`` (shared with cooperative-sticky)."""
     owners = owners if owners is not None else resolve_owners(group)
     per_topic = group.partitions_per_topic()

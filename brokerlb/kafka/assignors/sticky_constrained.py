@@ -31,8 +31,11 @@ from brokerlb.kafka.assignors.base import TopicPartition, java_order
 __all__ = ["constrained_assign"]
 
 
-def constrained_assign(members: Sequence[str], partitions_per_topic: Mapping[str, int],
-                       owned: Mapping[str, Sequence[TopicPartition]]) -> dict[str, list[TopicPartition]]:
+def constrained_assign(
+    members: Sequence[str],
+    partitions_per_topic: Mapping[str, int],
+    owned: Mapping[str, Sequence[TopicPartition]],
+) -> dict[str, list[TopicPartition]]:
     """Assign ``partitions_per_topic`` to ``members`` (all subscribed to every topic)."""
     if not members:
         return {}
@@ -47,8 +50,10 @@ def constrained_assign(members: Sequence[str], partitions_per_topic: Mapping[str
     taken: set[TopicPartition] = set()
 
     for member in sorted(members, key=java_order):
-        mine = sorted((tp for tp in owned.get(member, ()) if tp.topic in partitions_per_topic),
-                      key=lambda tp: (tp.partition, tp.topic))
+        mine = sorted(
+            (tp for tp in owned.get(member, ()) if tp.topic in partitions_per_topic),
+            key=lambda tp: (tp.partition, tp.topic),
+        )
         if len(mine) < min_quota:
             keep = mine
             under_min.append(member)
@@ -64,8 +69,12 @@ def constrained_assign(members: Sequence[str], partitions_per_topic: Mapping[str
         assignment[member].extend(keep)
         taken.update(keep)
 
-    unassigned = [TopicPartition(t, p) for t in sorted(partitions_per_topic)
-                  for p in range(partitions_per_topic[t]) if TopicPartition(t, p) not in taken]
+    unassigned = [
+        TopicPartition(t, p)
+        for t in sorted(partitions_per_topic)
+        for p in range(partitions_per_topic[t])
+        if TopicPartition(t, p) not in taken
+    ]
     under_min.sort(key=java_order)
     exactly_min = deque(sorted(exactly_min, key=java_order))
 
@@ -75,8 +84,10 @@ def constrained_assign(members: Sequence[str], partitions_per_topic: Mapping[str
             member = under_min[pos]
             pos += 1
         elif not under_min and not exactly_min:
-            raise BrokerLBError(f"constrained sticky assignment ran out of members with {tp} left; "
-                                f"quotas {min_quota}/{max_quota}, members {list(members)}")
+            raise BrokerLBError(
+                f"constrained sticky assignment ran out of members with {tp} left; "
+                f"quotas {min_quota}/{max_quota}, members {list(members)}"
+            )
         elif not under_min:
             member = exactly_min.popleft()
         else:
@@ -93,6 +104,8 @@ def constrained_assign(members: Sequence[str], partitions_per_topic: Mapping[str
             current_over += 1
     for member in under_min:
         if len(assignment[member]) != min_quota or current_over != expected_over:
-            raise BrokerLBError(f"constrained sticky assignment left {member} with {len(assignment[member])} "
-                                f"partitions (minQuota {min_quota}, maxQuota {max_quota})")
+            raise BrokerLBError(
+                f"constrained sticky assignment left {member} with {len(assignment[member])} "
+                f"partitions (minQuota {min_quota}, maxQuota {max_quota})"
+            )
     return assignment

@@ -231,7 +231,9 @@ class _GeneralBuilder:
 
     def legacy_sorted_partitions(self, all_sorted: list[TopicPartition]) -> list[TopicPartition]:
         """kafka-python's order for identical subscriptions with previous ownership."""
-        remaining = {m: [tp for tp in self.data.owned.get(m, ()) if tp.topic in self.counts] for m in self.subs}
+        remaining = {
+            m: [tp for tp in self.data.owned.get(m, ()) if tp.topic in self.counts] for m in self.subs
+        }
         order = _SortedMembers()
         for m, tps in remaining.items():
             order.add(len(tps), m)
@@ -314,8 +316,12 @@ class _GeneralBuilder:
                 member = self.owner[tp]
                 n = self.count(member)
                 prev = self.data.previous_owner.get(tp)
-                if prev is not None and prev[0] in self.current and tp.topic in self.subs[prev[0]] \
-                        and n > self.count(prev[0]) + 1:
+                if (
+                    prev is not None
+                    and prev[0] in self.current
+                    and tp.topic in self.subs[prev[0]]
+                    and n > self.count(prev[0]) + 1
+                ):
                     self.reassign_to(tp, prev[0])
                     performed = modified = True
                     continue

@@ -39,11 +39,14 @@ class RebalanceListener(Protocol):
 
     def before_releasing_partitions(self, owned: Mapping[str, set[int]]) -> None: ...
 
-    def before_starting_fetchers(self, consumer_id: str, assignment: Mapping[str, list[TopicPartition]]) -> None: ...
+    def before_starting_fetchers(
+        self, consumer_id: str, assignment: Mapping[str, list[TopicPartition]]
+    ) -> None: ...
 
 
-async def register_consumer(store: MetadataStore, paths: GroupPaths, consumer_id: str,
-                            topics: Iterable[str]) -> None:
+async def register_consumer(
+    store: MetadataStore, paths: GroupPaths, consumer_id: str, topics: Iterable[str]
+) -> None:
     """Create the ephemeral ``/consumers/{group}/ids/{id}`` node (``registerConsumerInZK``).
 
     An existing node of this session (a retried create that had succeeded) is fine;
@@ -86,7 +89,9 @@ async def read_partitions(store: MetadataStore, topics: Iterable[str]) -> dict[s
     return counts
 
 
-async def read_owners(store: MetadataStore, paths: GroupPaths, topics: Iterable[str]) -> dict[TopicPartition, str]:
+async def read_owners(
+    store: MetadataStore, paths: GroupPaths, topics: Iterable[str]
+) -> dict[TopicPartition, str]:
     """``{partition: owning consumer id}`` from the owner nodes (thread ids ``{id}-0``)."""
     owners: dict[TopicPartition, str] = {}
     for topic in sorted(set(topics)):
@@ -112,12 +117,14 @@ async def read_snapshot(store: MetadataStore, paths: GroupPaths, with_owners: bo
         for tp, cid in (await read_owners(store, paths, counts)).items():
             if cid in owned:
                 owned[cid].append(tp)
-    return GroupSnapshot({cid: Member(cid, subs, tuple(sorted(owned[cid]))) for cid, subs in members.items()},
-                         counts)
+    return GroupSnapshot(
+        {cid: Member(cid, subs, tuple(sorted(owned[cid]))) for cid, subs in members.items()}, counts
+    )
 
 
-async def claim_partitions(store: MetadataStore, paths: GroupPaths, consumer_id: str,
-                           partitions: Iterable[TopicPartition]) -> tuple[list[TopicPartition], TopicPartition | None]:
+async def claim_partitions(
+    store: MetadataStore, paths: GroupPaths, consumer_id: str, partitions: Iterable[TopicPartition]
+) -> tuple[list[TopicPartition], TopicPartition | None]:
     """Create the owner nodes; stop at the first one that still exists.
 
     Returns ``(claimed, conflict)``: ``conflict`` is the partition whose node another
@@ -126,7 +133,9 @@ async def claim_partitions(store: MetadataStore, paths: GroupPaths, consumer_id:
     claimed: list[TopicPartition] = []
     for tp in sorted(partitions):
         try:
-            await store.create(paths.owner(tp), thread_id(consumer_id).encode(), ephemeral=True, make_parents=True)
+            await store.create(
+                paths.owner(tp), thread_id(consumer_id).encode(), ephemeral=True, make_parents=True
+            )
         except NodeExistsError:
             node = await store.get_or_none(paths.owner(tp))
             if node is not None and node.data == thread_id(consumer_id).encode() and store.owns(node.stat):
@@ -137,8 +146,9 @@ async def claim_partitions(store: MetadataStore, paths: GroupPaths, consumer_id:
     return claimed, None
 
 
-async def release_partitions(store: MetadataStore, paths: GroupPaths, consumer_id: str,
-                             partitions: Iterable[TopicPartition]) -> None:
+async def release_partitions(
+    store: MetadataStore, paths: GroupPaths, consumer_id: str, partitions: Iterable[TopicPartition]
+) -> None:
     """Delete our owner nodes (``deletePartitionOwnershipFromZK``); other consumers' nodes are left alone."""
     mine = thread_id(consumer_id).encode()
 

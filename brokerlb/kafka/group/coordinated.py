@@ -54,8 +54,10 @@ logger = logging.getLogger(__name__)
 
 
 def encode_assignment(generation: int, assignment: dict[str, list[TopicPartition]]) -> bytes:
-    doc = {"generation": generation,
-           "assignment": {m: _by_topic(tps) for m, tps in sorted(assignment.items())}}
+    doc = {
+        "generation": generation,
+        "assignment": {m: _by_topic(tps) for m, tps in sorted(assignment.items())},
+    }
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
@@ -70,8 +72,10 @@ def decode_assignment(data: bytes, where: str) -> tuple[int, dict[str, frozenset
     doc = decode_json(data, where)
     try:
         generation = int(doc["generation"])
-        assignment = {m: frozenset(TopicPartition(t, int(p)) for t, ps in by_topic.items() for p in ps)
-                      for m, by_topic in doc["assignment"].items()}
+        assignment = {
+            m: frozenset(TopicPartition(t, int(p)) for t, ps in by_topic.items() for p in ps)
+            for m, by_topic in doc["assignment"].items()
+        }
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InvalidInputError(f"bad assignment at {where}: {exc}") from exc
     return generation, assignment
@@ -80,10 +84,19 @@ def decode_assignment(data: bytes, where: str) -> tuple[int, dict[str, frozenset
 class CoordinatedGroupConsumer:
     """One member of a coordinator-style group on a :class:`MetadataStore`."""
 
-    def __init__(self, store: MetadataStore, group: str, consumer_id: str, topics: Sequence[str], *,
-                 assignor: str | PartitionAssignor = "cooperative-sticky", incremental: bool = True,
-                 listener: RebalanceListener | None = None, tracker: FetchTracker | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        group: str,
+        consumer_id: str,
+        topics: Sequence[str],
+        *,
+        assignor: str | PartitionAssignor = "cooperative-sticky",
+        incremental: bool = True,
+        listener: RebalanceListener | None = None,
+        tracker: FetchTracker | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
         self.paths = GroupPaths(group)
         self.consumer_id = consumer_id
@@ -125,13 +138,19 @@ class CoordinatedGroupConsumer:
         self._remove_session_listener = self.store.add_session_listener(self._on_session)
         await self._register()
         self._watches.append(await self.store.watch_data(self.paths.assignment, self._on_assignment).start())
-        self._watches.append(await self.store.watch_children(self.paths.coordinator, self._on_election).start())
+        self._watches.append(
+            await self.store.watch_children(self.paths.coordinator, self._on_election).start()
+        )
         return self
 
     async def _register(self) -> None:
         await register_consumer(self.store, self.paths, self.consumer_id, self.topics)
-        self._election_node = await self.store.create(join_path(self.paths.coordinator, "member-"),
-                                                      self.consumer_id.encode(), ephemeral=True, sequential=True)
+        self._election_node = await self.store.create(
+            join_path(self.paths.coordinator, "member-"),
+            self.consumer_id.encode(),
+            ephemeral=True,
+            sequential=True,
+        )
 
     def _on_session(self, event: SessionEvent) -> None:
         if event.state is SessionState.LOST:
@@ -174,7 +193,9 @@ class CoordinatedGroupConsumer:
         leader = sorted(children)[0] == self._election_node.rsplit("/", 1)[1]
         if leader and not self.is_coordinator:
             self.is_coordinator = True
-            self._leader_task = asyncio.get_running_loop().create_task(self._lead(), name=f"lead {self.consumer_id}")
+            self._leader_task = asyncio.get_running_loop().create_task(
+                self._lead(), name=f"lead {self.consumer_id}"
+            )
         elif not leader and self.is_coordinator:
             self._resign()
 
@@ -193,7 +214,9 @@ class CoordinatedGroupConsumer:
 
     async def _lead(self) -> None:
         watched_topics: set[str] = set()
-        self._leader_watches.append(await self.store.watch_children(self.paths.ids, self._leader_trigger).start())
+        self._leader_watches.append(
+            await self.store.watch_children(self.paths.ids, self._leader_trigger).start()
+        )
         self._leader_trigger()
         while self.is_coordinator and not self._closed:
             await self._leader_wake.wait()
@@ -249,8 +272,9 @@ class CoordinatedGroupConsumer:
         while self._pending is not None and not self._closed:
             generation, mine = self._pending
             self._pending = None
-            record = RebalanceRecord(self.consumer_id, self.style, self._triggered_at or self._clock(),
-                                     started_at=self._clock())
+            record = RebalanceRecord(
+                self.consumer_id, self.style, self._triggered_at or self._clock(), started_at=self._clock()
+            )
             try:
                 await self._apply(mine, record)
                 self.generation_applied = generation
@@ -287,7 +311,9 @@ class CoordinatedGroupConsumer:
         if gain or lose:
             record.resumed_fetching_at = self._clock()
             if self.listener is not None:
-                self.listener.before_starting_fetchers(self.consumer_id, {self.consumer_id: sorted(self.owned)})
+                self.listener.before_starting_fetchers(
+                    self.consumer_id, {self.consumer_id: sorted(self.owned)}
+                )
 
     async def _claim(self, tp: TopicPartition) -> None:
         """Create the owner node, waiting for the previous owner to delete it."""

@@ -47,12 +47,18 @@ class ChangeReport:
     attempts: int
 
     def row(self) -> dict[str, Any]:
-        return {"style": self.style, "change": self.change, "members": self.members_after,
-                "settle_s": round(self.settle_s, 4), "moved": self.moved,
-                "paused_partition_s": round(self.pauses.paused_partition_seconds, 4),
-                "max_pause_s": round(self.pauses.max_pause_s, 4),
-                "stop_the_world_s": round(self.pauses.stop_the_world_s, 4), "rebalances": self.rebalances,
-                "attempts": self.attempts}
+        return {
+            "style": self.style,
+            "change": self.change,
+            "members": self.members_after,
+            "settle_s": round(self.settle_s, 4),
+            "moved": self.moved,
+            "paused_partition_s": round(self.pauses.paused_partition_seconds, 4),
+            "max_pause_s": round(self.pauses.max_pause_s, 4),
+            "stop_the_world_s": round(self.pauses.stop_the_world_s, 4),
+            "rebalances": self.rebalances,
+            "attempts": self.attempts,
+        }
 
 
 @dataclass
@@ -117,9 +123,16 @@ class GroupRun:
         moved = sum(1 for tp, owner in after.items() if tp in before and before[tp] != owner)
         partitions = [TopicPartition(t, p) for t, n in self.topics.items() for p in range(n)]
         styles = {c.style for c in self.everyone} or {"-"}
-        report = ChangeReport("/".join(sorted(styles)), change, len(self.members), t1 - t0, moved,
-                              self.tracker.pause_stats(partitions, t0, t1), len(records),
-                              sum(max(r.attempts, 1) for r in records))
+        report = ChangeReport(
+            "/".join(sorted(styles)),
+            change,
+            len(self.members),
+            t1 - t0,
+            moved,
+            self.tracker.pause_stats(partitions, t0, t1),
+            len(records),
+            sum(max(r.attempts, 1) for r in records),
+        )
         self.reports.append(report)
         return report
 
@@ -155,9 +168,11 @@ class GroupRun:
                 stable = 0
             if time.monotonic() > deadline:
                 state = {cid: (c.idle, sorted(map(str, c.owned))) for cid, (c, _) in self.members.items()}
-                raise InvariantViolation(f"group {self.group} did not settle within {self.settle_timeout_s} s; "
-                                         f"members (idle, owned): {state}; owner nodes: "
-                                         f"{ {str(k): v for k, v in (await self.ownership()).items()} }")
+                raise InvariantViolation(
+                    f"group {self.group} did not settle within {self.settle_timeout_s} s; "
+                    f"members (idle, owned): {state}; owner nodes: "
+                    f"{ {str(k): v for k, v in (await self.ownership()).items()} }"
+                )
             await asyncio.sleep(0.01)
 
     def check_single_owner(self) -> None:

@@ -74,8 +74,15 @@ def thread_id(consumer_id: str) -> str:
 
 
 def encode_subscription(topics: Iterable[str], timestamp_ms: int) -> bytes:
-    return json.dumps({"version": 1, "subscription": {t: 1 for t in sorted(topics)}, "pattern": "static",
-                       "timestamp": str(timestamp_ms)}, separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "version": 1,
+            "subscription": {t: 1 for t in sorted(topics)},
+            "pattern": "static",
+            "timestamp": str(timestamp_ms),
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 def decode_subscription(data: bytes, where: str) -> tuple[str, ...]:

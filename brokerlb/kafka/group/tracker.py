@@ -70,8 +70,10 @@ class FetchTracker:
             self.last_change_at = now
             current = self._live.get(tp)
             if current is not None and current[0] != member:
-                self.violations.append(f"{tp} fetched by {member} while {current[0]} still fetches it "
-                                       f"(since {current[1]:.3f}, now {now:.3f})")
+                self.violations.append(
+                    f"{tp} fetched by {member} while {current[0]} still fetches it "
+                    f"(since {current[1]:.3f}, now {now:.3f})"
+                )
                 continue
             if current is None:
                 self._live[tp] = (member, now)

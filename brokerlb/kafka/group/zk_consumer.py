@@ -58,14 +58,27 @@ class ZkRebalancingConsumer:
 
     style = "seed-004"
 
-    def __init__(self, store: MetadataStore, group: str, consumer_id: str, topics: Sequence[str], *,
-                 assignor: str = "range", listener: RebalanceListener | None = None,
-                 tracker: FetchTracker | None = None, rebalance_max_retries: int = 4,
-                 rebalance_backoff_s: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        group: str,
+        consumer_id: str,
+        topics: Sequence[str],
+        *,
+        assignor: str = "range",
+        listener: RebalanceListener | None = None,
+        tracker: FetchTracker | None = None,
+        rebalance_max_retries: int = 4,
+        rebalance_backoff_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if assignor not in STATELESS_ASSIGNORS:
-            raise InvalidConfigError("partition.assignment.strategy", assignor,
-                                     "the ZooKeeper-era protocol computes on every member after releasing "
-                                     f"ownership; use one of {', '.join(STATELESS_ASSIGNORS)}")
+            raise InvalidConfigError(
+                "partition.assignment.strategy",
+                assignor,
+                "the ZooKeeper-era protocol computes on every member after releasing "
+                f"ownership; use one of {', '.join(STATELESS_ASSIGNORS)}",
+            )
         if rebalance_max_retries < 1:
             raise InvalidConfigError("rebalance.max.retries", rebalance_max_retries, "must be >= 1")
         self.store = store
@@ -156,8 +169,9 @@ class ZkRebalancingConsumer:
             await release_partitions(self.store, self.paths, self.consumer_id, self.owned)
             await self.store.delete(self.paths.consumer(self.consumer_id))
         except MetadataStoreError as exc:
-            logger.info("%s: leaving without a clean release (%s); the session end cleans up", self.consumer_id,
-                        exc)
+            logger.info(
+                "%s: leaving without a clean release (%s); the session end cleans up", self.consumer_id, exc
+            )
         self.owned = frozenset()
 
     # ------------------------------------------------------------------ the protocol

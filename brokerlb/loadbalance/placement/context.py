@@ -78,14 +78,16 @@ class PlacementContext:
             local = data.local_data
             self.max_usage[broker] = local.max_resource_usage()
             self.weighted_usage[broker] = local.max_resource_usage_with_weight(
-                w.cpu, w.memory, w.direct_memory, w.bandwidth_in, w.bandwidth_out)
+                w.cpu, w.memory, w.direct_memory, w.bandwidth_in, w.bandwidth_out
+            )
             average = data.time_average_data
             self.long_term_rate[broker] = average.long_term_msg_rate_in + average.long_term_msg_rate_out
             self.reported_topics[broker] = local.num_topics
             self.preallocated_data[broker] = dict(data.preallocated_bundle_data)
             self.preallocated_rate[broker] = sum(
                 d.long_term_data.msg_rate_in + d.long_term_data.msg_rate_out
-                for d in data.preallocated_bundle_data.values())
+                for d in data.preallocated_bundle_data.values()
+            )
             self.preallocated_topics[broker] = sum(d.topics for d in data.preallocated_bundle_data.values())
             for bundle in data.preallocated_bundle_data:
                 self.preallocated.setdefault(bundle, broker)
@@ -148,16 +150,21 @@ class PlacementContext:
 
     def _rescore(self, broker: str) -> None:
         usage = self.weighted_usage[broker]
-        self.scores[broker] = (math.inf if usage > self.overload_threshold
-                               else self.preallocated_rate.get(broker, 0.0) + self.long_term_rate[broker])
+        self.scores[broker] = (
+            math.inf
+            if usage > self.overload_threshold
+            else self.preallocated_rate.get(broker, 0.0) + self.long_term_rate[broker]
+        )
         self.total_topics[broker] = self.reported_topics[broker] + self.preallocated_topics.get(broker, 0)
 
     @property
     def usage_samples(self) -> dict[str, tuple[float, bool]]:
         """``LeastResourceUsageWithWeight``'s input per broker: (4-weight usage, restart its EMA?)."""
         if self._usage_samples is None:
-            self._usage_samples = {b: (weighted_usage(d, self.weights), restarts_history(d))
-                                   for b, d in self.view.brokers.items()}
+            self._usage_samples = {
+                b: (weighted_usage(d, self.weights), restarts_history(d))
+                for b, d in self.view.brokers.items()
+            }
         return self._usage_samples
 
     # ------------------------------------------------------------------ policies
@@ -184,7 +191,10 @@ class PlacementContext:
         if result is None:
             brokers = self.extensible_brokers if extensible else self.modular_brokers
             result = apply_namespace_policies(
-                namespace, brokers, policies, non_persistent=non_persistent,
+                namespace,
+                brokers,
+                policies,
+                non_persistent=non_persistent,
                 serves_domain=self.serves_domain_extensible if extensible else self.serves_domain_modular,
                 shared_hosts=self._shared(),
             )
@@ -272,9 +282,15 @@ class PlacementContext:
         if matches is None:
             lookup = self.view.broker_lookup_data
             matches = frozenset(
-                b for b in self.extensible_brokers
-                if b not in lookup or ((name := lookup[b].load_manager_class_name)
-                                       and name.strip() and short_class_name(name) == wanted))
+                b
+                for b in self.extensible_brokers
+                if b not in lookup
+                or (
+                    (name := lookup[b].load_manager_class_name)
+                    and name.strip()
+                    and short_class_name(name) == wanted
+                )
+            )
             self._class_matches[key] = matches
         return matches
 
@@ -291,9 +307,12 @@ class PlacementContext:
         matches = self._class_matches.get(wanted)
         if matches is None:
             matches = frozenset(
-                b for b in self.modular_brokers
+                b
+                for b in self.modular_brokers
                 if (name := self.view.brokers[b].local_data.load_manager_class_name)
-                and name.strip() and short_class_name(name) == wanted)
+                and name.strip()
+                and short_class_name(name) == wanted
+            )
             self._class_matches[wanted] = matches
         return matches
 
@@ -314,8 +333,11 @@ class PlacementContext:
         data = data if data is not None else self.bundle_data(bundle)
         self.preallocated[bundle] = broker
         self.preallocated_data.setdefault(broker, {})[bundle] = data
-        self.preallocated_rate[broker] = (self.preallocated_rate.get(broker, 0.0)
-                                          + data.long_term_data.msg_rate_in + data.long_term_data.msg_rate_out)
+        self.preallocated_rate[broker] = (
+            self.preallocated_rate.get(broker, 0.0)
+            + data.long_term_data.msg_rate_in
+            + data.long_term_data.msg_rate_out
+        )
         self.preallocated_topics[broker] = self.preallocated_topics.get(broker, 0) + data.topics
         if broker in self.weighted_usage:
             self._rescore(broker)
@@ -323,7 +345,8 @@ class PlacementContext:
         per_ns = self.broker_ranges.get(broker)
         if per_ns is None:
             per_ns = self.broker_ranges[broker] = {
-                ns: set(ranges) for ns, ranges in self._view_ranges.get(broker, {}).items()}
+                ns: set(ranges) for ns, ranges in self._view_ranges.get(broker, {}).items()
+            }
         ranges = per_ns.setdefault(namespace, set())
         new_namespace_here = not ranges
         before = len(ranges)

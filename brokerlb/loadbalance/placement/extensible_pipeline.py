@@ -59,8 +59,9 @@ def _max_topic_filter(context: PlacementContext, candidates: list[str]) -> list[
     return [b for b in candidates if topics.get(b, 0) < limit]
 
 
-def _isolation_filter(context: PlacementContext, namespace: str, candidates: list[str],
-                      non_persistent: bool) -> tuple[list[str], str]:
+def _isolation_filter(
+    context: PlacementContext, namespace: str, candidates: list[str], non_persistent: bool
+) -> tuple[list[str], str]:
     """``BrokerIsolationPoliciesFilter`` on the remaining brokers.
 
     Each broker's class (primary, secondary, shared, excluded) does not depend on the others, so
@@ -76,8 +77,10 @@ def _isolation_filter(context: PlacementContext, namespace: str, candidates: lis
     min_limit = context.view.isolation_policies[full.policy].auto_failover_policy.min_limit
     failover = len(primaries) < min_limit
     kept = set(primaries) | ({b for b in candidates if b in secondary} if failover else set())
-    note = (f"isolation policy '{full.policy}' ({len(primaries)} primary"
-            f"{', failover to secondaries' if failover else ''})")
+    note = (
+        f"isolation policy '{full.policy}' ({len(primaries)} primary"
+        f"{', failover to secondaries' if failover else ''})"
+    )
     return [b for b in candidates if b in kept], note
 
 
@@ -112,8 +115,11 @@ def extensible_filter_pipeline(
     if group and candidates:
         counts = context.owned_bundle_group_counts(group)
         candidates = filter_anti_affinity_group_owned_brokers(
-            candidates, counts, broker_domain=context.broker_domain,
-            failure_domains_enabled=conf.failureDomainsEnabled)
+            candidates,
+            counts,
+            broker_domain=context.broker_domain,
+            failure_domains_enabled=conf.failureDomainsEnabled,
+        )
         notes.append(f"anti-affinity group '{group}': {len(candidates)}")
 
     if candidates:
@@ -142,6 +148,8 @@ def select_extensible(
     name = type(strategy).__name__
     if broker is None:
         notes.append(f"{name} found no broker")
-        return PlacementDecision(bundle, None, tuple(sorted(candidates)), Reason.NO_CANDIDATES, "; ".join(notes))
+        return PlacementDecision(
+            bundle, None, tuple(sorted(candidates)), Reason.NO_CANDIDATES, "; ".join(notes)
+        )
     notes.append(f"{name} picked {broker}")
     return PlacementDecision(bundle, broker, tuple(sorted(candidates)), Reason.SELECTED, "; ".join(notes))

@@ -56,8 +56,14 @@ from brokerlb.model import bundle_namespace
 __all__ = ["select_modular"]
 
 
-def _select(strategy: Any, context: PlacementContext, candidates: list[str], bundle: str,
-            state: StrategyState, rng: random.Random) -> str | None:
+def _select(
+    strategy: Any,
+    context: PlacementContext,
+    candidates: list[str],
+    bundle: str,
+    state: StrategyState,
+    rng: random.Random,
+) -> str | None:
     in_context = getattr(strategy, "select_in_context", None)
     if in_context is not None:
         return in_context(context, candidates, bundle, state, rng)  # type: ignore[no-any-return]
@@ -78,8 +84,13 @@ def select_modular(
     steps: list[str] = []
     preallocated = context.preallocated_broker(bundle)
     if preallocated is not None:
-        return PlacementDecision(bundle, preallocated, (preallocated,), Reason.PREALLOCATED,
-                                 f"already preallocated to {preallocated}")
+        return PlacementDecision(
+            bundle,
+            preallocated,
+            (preallocated,),
+            Reason.PREALLOCATED,
+            f"already preallocated to {preallocated}",
+        )
     namespace = bundle_namespace(bundle)
     if not context.modular_brokers:
         return PlacementDecision(bundle, None, (), Reason.NO_BROKERS, "no broker has a load report")
@@ -87,19 +98,25 @@ def select_modular(
     isolation = context.isolation(namespace, non_persistent, extensible=False)
     base = list(isolation.candidates)
     steps.append(f"isolation {isolation.describe()}: {len(base)}")
-    candidates = filter_brokers_with_large_topic_count(base, context.total_topics, conf.loadBalancerBrokerMaxTopics)
+    candidates = filter_brokers_with_large_topic_count(
+        base, context.total_topics, conf.loadBalancerBrokerMaxTopics
+    )
     steps.append(f"max topics {conf.loadBalancerBrokerMaxTopics}: {len(candidates)}")
 
     counts = context.anti_affinity_counts(namespace)
     if counts is not None:
         candidates = filter_anti_affinity_group_owned_brokers(
-            candidates, counts, broker_domain=context.broker_domain,
-            failure_domains_enabled=conf.failureDomainsEnabled)
+            candidates,
+            counts,
+            broker_domain=context.broker_domain,
+            failure_domains_enabled=conf.failureDomainsEnabled,
+        )
         steps.append(f"anti-affinity group '{context.group_of(namespace)}': {len(candidates)}")
 
     if conf.loadBalancerDistributeBundlesEvenlyEnabled:
         candidates = remove_most_servicing_brokers_for_namespace(
-            candidates, context.namespace_counts.get(namespace, {}))
+            candidates, context.namespace_counts.get(namespace, {})
+        )
         steps.append(f"even spread of {namespace}: {len(candidates)}")
 
     running = context.brokers_running(context.running_load_manager(extensible=False))
@@ -129,8 +146,10 @@ def select_modular(
     threshold = context.overload_threshold
     if usage is not None and usage > threshold:
         second = _select(strategy, context, list(base), bundle, state, rng)
-        steps.append(f"{broker} is overloaded ({usage:.1%} > {threshold:.0%}); re-selected among the "
-                     f"{len(base)} policy candidates: {second if second is not None else 'none, kept it'}")
+        steps.append(
+            f"{broker} is overloaded ({usage:.1%} > {threshold:.0%}); re-selected among the "
+            f"{len(base)} policy candidates: {second if second is not None else 'none, kept it'}"
+        )
         if second is not None:
             broker = second
             candidates = list(base)
@@ -141,4 +160,5 @@ def _version_of(context: PlacementContext):  # type: ignore[no-untyped-def]
     def version_of(broker: str) -> str | None:
         data = context.broker_data(broker)
         return None if data is None else data.local_data.broker_version_string
+
     return version_of

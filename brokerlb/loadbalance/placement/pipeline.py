@@ -51,7 +51,9 @@ from brokerlb.naming import broker_of_heartbeat_namespace, broker_of_sla_namespa
 __all__ = ["select_broker_for_assignment", "place_bundle", "heartbeat_or_sla_broker"]
 
 
-def heartbeat_or_sla_broker(context: PlacementContext, bundle: str, *, extensible: bool) -> PlacementDecision | None:
+def heartbeat_or_sla_broker(
+    context: PlacementContext, bundle: str, *, extensible: bool
+) -> PlacementDecision | None:
     """The routing decision for a heartbeat / SLA-monitor bundle, ``None`` for any other bundle."""
     namespace = bundle_namespace(bundle)
     named = broker_of_heartbeat_namespace(namespace)
@@ -64,8 +66,9 @@ def heartbeat_or_sla_broker(context: PlacementContext, bundle: str, *, extensibl
         if not extensible and named not in context.modular_brokers:
             return None  # modular: an SLA namespace of a dead broker is placed like any other
     if extensible and named not in context.extensible_brokers:
-        return PlacementDecision(bundle, None, (), Reason.NO_BROKERS,
-                                 f"{kind} namespace of {named}, which is not available")
+        return PlacementDecision(
+            bundle, None, (), Reason.NO_BROKERS, f"{kind} namespace of {named}, which is not available"
+        )
     note = f"{kind} namespace of {named}"
     if not extensible and named not in context.modular_brokers:
         note += " (not in the snapshot; Pulsar still answers it)"
@@ -113,5 +116,6 @@ def select_broker_for_assignment(
     counter), ``rng`` breaks ties. The result names the broker (or ``None`` with the reason),
     the candidates the strategy chose among and, in ``detail``, what every step left.
     """
-    return place_bundle(context_for(view), bundle, state, rng, strategy=strategy,
-                        non_persistent=non_persistent)
+    return place_bundle(
+        context_for(view), bundle, state, rng, strategy=strategy, non_persistent=non_persistent
+    )

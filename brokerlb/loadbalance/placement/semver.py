@@ -69,7 +69,9 @@ def parse_version(text: str | None) -> Version | None:
         return None
     major, minor, patch, pre, build = match.groups()
     return Version(
-        int(major), int(minor), int(patch),
+        int(major),
+        int(minor),
+        int(patch),
         tuple(pre.split(".")) if pre else (),
         tuple(build.split(".")) if build else (),
     )

@@ -56,11 +56,13 @@ def should_anti_affinity_namespace_unload(view: ClusterView, bundle: str, curren
         return True
     candidates = context.isolation(namespace, False, extensible=False).candidates
     return anti_affinity.should_anti_affinity_namespace_unload(
-        current_broker, candidates, context.anti_affinity_counts(namespace))
+        current_broker, candidates, context.anti_affinity_counts(namespace)
+    )
 
 
-def anti_affinity_can_unload(view: ClusterView, bundle: str, source_broker: str,
-                             destination: str | None = None) -> bool:
+def anti_affinity_can_unload(
+    view: ClusterView, bundle: str, source_broker: str, destination: str | None = None
+) -> bool:
     """Extensible rule (module docstring); true for a namespace without a group."""
     namespace = bundle_namespace(bundle)
     context = context_for(view)
@@ -69,8 +71,11 @@ def anti_affinity_can_unload(view: ClusterView, bundle: str, source_broker: str,
         return True
     counts = context.owned_bundle_group_counts(group)
     remaining = anti_affinity.filter_anti_affinity_group_owned_brokers(
-        list(view.available_brokers), counts, broker_domain=context.broker_domain,
-        failure_domains_enabled=view.config.failureDomainsEnabled)
+        list(view.available_brokers),
+        counts,
+        broker_domain=context.broker_domain,
+        failure_domains_enabled=view.config.failureDomainsEnabled,
+    )
     return anti_affinity.anti_affinity_can_unload(remaining, source_broker, destination)
 
 

@@ -86,26 +86,42 @@ class AvgShedder:
         memory = state.get(self.class_name, AvgShedderState)
         scores = {broker: _score(view, broker) for broker in view.modular_broker_order}
         ordered = _java_sorted(list(scores), scores)
-        pairs = _find_pairs(ordered, scores, memory, conf.loadBalancerAvgShedderLowThreshold,
-                            conf.loadBalancerAvgShedderHighThreshold)
-        stats: dict[str, Any] = {"scores": {b: round(s, 6) for b, s in scores.items()},
-                                 "sortedBrokers": ordered,
-                                 "pairs": [[low, high] for low, high in pairs]}
+        pairs = _find_pairs(
+            ordered,
+            scores,
+            memory,
+            conf.loadBalancerAvgShedderLowThreshold,
+            conf.loadBalancerAvgShedderHighThreshold,
+        )
+        stats: dict[str, Any] = {
+            "scores": {b: round(s, 6) for b, s in scores.items()},
+            "sortedBrokers": ordered,
+            "pairs": [[low, high] for low, high in pairs],
+        }
         skipped = SkippedBrokers()
         if not pairs:
             memory.high_hits.clear()
             memory.low_hits.clear()
-            return finish([], skipped, stats,
-                          balanced_detail="no broker pair differs by the low threshold or more")
+            return finish(
+                [], skipped, stats, balanced_detail="no broker pair differs by the low threshold or more"
+            )
         decisions: list[UnloadDecision] = []
         for low, high in pairs:
-            if not _hit(memory, conf.loadBalancerAvgShedderHitCountHighThreshold,
-                        conf.loadBalancerAvgShedderHitCountLowThreshold, low, high):
-                skipped.add(high, Reason.HIT_COUNT,
-                            f"pair with {low}: high hits {memory.high_hits.get(high, 0)}/"
-                            f"{conf.loadBalancerAvgShedderHitCountHighThreshold}, low hits "
-                            f"{memory.low_hits.get(high, 0)}/{conf.loadBalancerAvgShedderHitCountLowThreshold}"
-                            " (not reached yet)")
+            if not _hit(
+                memory,
+                conf.loadBalancerAvgShedderHitCountHighThreshold,
+                conf.loadBalancerAvgShedderHitCountLowThreshold,
+                low,
+                high,
+            ):
+                skipped.add(
+                    high,
+                    Reason.HIT_COUNT,
+                    f"pair with {low}: high hits {memory.high_hits.get(high, 0)}/"
+                    f"{conf.loadBalancerAvgShedderHitCountHighThreshold}, low hits "
+                    f"{memory.low_hits.get(high, 0)}/{conf.loadBalancerAvgShedderHitCountLowThreshold}"
+                    " (not reached yet)",
+                )
                 continue
             for broker in (low, high):
                 memory.high_hits.pop(broker, None)
@@ -115,8 +131,15 @@ class AvgShedder:
         stats["lowHits"] = dict(sorted(memory.low_hits.items()))
         return finish(decisions, skipped, stats, balanced_detail="")
 
-    def _select(self, view: ClusterView, memory: AvgShedderState, high: str, low: str,
-                scores: dict[str, float], skipped: SkippedBrokers) -> list[UnloadDecision]:
+    def _select(
+        self,
+        view: ClusterView,
+        memory: AvgShedderState,
+        high: str,
+        low: str,
+        scores: dict[str, float],
+        skipped: SkippedBrokers,
+    ) -> list[UnloadDecision]:
         conf = view.config
         busy, idle = view.brokers[high].local_data, view.brokers[low].local_data
         msg_need = (busy.total_msg_rate() - idle.total_msg_rate()) * conf.maxUnloadPercentage
@@ -126,9 +149,12 @@ class AvgShedder:
         elif tput_need > conf.minUnloadMessageThroughput:
             by_rate, remaining = False, tput_need
         else:
-            skipped.add(high, Reason.BELOW_THRESHOLD,
-                        f"pair with {low}: {msg_need:.1f} msg/s <= {conf.minUnloadMessage} and "
-                        f"{tput_need / MB:.2f} MB/s <= {conf.minUnloadMessageThroughput / MB:.2f} MB/s")
+            skipped.add(
+                high,
+                Reason.BELOW_THRESHOLD,
+                f"pair with {low}: {msg_need:.1f} msg/s <= {conf.minUnloadMessage} and "
+                f"{tput_need / MB:.2f} MB/s <= {conf.minUnloadMessageThroughput / MB:.2f} MB/s",
+            )
             return []
         values: list[tuple[float, str]] = []
         for bundle in view.bundles_owned_by(high):
@@ -139,8 +165,9 @@ class AvgShedder:
             values.append((short.total_msg_rate() if by_rate else short.total_msg_throughput(), bundle))
         sort_largest_first(view, values)
         what = "msg/s" if by_rate else "B/s"
-        detail = (f"score {scores[high]:.1f} vs {scores[low]:.1f} on {low}: move "
-                  f"{remaining:.1f} {what} to {low}")
+        detail = (
+            f"score {scores[high]:.1f} vs {scores[low]:.1f} on {low}: move {remaining:.1f} {what} to {low}"
+        )
         decisions: list[UnloadDecision] = []
         for value, bundle in values:
             if 0 < value <= remaining:
@@ -148,7 +175,9 @@ class AvgShedder:
                 memory.bundle_broker[bundle] = low
                 remaining -= value
         if not decisions:
-            skipped.add(high, Reason.NO_BUNDLES, f"pair with {low}: no bundle of 0 < {what} <= {remaining:.1f}")
+            skipped.add(
+                high, Reason.NO_BUNDLES, f"pair with {low}: no bundle of 0 < {what} <= {remaining:.1f}"
+            )
         return decisions
 
     # ------------------------------------------------------------------ placement
@@ -177,9 +206,15 @@ class AvgShedder:
 def _score(view: ClusterView, broker: str) -> float:
     conf = view.config
     local = view.brokers[broker].local_data
-    return local.max_resource_usage_with_weight_no_memory(
-        conf.loadBalancerCPUResourceWeight, conf.loadBalancerDirectMemoryResourceWeight,
-        conf.loadBalancerBandwidthInResourceWeight, conf.loadBalancerBandwidthOutResourceWeight) * 100
+    return (
+        local.max_resource_usage_with_weight_no_memory(
+            conf.loadBalancerCPUResourceWeight,
+            conf.loadBalancerDirectMemoryResourceWeight,
+            conf.loadBalancerBandwidthInResourceWeight,
+            conf.loadBalancerBandwidthOutResourceWeight,
+        )
+        * 100
+    )
 
 
 def _java_sorted(brokers: list[str], scores: dict[str, float]) -> list[str]:
@@ -191,8 +226,9 @@ def _java_sorted(brokers: list[str], scores: dict[str, float]) -> list[str]:
     return sorted(brokers, key=functools.cmp_to_key(compare))
 
 
-def _find_pairs(ordered: list[str], scores: dict[str, float], memory: AvgShedderState,
-                low: float, high: float) -> list[tuple[str, str]]:
+def _find_pairs(
+    ordered: list[str], scores: dict[str, float], memory: AvgShedderState, low: float, high: float
+) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     i, j = 0, len(ordered) - 1
     while i <= j:
@@ -218,5 +254,7 @@ def _find_pairs(ordered: list[str], scores: dict[str, float], memory: AvgShedder
 
 
 def _hit(memory: AvgShedderState, high_threshold: int, low_threshold: int, low: str, high: str) -> bool:
-    return any(memory.high_hits.get(b, 0) >= high_threshold or memory.low_hits.get(b, 0) >= low_threshold
-               for b in (low, high))
+    return any(
+        memory.high_hits.get(b, 0) >= high_threshold or memory.low_hits.get(b, 0) >= low_threshold
+        for b in (low, high)
+    )

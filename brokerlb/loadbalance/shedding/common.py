@@ -72,8 +72,14 @@ def select_by_short_term_throughput(
     owned = view.bundles_owned_by(broker)
     if len(owned) <= 1:
         if owned:
-            return BundleSelection((), 0.0, (Reason.SINGLE_BUNDLE, f"sole bundle {next(iter(owned))} is "
-                                                                   "overloading the broker; no shedding on it"))
+            return BundleSelection(
+                (),
+                0.0,
+                (
+                    Reason.SINGLE_BUNDLE,
+                    f"sole bundle {next(iter(owned))} is overloading the broker; no shedding on it",
+                ),
+            )
         return BundleSelection((), 0.0, (Reason.NO_BUNDLES, "overloaded despite having no bundles"))
     return select_largest_first(view, broker, owned, minimum_to_offload, at_least_one=at_least_one)
 
@@ -99,8 +105,14 @@ def select_largest_first(
             marked += throughput
     if not chosen:
         if not candidates:
-            return BundleSelection((), 0.0, (Reason.RECENTLY_UNLOADED, "every bundle was unloaded recently, "
-                                                                       "is a system bundle or has no load data"))
+            return BundleSelection(
+                (),
+                0.0,
+                (
+                    Reason.RECENTLY_UNLOADED,
+                    "every bundle was unloaded recently, is a system bundle or has no load data",
+                ),
+            )
         return BundleSelection((), 0.0, (Reason.BELOW_THRESHOLD, "nothing to offload"))
     return BundleSelection(tuple(chosen), marked)
 

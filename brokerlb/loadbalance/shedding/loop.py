@@ -46,6 +46,7 @@ from brokerlb.model import LoadData
 
 __all__ = ["run_shedding_cycle", "prune_recently_unloaded", "record_unloads"]
 
+
 def run_shedding_cycle(
     view: ClusterView,
     state: StrategyState,
@@ -54,15 +55,23 @@ def run_shedding_cycle(
     strategy: str | None = None,
 ) -> SheddingResult:
     """One shedding cycle (module docstring); ``strategy`` defaults to the configured one."""
-    spec = resolve(StrategyKind.SHEDDING, strategy or default_strategy_name(StrategyKind.SHEDDING, view.config))
+    spec = resolve(
+        StrategyKind.SHEDDING, strategy or default_strategy_name(StrategyKind.SHEDDING, view.config)
+    )
     conf = view.config
     if not (conf.loadBalancerEnabled and conf.loadBalancerSheddingEnabled):
         flag = "loadBalancerEnabled" if not conf.loadBalancerEnabled else "loadBalancerSheddingEnabled"
         return SheddingResult.of([UnloadDecision.skip(Reason.DISABLED, f"{flag}=false")])
     brokers = view.available_brokers
     if len(brokers) <= 1:
-        return SheddingResult.of([UnloadDecision.skip(
-            Reason.SINGLE_BROKER, f"only {len(brokers)} broker available: no load shedding will be performed")])
+        return SheddingResult.of(
+            [
+                UnloadDecision.skip(
+                    Reason.SINGLE_BROKER,
+                    f"only {len(brokers)} broker available: no load shedding will be performed",
+                )
+            ]
+        )
     pruned_view = _with_pruned_recently_unloaded(view)
     result = spec.create().find_bundles_for_unloading(pruned_view, state, rng)
     if spec.extensible:
@@ -79,7 +88,9 @@ def _with_pruned_recently_unloaded(view: ClusterView) -> ClusterView:
     return replace(view, load_data=LoadData(load.broker_data, load.bundle_data, kept))
 
 
-def prune_recently_unloaded(recently_unloaded: MutableMapping[str, int] | Any, cutoff_ms: int) -> dict[str, int]:
+def prune_recently_unloaded(
+    recently_unloaded: MutableMapping[str, int] | Any, cutoff_ms: int
+) -> dict[str, int]:
     """Entries unloaded at or after ``cutoff_ms`` (Pulsar removes those ``< now - grace``)."""
     return {bundle: at for bundle, at in recently_unloaded.items() if at >= cutoff_ms}
 
@@ -104,23 +115,42 @@ def _apply_modular_checks(
             continue
         broker, bundle = decision.broker, decision.bundle
         if not should_namespace_policies_unload(view, bundle, broker):
-            decisions.append(_skip(decision, Reason.ISOLATION_POLICY,
-                                   "no other broker may own it under its namespace isolation policy"))
+            decisions.append(
+                _skip(
+                    decision,
+                    Reason.ISOLATION_POLICY,
+                    "no other broker may own it under its namespace isolation policy",
+                )
+            )
             continue
         if not should_anti_affinity_namespace_unload(view, bundle, broker):
-            decisions.append(_skip(decision, Reason.ANTI_AFFINITY,
-                                   "unloading would not improve its anti-affinity group's spread"))
+            decisions.append(
+                _skip(
+                    decision,
+                    Reason.ANTI_AFFINITY,
+                    "unloading would not improve its anti-affinity group's spread",
+                )
+            )
             continue
         if context is None:
             context = PlacementContext(view)
         placement = place_bundle(context, bundle, state, rng, preallocate=True)
         if placement.broker is None:
-            decisions.append(replace(decision, label=Label.FAILURE, reason=Reason.NO_DESTINATION,
-                                     detail=f"{decision.detail}; no broker available to take it "
-                                            f"({placement.reason}: {placement.detail})".lstrip("; ")))
+            decisions.append(
+                replace(
+                    decision,
+                    label=Label.FAILURE,
+                    reason=Reason.NO_DESTINATION,
+                    detail=f"{decision.detail}; no broker available to take it "
+                    f"({placement.reason}: {placement.detail})".lstrip("; "),
+                )
+            )
         elif placement.broker == broker:
-            decisions.append(_skip(decision, Reason.NO_DESTINATION,
-                                   f"the destination chosen is the current owner {broker}"))
+            decisions.append(
+                _skip(
+                    decision, Reason.NO_DESTINATION, f"the destination chosen is the current owner {broker}"
+                )
+            )
         else:
             decisions.append(replace(decision, destination=placement.broker))
     return SheddingResult.of(decisions, result.stats)

@@ -57,14 +57,22 @@ class OverloadShedder:
             share = usage - threshold + ADDITIONAL_THRESHOLD_PERCENT_MARGIN
             minimum = local.total_msg_throughput() * share
             selection = select_by_short_term_throughput(
-                view, broker, minimum, at_least_one=conf.atLeastOneBundleSelected)
+                view, broker, minimum, at_least_one=conf.atLeastOneBundleSelected
+            )
             if selection.skip is not None:
                 skipped.add(broker, *selection.skip)
                 continue
-            detail = (f"max usage {usage:.3f} >= threshold {threshold:.3f}: offload at least "
-                      f"{minimum / MB:.2f} MB/s ({share:.1%} of {local.total_msg_throughput() / MB:.2f} MB/s)")
-            decisions.extend(UnloadDecision(broker, bundle, None, reason=Reason.OVERLOADED, detail=detail)
-                             for bundle in selection.bundles)
-        return finish(decisions, skipped,
-                      {"overloadThreshold": threshold, "brokerUsage": {b: round(u, 6) for b, u in usage_of.items()}},
-                      balanced_detail=f"no broker at or above {threshold:.2f} max resource usage")
+            detail = (
+                f"max usage {usage:.3f} >= threshold {threshold:.3f}: offload at least "
+                f"{minimum / MB:.2f} MB/s ({share:.1%} of {local.total_msg_throughput() / MB:.2f} MB/s)"
+            )
+            decisions.extend(
+                UnloadDecision(broker, bundle, None, reason=Reason.OVERLOADED, detail=detail)
+                for bundle in selection.bundles
+            )
+        return finish(
+            decisions,
+            skipped,
+            {"overloadThreshold": threshold, "brokerUsage": {b: round(u, 6) for b, u in usage_of.items()}},
+            balanced_detail=f"no broker at or above {threshold:.2f} max resource usage",
+        )

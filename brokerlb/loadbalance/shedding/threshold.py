@@ -91,30 +91,51 @@ class ThresholdShedder:
             share = usage - avg - threshold + ADDITIONAL_THRESHOLD_PERCENT_MARGIN
             minimum = local.total_msg_throughput() * share
             if minimum < min_throughput:
-                skipped.add(broker, Reason.BELOW_THRESHOLD,
-                            f"would shed {minimum / MB:.2f} MB/s < minimum {min_throughput / MB:.2f} MB/s")
+                skipped.add(
+                    broker,
+                    Reason.BELOW_THRESHOLD,
+                    f"would shed {minimum / MB:.2f} MB/s < minimum {min_throughput / MB:.2f} MB/s",
+                )
                 continue
-            selection = select_by_short_term_throughput(view, broker, minimum,
-                                                        at_least_one=conf.atLeastOneBundleSelected)
+            selection = select_by_short_term_throughput(
+                view, broker, minimum, at_least_one=conf.atLeastOneBundleSelected
+            )
             if selection.skip is not None:
                 skipped.add(broker, *selection.skip)
                 continue
-            detail = (f"usage {usage:.3f} >= avg {avg:.3f} + threshold {threshold:.3f}: offload at least "
-                      f"{minimum / MB:.2f} MB/s")
-            decisions.extend(UnloadDecision(broker, b, None, reason=Reason.OVERLOADED, detail=detail)
-                             for b in selection.bundles)
+            detail = (
+                f"usage {usage:.3f} >= avg {avg:.3f} + threshold {threshold:.3f}: offload at least "
+                f"{minimum / MB:.2f} MB/s"
+            )
+            decisions.extend(
+                UnloadDecision(broker, b, None, reason=Reason.OVERLOADED, detail=detail)
+                for b in selection.bundles
+            )
         if not decisions and conf.lowerBoundarySheddingEnabled:
             decisions.extend(self._lower_boundary(view, memory, threshold, min_throughput, skipped, stats))
         stats["usageHistory"] = _rounded(memory.history, view)
-        return finish(decisions, skipped, stats,
-                      balanced_detail=f"no broker at or above avg {avg:.3f} + threshold {threshold:.3f}")
+        return finish(
+            decisions,
+            skipped,
+            stats,
+            balanced_detail=f"no broker at or above avg {avg:.3f} + threshold {threshold:.3f}",
+        )
 
-    def _lower_boundary(self, view: ClusterView, memory: ThresholdShedderState, threshold: float,
-                        min_throughput: float, skipped: SkippedBrokers,
-                        stats: dict[str, Any]) -> list[UnloadDecision]:
+    def _lower_boundary(
+        self,
+        view: ClusterView,
+        memory: ThresholdShedderState,
+        threshold: float,
+        min_throughput: float,
+        skipped: SkippedBrokers,
+        stats: dict[str, Any],
+    ) -> list[UnloadDecision]:
         conf = view.config
-        avg = (_mean_history(view, memory) if conf.brokerlbThresholdShedderSingleHistoryUpdate
-               else _average_usage(view, memory))
+        avg = (
+            _mean_history(view, memory)
+            if conf.brokerlbThresholdShedderSingleHistoryUpdate
+            else _average_usage(view, memory)
+        )
         stats["lowerBoundaryAvgUsage"] = avg
         lower_bound = avg - threshold
         max_usage, max_broker, any_below = lower_bound, None, False
@@ -129,26 +150,42 @@ class ThresholdShedder:
         local = view.brokers[max_broker].local_data
         minimum = local.total_msg_throughput() * threshold * LOWER_BOUNDARY_THRESHOLD_MARGIN
         if min_throughput > minimum:
-            skipped.add(max_broker, Reason.BELOW_THRESHOLD,
-                        f"lower-boundary shedding would move {minimum / MB:.2f} MB/s "
-                        f"< minimum {min_throughput / MB:.2f} MB/s")
+            skipped.add(
+                max_broker,
+                Reason.BELOW_THRESHOLD,
+                f"lower-boundary shedding would move {minimum / MB:.2f} MB/s "
+                f"< minimum {min_throughput / MB:.2f} MB/s",
+            )
             return []
-        selection = select_largest_first(view, max_broker, view.bundles_owned_by(max_broker), minimum,
-                                         at_least_one=conf.atLeastOneBundleSelected)
+        selection = select_largest_first(
+            view,
+            max_broker,
+            view.bundles_owned_by(max_broker),
+            minimum,
+            at_least_one=conf.atLeastOneBundleSelected,
+        )
         if selection.skip is not None:
             skipped.add(max_broker, *selection.skip)
             return []
-        detail = (f"lower-boundary shedding: busiest broker (usage {max_usage:.3f}) while some broker is "
-                  f"below avg {avg:.3f} - threshold {threshold:.3f}; offload {minimum / MB:.2f} MB/s")
-        return [UnloadDecision(max_broker, b, None, reason=Reason.UNDERLOADED, detail=detail)
-                for b in selection.bundles]
+        detail = (
+            f"lower-boundary shedding: busiest broker (usage {max_usage:.3f}) while some broker is "
+            f"below avg {avg:.3f} - threshold {threshold:.3f}; offload {minimum / MB:.2f} MB/s"
+        )
+        return [
+            UnloadDecision(max_broker, b, None, reason=Reason.UNDERLOADED, detail=detail)
+            for b in selection.bundles
+        ]
 
 
 def _usage(local: LocalBrokerData, view: ClusterView) -> float:
     conf = view.config
-    weights = (conf.loadBalancerCPUResourceWeight, conf.loadBalancerMemoryResourceWeight,
-               conf.loadBalancerDirectMemoryResourceWeight, conf.loadBalancerBandwidthInResourceWeight,
-               conf.loadBalancerBandwidthOutResourceWeight)
+    weights = (
+        conf.loadBalancerCPUResourceWeight,
+        conf.loadBalancerMemoryResourceWeight,
+        conf.loadBalancerDirectMemoryResourceWeight,
+        conf.loadBalancerBandwidthInResourceWeight,
+        conf.loadBalancerBandwidthOutResourceWeight,
+    )
     usage = local.max_resource_usage_with_weight(*weights)
     if usage > 1.0:  # a misconfigured limit: ignore the signals above 100 %
         usage = local.max_resource_usage_with_weight_within_limit(*weights)

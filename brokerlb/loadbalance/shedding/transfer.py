@@ -140,8 +140,10 @@ class TransferShedder:
         conf = view.config
         memory = state.get(self.class_name, TransferShedderState)
         loads = view.broker_load_data
-        stats = LoadStats(sorted_brokers=sorted(view.broker_load_order, key=lambda b: loads[b].weighted_max_ema),
-                          max_per_cycle=conf.loadBalancerMaxNumberOfBrokerSheddingPerCycle)
+        stats = LoadStats(
+            sorted_brokers=sorted(view.broker_load_order, key=lambda b: loads[b].weighted_max_ema),
+            max_per_cycle=conf.loadBalancerMaxNumberOfBrokerSheddingPerCycle,
+        )
         stats.max_index = len(stats.sorted_brokers) - 1
         cooled: list[str] = []
         skip = _update_stats(view, stats, cooled)
@@ -150,27 +152,43 @@ class TransferShedder:
             return SheddingResult.of([UnloadDecision.skip(skip[0], skip[1])], out)
         out.update({"loadAvg": stats.avg, "loadStd": stats.std})
         target = conf.loadBalancerBrokerLoadTargetStd
-        if (stats.std > target or _underloaded(view, stats.peek_min(), stats)
-                or _overloaded(view, stats.peek_max(), stats.avg)):
+        if (
+            stats.std > target
+            or _underloaded(view, stats.peek_min(), stats)
+            or _overloaded(view, stats.peek_max(), stats.avg)
+        ):
             memory.unload_condition_hit_count += 1
         else:
             memory.unload_condition_hit_count = 0
         out["hitCount"] = memory.unload_condition_hit_count
         threshold = conf.loadBalancerSheddingConditionHitCountThreshold
         if memory.unload_condition_hit_count <= threshold:
-            return SheddingResult.of([UnloadDecision.skip(
-                Reason.HIT_COUNT, f"shedding condition hit count {memory.unload_condition_hit_count} "
-                                  f"<= threshold {threshold} (std {stats.std:.4f}, target {target})")], out)
+            return SheddingResult.of(
+                [
+                    UnloadDecision.skip(
+                        Reason.HIT_COUNT,
+                        f"shedding condition hit count {memory.unload_condition_hit_count} "
+                        f"<= threshold {threshold} (std {stats.std:.4f}, target {target})",
+                    )
+                ],
+                out,
+            )
         cycle = _Cycle(view, stats)
         decisions = cycle.run()
         out["loadStdAfter"] = stats.std
         if cycle.skipped:
             out["skippedBrokers"] = cycle.skipped
         if not decisions:
-            reason = (Reason.NO_LOAD_DATA if cycle.empty_load_data else
-                      Reason.NO_BUNDLES if cycle.few_bundles else Reason.HIT_COUNT)
+            reason = (
+                Reason.NO_LOAD_DATA
+                if cycle.empty_load_data
+                else Reason.NO_BUNDLES
+                if cycle.few_bundles
+                else Reason.HIT_COUNT
+            )
             detail = "; ".join(f"{b}: {d}" for b, d in cycle.skipped.items()) or (
-                f"the cluster load meets the target (std {stats.std:.4f} <= {target})")
+                f"the cluster load meets the target (std {stats.std:.4f} <= {target})"
+            )
             return SheddingResult.of([UnloadDecision.skip(reason, detail)], out)
         memory.unload_condition_hit_count = 0
         return SheddingResult.of(decisions, out)
@@ -189,15 +207,21 @@ def _update_stats(view: ClusterView, stats: LoadStats, cooled: list[str]) -> tup
         data = view.broker_load_data[broker]
         missing.discard(broker)
         if view.now_ms - data.updated_at > ttl_ms:
-            reason = (Reason.OUTDATED_DATA, f"{broker}'s load data (updatedAt {data.updated_at}) is older "
-                                            f"than {conf.loadBalancerBrokerLoadDataTTLInSeconds} s")
+            reason = (
+                Reason.OUTDATED_DATA,
+                f"{broker}'s load data (updatedAt {data.updated_at}) is older "
+                f"than {conf.loadBalancerBrokerLoadDataTTLInSeconds} s",
+            )
             continue
         unloaded_at = view.recently_unloaded_brokers.get(broker)
         if unloaded_at is not None:
             if data.updated_at - unloaded_at < delay_ms:
                 stats.set(0.0, 0.0, 0)
-                return (Reason.COOL_DOWN, f"{broker}'s load data is only {data.updated_at - unloaded_at} ms "
-                                          f"newer than its last unload (< {conf.loadBalanceSheddingDelayInSeconds} s)")
+                return (
+                    Reason.COOL_DOWN,
+                    f"{broker}'s load data is only {data.updated_at - unloaded_at} ms "
+                    f"newer than its last unload (< {conf.loadBalanceSheddingDelayInSeconds} s)",
+                )
             cooled.append(broker)
         load = data.weighted_max_ema
         total_sum += load
@@ -230,8 +254,10 @@ def _overloaded(view: ClusterView, broker: str, avg: float) -> bool:
         return False
     conf = view.config
     load = data.weighted_max_ema
-    return (load > conf.loadBalancerBrokerOverloadedThresholdPercentage / 100.0
-            and load > avg + conf.loadBalancerBrokerLoadTargetStd)
+    return (
+        load > conf.loadBalancerBrokerOverloadedThresholdPercentage / 100.0
+        and load > avg + conf.loadBalancerBrokerLoadTargetStd
+    )
 
 
 def _filtered_candidates(view: ClusterView, bundle: str) -> list[str]:
@@ -305,12 +331,17 @@ class _Cycle:
         min_iter = iter(min_top.top_bundles_load_data) if min_top is not None else None
         marked = gained = 0.0
         remaining = len(entries)
-        detail = (f"load {max_load:.3f} vs {min_load:.3f} on {min_broker} (avg {self.stats.avg:.3f}, "
-                  f"std {self.stats.std:.3f}): offload {offload:.3f} = {offload_tput / 1024:.1f} KB/s")
+        detail = (
+            f"load {max_load:.3f} vs {min_load:.3f} on {min_broker} (avg {self.stats.avg:.3f}, "
+            f"std {self.stats.std:.3f}): offload {offload:.3f} = {offload_tput / 1024:.1f} KB/s"
+        )
         for entry in entries:
             bundle = entry.bundle_name
-            if (not view.is_owner(max_broker, bundle) or bundle in view.recently_unloaded_bundles
-                    or not self._transferable(bundle, max_broker, min_broker)):
+            if (
+                not view.is_owner(max_broker, bundle)
+                or bundle in view.recently_unloaded_bundles
+                or not self._transferable(bundle, max_broker, min_broker)
+            ):
                 continue
             if remaining <= 1:
                 break
@@ -319,8 +350,9 @@ class _Cycle:
                 continue
             swaps: list[UnloadDecision] = []
             if marked - gained + tput > offload_tput:
-                swapped, swaps, swap_tput = self._try_swap(min_iter, max_broker, min_broker, max_tput, min_tput,
-                                                           marked, gained, tput, reason, detail)
+                swapped, swaps, swap_tput = self._try_swap(
+                    min_iter, max_broker, min_broker, max_tput, min_tput, marked, gained, tput, reason, detail
+                )
                 if not swapped:
                     break
                 if self.transfer and self.count_gain:
@@ -328,19 +360,33 @@ class _Cycle:
             if self.transfer:
                 self.decisions.extend(swaps)
             destination = min_broker if self.transfer else None
-            self.decisions.append(UnloadDecision(max_broker, bundle, destination, reason=reason, detail=detail))
+            self.decisions.append(
+                UnloadDecision(max_broker, bundle, destination, reason=reason, detail=detail)
+            )
             marked += tput
             remaining -= 1
         if marked > 0:
             self.stats.offload(max_load, min_load, _divide((marked - gained) * max_load, max_tput))
         else:
             self.few_bundles += 1
-            self.skipped[max_broker] = ("NoBundles: no bundle in its top-bundles load data can be unloaded "
-                                        "(split bundles or report more of them)")
+            self.skipped[max_broker] = (
+                "NoBundles: no bundle in its top-bundles load data can be unloaded "
+                "(split bundles or report more of them)"
+            )
 
-    def _try_swap(self, min_iter: Any, max_broker: str, min_broker: str, max_tput: float, min_tput: float,
-                  marked: float, gained: float, tput: float, reason: Reason,
-                  detail: str) -> tuple[bool, list[UnloadDecision], float]:
+    def _try_swap(
+        self,
+        min_iter: Any,
+        max_broker: str,
+        min_broker: str,
+        max_tput: float,
+        min_tput: float,
+        marked: float,
+        gained: float,
+        tput: float,
+        reason: Reason,
+        detail: str,
+    ) -> tuple[bool, list[UnloadDecision], float]:
         if not self.transfer or min_iter is None:
             return False, [], 0.0
         max_new = max_tput - marked + gained - tput
@@ -349,8 +395,10 @@ class _Cycle:
         swap_tput = 0.0
         check = self.view.config.brokerlbTransferShedderCheckSwapCandidates
         for entry in min_iter:  # shared iterator: each min-broker bundle is considered once per broker
-            if check and (not self.view.is_owner(min_broker, entry.bundle_name)
-                          or entry.bundle_name in self.view.recently_unloaded_bundles):
+            if check and (
+                not self.view.is_owner(min_broker, entry.bundle_name)
+                or entry.bundle_name in self.view.recently_unloaded_bundles
+            ):
                 continue
             if not self._transferable(entry.bundle_name, min_broker, max_broker):
                 continue
@@ -358,8 +406,15 @@ class _Cycle:
             if other == 0:
                 continue
             if max_new + other < max_tput and min_new - other < max_tput:
-                swaps.append(UnloadDecision(min_broker, entry.bundle_name, max_broker, reason=reason,
-                                            detail=f"swap for {max_broker}: {detail}"))
+                swaps.append(
+                    UnloadDecision(
+                        min_broker,
+                        entry.bundle_name,
+                        max_broker,
+                        reason=reason,
+                        detail=f"swap for {max_broker}: {detail}",
+                    )
+                )
                 max_new, min_new = max_new + other, min_new - other
                 swap_tput += other
                 if min_new <= max_new and max_new < max_tput * _SWAP_TARGET:
@@ -370,8 +425,9 @@ class _Cycle:
         """Pulsar's ``isTransferable``: policies allow it and the filters leave a broker to go to."""
         view = self.view
         namespace = view.namespace_of(bundle)
-        if ((view.isolation_policy_for(namespace) is not None or view.anti_affinity_group(namespace))
-                and not view.config.loadBalancerSheddingBundlesWithPoliciesEnabled):
+        if (
+            view.isolation_policy_for(namespace) is not None or view.anti_affinity_group(namespace)
+        ) and not view.config.loadBalancerSheddingBundlesWithPoliciesEnabled:
             return False
         candidates = self._candidates.get(bundle)
         if candidates is None:

@@ -76,29 +76,50 @@ class UniformLoadShedder:
         tput_threshold = conf.loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold
         rate_exceeded = rate_threshold > 0 and rate_diff_pct > rate_threshold
         tput_exceeded = tput_threshold > 0 and tput_multiplier > tput_threshold
-        stats: dict[str, Any] = {"msgRateDifferencePercentage": rate_diff_pct,
-                                 "msgThroughputDifferenceRate": tput_multiplier,
-                                 "maxMsgRate": max_rate, "minMsgRate": min_rate,
-                                 "maxMsgThroughput": max_tput, "minMsgThroughput": min_tput}
+        stats: dict[str, Any] = {
+            "msgRateDifferencePercentage": rate_diff_pct,
+            "msgThroughputDifferenceRate": tput_multiplier,
+            "maxMsgRate": max_rate,
+            "minMsgRate": min_rate,
+            "maxMsgThroughput": max_tput,
+            "minMsgThroughput": min_tput,
+        }
         skipped = SkippedBrokers()
         if not (rate_exceeded or tput_exceeded) or not view.brokers:
-            return finish([], skipped, stats, balanced_detail=(
-                f"rate difference {rate_diff_pct:.1f}% <= {rate_threshold}% and throughput multiplier "
-                f"{tput_multiplier:.2f} <= {tput_threshold}"))
+            return finish(
+                [],
+                skipped,
+                stats,
+                balanced_detail=(
+                    f"rate difference {rate_diff_pct:.1f}% <= {rate_threshold}% and throughput multiplier "
+                    f"{tput_multiplier:.2f} <= {tput_threshold}"
+                ),
+            )
         by_rate = rate_exceeded
         chosen = rate_max_broker if by_rate else tput_max_broker
         if chosen is None:  # pragma: no cover - every broker has a rate >= 0 > -1
             return finish([], skipped, stats, balanced_detail="no broker")
         broker = chosen
-        need = _java_int((max_rate - min_rate) * conf.maxUnloadPercentage) if by_rate else _java_int(
-            (max_tput - min_tput) * conf.maxUnloadPercentage)
+        need = (
+            _java_int((max_rate - min_rate) * conf.maxUnloadPercentage)
+            if by_rate
+            else _java_int((max_tput - min_tput) * conf.maxUnloadPercentage)
+        )
         minimum = conf.minUnloadMessage if by_rate else conf.minUnloadMessageThroughput
-        stats.update({"balanceBy": "msgRate" if by_rate else "msgThroughput", "overloadedBroker": broker,
-                      "required": need})
+        stats.update(
+            {
+                "balanceBy": "msgRate" if by_rate else "msgThroughput",
+                "overloadedBroker": broker,
+                "required": need,
+            }
+        )
         owned = view.bundles_owned_by(broker)
         if len(owned) <= 1:
-            skipped.add(broker, Reason.SINGLE_BUNDLE if owned else Reason.NO_BUNDLES,
-                        f"has {len(owned)} bundle(s); nothing can move")
+            skipped.add(
+                broker,
+                Reason.SINGLE_BUNDLE if owned else Reason.NO_BUNDLES,
+                f"has {len(owned)} bundle(s); nothing can move",
+            )
             return finish([], skipped, stats, balanced_detail="")
         if need < minimum:
             skipped.add(broker, Reason.BELOW_THRESHOLD, f"would move {need} < minimum {minimum}")
@@ -109,8 +130,9 @@ class UniformLoadShedder:
         return finish(decisions, skipped, stats, balanced_detail="")
 
     @staticmethod
-    def _select(view: ClusterView, broker: str, owned: frozenset[str], need: int,
-                by_rate: bool) -> list[UnloadDecision]:
+    def _select(
+        view: ClusterView, broker: str, owned: frozenset[str], need: int, by_rate: bool
+    ) -> list[UnloadDecision]:
         limit = view.config.maxUnloadBundleNumPerShedding
         recently_unloaded = view.recently_unloaded_bundles
         values: list[tuple[float, str]] = []
@@ -129,7 +151,9 @@ class UniformLoadShedder:
             if value <= need:
                 detail = f"bundle {value:.1f} {what} <= remaining need {need} {what}"
                 need -= _java_int(value)  # MutableInt.add(double) adds the truncated int
-                decisions.append(UnloadDecision(broker, bundle, None, reason=Reason.OVERLOADED, detail=detail))
+                decisions.append(
+                    UnloadDecision(broker, bundle, None, reason=Reason.OVERLOADED, detail=detail)
+                )
         return decisions
 
 

@@ -52,8 +52,9 @@ class BundleSplitterTask:
 
     def find_bundles_to_split(self, view: ClusterView, state: StrategyState) -> SplitResult:
         reports = {broker: data.local_data for broker, data in view.brokers.items()}
-        decisions = find_bundles_to_split_modular(reports, view.bundle_data, view.bundle_count, view.config,
-                                                  view.fold_summary)
+        decisions = find_bundles_to_split_modular(
+            reports, view.bundle_data, view.bundle_count, view.config, view.fold_summary
+        )
         return SplitResult.of(decisions, _stats(decisions, sum(len(r.last_stats) for r in reports.values())))
 
 
@@ -65,13 +66,19 @@ class DefaultNamespaceBundleSplitStrategyImpl:
     def find_bundles_to_split(self, view: ClusterView, state: StrategyState) -> SplitResult:
         reports = {broker: data.local_data.last_stats for broker, data in view.brokers.items()}
         decisions = find_bundles_to_split_extensible(
-            reports, state.get(self.class_name, SplitHitCounts),
-            is_owner=view.is_owner, splitting=(), bundle_count_of=view.bundle_count, conf=view.config,
+            reports,
+            state.get(self.class_name, SplitHitCounts),
+            is_owner=view.is_owner,
+            splitting=(),
+            bundle_count_of=view.bundle_count,
+            conf=view.config,
         )
         return SplitResult.of(decisions, _stats(decisions, sum(len(r) for r in reports.values())))
 
 
-def find_bundles_to_split(view: ClusterView, state: StrategyState, strategy: str | None = None) -> SplitResult:
+def find_bundles_to_split(
+    view: ClusterView, state: StrategyState, strategy: str | None = None
+) -> SplitResult:
     """What the split check would do (``strategy``: full or short class name; default from the config).
 
     The modular leader checks only with ``loadBalancerAutoBundleSplitEnabled``; the extensible
@@ -80,11 +87,22 @@ def find_bundles_to_split(view: ClusterView, state: StrategyState, strategy: str
     """
     spec = resolve(StrategyKind.SPLIT, strategy or default_strategy_name(StrategyKind.SPLIT, view.config))
     conf = view.config
-    disabled = [key for key, on in (("loadBalancerAutoBundleSplitEnabled", conf.loadBalancerAutoBundleSplitEnabled),
-                                    ("loadBalancerEnabled", conf.loadBalancerEnabled or not spec.extensible))
-                if not on]
+    disabled = [
+        key
+        for key, on in (
+            ("loadBalancerAutoBundleSplitEnabled", conf.loadBalancerAutoBundleSplitEnabled),
+            ("loadBalancerEnabled", conf.loadBalancerEnabled or not spec.extensible),
+        )
+        if not on
+    ]
     if disabled:
-        return SplitResult.of([], {"skipped": "Disabled", "detail": f"{' and '.join(disabled)} = false",
-                                   "strategy": short_class_name(spec.class_name)})
+        return SplitResult.of(
+            [],
+            {
+                "skipped": "Disabled",
+                "detail": f"{' and '.join(disabled)} = false",
+                "strategy": short_class_name(spec.class_name),
+            },
+        )
     result = spec.create().find_bundles_to_split(view, state)
     return result if isinstance(result, SplitResult) else SplitResult.of(result)

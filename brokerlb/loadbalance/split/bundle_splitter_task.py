@@ -73,8 +73,12 @@ def find_bundles_to_split_modular(
         for i in np.flatnonzero(passing).tolist():
             bundle, stats, folded = summary.occurrence(i)
             window = folded.long_term_data
-            round_.check(bundle, stats, window.msg_rate_in + window.msg_rate_out,
-                         window.msg_throughput_in + window.msg_throughput_out)
+            round_.check(
+                bundle,
+                stats,
+                window.msg_rate_in + window.msg_rate_out,
+                window.msg_throughput_in + window.msg_throughput_out,
+            )
         return round_.decisions
     for local in reports.values():
         for bundle, stats in local.last_stats.items():
@@ -86,8 +90,12 @@ def find_bundles_to_split_modular(
             else:
                 rate = throughput = 0.0
             sessions = stats.consumer_count + stats.producer_count
-            if (stats.topics <= max_topics and (max_sessions <= 0 or sessions <= max_sessions)
-                    and rate <= max_rate and throughput <= max_bytes):
+            if (
+                stats.topics <= max_topics
+                and (max_sessions <= 0 or sessions <= max_sessions)
+                and rate <= max_rate
+                and throughput <= max_bytes
+            ):
                 continue  # below every threshold (the common case)
             round_.check(bundle, stats, rate, throughput)
     return round_.decisions
@@ -114,17 +122,24 @@ class _Round:
             return
         numbers = thresholds.describe(stats.topics, sessions, rate, throughput)
         if stats.topics < 2:
-            self.decisions.append(SplitDecision(bundle, (), Label.SKIP, Reason.SINGLE_TOPIC,
-                                                f"fewer than 2 topics; {numbers}"))
+            self.decisions.append(
+                SplitDecision(bundle, (), Label.SKIP, Reason.SINGLE_TOPIC, f"fewer than 2 topics; {numbers}")
+            )
             return
         namespace = bundle_namespace(bundle)
         count = self.bundle_count_of(namespace)
         picked = self.picked_per_namespace.get(namespace, 0)
         if count + picked >= thresholds.max_bundles:
-            self.decisions.append(SplitDecision(
-                bundle, (), Label.SKIP, Reason.TOO_MANY_BUNDLES,
-                f"namespace {namespace} has {count} bundles (+{picked} picked this round), "
-                f"limit {thresholds.max_bundles}; {numbers}"))
+            self.decisions.append(
+                SplitDecision(
+                    bundle,
+                    (),
+                    Label.SKIP,
+                    Reason.TOO_MANY_BUNDLES,
+                    f"namespace {namespace} has {count} bundles (+{picked} picked this round), "
+                    f"limit {thresholds.max_bundles}; {numbers}",
+                )
+            )
             return
         self.seen.add(bundle)
         self.picked_per_namespace[namespace] = picked + 1
@@ -134,14 +149,29 @@ class _Round:
 def _split(bundle: str, reason: Reason, numbers: str, conf: Any) -> SplitDecision:
     parsed = parse_bundle(bundle)
     if parsed is None:
-        return SplitDecision(bundle, (), Label.SUCCESS, reason,
-                             f"{numbers}; boundary decided at split time (bundle name is not a range)")
+        return SplitDecision(
+            bundle,
+            (),
+            Label.SUCCESS,
+            reason,
+            f"{numbers}; boundary decided at split time (bundle name is not a range)",
+        )
     if not parsed.can_split:
-        return SplitDecision(bundle, (), Label.SKIP, Reason.INVALID_BUNDLE,
-                             f"range {parsed.range} cannot be divided; {numbers}")
+        return SplitDecision(
+            bundle,
+            (),
+            Label.SKIP,
+            Reason.INVALID_BUNDLE,
+            f"range {parsed.range} cannot be divided; {numbers}",
+        )
     boundaries = split_boundaries(parsed, conf)
     algorithm = conf.defaultNamespaceBundleSplitAlgorithm
     if boundaries is None:
-        return SplitDecision(bundle, (), Label.SUCCESS, reason,
-                             f"{numbers}; {algorithm} decides the boundary at split time (needs the topic list)")
+        return SplitDecision(
+            bundle,
+            (),
+            Label.SUCCESS,
+            reason,
+            f"{numbers}; {algorithm} decides the boundary at split time (needs the topic list)",
+        )
     return SplitDecision(bundle, tuple(boundaries), Label.SUCCESS, reason, f"{numbers}; {algorithm}")

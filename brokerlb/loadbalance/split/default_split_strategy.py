@@ -124,20 +124,31 @@ def broker_split_cycle(
         if stats.topics < 2:
             if reason is not None:
                 numbers = thresholds.describe(stats.topics, sessions, rate, throughput)
-                decisions.append(SplitDecision(bundle, (), Label.SKIP, Reason.SINGLE_TOPIC,
-                                               f"fewer than 2 topics; {numbers}"))
+                decisions.append(
+                    SplitDecision(
+                        bundle, (), Label.SKIP, Reason.SINGLE_TOPIC, f"fewer than 2 topics; {numbers}"
+                    )
+                )
             continue
         if not is_owner(bundle):
             if reason is not None:
                 numbers = thresholds.describe(stats.topics, sessions, rate, throughput)
-                decisions.append(SplitDecision(bundle, (), Label.SKIP, Reason.NOT_OWNED,
-                                               f"{broker} does not own the bundle; {numbers}"))
+                decisions.append(
+                    SplitDecision(
+                        bundle,
+                        (),
+                        Label.SKIP,
+                        Reason.NOT_OWNED,
+                        f"{broker} does not own the bundle; {numbers}",
+                    )
+                )
             continue
         bounds = range_bounds(bundle)
         if bounds is None or bounds[1] - bounds[0] <= 1:
             what = "is not a bundle range" if bounds is None else "has a range that cannot be divided"
-            decisions.append(SplitDecision(bundle, (), Label.FAILURE, Reason.INVALID_BUNDLE,
-                                           f"{bundle} {what}"))
+            decisions.append(
+                SplitDecision(bundle, (), Label.FAILURE, Reason.INVALID_BUNDLE, f"{bundle} {what}")
+            )
             continue
         if reason is not None:
             hits[bundle] = hits.get(bundle, 0) + 1
@@ -147,41 +158,72 @@ def broker_split_cycle(
         numbers = thresholds.describe(stats.topics, sessions, rate, throughput)
         count = hits[bundle]
         if count <= hit_threshold:
-            decisions.append(SplitDecision(
-                bundle, (), Label.SKIP, Reason.HIT_COUNT,
-                f"{reason.value} threshold passed {count} time(s) in a row, must pass more than "
-                f"{hit_threshold}; {numbers}"))
+            decisions.append(
+                SplitDecision(
+                    bundle,
+                    (),
+                    Label.SKIP,
+                    Reason.HIT_COUNT,
+                    f"{reason.value} threshold passed {count} time(s) in a row, must pass more than "
+                    f"{hit_threshold}; {numbers}",
+                )
+            )
             continue
         namespace = bundle_namespace(bundle)
         bundles = bundle_count_of(namespace)
         picked = picked_per_namespace.get(namespace, 0)
         if bundles + picked >= thresholds.max_bundles:
-            decisions.append(SplitDecision(
-                bundle, (), Label.SKIP, Reason.TOO_MANY_BUNDLES,
-                f"namespace {namespace} has {bundles} bundles (+{picked} picked this cycle), "
-                f"limit {thresholds.max_bundles}; {numbers}"))
+            decisions.append(
+                SplitDecision(
+                    bundle,
+                    (),
+                    Label.SKIP,
+                    Reason.TOO_MANY_BUNDLES,
+                    f"namespace {namespace} has {bundles} bundles (+{picked} picked this cycle), "
+                    f"limit {thresholds.max_bundles}; {numbers}",
+                )
+            )
             continue
         parent = _overlaps_splitting(bundle, namespace, splitting)
         if parent is not None:
-            decisions.append(SplitDecision(bundle, (), Label.SKIP, Reason.SPLITTING,
-                                           f"bundle {parent} is being split; {numbers}"))
+            decisions.append(
+                SplitDecision(
+                    bundle, (), Label.SKIP, Reason.SPLITTING, f"bundle {parent} is being split; {numbers}"
+                )
+            )
             continue
         parsed = parse_bundle(bundle)
         if parsed is None:  # a range form the fast path took but the full parser refuses
-            decisions.append(SplitDecision(bundle, (), Label.FAILURE, Reason.INVALID_BUNDLE,
-                                           f"{bundle} is not a bundle range"))
+            decisions.append(
+                SplitDecision(
+                    bundle, (), Label.FAILURE, Reason.INVALID_BUNDLE, f"{bundle} is not a bundle range"
+                )
+            )
             continue
         boundaries = split_boundaries(parsed, conf)
         algorithm = conf.defaultNamespaceBundleSplitAlgorithm
         if boundaries is None or len(boundaries) != 1:
             found = "no boundary" if boundaries is None else f"{len(boundaries)} boundaries"
-            decisions.append(SplitDecision(
-                bundle, tuple(boundaries or ()), Label.FAILURE, Reason.UNKNOWN,
-                f"{algorithm} gave {found}; exactly one is needed"
-                + ("" if boundaries else " (the snapshot has no per-topic data for it)")))
+            decisions.append(
+                SplitDecision(
+                    bundle,
+                    tuple(boundaries or ()),
+                    Label.FAILURE,
+                    Reason.UNKNOWN,
+                    f"{algorithm} gave {found}; exactly one is needed"
+                    + ("" if boundaries else " (the snapshot has no per-topic data for it)"),
+                )
+            )
             continue
-        decisions.append(SplitDecision(bundle, (boundaries[0],), Label.SUCCESS, reason,
-                                       f"{numbers}; split by {broker} with {algorithm}"))
+        decisions.append(
+            SplitDecision(
+                bundle,
+                (boundaries[0],),
+                Label.SUCCESS,
+                reason,
+                f"{numbers}; split by {broker} with {algorithm}",
+            )
+        )
         picked_per_namespace[namespace] = picked + 1
         hits.pop(bundle, None)
         successes += 1
@@ -210,9 +252,15 @@ def find_bundles_to_split_extensible(
         del state.counts[broker]
     decisions: list[SplitDecision] = []
     for broker, stats in reports.items():
-        decisions.extend(broker_split_cycle(
-            broker, stats, state.of(broker),
-            is_owner=functools.partial(is_owner, broker),
-            splitting=splitting, bundle_count_of=bundle_count_of, conf=conf,
-        ))
+        decisions.extend(
+            broker_split_cycle(
+                broker,
+                stats,
+                state.of(broker),
+                is_owner=functools.partial(is_owner, broker),
+                splitting=splitting,
+                bundle_count_of=bundle_count_of,
+                conf=conf,
+            )
+        )
     return decisions

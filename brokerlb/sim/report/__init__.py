@@ -23,8 +23,13 @@ from brokerlb.sim.spec import Scenario
 __all__ = ["write_report", "summary_table", "decision_table", "SUMMARY_ROWS"]
 
 
-def write_report(scenario: Scenario, results: Sequence[SimulationResult], out_dir: str | Path,
-                 *, extra_links: Mapping[str, str] | None = None) -> Path:
+def write_report(
+    scenario: Scenario,
+    results: Sequence[SimulationResult],
+    out_dir: str | Path,
+    *,
+    extra_links: Mapping[str, str] | None = None,
+) -> Path:
     """Write the report of ``results`` (runs of ``scenario``) into ``out_dir``; returns ``index.html``."""
     from brokerlb.sim.report.html import render_html
     from brokerlb.sim.report.plots import write_plots

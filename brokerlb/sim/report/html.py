@@ -51,21 +51,31 @@ def _scenario_section(scenario: Scenario, results: Sequence[SimulationResult]) -
     params = [
         f"seed <code>{results[0].seed if results else scenario.seed}</code>",
         f"duration {format_duration(scenario.duration)} in cycles of {format_duration(scenario.tick)}",
-        f"{len(scenario.brokers)} brokers: " + ", ".join(
-            f"{escape(b.name)} ({b.cores:g} cores, {b.nic_gbps:g} Gbit/s)" for b in scenario.brokers[:8])
+        f"{len(scenario.brokers)} brokers: "
+        + ", ".join(
+            f"{escape(b.name)} ({b.cores:g} cores, {b.nic_gbps:g} Gbit/s)" for b in scenario.brokers[:8]
+        )
         + (" ..." if len(scenario.brokers) > 8 else ""),
         f"{len(scenario.namespaces)} namespaces, {bundles} bundles, {topics} topics",
         "timing: unload {unload}, transfer {transfer}, lookup {lookup}".format(
-            **{k: format_duration(v) for k, v in data["timing"].items() if k != "session_timeout"}),
+            **{k: format_duration(v) for k, v in data["timing"].items() if k != "session_timeout"}
+        ),
     ]
     if scenario.config:
-        params.append("config: " + ", ".join(f"<code>{escape(str(k))}={escape(str(v))}</code>"
-                                             for k, v in scenario.config.items()))
-    events = "".join(f"<li>{format_duration(e['at'])}: {escape(e['type'])} {escape(_event_text(e))}</li>"
-                     for e in data["events"])
-    return (f"<p>{escape(scenario.description)}</p><ul class='params'>"
-            + "".join(f"<li>{p}</li>" for p in params) + "</ul>"
-            + (f"<h3>Events</h3><ul class='events'>{events}</ul>" if events else ""))
+        params.append(
+            "config: "
+            + ", ".join(f"<code>{escape(str(k))}={escape(str(v))}</code>" for k, v in scenario.config.items())
+        )
+    events = "".join(
+        f"<li>{format_duration(e['at'])}: {escape(e['type'])} {escape(_event_text(e))}</li>"
+        for e in data["events"]
+    )
+    return (
+        f"<p>{escape(scenario.description)}</p><ul class='params'>"
+        + "".join(f"<li>{p}</li>" for p in params)
+        + "</ul>"
+        + (f"<h3>Events</h3><ul class='events'>{events}</ul>" if events else "")
+    )
 
 
 def _event_text(event: Mapping[str, object]) -> str:
@@ -85,47 +95,65 @@ def _summary_section(results: Sequence[SimulationResult]) -> str:
     head = "".join(f"<th>{escape(r.label)}</th>" for r in results)
     rows = []
     for row, values, best in summary_table(results):
-        cells = "".join(f"<td class='{'best' if i == best else ''}'>{escape(v)}</td>" for i, v in enumerate(values))
-        rows.append(f"<tr data-metric='{escape(row.key)}'><td title='{escape(row.explanation)}'>"
-                    f"{escape(row.title)}</td>{cells}<td class='explain'>{escape(row.explanation)}</td></tr>")
-    return (f"<table class='summary'><thead><tr><th>metric</th>{head}<th></th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+        cells = "".join(
+            f"<td class='{'best' if i == best else ''}'>{escape(v)}</td>" for i, v in enumerate(values)
+        )
+        rows.append(
+            f"<tr data-metric='{escape(row.key)}'><td title='{escape(row.explanation)}'>"
+            f"{escape(row.title)}</td>{cells}<td class='explain'>{escape(row.explanation)}</td></tr>"
+        )
+    return (
+        f"<table class='summary'><thead><tr><th>metric</th>{head}<th></th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _strategy_column(result: SimulationResult, files: Sequence[str]) -> str:
     images = "".join(f"<img src='{escape(f)}' alt='{escape(f)}'>" for f in files)
     decisions = "".join(
         f"<tr><td>{escape(kind)}</td><td>{escape(label)}</td><td>{escape(reason)}</td><td>{count:,}</td></tr>"
-        for kind, label, reason, count in decision_table(result))
+        for kind, label, reason, count in decision_table(result)
+    )
     moves = "".join(
         f"<tr><td>{format_duration((m['time'] - result.start_ms) / 1000)}</td><td>{escape(m['bundle'])}</td>"
         f"<td>{escape(m['from'])} → {escape(m['to'])}</td><td>{escape(m['cause'])}</td></tr>"
-        for m in result.moves[:15])
+        for m in result.moves[:15]
+    )
     more = f"<p class='muted'>... {len(result.moves) - 15:,} more moves</p>" if len(result.moves) > 15 else ""
     engine = result.summary.get("engine_seconds", 0.0)
     cpu = result.summary.get("cpu_seconds", 0.0)
     wall = result.summary.get("wall_seconds", 0.0)
-    return (f"<section class='strategy' data-strategy='{escape(result.label)}'>"
-            f"<h2>{escape(result.label)}</h2>"
-            f"<p class='muted'>{result.cycles} cycles in {wall:.1f} s ({cpu:.1f} s CPU, {engine:.1f} s of it in "
-            f"the decision engine)</p>"
-            f"{images}<h3>Decisions</h3><table class='decisions'><thead><tr><th>kind</th><th>label</th>"
-            f"<th>reason</th><th>count</th></tr></thead><tbody>{decisions}</tbody></table>"
-            f"<h3>Moves</h3><table class='moves'><thead><tr><th>at</th><th>bundle</th><th>from → to</th>"
-            f"<th>cause</th></tr></thead><tbody>{moves}</tbody></table>{more}</section>")
+    return (
+        f"<section class='strategy' data-strategy='{escape(result.label)}'>"
+        f"<h2>{escape(result.label)}</h2>"
+        f"<p class='muted'>{result.cycles} cycles in {wall:.1f} s ({cpu:.1f} s CPU, {engine:.1f} s of it in "
+        f"the decision engine)</p>"
+        f"{images}<h3>Decisions</h3><table class='decisions'><thead><tr><th>kind</th><th>label</th>"
+        f"<th>reason</th><th>count</th></tr></thead><tbody>{decisions}</tbody></table>"
+        f"<h3>Moves</h3><table class='moves'><thead><tr><th>at</th><th>bundle</th><th>from → to</th>"
+        f"<th>cause</th></tr></thead><tbody>{moves}</tbody></table>{more}</section>"
+    )
 
 
-def render_html(scenario: Scenario, results: Sequence[SimulationResult], plots: Mapping[str, Sequence[str]],
-                out_dir: str | Path, extra_links: Mapping[str, str] | None = None) -> Path:
+def render_html(
+    scenario: Scenario,
+    results: Sequence[SimulationResult],
+    plots: Mapping[str, Sequence[str]],
+    out_dir: str | Path,
+    extra_links: Mapping[str, str] | None = None,
+) -> Path:
     """Write ``index.html`` into ``out_dir`` (module docstring); returns its path."""
     title = f"brokerlb simulation: {scenario.name}"
     comparison = "".join(
         f"<figure><img src='{escape(name)}' alt='{escape(caption)}'><figcaption class='muted'>"
         f"{escape(caption)}</figcaption></figure>"
-        for name, caption, _ in COMPARISON_PLOTS if name in plots.get("comparison", ()))
+        for name, caption, _ in COMPARISON_PLOTS
+        if name in plots.get("comparison", ())
+    )
     columns = "".join(_strategy_column(r, plots.get(r.label, ())) for r in results)
-    links = "".join(f"<li><a href='{escape(href)}'>{escape(text)}</a></li>"
-                    for text, href in (extra_links or {}).items())
+    links = "".join(
+        f"<li><a href='{escape(href)}'>{escape(text)}</a></li>" for text, href in (extra_links or {}).items()
+    )
     page = (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"

@@ -76,8 +76,14 @@ def write_plots(results: Sequence[SimulationResult], out_dir: str | Path) -> dic
             if name == "max-load.png":
                 ax.plot(x, s["load_max"] * 100, color=color, label=r.label)
                 if i == 0:
-                    ax.plot(x, s["lower_bound"] * 100, color="black", linestyle="--", linewidth=1,
-                            label="lower bound")
+                    ax.plot(
+                        x,
+                        s["lower_bound"] * 100,
+                        color="black",
+                        linestyle="--",
+                        linewidth=1,
+                        label="lower bound",
+                    )
             elif name == "spread.png":
                 ax.plot(x, s["load_std"] * 100, color=color, label=r.label)
             elif name == "distance.png":
@@ -116,10 +122,17 @@ def write_plots(results: Sequence[SimulationResult], out_dir: str | Path) -> dic
 
         fig, ax = figure()
         data = np.ma.masked_invalid(r.broker_load.T * 100)
-        image = ax.imshow(data, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0,
-                          vmax=max(100.0, float(np.nanmax(r.broker_load) * 100) if np.isfinite(
-                              r.broker_load).any() else 100.0),
-                          extent=(float(x[0]) if len(x) else 0, float(x[-1]) if len(x) else 1, len(r.brokers), 0))
+        image = ax.imshow(
+            data,
+            aspect="auto",
+            interpolation="nearest",
+            cmap="viridis",
+            vmin=0,
+            vmax=max(
+                100.0, float(np.nanmax(r.broker_load) * 100) if np.isfinite(r.broker_load).any() else 100.0
+            ),
+            extent=(float(x[0]) if len(x) else 0, float(x[-1]) if len(x) else 1, len(r.brokers), 0),
+        )
         ax.set_title(f"{r.label}: broker load over time (blank: down)")
         ax.set_xlabel(unit)
         ax.set_ylabel("broker")

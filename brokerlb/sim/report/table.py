@@ -35,7 +35,13 @@ def _bytes(value: float) -> str:
 
 
 def _seconds(value: float) -> str:
-    return "-" if value is None or math.isnan(value) else format_duration(value) if value >= 1 else f"{value:.2f}s"
+    return (
+        "-"
+        if value is None or math.isnan(value)
+        else format_duration(value)
+        if value >= 1
+        else f"{value:.2f}s"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,17 +61,30 @@ class SummaryRow:
 
 
 SUMMARY_ROWS: tuple[SummaryRow, ...] = (
-    SummaryRow("load_max_mean", "max broker load (mean)", "the busiest broker's load, averaged over cycles", _pct),
+    SummaryRow(
+        "load_max_mean", "max broker load (mean)", "the busiest broker's load, averaged over cycles", _pct
+    ),
     SummaryRow("load_max_peak", "max broker load (peak)", "the highest load any broker reached", _pct),
     SummaryRow("load_std_mean", "load std-dev (mean)", "spread of broker loads, averaged over cycles", _pct),
-    SummaryRow("distance_mean", "distance from lower bound (mean)",
-               "max load minus max(average load, largest bundle): 0 is as balanced as possible", _pct),
+    SummaryRow(
+        "distance_mean",
+        "distance from lower bound (mean)",
+        "max load minus max(average load, largest bundle): 0 is as balanced as possible",
+        _pct,
+    ),
     SummaryRow("distance_final", "distance from lower bound (end)", "the same at the last cycle", _pct),
-    SummaryRow("load_min_final", "min broker load (end)", "the idlest live broker at the end (0 = idle)", _pct,
-               "higher"),
+    SummaryRow(
+        "load_min_final",
+        "min broker load (end)",
+        "the idlest live broker at the end (0 = idle)",
+        _pct,
+        "higher",
+    ),
     SummaryRow("moves", "bundle moves", "completed ownership moves, all causes", _int, ""),
     SummaryRow("moves_by_cause.shed", "  by shedding", "unloads decided by the shedder", _int, ""),
-    SummaryRow("moves_by_cause.transfer", "  by transfer", "transfers with a destination (extensible)", _int, ""),
+    SummaryRow(
+        "moves_by_cause.transfer", "  by transfer", "transfers with a destination (extensible)", _int, ""
+    ),
     SummaryRow("moves_by_cause.split", "  after splits", "split children unloaded", _int, ""),
     SummaryRow("moved_throughput", "moved throughput", "sum of the moved bundles' throughput", _bytes, ""),
     SummaryRow("flaps", "flaps", "moved again within the shedding grace period", _int),

@@ -18,12 +18,15 @@ import pytest_asyncio
 from brokerlb.coordination import MetadataStore, open_store
 from brokerlb.testing.clusters import InProcessCluster, ProcessCluster
 
-BACKENDS = [pytest.param("memory", id="memory"),
-            pytest.param("zookeeper", id="zookeeper", marks=[pytest.mark.zookeeper, pytest.mark.slow])]
+BACKENDS = [
+    pytest.param("memory", id="memory"),
+    pytest.param("zookeeper", id="zookeeper", marks=[pytest.mark.zookeeper, pytest.mark.slow]),
+]
 
 
-async def make_cluster(backend: str, request: pytest.FixtureRequest, brokers: int = 3,
-                       overrides: dict[str, Any] | None = None) -> InProcessCluster | ProcessCluster:
+async def make_cluster(
+    backend: str, request: pytest.FixtureRequest, brokers: int = 3, overrides: dict[str, Any] | None = None
+) -> InProcessCluster | ProcessCluster:
     if backend == "memory":
         return await InProcessCluster(brokers, overrides).start()
     zk = request.getfixturevalue("zk_server")

@@ -24,12 +24,18 @@ def topics_of(namespace: str, count: int, prefix: str = "t") -> list[str]:
     return [f"persistent://{namespace}/{prefix}-{i}" for i in range(count)]
 
 
-async def lookup_many(url: str, topics: list[str], *, concurrency: int = 16,
-                      follow_redirects: bool = True) -> dict[str, httpx.Response]:
+async def lookup_many(
+    url: str, topics: list[str], *, concurrency: int = 16, follow_redirects: bool = True
+) -> dict[str, httpx.Response]:
     """GET the lookup of every topic from ``url`` (``concurrency`` at a time)."""
     gate = asyncio.Semaphore(concurrency)
-    async with httpx.AsyncClient(base_url=url, follow_redirects=follow_redirects, timeout=30,
-                                 limits=httpx.Limits(max_connections=concurrency)) as client:
+    async with httpx.AsyncClient(
+        base_url=url,
+        follow_redirects=follow_redirects,
+        timeout=30,
+        limits=httpx.Limits(max_connections=concurrency),
+    ) as client:
+
         async def one(topic: str) -> tuple[str, httpx.Response]:
             async with gate:
                 return topic, await client.get(f"/lookup/v2/topic/{TopicName.parse(topic).lookup_name}")
@@ -44,19 +50,23 @@ async def lookup_data(url: str, topics: list[str], **kwargs: Any) -> dict[str, d
     return {t: r.json() for t, r in answers.items()}
 
 
-async def owners_snapshot(store: MetadataStore, namespace: str, *, require_all_owned: bool = False
-                          ) -> CoordinationSnapshot:
+async def owners_snapshot(
+    store: MetadataStore, namespace: str, *, require_all_owned: bool = False
+) -> CoordinationSnapshot:
     return await check_coordination_invariants(store, [namespace], require_all_owned=require_all_owned)
 
 
-def assert_answers_match_owners(answers: dict[str, dict[str, Any]], snap: CoordinationSnapshot,
-                                namespace: str) -> None:
+def assert_answers_match_owners(
+    answers: dict[str, dict[str, Any]], snap: CoordinationSnapshot, namespace: str
+) -> None:
     bundles: NamespaceBundles = snap.bundles[namespace]
     for topic, data in answers.items():
         bundle = str(bundles.find_bundle(topic))
         owner = snap.owners.get(bundle)
         assert owner is not None, f"{topic}: its bundle {bundle} has no owner"
-        assert data["httpUrl"] == owner.data.http_url, f"{topic}: answered {data} but {bundle} is owned by {owner}"
+        assert data["httpUrl"] == owner.data.http_url, (
+            f"{topic}: answered {data} but {bundle} is owned by {owner}"
+        )
         assert data["brokerUrl"] == owner.data.native_url
 
 

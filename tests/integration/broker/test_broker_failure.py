@@ -34,8 +34,11 @@ async def test_killed_brokers_bundles_move_and_a_new_leader_takes_over(backend, 
             leader = (await admin.get_leader_broker())["brokerId"]
         await lookup_data(cluster.urls[0], topics)
         snap = await owners_snapshot(store, ns, require_all_owned=True)
-        victim = next(b for b in cluster.broker_ids if b != leader and
-                      any(i.broker_id == b for i in snap.owners.values()))
+        victim = next(
+            b
+            for b in cluster.broker_ids
+            if b != leader and any(i.broker_id == b for i in snap.owners.values())
+        )
         victim_index = cluster.broker_ids.index(victim)
         survivor = next(u for i, u in enumerate(cluster.urls) if i != victim_index)
 
@@ -50,7 +53,9 @@ async def test_killed_brokers_bundles_move_and_a_new_leader_takes_over(backend, 
                 active = await admin.get_active_brokers()
             return victim not in active and all(i.broker_id != victim for i in s.owners.values())
 
-        await eventually(victim_gone, timeout=cluster.session_timeout + 10, message="the victim's session expired")
+        await eventually(
+            victim_gone, timeout=cluster.session_timeout + 10, message="the victim's session expired"
+        )
         assert time.monotonic() - killed_at >= cluster.session_timeout * 0.5
         answers = await lookup_data(survivor, topics)
         snap = await owners_snapshot(store, ns, require_all_owned=True)

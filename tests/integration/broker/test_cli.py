@@ -20,9 +20,15 @@ pytestmark = pytest.mark.asyncio(loop_scope="package")
 
 
 async def brokerlb(*args: str, timeout: float = 60) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "brokerlb.cli.main", *args,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                                                env={**os.environ, "COLUMNS": "200"})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "brokerlb.cli.main",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     out, err = await asyncio.wait_for(proc.communicate(), timeout)
     return proc.returncode or 0, out.decode(), err.decode()
 
@@ -36,13 +42,17 @@ async def test_admin_cli_against_a_live_cluster() -> None:
         assert code == 0 and f"created {ns}" in out
         code, out, _ = await brokerlb("admin", "--url", url, "--json", "namespaces", "bundles", ns)
         assert json.loads(out)["numBundles"] == 4
-        code, out, _ = await brokerlb("admin", "--url", url, "--json", "topics", "lookup", f"persistent://{ns}/a")
+        code, out, _ = await brokerlb(
+            "admin", "--url", url, "--json", "topics", "lookup", f"persistent://{ns}/a"
+        )
         assert json.loads(out)["httpUrl"] in cluster.urls
-        code, out, _ = await brokerlb("admin", "--url", url, "topics", "create-partitioned-topic",
-                                      f"persistent://{ns}/p", "-p", "3")
+        code, out, _ = await brokerlb(
+            "admin", "--url", url, "topics", "create-partitioned-topic", f"persistent://{ns}/p", "-p", "3"
+        )
         assert code == 0
-        code, out, _ = await brokerlb("admin", "--url", url, "--json", "topics", "partitioned-lookup",
-                                      f"persistent://{ns}/p")
+        code, out, _ = await brokerlb(
+            "admin", "--url", url, "--json", "topics", "partitioned-lookup", f"persistent://{ns}/p"
+        )
         assert sorted(json.loads(out)) == [f"persistent://{ns}/p-partition-{i}" for i in range(3)]
         code, out, _ = await brokerlb("admin", "--url", url, "topics", "bundle-range", f"persistent://{ns}/a")
         assert out.strip().startswith("0x")
@@ -57,11 +67,23 @@ async def test_admin_cli_against_a_live_cluster() -> None:
         assert all(s["is_active"] for s in json.loads(out).values())
         code, out, _ = await brokerlb("admin", "--url", url, "--json", "broker-stats", "load-report")
         assert json.loads(out)["webServiceUrl"] == url
-        code, out, _ = await brokerlb("admin", "--url", url, "namespaces", "set-anti-affinity-group", ns, "-g", "g1")
+        code, out, _ = await brokerlb(
+            "admin", "--url", url, "namespaces", "set-anti-affinity-group", ns, "-g", "g1"
+        )
         assert code == 0
         # errors: one red line, non-zero exit, no traceback
-        code, _, err = await brokerlb("admin", "--url", url, "namespaces", "split-bundle", ns, "-b", bundle,
-                                      "--split-algorithm-name", "magic")
+        code, _, err = await brokerlb(
+            "admin",
+            "--url",
+            url,
+            "namespaces",
+            "split-bundle",
+            ns,
+            "-b",
+            bundle,
+            "--split-algorithm-name",
+            "magic",
+        )
         assert code == 1 and "412" in err and "Unsupported namespace bundle split algorithm" in err
         assert "Traceback" not in err
         code, _, err = await brokerlb("admin", "--url", "http://127.0.0.1:9", "brokers", "list")
@@ -73,8 +95,19 @@ async def test_admin_cli_against_a_live_cluster() -> None:
 async def test_standalone_starts_fast_and_ctrl_c_stops_it_cleanly() -> None:
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "brokerlb.cli.main", "standalone", "--brokers", "3", "--web-port", str(port),
-        "--metadata-store", "memory:cli-test", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        sys.executable,
+        "-m",
+        "brokerlb.cli.main",
+        "standalone",
+        "--brokers",
+        "3",
+        "--web-port",
+        str(port),
+        "--metadata-store",
+        "memory:cli-test",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     try:
         lines = []
         while not any("standalone cluster" in line for line in lines):

@@ -30,22 +30,54 @@ BAD_REQUESTS = [
     ("GET", "/lookup/v2/topic/persistent/public/no-such-ns/t/bundle", None, 404, "does not exist"),
     ("PUT", "/admin/v2/namespaces/public/{ns}", None, 409, "already exists"),
     ("PUT", "/admin/v2/namespaces/pub$lic/x", None, 412, "Invalid namespace name"),
-    ("PUT", "/admin/v2/namespaces/public/bad-bundles", {"bundles": {"boundaries": ["0x00000010", "0xffffffff"]}},
-     400, "do not cover the whole hash range"),
+    (
+        "PUT",
+        "/admin/v2/namespaces/public/bad-bundles",
+        {"bundles": {"boundaries": ["0x00000010", "0xffffffff"]}},
+        400,
+        "do not cover the whole hash range",
+    ),
     ("PUT", "/admin/v2/namespaces/public/bad-json", "{not json", 400, "not valid JSON"),
     ("GET", "/admin/v2/namespaces/public/no-such-ns/bundles", None, 404, "does not exist"),
     ("PUT", "/admin/v2/namespaces/public/{ns}/0x00000000/unload", None, 412, "Invalid bundle range"),
     ("PUT", "/admin/v2/namespaces/public/{ns}/0x00000000_0x00000001/unload", None, 404, "not found"),
-    ("PUT", "/admin/v2/namespaces/public/{ns}/0x00000000_0x80000000/unload?destinationBroker=nowhere:1", None,
-     412, "inactive destination broker"),
-    ("PUT", "/admin/v2/namespaces/public/{ns}/0x00000000_0x80000000/split?splitAlgorithmName=magic", None, 412,
-     "Unsupported namespace bundle split algorithm"),
-    ("PUT", "/admin/v2/namespaces/public/{ns}/0x00000000_0x80000000/split?splitAlgorithmName="
-            "specified_positions_divide", None, 412, "splitBoundaries must not be empty"),
-    ("PUT", "/admin/v2/namespaces/public/{ns}/0x80000000_0x00000000/split", None, 412,
-     "lower bound is not below upper bound"),
+    (
+        "PUT",
+        "/admin/v2/namespaces/public/{ns}/0x00000000_0x80000000/unload?destinationBroker=nowhere:1",
+        None,
+        412,
+        "inactive destination broker",
+    ),
+    (
+        "PUT",
+        "/admin/v2/namespaces/public/{ns}/0x00000000_0x80000000/split?splitAlgorithmName=magic",
+        None,
+        412,
+        "Unsupported namespace bundle split algorithm",
+    ),
+    (
+        "PUT",
+        "/admin/v2/namespaces/public/{ns}/0x00000000_0x80000000/split?splitAlgorithmName="
+        "specified_positions_divide",
+        None,
+        412,
+        "splitBoundaries must not be empty",
+    ),
+    (
+        "PUT",
+        "/admin/v2/namespaces/public/{ns}/0x80000000_0x00000000/split",
+        None,
+        412,
+        "lower bound is not below upper bound",
+    ),
     ("PUT", "/admin/v2/namespaces/public/{ns}/0x00000000_0x80000000/split", ["zz"], 412, "invalid request"),
-    ("PUT", "/admin/v2/namespaces/public/{ns}/0x00000000_0x80000000/split?unload=perhaps", None, 400, "unload"),
+    (
+        "PUT",
+        "/admin/v2/namespaces/public/{ns}/0x00000000_0x80000000/split?unload=perhaps",
+        None,
+        400,
+        "unload",
+    ),
     ("PUT", "/admin/v2/namespaces/public/{ns}/LARGEST/split", None, 404, "Bundle range LARGEST not found"),
     ("PUT", "/admin/v2/namespaces/public/{ns}/merge", ["0x00000000_0x80000000"], 412, "at least two"),
     ("PUT", "/admin/v2/namespaces/public/{ns}/merge", {"x": 1}, 400, "JSON list of bundle ranges"),
@@ -58,8 +90,13 @@ BAD_REQUESTS = [
     ("PUT", "/admin/v2/persistent/public/{ns}/p/partitions", '"three"', 400, "JSON integer"),
     ("PUT", "/admin/v2/persistent/public/no-such-ns/p/partitions", 3, 404, "does not exist"),
     ("PUT", "/admin/v2/persistent/public/{ns}/p-partition-1/partitions", 3, 412, "-partition-"),
-    ("POST", "/admin/v2/clusters/e2e/namespaceIsolationPolicies/p1", {"namespaces": []}, 400,
-     "Invalid namespace isolation policy"),
+    (
+        "POST",
+        "/admin/v2/clusters/e2e/namespaceIsolationPolicies/p1",
+        {"namespaces": []},
+        400,
+        "Invalid namespace isolation policy",
+    ),
     ("POST", "/admin/v2/clusters/nope/failureDomains/d1", {"brokers": []}, 412, "does not exist"),
     ("GET", "/admin/v2/clusters/e2e/failureDomains/none", None, 404, "does not exist"),
     ("GET", "/admin/v2/no/such/route", None, 404, "Route not found"),
@@ -83,7 +120,9 @@ async def test_malformed_requests_get_pulsars_4xx_with_a_reason(cluster, store, 
             except ValueError:
                 got = response.text
             if response.status_code != status or reason not in got:
-                failures.append(f"{method} {path}: {response.status_code} {got!r} (want {status}, {reason!r})")
+                failures.append(
+                    f"{method} {path}: {response.status_code} {got!r} (want {status}, {reason!r})"
+                )
     assert not failures, "\n".join(failures)
     # nothing stored was changed by them: same bundles, same owners, no namespace half-created
     after = await owners_snapshot(store, ns, require_all_owned=True)
@@ -107,9 +146,15 @@ async def test_failure_domains_refuse_a_broker_in_two_domains(cluster) -> None:
 
 
 async def test_isolation_policies_round_trip(cluster) -> None:
-    policy = {"namespaces": ["public/iso-.*"], "primary": [r"127\.0\.0\.1:.*"], "secondary": [],
-              "auto_failover_policy": {"policy_type": "min_available",
-                                       "parameters": {"min_limit": "1", "usage_threshold": "80"}}}
+    policy = {
+        "namespaces": ["public/iso-.*"],
+        "primary": [r"127\.0\.0\.1:.*"],
+        "secondary": [],
+        "auto_failover_policy": {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": "1", "usage_threshold": "80"},
+        },
+    }
     async with AsyncAdminClient(cluster.urls[0]) as admin:
         await admin.set_isolation_policy("e2e", "iso", policy)
         assert (await admin.get_isolation_policy("e2e", "iso"))["primary"] == policy["primary"]
@@ -119,9 +164,16 @@ async def test_isolation_policies_round_trip(cluster) -> None:
         await lookup_data(cluster.urls[0], topics_of(ns, 10))
         owned = {}
         for broker in cluster.broker_ids:
-            owned.update({b: s for b, s in (await admin.get_owned_namespaces("e2e", broker)).items()
-                          if b.startswith(ns)})
-        assert owned and all(s["is_controlled"] and s["broker_assignment"] == "primary" for s in owned.values())
+            owned.update(
+                {
+                    b: s
+                    for b, s in (await admin.get_owned_namespaces("e2e", broker)).items()
+                    if b.startswith(ns)
+                }
+            )
+        assert owned and all(
+            s["is_controlled"] and s["broker_assignment"] == "primary" for s in owned.values()
+        )
         await admin.delete_isolation_policy("e2e", "iso")
         with pytest.raises(RemoteBrokerError) as missing:
             await admin.get_isolation_policy("e2e", "iso")
@@ -148,7 +200,10 @@ async def test_broker_views_and_reports(cluster, store) -> None:
         assert sorted(await admin.get_active_brokers()) == sorted(cluster.broker_ids)
         assert sorted(await admin.get_active_brokers("e2e")) == sorted(cluster.broker_ids)
         leader = await admin.get_leader_broker()
-        assert leader["brokerId"] in cluster.broker_ids and leader["serviceUrl"] == f"http://{leader['brokerId']}"
+        assert (
+            leader["brokerId"] in cluster.broker_ids
+            and leader["serviceUrl"] == f"http://{leader['brokerId']}"
+        )
         await admin.create_namespace(ns, num_bundles=4)
         topics = topics_of(ns, 40)
         await lookup_data(cluster.urls[0], topics)
@@ -165,5 +220,7 @@ async def test_broker_views_and_reports(cluster, store) -> None:
                 assert await direct.get_topics_stats() == {}
                 assert await direct.health_check() == "ok"
         bundle = snap.bundles[ns].bundles[0]
-        positions = await admin.topic_hash_positions(ns, bundle.range, [t for t in topics if bundle.includes(t)][:3])
+        positions = await admin.topic_hash_positions(
+            ns, bundle.range, [t for t in topics if bundle.includes(t)][:3]
+        )
         assert positions["bundle"] == bundle.range and len(positions["topicHashPositions"]) == 3

@@ -39,7 +39,9 @@ def leader_of(cluster: InProcessCluster):
     return next(s for s in cluster.services if s.is_leader)
 
 
-async def hot_broker_setup(cluster: InProcessCluster, ns: str, hot_rate: float) -> tuple[SyntheticClients, str]:
+async def hot_broker_setup(
+    cluster: InProcessCluster, ns: str, hot_rate: float
+) -> tuple[SyntheticClients, str]:
     """Traffic on every topic of ``ns``; the topics of one broker carry ``hot_rate`` each."""
     async with AsyncAdminClient(cluster.urls[0]) as admin:
         await admin.create_namespace(ns, num_bundles=6)
@@ -87,8 +89,14 @@ async def test_shedding_moves_bundles_off_an_overloaded_broker(strategy) -> None
 
 
 async def test_a_bundle_with_too_many_topics_is_split_by_the_leader() -> None:
-    cluster = await InProcessCluster(3, {**FAST, "loadBalancerNamespaceBundleMaxTopics": 5,
-                                         "loadBalancerAutoUnloadSplitBundlesEnabled": False}).start()
+    cluster = await InProcessCluster(
+        3,
+        {
+            **FAST,
+            "loadBalancerNamespaceBundleMaxTopics": 5,
+            "loadBalancerAutoUnloadSplitBundlesEnabled": False,
+        },
+    ).start()
     try:
         ns = new_namespace("autosplit")
         async with AsyncAdminClient(cluster.urls[0]) as admin:
@@ -108,7 +116,9 @@ async def test_a_bundle_with_too_many_topics_is_split_by_the_leader() -> None:
 
 
 async def test_leader_persists_bundle_data_and_time_averages(tmp_path) -> None:
-    cluster = await InProcessCluster(2, {**FAST, "loadBalancerResourceQuotaUpdateIntervalMinutes": 0.01}).start()
+    cluster = await InProcessCluster(
+        2, {**FAST, "loadBalancerResourceQuotaUpdateIntervalMinutes": 0.01}
+    ).start()
     try:
         ns = new_namespace("persist")
         async with AsyncAdminClient(cluster.urls[0]) as admin:
@@ -117,13 +127,19 @@ async def test_leader_persists_bundle_data_and_time_averages(tmp_path) -> None:
         topic = f"persistent://{ns}/t"
         await clients.add(topic, TopicStats(msg_rate_in=100))
         store = cluster.services[0].store
-        bundle = str(cluster.services[0].bundles.cached(__import__("brokerlb").NamespaceName.parse(ns))
-                     .find_bundle(topic))
+        bundle = str(
+            cluster.services[0]
+            .bundles.cached(__import__("brokerlb").NamespaceName.parse(ns))
+            .find_bundle(topic)
+        )
 
         async def persisted() -> bool:
             node = await store.get_or_none(bundle_data_path(bundle))
-            brokers = await store.children(BROKER_TIME_AVERAGE_ROOT) if await store.exists(
-                BROKER_TIME_AVERAGE_ROOT) else []
+            brokers = (
+                await store.children(BROKER_TIME_AVERAGE_ROOT)
+                if await store.exists(BROKER_TIME_AVERAGE_ROOT)
+                else []
+            )
             return node is not None and b"shortTermData" in node.data and len(brokers) == 2
 
         await eventually(persisted, timeout=15, message="bundle data and time averages written")

@@ -91,8 +91,15 @@ async def test_unload_with_destination_transfers_the_bundle(cluster, store) -> N
         await admin.unload_bundle(ns, bundle.rpartition("/")[2], destination_broker=destination)
         snap = await owners_snapshot(store, ns, require_all_owned=True)
         assert snap.owners[bundle].broker_id == destination, "owned by the destination when the call returns"
-        answers = await lookup_data(cluster.urls[1], [t for t in topics if NamespaceBundles.from_json(
-            ns, await admin.get_bundles(ns)).find_bundle(t).range == bundle.rpartition("/")[2]])
+        answers = await lookup_data(
+            cluster.urls[1],
+            [
+                t
+                for t in topics
+                if NamespaceBundles.from_json(ns, await admin.get_bundles(ns)).find_bundle(t).range
+                == bundle.rpartition("/")[2]
+            ],
+        )
         assert {a["httpUrl"] for a in answers.values()} == {f"http://{destination}"}
 
 
@@ -119,9 +126,11 @@ async def test_split_grows_the_bundle_count_and_topics_stay_resolvable(cluster, 
 
         async def children_released() -> bool:
             snap = await owners_snapshot(store, ns)
-            return not any(second.lower <= b.lower and b.upper <= second.upper
-                           for b in (NamespaceBundles.from_json(ns, await admin.get_bundles(ns))).bundles
-                           if str(b) in snap.owners)
+            return not any(
+                second.lower <= b.lower and b.upper <= second.upper
+                for b in (NamespaceBundles.from_json(ns, await admin.get_bundles(ns))).bundles
+                if str(b) in snap.owners
+            )
 
         await eventually(children_released, timeout=10, message="split children unloaded")
         answers = await lookup_data(cluster.urls[2], topics)
@@ -136,7 +145,10 @@ async def test_merge_extension_assigns_the_merged_bundle(cluster, store) -> None
         await lookup_data(cluster.urls[2], topics)
         bundles = NamespaceBundles.from_json(ns, await admin.get_bundles(ns))
         result = await admin.merge_bundles(ns, [bundles.bundles[1].range, bundles.bundles[2].range])
-        assert result["bundle"] == f"{bundles.bundles[1].range.split('_')[0]}_{bundles.bundles[2].range.split('_')[1]}"
+        assert (
+            result["bundle"]
+            == f"{bundles.bundles[1].range.split('_')[0]}_{bundles.bundles[2].range.split('_')[1]}"
+        )
         snap = await owners_snapshot(store, ns, require_all_owned=True)
         assert snap.bundles[ns].num_bundles == 3
         assert snap.owners[f"{ns}/{result['bundle']}"].broker_id == result["broker"]
@@ -163,8 +175,12 @@ async def test_lookups_survive_a_lookup_storm_without_5xx(cluster) -> None:
     ns = new_namespace("storm")
     async with AsyncAdminClient(cluster.urls[0]) as admin:
         await admin.create_namespace(ns, num_bundles=8)
-    results = await asyncio.gather(*(lookup_many(url, topics_of(ns, 150, prefix=f"s{i}"), concurrency=16)
-                                     for i, url in enumerate(cluster.urls)))
+    results = await asyncio.gather(
+        *(
+            lookup_many(url, topics_of(ns, 150, prefix=f"s{i}"), concurrency=16)
+            for i, url in enumerate(cluster.urls)
+        )
+    )
     statuses = {r.status_code for answers in results for r in answers.values()}
     assert statuses == {200}
 
@@ -173,10 +189,12 @@ async def test_openapi_document_lists_the_endpoints(cluster) -> None:
     async with httpx.AsyncClient(base_url=cluster.urls[0]) as client:
         doc = (await client.get("/openapi.json")).json()
     paths = doc["paths"]
-    for path in ("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
-                 "/admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split",
-                 "/admin/v2/namespaces/{tenant}/{namespace}/merge",
-                 "/admin/v2/brokers/leaderBroker",
-                 "/admin/v2/broker-stats/load-report",
-                 "/admin/v2/clusters/{cluster}/failureDomains/{name}"):
+    for path in (
+        "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
+        "/admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split",
+        "/admin/v2/namespaces/{tenant}/{namespace}/merge",
+        "/admin/v2/brokers/leaderBroker",
+        "/admin/v2/broker-stats/load-report",
+        "/admin/v2/clusters/{cluster}/failureDomains/{name}",
+    ):
         assert path in paths, path

@@ -36,13 +36,28 @@ async def test_session_expiry_stops_leading_then_the_broker_recovers() -> None:
         assert any(b.startswith(ns) for b in owned_before)
         leader.store.expire_session()  # the server expires it: ephemerals gone, LOST then CONNECTED
         assert not leader.is_leader, "leadership ends at once"
-        await eventually(lambda: leader.registry.is_registered and leader.broker_id in
-                         cluster.services[1].registry.available_brokers(), timeout=10,
-                         message="re-registered")
+        await eventually(
+            lambda: (
+                leader.registry.is_registered
+                and leader.broker_id in cluster.services[1].registry.available_brokers()
+            ),
+            timeout=10,
+            message="re-registered",
+        )
         # what nobody took meanwhile is ours again; the other broker may have won some
-        await eventually(lambda: set(leader.ownership.owned_bundles()) | {
-            b for b, i in cluster.services[1].owners.owners().items() if i.broker_id == cluster.broker_ids[1]}
-            >= owned_before, timeout=10, message="every bundle owned again")
+        await eventually(
+            lambda: (
+                set(leader.ownership.owned_bundles())
+                | {
+                    b
+                    for b, i in cluster.services[1].owners.owners().items()
+                    if i.broker_id == cluster.broker_ids[1]
+                }
+                >= owned_before
+            ),
+            timeout=10,
+            message="every bundle owned again",
+        )
         await eventually(lambda: any(s.is_leader for s in cluster.services), timeout=10, message="a leader")
         answers = await lookup_data(cluster.urls[1], topics_of(ns, 40))
         snap = await owners_snapshot(cluster.services[1].store, ns, require_all_owned=True)
@@ -61,8 +76,11 @@ async def test_graceful_stop_releases_bundles_at_once_and_deregisters() -> None:
         topics = topics_of(ns, 60)
         clients = SyntheticClients(cluster.services, lookup_url=cluster.urls[0])
         await clients.add_many({t: TopicStats(msg_rate_in=5) for t in topics})
-        stopping = next(s for s in cluster.services if not s.is_leader and
-                        any(b.startswith(ns) for b in s.ownership.owned_bundles()))
+        stopping = next(
+            s
+            for s in cluster.services
+            if not s.is_leader and any(b.startswith(ns) for b in s.ownership.owned_bundles())
+        )
         mine = [b for b in stopping.ownership.owned_bundles() if b.startswith(ns)]
         await stopping.stop()
         store = next(s for s in cluster.services if s.started).store
@@ -72,8 +90,11 @@ async def test_graceful_stop_releases_bundles_at_once_and_deregisters() -> None:
         survivor = next(s for s in cluster.services if s.started)
         assert stopping.broker_id not in survivor.registry.available_brokers()
         # the clients of the closed topics reconnected to the others
-        await eventually(lambda: all(b not in (None, stopping.broker_id) for b in clients.placement().values()),
-                         timeout=15, message="clients moved to the other brokers")
+        await eventually(
+            lambda: all(b not in (None, stopping.broker_id) for b in clients.placement().values()),
+            timeout=15,
+            message="clients moved to the other brokers",
+        )
         await clients.close()
         answers = await lookup_data(survivor.url, topics)
         assert_answers_match_owners(answers, await owners_snapshot(store, ns, require_all_owned=True), ns)

@@ -39,8 +39,8 @@ async def test_largest_hot_and_specified_positions() -> None:
             await admin.create_namespace(ns, boundaries=BOUNDARIES)
             assert (await admin.get_bundles(ns))["boundaries"] == BOUNDARIES
             bundles = NamespaceBundles.from_json(ns, await admin.get_bundles(ns))
-            many = topics_in(ns, bundles, 1, 8)        # the LARGEST bundle: 8 topics, light
-            hot = topics_in(ns, bundles, 3, 2)         # the HOT bundle: 2 topics, heavy
+            many = topics_in(ns, bundles, 1, 8)  # the LARGEST bundle: 8 topics, light
+            hot = topics_in(ns, bundles, 3, 2)  # the HOT bundle: 2 topics, heavy
             await clients.add_many({t: TopicStats(msg_rate_in=1, msg_throughput_in=100) for t in many})
             await clients.add_many({t: TopicStats(msg_rate_in=500, msg_throughput_in=5e6) for t in hot})
 
@@ -56,7 +56,10 @@ async def test_largest_hot_and_specified_positions() -> None:
                 for u in cluster.urls:
                     async with AsyncAdminClient(u) as direct:
                         reports.append(await direct.get_load_report())
-                return sum(s["topics"] for r in reports for b, s in r["lastStats"].items() if b.startswith(ns)) == 10
+                return (
+                    sum(s["topics"] for r in reports for b, s in r["lastStats"].items() if b.startswith(ns))
+                    == 10
+                )
 
             await eventually(reported, timeout=10, message="the topics reached the load reports")
             await admin.split_bundle(ns, "LARGEST")
@@ -70,8 +73,9 @@ async def test_largest_hot_and_specified_positions() -> None:
             # specified positions: the body's boundary, for a bundle with more than one topic
             target = after.find_bundle(many[0])
             position = target.lower + (target.upper - target.lower) // 3
-            await admin.split_bundle(ns, target.range, algorithm="specified_positions_divide",
-                                     boundaries=[position])
+            await admin.split_bundle(
+                ns, target.range, algorithm="specified_positions_divide", boundaries=[position]
+            )
             final = NamespaceBundles.from_json(ns, await admin.get_bundles(ns))
             assert f"0x{position:08x}" in final.to_json()["boundaries"]
     finally:

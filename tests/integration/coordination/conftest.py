@@ -21,8 +21,9 @@ class MemoryBackend:
         self._stores: list[MetadataStore] = []
 
     async def new_store(self, session_timeout: float | None = None, start: bool = True) -> MetadataStore:
-        store = MemoryMetadataStore(self.server, session_timeout=session_timeout or self.session_timeout,
-                                    operation_timeout=10.0)
+        store = MemoryMetadataStore(
+            self.server, session_timeout=session_timeout or self.session_timeout, operation_timeout=10.0
+        )
         self._stores.append(store)
         if start:
             await store.start()
@@ -59,9 +60,11 @@ class ZooKeeperBackend:
     async def new_store(self, session_timeout: float | None = None, start: bool = True) -> MetadataStore:
         from brokerlb.coordination.zookeeper import ZooKeeperMetadataStore
 
-        store = ZooKeeperMetadataStore(f"{self.zk.hosts}{self.chroot}",
-                                       session_timeout=session_timeout or self.session_timeout,
-                                       operation_timeout=10.0)
+        store = ZooKeeperMetadataStore(
+            f"{self.zk.hosts}{self.chroot}",
+            session_timeout=session_timeout or self.session_timeout,
+            operation_timeout=10.0,
+        )
         self._stores.append(store)
         if start:
             await store.start()

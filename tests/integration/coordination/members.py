@@ -39,8 +39,9 @@ class _Events:
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["event"] == kind]
 
-    async def wait_event(self, kind: str, timeout: float = 10.0, after: float = float("-inf"),
-                         **match: Any) -> dict[str, Any]:
+    async def wait_event(
+        self, kind: str, timeout: float = 10.0, after: float = float("-inf"), **match: Any
+    ) -> dict[str, Any]:
         """The first event of ``kind`` stamped after ``after`` whose fields match."""
 
         def found() -> dict[str, Any] | None:
@@ -53,8 +54,10 @@ class _Events:
         while (event := found()) is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise AssertionError(f"{self} did not report {kind} {match} within {timeout} s; "
-                                     f"events: {[e['event'] for e in self.events][-30:]}")
+                raise AssertionError(
+                    f"{self} did not report {kind} {match} within {timeout} s; "
+                    f"events: {[e['event'] for e in self.events][-30:]}"
+                )
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
@@ -64,12 +67,22 @@ class _Events:
 class ProcessMember(_Events):
     """``python -m brokerlb.coordination.tools.member`` as a child process."""
 
-    def __init__(self, url: str, broker_id: str, session_timeout: float, namespace: str | None = None,
-                 bundles: int = 0) -> None:
+    def __init__(
+        self, url: str, broker_id: str, session_timeout: float, namespace: str | None = None, bundles: int = 0
+    ) -> None:
         super().__init__()
         self.broker_id = broker_id
-        self.args = [sys.executable, "-m", "brokerlb.coordination.tools.member", "--store", url,
-                     "--broker-id", broker_id, "--session-timeout", str(session_timeout)]
+        self.args = [
+            sys.executable,
+            "-m",
+            "brokerlb.coordination.tools.member",
+            "--store",
+            url,
+            "--broker-id",
+            broker_id,
+            "--session-timeout",
+            str(session_timeout),
+        ]
         if namespace:
             self.args += ["--namespace", namespace, "--bundles", str(bundles)]
         self.proc: asyncio.subprocess.Process | None = None
@@ -81,8 +94,12 @@ class ProcessMember(_Events):
     async def start(self) -> ProcessMember:
         env = dict(os.environ, PYTHONPATH=_REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.proc = await asyncio.create_subprocess_exec(
-            *self.args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=env)
+            *self.args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
         self._readers = [asyncio.create_task(self._read_events()), asyncio.create_task(self._read_log())]
         await self.wait_event("ready", timeout=30)
         return self
@@ -143,8 +160,14 @@ class _LogCapture(logging.Handler):
 class InProcessMember(_Events):
     """A :class:`Member` on its own session of an in-process server; kill = crash, pause = the store's pause."""
 
-    def __init__(self, server: MemoryServer, broker_id: str, session_timeout: float, namespace: str | None = None,
-                 bundles: int = 0) -> None:
+    def __init__(
+        self,
+        server: MemoryServer,
+        broker_id: str,
+        session_timeout: float,
+        namespace: str | None = None,
+        bundles: int = 0,
+    ) -> None:
         super().__init__()
         self.broker_id = broker_id
         self.store = MemoryMetadataStore(server, session_timeout=session_timeout, operation_timeout=10)

@@ -27,19 +27,24 @@ def test_metadata_commands(zk_server):
             await root.ensure_path(chroot)
         async with ZooKeeperMetadataStore(f"{zk_server.hosts}{chroot}") as store:
             await BundleMetadata(store).create_namespace("t/ns", num_bundles=2)
-            await store.create(broker_path("b1:8080"), b'{"webServiceUrl":"http://b1:8080","x":["[red]"]}',
-                               make_parents=True)
+            await store.create(
+                broker_path("b1:8080"), b'{"webServiceUrl":"http://b1:8080","x":["[red]"]}', make_parents=True
+            )
             await store.create(LEADER_PATH, LeaderBroker("b1:8080", "http://b1:8080").to_bytes())
             owner = NamespaceEphemeralData("pulsar://b1:6650", http_url="http://b1:8080").with_disabled()
-            await store.create(ownership_path("t/ns/0x00000000_0x80000000"), owner.to_bytes(), make_parents=True)
+            await store.create(
+                ownership_path("t/ns/0x00000000_0x80000000"), owner.to_bytes(), make_parents=True
+            )
 
     asyncio.run(populate())
     runner = CliRunner()
     app = build_app()
     brokers = runner.invoke(app, ["metadata", "brokers", "--store", url, "--json"])
     assert brokers.exit_code == 0, brokers.output
-    assert json.loads(brokers.output) == {"brokers": ["b1:8080"],
-                                          "leader": {"brokerId": "b1:8080", "serviceUrl": "http://b1:8080"}}
+    assert json.loads(brokers.output) == {
+        "brokers": ["b1:8080"],
+        "leader": {"brokerId": "b1:8080", "serviceUrl": "http://b1:8080"},
+    }
     owners = runner.invoke(app, ["metadata", "owners", "--store", url, "-n", "t/ns", "--json"])
     assert json.loads(owners.output)["t/ns/0x00000000_0x80000000"]["disabled"] is True
     bundles = runner.invoke(app, ["metadata", "bundles", "--store", url, "-n", "t/ns"])

@@ -19,7 +19,10 @@ async def test_leadership_is_regained_after_a_lapsed_lease(backend, store):
     lease = election.lease
     assert lease is not None and election.epoch == 1
     time.sleep(store.session_timeout * 0.9)  # starve the loop past the lease (0.8 x session timeout)
-    await eventually(lambda: election.is_leader and election.epoch == 2, timeout=10,
-                     message="leadership regained in a new epoch")
+    await eventually(
+        lambda: election.is_leader and election.epoch == 2,
+        timeout=10,
+        message="leadership regained in a new epoch",
+    )
     assert not lease.valid
     await election.close()

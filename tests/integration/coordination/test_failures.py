@@ -48,10 +48,17 @@ class Cluster:
 
     async def member(self, broker_id: str, bundles: int = 0):
         if self.kind == "memory":
-            m = InProcessMember(self.server, broker_id, self.session_timeout, NS if bundles else None, bundles)
+            m = InProcessMember(
+                self.server, broker_id, self.session_timeout, NS if bundles else None, bundles
+            )
         else:
-            m = ProcessMember(f"zk:{self.zk.hosts}{self.chroot}", broker_id, self.session_timeout,
-                              NS if bundles else None, bundles)
+            m = ProcessMember(
+                f"zk:{self.zk.hosts}{self.chroot}",
+                broker_id,
+                self.session_timeout,
+                NS if bundles else None,
+                bundles,
+            )
         self.members.append(m)
         return await m.start()
 
@@ -121,7 +128,9 @@ async def test_killed_leader_is_replaced_within_session_timeout_plus_one_second(
         owners = await cluster.owners()
         return len(owners) == len(owned) and set(owners.values()) <= {survivor_session}
 
-    await eventually(only_survivor_owns, timeout=cluster.session_timeout + 5, message="dead broker's bundles freed")
+    await eventually(
+        only_survivor_owns, timeout=cluster.session_timeout + 5, message="dead broker's bundles freed"
+    )
     await check_coordination_invariants(cluster.observer, [NS], beliefs={survivor.broker_id: owned})
 
 
@@ -156,5 +165,6 @@ async def test_paused_leader_knows_it_lost_leadership_and_does_no_leader_work(cl
     owners = await cluster.owners()
     first_session = (await cluster.observer.exists(f"{BROKERS_ROOT}/b1:8080")).ephemeral_owner
     assert len(owners) == 4 and set(owners.values()) == {first_session}
-    await check_coordination_invariants(cluster.observer, [NS], beliefs={"b1:8080": first.of("owned")[0]["bundles"]},
-                                        require_all_owned=True)
+    await check_coordination_invariants(
+        cluster.observer, [NS], beliefs={"b1:8080": first.of("owned")[0]["bundles"]}, require_all_owned=True
+    )

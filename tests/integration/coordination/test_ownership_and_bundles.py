@@ -79,8 +79,11 @@ async def test_ownership_is_reacquired_after_session_loss(backend, store, other)
     bundle = f"{NS}/0xc0000000_0xffffffff"
     await mine.try_acquire(bundle)
     await backend.expire(store)
-    await eventually(lambda: OwnershipEventKind.REACQUIRED in [e.kind for e in events], timeout=10,
-                     message="ownership re-created")
+    await eventually(
+        lambda: OwnershipEventKind.REACQUIRED in [e.kind for e in events],
+        timeout=10,
+        message="ownership re-created",
+    )
     assert store.owns(await other.exists(ownership_path(bundle)))
     assert mine.is_owned(bundle)
 
@@ -92,8 +95,12 @@ async def test_ownership_lost_when_another_broker_took_the_bundle(store, other):
     bundle = f"{NS}/0x00000000_0x40000000"
     await mine.try_acquire(bundle)
     # Another session replaces the node in one transaction (our lock would re-create it in between).
-    await other.multi([DeleteOp(ownership_path(bundle)),
-                       CreateOp(ownership_path(bundle), broker_data(2).to_bytes(), ephemeral=True)])
+    await other.multi(
+        [
+            DeleteOp(ownership_path(bundle)),
+            CreateOp(ownership_path(bundle), broker_data(2).to_bytes(), ephemeral=True),
+        ]
+    )
     await eventually(lambda: OwnershipEventKind.LOST in [e.kind for e in events], message="loss reported")
     assert not mine.is_owned(bundle) and mine.owned_bundles() == []
 
@@ -104,8 +111,9 @@ async def test_two_brokers_racing_for_1000_bundles_each_get_one_owner(backend, s
     await metadata.create_namespace(NS, num_bundles=1000)
     b1, b2 = OwnershipManager(store, broker_data(1)), OwnershipManager(other, broker_data(2))
     cache = await OwnershipCache(store).start()
-    r1, r2 = await asyncio.gather(b1.acquire_many(bundles, concurrency=200),
-                                  b2.acquire_many(list(reversed(bundles)), concurrency=200))
+    r1, r2 = await asyncio.gather(
+        b1.acquire_many(bundles, concurrency=200), b2.acquire_many(list(reversed(bundles)), concurrency=200)
+    )
     won1 = {r.bundle for r in r1 if r.acquired}
     won2 = {r.bundle for r in r2 if r.acquired}
     assert won1 | won2 == set(bundles) and not won1 & won2
@@ -117,8 +125,11 @@ async def test_two_brokers_racing_for_1000_bundles_each_get_one_owner(backend, s
     await eventually(lambda: len(cache.owners()) == 1000, timeout=20, message="cache sees all owners")
     assert {b for b, info in cache.owners().items() if info.broker_id == "broker-1:8080"} == won1
     await check_coordination_invariants(
-        store, [NS], beliefs={"broker-1:8080": b1.owned_bundles(), "broker-2:8080": b2.owned_bundles()},
-        require_all_owned=True)
+        store,
+        [NS],
+        beliefs={"broker-1:8080": b1.owned_bundles(), "broker-2:8080": b2.owned_bundles()},
+        require_all_owned=True,
+    )
     cache.close()
 
 
@@ -127,8 +138,9 @@ async def test_two_brokers_racing_for_1000_bundles_each_get_one_owner(backend, s
 
 async def test_create_namespace_writes_local_and_global_policies(store):
     metadata = BundleMetadata(store)
-    bundles = await metadata.create_namespace(NS, num_bundles=4, anti_affinity_group="group-a",
-                                              policies={"replication_clusters": ["use"]})
+    bundles = await metadata.create_namespace(
+        NS, num_bundles=4, anti_affinity_group="group-a", policies={"replication_clusters": ["use"]}
+    )
     assert len(bundles) == 4
     local = LocalPolicies.from_bytes((await store.get(local_policies_path(NS))).data)
     glob = Policies.from_bytes((await store.get(policies_path(NS))).data)
@@ -170,9 +182,11 @@ async def test_concurrent_splits_of_one_namespace_keep_every_boundary(backend, s
 async def test_splitting_the_same_bundle_twice_has_one_winner(store, other):
     await BundleMetadata(store).create_namespace(NS, num_bundles=2)
     target = f"{NS}/0x00000000_0x80000000"
-    results = await asyncio.gather(BundleMetadata(store).split_bundle(target, [0x20000000]),
-                                   BundleMetadata(other).split_bundle(target, [0x60000000]),
-                                   return_exceptions=True)
+    results = await asyncio.gather(
+        BundleMetadata(store).split_bundle(target, [0x20000000]),
+        BundleMetadata(other).split_bundle(target, [0x60000000]),
+        return_exceptions=True,
+    )
     errors = [r for r in results if isinstance(r, Exception)]
     assert len(errors) == 1 and isinstance(errors[0], BundleNotFoundError)
     assert len(await BundleMetadata(other).get_bundles(NS)) == 3
@@ -209,9 +223,10 @@ async def test_split_and_own_moves_ownership_to_the_children(store, other):
     owner = OwnershipManager(store, broker_data(1))
     parent = f"{NS}/0x00000000_0xffffffff"
     await owner.try_acquire(parent)
-    children = await split_and_own(metadata, owner, parent, [0x7fffffff])
+    children = await split_and_own(metadata, owner, parent, [0x7FFFFFFF])
     assert [c.range for c in children] == ["0x00000000_0x7fffffff", "0x7fffffff_0xffffffff"]
     assert owner.owned_bundles() == sorted(str(c) for c in children)
     assert await other.exists(ownership_path(parent)) is None
-    await check_coordination_invariants(store, [NS], beliefs={"broker-1:8080": owner.owned_bundles()},
-                                        require_all_owned=True)
+    await check_coordination_invariants(
+        store, [NS], beliefs={"broker-1:8080": owner.owned_bundles()}, require_all_owned=True
+    )

@@ -82,7 +82,9 @@ async def test_registry_membership_events(store, other):
     await watcher.wait_for(lambda ids: ids == ["b1:8080"])
     assert watcher.broker_json("b1:8080")["webServiceUrl"] == "http://b1:8080"
     await joiner.update({"webServiceUrl": "http://b1:8080", "numBundles": 3})
-    await eventually(lambda: (watcher.broker_json("b1:8080") or {}).get("numBundles") == 3, message="update seen")
+    await eventually(
+        lambda: (watcher.broker_json("b1:8080") or {}).get("numBundles") == 3, message="update seen"
+    )
     await joiner.unregister()
     await watcher.wait_for(lambda ids: ids == [])
     kinds = [e.kind for e in events]
@@ -121,8 +123,11 @@ async def test_registry_reregisters_after_session_loss(backend, store, other):
     await registry.register("s:8080", {"n": 1})
     observer = await BrokerRegistry(other).start()
     await backend.expire(store)
-    await eventually(lambda: RegistryEventKind.REREGISTERED in [e.kind for e in events], timeout=10,
-                     message="re-registration")
+    await eventually(
+        lambda: RegistryEventKind.REREGISTERED in [e.kind for e in events],
+        timeout=10,
+        message="re-registration",
+    )
     stat = await other.exists(f"{BROKERS_ROOT}/s:8080")
     assert stat is not None and stat.ephemeral_owner == store.session_id
     assert registry.is_registered
@@ -137,8 +142,9 @@ async def test_registration_lost_when_another_session_took_the_id(backend, store
     path = f"{BROKERS_ROOT}/t:8080"
     # The other session deletes our node and puts its own (an operator error, or a twin broker).
     await other.multi([DeleteOp(path), CreateOp(path, b'{"n": 2}', ephemeral=True)])
-    await eventually(lambda: RegistryEventKind.REGISTRATION_LOST in [e.kind for e in events],
-                     message="registration lost")
+    await eventually(
+        lambda: RegistryEventKind.REGISTRATION_LOST in [e.kind for e in events], message="registration lost"
+    )
     assert not registry.is_registered
 
 

@@ -122,8 +122,11 @@ async def test_session_expiry_removes_ephemerals_and_opens_a_new_session(backend
     await store.create("/lease", b"", ephemeral=True)
     old_session = store.session_id
     await backend.expire(store)
-    await eventually(lambda: store.connected and store.session_id not in (None, old_session),
-                     timeout=10, message="reconnect with a new session")
+    await eventually(
+        lambda: store.connected and store.session_id not in (None, old_session),
+        timeout=10,
+        message="reconnect with a new session",
+    )
     states = [e.state for e in events]
     assert SessionState.LOST in states and states[-1] is SessionState.CONNECTED
     assert events[-1].new_session
@@ -153,7 +156,9 @@ async def test_delete_fires_data_and_child_watches(store, other):
     await store.children("/dw/n", watch=node_kids)
     await store.children("/dw", watch=parent_kids)
     await other.delete("/dw/n")
-    await eventually(lambda: data_w.events and node_kids.events and parent_kids.events, message="watch events")
+    await eventually(
+        lambda: data_w.events and node_kids.events and parent_kids.events, message="watch events"
+    )
     assert data_w.types == [EventType.DELETED]
     assert node_kids.types == [EventType.DELETED]
     assert parent_kids.types == [EventType.CHILD] and parent_kids.events[0].path == "/dw"
@@ -189,13 +194,15 @@ async def test_persistent_watches_survive_session_expiry(backend, store, other):
 async def test_multi_commits_all_operations(store):
     await store.create("/t", b"")
     await store.create("/t/old", b"")
-    results = await store.multi([
-        CheckOp("/t", 0),
-        CreateOp("/t/new", b"n"),
-        SetOp("/t/old", b"o", version=0),
-        DeleteOp("/t/old", version=1),
-        CreateOp("/t/seq-", b"", sequential=True),
-    ])
+    results = await store.multi(
+        [
+            CheckOp("/t", 0),
+            CreateOp("/t/new", b"n"),
+            SetOp("/t/old", b"o", version=0),
+            DeleteOp("/t/old", version=1),
+            CreateOp("/t/seq-", b"", sequential=True),
+        ]
+    )
     assert results[0] is None and results[1] == "/t/new" and results[2].version == 1
     assert results[3] is None and results[4].startswith("/t/seq-")
     assert sorted(await store.children("/t")) == sorted(["new", results[4].rsplit("/", 1)[1]])

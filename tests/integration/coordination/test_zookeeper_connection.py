@@ -37,7 +37,9 @@ async def test_server_restart_suspends_the_leader_which_leads_again_in_the_same_
         lease = election.lease
         session = store.session_id
         await asyncio.to_thread(server.stop)
-        await eventually(lambda: store.session_state is SessionState.SUSPENDED, timeout=10, message="suspended")
+        await eventually(
+            lambda: store.session_state is SessionState.SUSPENDED, timeout=10, message="suspended"
+        )
         assert not lease.valid and not election.is_leader  # a suspended leader stops at once
         await asyncio.to_thread(server.start)
         await store.wait_connected(20)

@@ -28,8 +28,12 @@ async def test_send_receive_and_acknowledge(cluster: InProcessCluster, namespace
         producer = await client.create_producer(topic)
         message_id = await producer.send(b"hello", key="k", properties={"p": "1"})
         message = await consumer.receive(timeout=5)
-        assert (message.message_id, message.data, message.key, message.properties) == (message_id, b"hello", "k",
-                                                                                        {"p": "1"})
+        assert (message.message_id, message.data, message.key, message.properties) == (
+            message_id,
+            b"hello",
+            "k",
+            {"p": "1"},
+        )
         assert await consumer.acknowledge(message)
         assert (producer.sent, producer.acked, producer.failed, consumer.received) == (1, 1, 0, 1)
     with pytest.raises(ClientClosedError):
@@ -48,7 +52,8 @@ async def _keep_sending(producer: object, stop: asyncio.Event, futures: list[asy
 
 
 async def test_producer_and_consumer_follow_a_transfer_without_a_lookup_and_an_unload_with_one(
-        cluster: InProcessCluster, namespace: str) -> None:
+    cluster: InProcessCluster, namespace: str
+) -> None:
     topic = f"persistent://{namespace}/follow"
     async with Client(cluster.urls[0]) as client, AsyncAdminClient(cluster.urls[0]) as admin:
         consumer = await client.subscribe(topic, "s", subscription_type="Failover")
@@ -72,7 +77,9 @@ async def test_producer_and_consumer_follow_a_transfer_without_a_lookup_and_an_u
         await admin.unload_bundle(namespace, bundle_range, destination_broker=destination.broker_id)
         await wait_until(lambda: producer.stats.reconnects == 1 and consumer.stats.reconnects == 1)
         assert producer.stats.direct_reconnects == 1 and producer.stats.lookups == lookups_before
-        assert producer.stats.closes == {"TopicTransferred": 1} and consumer.stats.closes == {"TopicTransferred": 1}
+        assert producer.stats.closes == {"TopicTransferred": 1} and consumer.stats.closes == {
+            "TopicTransferred": 1
+        }
         await asyncio.sleep(0.3)
         await admin.unload_bundle(namespace, bundle_range)
         await wait_until(lambda: producer.stats.reconnects == 2 and consumer.stats.reconnects == 2)
@@ -104,7 +111,8 @@ async def test_sends_that_are_never_acknowledged_time_out(cluster: InProcessClus
 
 
 async def test_a_full_queue_fails_fast_unless_blocking_and_close_fails_what_is_pending(
-        cluster: InProcessCluster, namespace: str) -> None:
+    cluster: InProcessCluster, namespace: str
+) -> None:
     topic = f"persistent://{namespace}/queue"
     async with Client(cluster.urls[0]) as client:
         owner = service_at(cluster, await owner_url(cluster, topic))

@@ -17,9 +17,23 @@ from brokerlb.testing.move_scenario import MoveScenario, run_move_scenario
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio]
 
 
-async def test_bundles_move_under_skewed_traffic_and_no_send_is_lost(capsys: pytest.CaptureFixture[str]) -> None:
-    scenario = MoveScenario(brokers=3, topics=200, bundles=16, rate=300.0, size=256, zipf=1.0, seed=7,
-                            plain_unloads=3, transfers=3, move_gap=2.0, warmup=4.0, tail=3.0)
+async def test_bundles_move_under_skewed_traffic_and_no_send_is_lost(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    scenario = MoveScenario(
+        brokers=3,
+        topics=200,
+        bundles=16,
+        rate=300.0,
+        size=256,
+        zipf=1.0,
+        seed=7,
+        plain_unloads=3,
+        transfers=3,
+        move_gap=2.0,
+        warmup=4.0,
+        tail=3.0,
+    )
     lines: list[str] = []
     result = await run_move_scenario(scenario, log=lines.append)
     produce, consume = result.produce, result.consume
@@ -39,7 +53,9 @@ async def test_bundles_move_under_skewed_traffic_and_no_send_is_lost(capsys: pyt
     transferred = produce.closes.get("TopicTransferred", 0)
     assert transferred >= sum(len(m.topics) for m in result.moves if m.kind == "transfer")
     assert produce.direct_reconnects >= 0.9 * transferred
-    assert produce.closes.get("TopicUnloaded", 0) >= sum(len(m.topics) for m in result.moves if m.kind == "unload")
+    assert produce.closes.get("TopicUnloaded", 0) >= sum(
+        len(m.topics) for m in result.moves if m.kind == "unload"
+    )
     # consumers followed too, and kept receiving (at most once: a few messages may be lost in a move)
     assert consume.reconnects >= 0.9 * produce.reconnects
     assert consume.received >= 0.95 * produce.acked
@@ -56,6 +72,8 @@ async def test_bundles_move_under_skewed_traffic_and_no_send_is_lost(capsys: pyt
             print(f"  {kind:8s}: max {pauses[kind]['maxMs']} ms, median {pauses[kind]['medianMs']} ms")
         print("pause around every close a producer saw (admin and shedding moves):")
         print("  " + json.dumps(by_close))
-        print(f"sent {produce.sent} = acked {produce.acked} + errored {produce.errored}; reconnects "
-              f"{produce.reconnects} ({produce.direct_reconnects} direct), longest pause "
-              f"{produce.longest_pause.seconds * 1e3:.0f} ms; consumers received {consume.received}")
+        print(
+            f"sent {produce.sent} = acked {produce.acked} + errored {produce.errored}; reconnects "
+            f"{produce.reconnects} ({produce.direct_reconnects} direct), longest pause "
+            f"{produce.longest_pause.seconds * 1e3:.0f} ms; consumers received {consume.received}"
+        )

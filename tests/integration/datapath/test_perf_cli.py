@@ -25,8 +25,15 @@ async def broker_url() -> AsyncIterator[str]:
 
 
 async def _cli(*args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "brokerlb.cli.main", "perf", *args,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "brokerlb.cli.main",
+        "perf",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 120)
     return proc.returncode or 0, out.decode(), err.decode()
 
@@ -34,12 +41,33 @@ async def _cli(*args: str) -> tuple[int, str, str]:
 async def test_perf_produce_and_consume_account_for_every_message(broker_url: str) -> None:
     url = broker_url
     base = "persistent://public/perf/t"
-    consume = asyncio.create_task(_cli("consume", base, "-u", url, "-t", "5", "-st", "Key_Shared",
-                                       "-d", "6", "--json"))
+    consume = asyncio.create_task(
+        _cli("consume", base, "-u", url, "-t", "5", "-st", "Key_Shared", "-d", "6", "--json")
+    )
     await asyncio.sleep(2.0)
-    code, out, err = await _cli("produce", base, "-u", url, "-t", "5", "-r", "300", "-s", "64", "-d", "3",
-                                "--topic-skew", "zipf", "--key-skew", "zipf", "--num-keys", "50",
-                                "--seed", "1", "--json")
+    code, out, err = await _cli(
+        "produce",
+        base,
+        "-u",
+        url,
+        "-t",
+        "5",
+        "-r",
+        "300",
+        "-s",
+        "64",
+        "-d",
+        "3",
+        "--topic-skew",
+        "zipf",
+        "--key-skew",
+        "zipf",
+        "--num-keys",
+        "50",
+        "--seed",
+        "1",
+        "--json",
+    )
     assert code == 0, err
     produced = json.loads(out)
     assert produced["topics"] == 5 and produced["sent"] == produced["acked"] > 700

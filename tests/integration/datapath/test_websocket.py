@@ -20,7 +20,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def send_frame(i: int, **extra: object) -> str:
-    return json.dumps({"payload": base64.b64encode(f"m{i:03d}".encode()).decode(), "context": str(i), **extra})
+    return json.dumps(
+        {"payload": base64.b64encode(f"m{i:03d}".encode()).decode(), "context": str(i), **extra}
+    )
 
 
 async def test_produce_and_consume_with_pulsars_frames(cluster: InProcessCluster, namespace: str) -> None:
@@ -33,8 +35,12 @@ async def test_produce_and_consume_with_pulsars_frames(cluster: InProcessCluster
     assert set(ack) == {"result", "messageId", "context"} and ack["result"] == "ok" and ack["context"] == "1"
     message = await recv_json(consumer)
     assert set(message) == {"messageId", "payload", "properties", "publishTime", "key"}
-    assert (message["messageId"], base64.b64decode(message["payload"]), message["properties"], message["key"]) == \
-        (ack["messageId"], b"m001", {"a": "1"}, "k1")
+    assert (
+        message["messageId"],
+        base64.b64decode(message["payload"]),
+        message["properties"],
+        message["key"],
+    ) == (ack["messageId"], b"m001", {"a": "1"}, "k1")
     ledger, entry, partition = decode_message_id(message["messageId"])
     assert (entry, partition) == (0, -1) and ledger > 0
     await consumer.send(json.dumps({"messageId": message["messageId"]}))
@@ -64,14 +70,20 @@ async def test_a_broker_refuses_a_topic_it_does_not_own(cluster: InProcessCluste
     # another broker owns it: go there (a client that followed a stale lookup answer)
     owner = await owner_url(cluster, topic)
     other = next(u for u in cluster.urls if u != owner)
-    await wait_until(lambda: service_at(cluster, other).owners.get_owner(
-        bundle_of(service_at(cluster, owner), topic)) is not None)
+    await wait_until(
+        lambda: (
+            service_at(cluster, other).owners.get_owner(bundle_of(service_at(cluster, owner), topic))
+            is not None
+        )
+    )
     ws = await connect(other, producer_path(topic))
     code, reason = await closed_with(ws)
     assert code == 4003 and reason["reason"] == "TopicRedirected" and reason["httpUrl"] == owner
 
 
-async def test_permanent_errors_are_http_answers_to_the_upgrade(cluster: InProcessCluster, namespace: str) -> None:
+async def test_permanent_errors_are_http_answers_to_the_upgrade(
+    cluster: InProcessCluster, namespace: str
+) -> None:
     url = cluster.urls[0]
     with pytest.raises(websockets.InvalidStatus) as unknown:
         await connect(url, producer_path("persistent://public/no-such-namespace/t"))
@@ -101,12 +113,16 @@ async def test_the_service_can_be_turned_off() -> None:
         await cluster.stop()
 
 
-async def test_subscription_types_dispatch_through_the_dispatchers(cluster: InProcessCluster, namespace: str) -> None:
+async def test_subscription_types_dispatch_through_the_dispatchers(
+    cluster: InProcessCluster, namespace: str
+) -> None:
     topic = f"persistent://{namespace}/types"
     url = await owner_url(cluster, topic)
     shared = [await connect(url, consumer_path(topic, "sh", subscriptionType="Shared")) for _ in range(2)]
-    failover = [await connect(url, consumer_path(topic, "fo", subscriptionType="Failover", consumerName=n))
-                for n in ("a", "b")]
+    failover = [
+        await connect(url, consumer_path(topic, "fo", subscriptionType="Failover", consumerName=n))
+        for n in ("a", "b")
+    ]
     keyed = [await connect(url, consumer_path(topic, "ks", subscriptionType="Key_Shared")) for _ in range(3)]
     producer = await connect(url, producer_path(topic))
     for i in range(60):
@@ -137,8 +153,9 @@ async def test_subscription_types_dispatch_through_the_dispatchers(cluster: InPr
         await ws.close()
 
 
-async def test_unload_closes_with_lookup_and_transfer_names_the_new_owner(cluster: InProcessCluster,
-                                                                          namespace: str) -> None:
+async def test_unload_closes_with_lookup_and_transfer_names_the_new_owner(
+    cluster: InProcessCluster, namespace: str
+) -> None:
     topic = f"persistent://{namespace}/moving"
     owner = await owner_url(cluster, topic)
     service = service_at(cluster, owner)
@@ -167,7 +184,9 @@ async def test_unload_closes_with_lookup_and_transfer_names_the_new_owner(cluste
         await moved.close()
 
 
-async def test_topic_rates_reach_the_load_report_and_broker_stats(cluster: InProcessCluster, namespace: str) -> None:
+async def test_topic_rates_reach_the_load_report_and_broker_stats(
+    cluster: InProcessCluster, namespace: str
+) -> None:
     topic = f"persistent://{namespace}/measured"
     url = await owner_url(cluster, topic)
     service = service_at(cluster, url)

@@ -31,17 +31,25 @@ async def test_a_recommended_style_plan_is_applied_by_the_brokers() -> None:
         await clients.add_many({t: TopicStats(msg_rate_in=10) for t in topics})
         hashes = sorted(topic_hash(t) for t in topics)
         cut = hashes[2] + (hashes[3] - hashes[2]) // 2 + 1
-        plan = Plan((
-            SplitOp(NS, first.range, (cut,), unload=False),
-            MergeOp(NS, (layout.bundles[2].range, layout.bundles[3].range)),
-            UnloadOp(NS, layout.bundles[1].range),
-        ))
+        plan = Plan(
+            (
+                SplitOp(NS, first.range, (cut,), unload=False),
+                MergeOp(NS, (layout.bundles[2].range, layout.bundles[3].range)),
+                UnloadOp(NS, layout.bundles[1].range),
+            )
+        )
         report = await asyncio.to_thread(apply_plan, plan, cluster.urls[-1])
         assert report.ok, report.to_json()
         assert [r.status for r in report.results] == ["applied", "applied", "applied"]
         async with AsyncAdminClient(cluster.urls[0]) as admin:
             bundles = await admin.get_bundles(NS)
-        assert bundles["boundaries"] == ["0x00000000", f"0x{cut:08x}", "0x40000000", "0x80000000", "0xffffffff"]
+        assert bundles["boundaries"] == [
+            "0x00000000",
+            f"0x{cut:08x}",
+            "0x40000000",
+            "0x80000000",
+            "0xffffffff",
+        ]
         stale = await asyncio.to_thread(apply_plan, plan, cluster.urls[0])
         assert stale.results[0].status == "skipped" and not stale.ok
         await clients.close()

@@ -44,8 +44,9 @@ class ZooKeeperService:
     async def new_store(self, session_timeout: float = 2.0):
         from brokerlb.coordination.zookeeper import ZooKeeperMetadataStore
 
-        store = ZooKeeperMetadataStore(f"{self.zk.hosts}{self.chroot}", session_timeout=session_timeout,
-                                       operation_timeout=10.0)
+        store = ZooKeeperMetadataStore(
+            f"{self.zk.hosts}{self.chroot}", session_timeout=session_timeout, operation_timeout=10.0
+        )
         self.stores.append(store)
         await store.start()
         return store

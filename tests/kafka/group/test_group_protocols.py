@@ -25,15 +25,26 @@ TOPICS = {"orders": 6, "payments": 4}
 
 def seed_style(assignor="range", backoff=0.05):
     def make(store, group, cid, tracker):
-        return ZkRebalancingConsumer(store, group, cid, list(TOPICS), assignor=assignor, tracker=tracker,
-                                     rebalance_backoff_s=backoff, rebalance_max_retries=50)
+        return ZkRebalancingConsumer(
+            store,
+            group,
+            cid,
+            list(TOPICS),
+            assignor=assignor,
+            tracker=tracker,
+            rebalance_backoff_s=backoff,
+            rebalance_max_retries=50,
+        )
+
     return make
 
 
 def coordinator_style(assignor="cooperative-sticky", incremental=True):
     def make(store, group, cid, tracker):
-        return CoordinatedGroupConsumer(store, group, cid, list(TOPICS), assignor=assignor,
-                                        incremental=incremental, tracker=tracker)
+        return CoordinatedGroupConsumer(
+            store, group, cid, list(TOPICS), assignor=assignor, incremental=incremental, tracker=tracker
+        )
+
     return make
 
 
@@ -157,8 +168,10 @@ async def test_coordinator_failover(memory_service):
         leaders = [cid for cid, (c, _) in run.members.items() if c.is_coordinator]
         assert leaders == ["consumer-1"]
         await run.leave("consumer-1")
-        await eventually(lambda: [cid for cid, (c, _) in run.members.items() if c.is_coordinator] == ["consumer-2"],
-                         message="consumer-2 takes over")
+        await eventually(
+            lambda: [cid for cid, (c, _) in run.members.items() if c.is_coordinator] == ["consumer-2"],
+            message="consumer-2 takes over",
+        )
         await run.join("consumer-4")
         assert set((await run.ownership()).values()) == {"consumer-2", "consumer-3", "consumer-4"}
     finally:
@@ -179,16 +192,19 @@ async def test_listener_hooks_and_owner_node_format(memory_service):
     from brokerlb.kafka.group import GroupPaths, create_topic
 
     await create_topic(store, "orders", 2)
-    consumer = await ZkRebalancingConsumer(store, "grp", "c1", ["orders"], listener=Listener(),
-                                           rebalance_backoff_s=0.01).start()
+    consumer = await ZkRebalancingConsumer(
+        store, "grp", "c1", ["orders"], listener=Listener(), rebalance_backoff_s=0.01
+    ).start()
     await eventually(lambda: consumer.idle and consumer.owned, message="c1 owns its partitions")
     assert calls[0] == ("release", {}) and calls[-1] == ("start", "c1", ["orders-0", "orders-1"])
     node = await store.get(GroupPaths("grp").owner(TopicPartition("orders", 0)))
     assert node.data == b"c1-0" and node.stat.is_ephemeral
     registration = json.loads((await store.get("/consumers/grp/ids/c1")).data)
     assert registration["subscription"] == {"orders": 1} and registration["version"] == 1
-    assert await read_owners(store, GroupPaths("grp"), ["orders"]) == {TopicPartition("orders", 0): "c1",
-                                                                        TopicPartition("orders", 1): "c1"}
+    assert await read_owners(store, GroupPaths("grp"), ["orders"]) == {
+        TopicPartition("orders", 0): "c1",
+        TopicPartition("orders", 1): "c1",
+    }
     await consumer.stop()
     assert await store.children("/consumers/grp/ids") == []
 

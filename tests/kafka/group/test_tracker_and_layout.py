@@ -61,7 +61,9 @@ def test_layout_paths_and_json():
         decode_topic_partitions(b'{"version":1,"partitions":{"0":[1],"2":[1]}}', "/brokers/topics/t")
     with pytest.raises(InvalidInputError, match="consumer group name"):
         GroupPaths("a/b")
-    generation, assignment = decode_assignment(encode_assignment(7, {"c1": [T("t", 1), T("t", 0)], "c2": []}), "x")
+    generation, assignment = decode_assignment(
+        encode_assignment(7, {"c1": [T("t", 1), T("t", 0)], "c2": []}), "x"
+    )
     assert generation == 7 and assignment == {"c1": frozenset({T("t", 0), T("t", 1)}), "c2": frozenset()}
     with pytest.raises(InvalidInputError, match="bad assignment"):
         decode_assignment(b'{"assignment": {}}', "/consumers/g1/assignment")

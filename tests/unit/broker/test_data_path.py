@@ -40,8 +40,14 @@ def data_path(owned: Owned, clock: ManualClock) -> tuple[DataPath, TopicRegistry
         return str(BUNDLES.find_bundle(topic))
 
     registry = TopicRegistry(bundle_of)
-    path = DataPath(registry=registry, ownership=owned, bundle_of=bundle_of,
-                    broker_urls=lambda b: URLS.get(b, (None, None)), stats_window=2, clock=clock)
+    path = DataPath(
+        registry=registry,
+        ownership=owned,
+        bundle_of=bundle_of,
+        broker_urls=lambda b: URLS.get(b, (None, None)),
+        stats_window=2,
+        clock=clock,
+    )
     return path, registry
 
 
@@ -74,7 +80,9 @@ async def test_closing_the_bundle_closes_every_session_with_the_reason_of_the_mo
     registry.fence_bundle(BUNDLE)
     assert served.topic.fenced and served.topic.publish(ProducerMessage("aGk=", 2)) is None
     await registry.close_bundle(BUNDLE, timeout=1, cause=CloseCause.transfer("b2:8080"))
-    assert all(s.closed_with == CloseReason.transferred("http://b2:8080", "pulsar://b2:6650") for s in sessions)
+    assert all(
+        s.closed_with == CloseReason.transferred("http://b2:8080", "pulsar://b2:6650") for s in sessions
+    )
     assert served.closed and str(TOPIC) not in path.topics and path.closes == {"TopicTransferred": 2}
     # a transfer to a broker without a registration, and a loss: "look it up again"
     assert path.close_reason(CloseCause.transfer("gone:1")).lookup

@@ -34,8 +34,9 @@ def cgroup_v2(root: Path, quota: str = "200000 100000", usage_usec: int = 0, mem
     return root
 
 
-def cgroup_v1(root: Path, quota: int = -1, period: int = 100000, usage_ns: int = 0,
-              memory: int = 9223372036854771712) -> Path:
+def cgroup_v1(
+    root: Path, quota: int = -1, period: int = 100000, usage_ns: int = 0, memory: int = 9223372036854771712
+) -> Path:
     write(root / "cpu" / "cpu.cfs_quota_us", f"{quota}\n")
     write(root / "cpu" / "cpu.cfs_period_us", f"{period}\n")
     write(root / "cpuacct" / "cpuacct.usage", f"{usage_ns}\n")
@@ -79,8 +80,16 @@ def test_no_cgroup(tmp_path: Path, proc: Path) -> None:
     assert detect_cgroup(tmp_path / "empty", proc) is None
 
 
-def fake_nic(net: Path, devices: Path, name: str, *, virtual: bool = False, type_: int = 1,
-             operstate: str = "up", speed: str = "10000") -> None:
+def fake_nic(
+    net: Path,
+    devices: Path,
+    name: str,
+    *,
+    virtual: bool = False,
+    type_: int = 1,
+    operstate: str = "up",
+    speed: str = "10000",
+) -> None:
     target = devices / ("virtual/net" if virtual else "pci0000:00/net") / name
     write(target / "type", f"{type_}\n")
     write(target / "operstate", f"{operstate}\n")
@@ -100,7 +109,9 @@ def test_nics_follow_pulsar_rules(tmp_path: Path) -> None:
     nics = usable_physical_nics(net)
     assert nics == ["eth0", "eth1", "eth3"]
     assert nic_speed_limit_kbps(nics, net) == 11_000_000.0  # Mbit/s x 1000, unknown counts 0
-    assert nic_speed_limit_kbps(nics, net, override_gbps=2.5) == 2_500_000.0  # loadBalancerOverrideBrokerNicSpeedGbps
+    assert (
+        nic_speed_limit_kbps(nics, net, override_gbps=2.5) == 2_500_000.0
+    )  # loadBalancerOverrideBrokerNicSpeedGbps
 
 
 class Clock:
@@ -114,7 +125,9 @@ class Clock:
 def test_collector_cpu_from_cgroup_time(tmp_path: Path, proc: Path) -> None:
     root = cgroup_v2(tmp_path / "cg", "200000 100000", usage_usec=1_000_000)
     clock = Clock()
-    collector = HostUsageCollector(cgroup_root=root, proc=proc, sys_net=tmp_path / "no-net", monotonic_ns=clock)
+    collector = HostUsageCollector(
+        cgroup_root=root, proc=proc, sys_net=tmp_path / "no-net", monotonic_ns=clock
+    )
     assert collector.cpu_limit() == 200.0  # 2 CPUs granted by the quota
     clock.ns += 2_000_000_000  # 2 s later the cgroup used 1.5 s of CPU: 75% of one core
     write(root / "cpu.stat", "usage_usec 2500000\n")
@@ -134,8 +147,9 @@ def test_collector_memory_limit_from_cgroup(tmp_path: Path, proc: Path) -> None:
 
 def test_collector_bandwidth_limit_from_override(tmp_path: Path, proc: Path) -> None:
     (tmp_path / "empty").mkdir()
-    collector = HostUsageCollector(override_nic_speed_gbps=10, cgroup_root=tmp_path / "empty", proc=proc,
-                                   sys_net=tmp_path / "no-net")
+    collector = HostUsageCollector(
+        override_nic_speed_gbps=10, cgroup_root=tmp_path / "empty", proc=proc, sys_net=tmp_path / "no-net"
+    )
     usage = collector.sample()
     assert usage.bandwidth_out.limit == 1e7  # 10 Gbit/s in Kbit/s, as Pulsar's sample reports
     assert 0 <= usage.cpu.usage and usage.cpu.limit >= 100

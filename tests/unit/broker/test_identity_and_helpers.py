@@ -23,14 +23,26 @@ from brokerlb.ring import NamespaceBundle
 
 
 def test_identity_follows_pulsar_keys() -> None:
-    conf = ServiceConfig(clusterName="c1", advertisedAddress="10.0.0.5", webServicePort=8081, brokerServicePort=6651,
-                         advertisedListeners="internal:pulsar://10.1.0.5:6650,internal:pulsar+ssl://10.1.0.5:6651")
+    conf = ServiceConfig(
+        clusterName="c1",
+        advertisedAddress="10.0.0.5",
+        webServicePort=8081,
+        brokerServicePort=6651,
+        advertisedListeners="internal:pulsar://10.1.0.5:6650,internal:pulsar+ssl://10.1.0.5:6651",
+    )
     ident = BrokerIdentity.from_config(conf)
     assert ident.broker_id == "10.0.0.5:8081" and ident.cluster == "c1"
-    assert ident.lookup_data() == {"brokerUrl": "pulsar://10.0.0.5:6651", "httpUrl": "http://10.0.0.5:8081",
-                                   "nativeUrl": "pulsar://10.0.0.5:6651", "brokerUrlSsl": ""}
+    assert ident.lookup_data() == {
+        "brokerUrl": "pulsar://10.0.0.5:6651",
+        "httpUrl": "http://10.0.0.5:8081",
+        "nativeUrl": "pulsar://10.0.0.5:6651",
+        "brokerUrlSsl": "",
+    }
     internal = ident.lookup_data("internal")
-    assert internal["brokerUrl"] == "pulsar://10.1.0.5:6650" and internal["brokerUrlTls"] == "pulsar+ssl://10.1.0.5:6651"
+    assert (
+        internal["brokerUrl"] == "pulsar://10.1.0.5:6650"
+        and internal["brokerUrlTls"] == "pulsar+ssl://10.1.0.5:6651"
+    )
     assert BrokerIdentity.from_config(conf, web_port=9999).broker_id == "10.0.0.5:9999"
 
 
@@ -93,11 +105,15 @@ async def test_placement_affinity_is_one_shot_and_blocks_refuse() -> None:
 
 
 def test_redirect_replaces_host_and_authoritative_and_keeps_the_rest() -> None:
-    location = redirect_location(Redirect("http://b2:8080/", True),
-                                 b"/admin/v2/namespaces/t/ns/0x00000000_0x80000000/split",
-                                 b"unload=true&authoritative=false&splitAlgorithmName=range_equally_divide")
-    assert location == ("http://b2:8080/admin/v2/namespaces/t/ns/0x00000000_0x80000000/split"
-                        "?unload=true&splitAlgorithmName=range_equally_divide&authoritative=true")
+    location = redirect_location(
+        Redirect("http://b2:8080/", True),
+        b"/admin/v2/namespaces/t/ns/0x00000000_0x80000000/split",
+        b"unload=true&authoritative=false&splitAlgorithmName=range_equally_divide",
+    )
+    assert location == (
+        "http://b2:8080/admin/v2/namespaces/t/ns/0x00000000_0x80000000/split"
+        "?unload=true&splitAlgorithmName=range_equally_divide&authoritative=true"
+    )
 
 
 def test_lookup_path_segments() -> None:

@@ -12,8 +12,12 @@ from brokerlb.ring import NamespaceBundles
 from brokerlb.testing import system_usage
 
 BUNDLES = NamespaceBundles.create("t/ns", 2)
-CONF = ServiceConfig(clusterName="c", advertisedAddress="b1", webServicePort=8080,
-                     loadBalancerHostUsageCheckIntervalMinutes=0.001)
+CONF = ServiceConfig(
+    clusterName="c",
+    advertisedAddress="b1",
+    webServicePort=8080,
+    loadBalancerHostUsageCheckIntervalMinutes=0.001,
+)
 
 
 class Host:
@@ -34,9 +38,16 @@ def make(owned: list[str] | None = None, conf: ServiceConfig = CONF):
     async def publish(data: LocalBrokerData) -> None:
         written.append(data.to_json())
 
-    reporter = LoadReporter(BrokerIdentity.from_config(conf), conf, host_usage=host, topics=topics,
-                            owned_bundles=lambda: owned or [], publish=publish,
-                            connected=lambda: connected["yes"], clock=clock)
+    reporter = LoadReporter(
+        BrokerIdentity.from_config(conf),
+        conf,
+        host_usage=host,
+        topics=topics,
+        owned_bundles=lambda: owned or [],
+        publish=publish,
+        connected=lambda: connected["yes"],
+        clock=clock,
+    )
     return reporter, clock, host, topics, written, connected
 
 

@@ -53,9 +53,22 @@ def test_topics_report_has_pulsars_shape() -> None:
     t = topic_in(1)
     reg.attach(t, stats=TopicStats(msg_rate_in=3))
     report = reg.topics_report()
-    assert report == {"t/ns": {BUNDLES.bundles[1].range: {"persistent": {t: {
-        "msgRateIn": 3, "msgThroughputIn": 0.0, "msgRateOut": 0.0, "msgThroughputOut": 0.0,
-        "producerCount": 0, "consumerCount": 0}}}}}
+    assert report == {
+        "t/ns": {
+            BUNDLES.bundles[1].range: {
+                "persistent": {
+                    t: {
+                        "msgRateIn": 3,
+                        "msgThroughputIn": 0.0,
+                        "msgRateOut": 0.0,
+                        "msgThroughputOut": 0.0,
+                        "producerCount": 0,
+                        "consumerCount": 0,
+                    }
+                }
+            }
+        }
+    }
 
 
 def test_a_split_regroups_topics_without_rekeying() -> None:
@@ -78,6 +91,7 @@ async def test_close_bundle_runs_callbacks_and_hooks_and_forgets_topics() -> Non
     def closer(name: str):
         async def close(cause: CloseCause) -> None:
             closed.append((name, cause))
+
         return close
 
     reg.attach(t0, closer(t0))

@@ -126,8 +126,12 @@ def test_default_split_algorithm_must_be_supported() -> None:
         ServiceConfig.from_mapping({"supportedNamespaceBundleSplitAlgorithms": "topic_count_equally_divide"})
     assert info.value.key == "defaultNamespaceBundleSplitAlgorithm"
     assert "supportedNamespaceBundleSplitAlgorithms" in str(info.value)
-    ok = ServiceConfig.from_mapping({"supportedNamespaceBundleSplitAlgorithms": "topic_count_equally_divide",
-                                     "defaultNamespaceBundleSplitAlgorithm": "topic_count_equally_divide"})
+    ok = ServiceConfig.from_mapping(
+        {
+            "supportedNamespaceBundleSplitAlgorithms": "topic_count_equally_divide",
+            "defaultNamespaceBundleSplitAlgorithm": "topic_count_equally_divide",
+        }
+    )
     assert ok.supportedNamespaceBundleSplitAlgorithms == ("topic_count_equally_divide",)
 
 
@@ -146,13 +150,18 @@ def test_tombstone_delay_must_cover_in_flight_wait() -> None:
         ServiceConfig.from_mapping({"loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds": "20"})
     assert info.value.key == "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds"
     assert "30000 ms" in str(info.value)
-    fast = ServiceConfig.from_mapping({"loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds": "2.5",
-                                       "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis": "2500"})
+    fast = ServiceConfig.from_mapping(
+        {
+            "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds": "2.5",
+            "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis": "2500",
+        }
+    )
     assert fast.loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds == 2.5
 
 
-@pytest.mark.parametrize(("plain", "tls"), [("webServicePort", "webServicePortTls"),
-                                            ("brokerServicePort", "brokerServicePortTls")])
+@pytest.mark.parametrize(
+    ("plain", "tls"), [("webServicePort", "webServicePortTls"), ("brokerServicePort", "brokerServicePortTls")]
+)
 def test_a_broker_needs_a_port(plain: str, tls: str) -> None:
     with pytest.raises(InvalidConfigError, match=f"{plain} and {tls} are both unset"):
         ServiceConfig.from_mapping({plain: ""})

@@ -24,9 +24,15 @@ def test_keys_json_lists_every_key() -> None:
     assert [r["key"] for r in rows] == list(REGISTRY.keys)
     by_key = {r["key"]: r for r in rows}
     assert by_key["loadBalancerSheddingIntervalMinutes"] == {
-        **by_key["loadBalancerSheddingIntervalMinutes"], "type": "minutes", "default": 1, "dynamic": True,
-        "unit": "minutes"}
-    assert by_key["loadBalancerBandwidthInResourceWeight"]["aliases"] == ["loadBalancerBandwithInResourceWeight"]
+        **by_key["loadBalancerSheddingIntervalMinutes"],
+        "type": "minutes",
+        "default": 1,
+        "dynamic": True,
+        "unit": "minutes",
+    }
+    assert by_key["loadBalancerBandwidthInResourceWeight"]["aliases"] == [
+        "loadBalancerBandwithInResourceWeight"
+    ]
 
 
 def test_keys_category_filter_and_table() -> None:
@@ -50,7 +56,8 @@ def test_show_json_effective_config(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
     assert ServiceConfig.from_mapping(shown) == ServiceConfig(
-        clusterName="c1", loadBalancerSheddingIntervalMinutes=0.05, maxUnloadPercentage=0.5)
+        clusterName="c1", loadBalancerSheddingIntervalMinutes=0.05, maxUnloadPercentage=0.5
+    )
     changed = json.loads(_run("show", "--config", str(conf), "--json", "--changed").stdout)
     assert changed == {"clusterName": "c1", "loadBalancerSheddingIntervalMinutes": 0.05}
 

@@ -20,9 +20,23 @@ from brokerlb.coordination import open_store
 from brokerlb.model.resources import ResourceWeights
 
 URLS = [
-    "memory:", "memory:x", "memory:/x", "memory:a b", "zk:127.0.0.1:2181", "127.0.0.1:2181",
-    "zk:h1:2181,h2:2182/chroot", "zk:h1:2181/a/b/", "zk:[::1]:2181", "zk:h", "zk://h:2181", "zk:",
-    "etcd:http://h:2379", "zk:h:2181/a//b", "zk:h:2181/../x", "zk:h:99999", "h1:2181,,h2:2181",
+    "memory:",
+    "memory:x",
+    "memory:/x",
+    "memory:a b",
+    "zk:127.0.0.1:2181",
+    "127.0.0.1:2181",
+    "zk:h1:2181,h2:2182/chroot",
+    "zk:h1:2181/a/b/",
+    "zk:[::1]:2181",
+    "zk:h",
+    "zk://h:2181",
+    "zk:",
+    "etcd:http://h:2379",
+    "zk:h:2181/a//b",
+    "zk:h:2181/../x",
+    "zk:h:99999",
+    "h1:2181,,h2:2181",
 ]
 
 
@@ -43,7 +57,8 @@ def test_config_accepts_only_what_the_store_opens(url: str) -> None:
 def test_resource_weights_from_config() -> None:
     assert ResourceWeights.from_config(ServiceConfig()) == ResourceWeights()
     with pytest.warns(DeprecatedConfigKeyWarning):
-        conf = ServiceConfig.from_mapping({"loadBalancerBandwithOutResourceWeight": "2",
-                                           "loadBalancerDirectMemoryResourceWeight": "0.5"})
+        conf = ServiceConfig.from_mapping(
+            {"loadBalancerBandwithOutResourceWeight": "2", "loadBalancerDirectMemoryResourceWeight": "0.5"}
+        )
     weights = ResourceWeights.from_config(conf)
     assert (weights.bandwidth_out, weights.direct_memory, weights.cpu) == (2.0, 0.5, 1.0)

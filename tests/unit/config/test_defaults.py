@@ -12,8 +12,12 @@ import pytest
 from brokerlb.config import REGISTRY, ServiceConfig
 
 IMPL = "org.apache.pulsar.broker.loadbalance.impl"
-SPLIT_ALGORITHMS = ("range_equally_divide", "topic_count_equally_divide", "specified_positions_divide",
-                    "flow_or_qps_equally_divide")
+SPLIT_ALGORITHMS = (
+    "range_equally_divide",
+    "topic_count_equally_divide",
+    "specified_positions_divide",
+    "flow_or_qps_equally_divide",
+)
 
 # key: (Pulsar default, dynamic)
 PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
@@ -45,8 +49,10 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     # load manager
     "loadBalancerEnabled": (True, False),
     "loadManagerClassName": (f"{IMPL}.ModularLoadManagerImpl", True),
-    "topicBundleAssignmentStrategy": ("org.apache.pulsar.common.naming.ConsistentHashingTopicBundleAssigner",
-                                      False),
+    "topicBundleAssignmentStrategy": (
+        "org.apache.pulsar.common.naming.ConsistentHashingTopicBundleAssigner",
+        False,
+    ),
     "namespaceBundleUnloadingTimeoutMs": (60000, True),
     "loadBalancerPlacementStrategy": ("leastLoadedServer", False),
     "loadBalancerBrokerUnderloadedThresholdPercentage": (50, False),
@@ -121,14 +127,16 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "loadBalancerServiceUnitStateMonitorIntervalInSeconds": (60, False),
     "loadBalancerMultiPhaseBundleUnload": (True, False),
     "loadManagerServiceUnitStateTableViewClassName": (
-        "org.apache.pulsar.broker.loadbalance.extensions.channel.ServiceUnitStateTableViewImpl", False),
+        "org.apache.pulsar.broker.loadbalance.extensions.channel.ServiceUnitStateTableViewImpl",
+        False,
+    ),
     "loadBalancerServiceUnitTableViewSyncer": ("None", True),
     "loadBalancerServiceUnitStateMaxConcurrentOverrides": (64, True),
 }
 
 # Where brokerlb's default deliberately differs from Pulsar's (documented as a deviation).
 BROKERLB_DEFAULTS: dict[str, object] = {
-    "metadataStoreUrl": "memory:",   # Pulsar: unset (must be configured)
+    "metadataStoreUrl": "memory:",  # Pulsar: unset (must be configured)
     "brokerlbLoadHistoryDir": None,  # brokerlb's own key
     "brokerlbThresholdShedderSingleHistoryUpdate": False,  # brokerlb's own key (Pulsar behaviour by default)
     "brokerlbTransferShedderCountSwapGain": False,  # brokerlb's own key (Pulsar behaviour by default)

@@ -51,7 +51,10 @@ def test_load_pulsar_style_file(tmp_path) -> None:
     assert conf.brokerServicePort == 16650
     assert conf.loadBalancerSheddingIntervalMinutes == 0.05
     assert conf.loadBalancerLoadSheddingStrategy.endswith("UniformLoadShedder")
-    assert conf.supportedNamespaceBundleSplitAlgorithms == ("range_equally_divide", "topic_count_equally_divide")
+    assert conf.supportedNamespaceBundleSplitAlgorithms == (
+        "range_equally_divide",
+        "topic_count_equally_divide",
+    )
     assert conf.loadBalancerSheddingEnabled is False
     assert conf.webServicePortTls is None
     # blank scalar keeps its default, as in Pulsar
@@ -76,7 +79,8 @@ def test_no_file_is_defaults_plus_overrides() -> None:
 
 def test_override_value_may_contain_equals() -> None:
     assert parse_overrides(["advertisedListeners=internal:pulsar://h:6650"]) == {
-        "advertisedListeners": "internal:pulsar://h:6650"}
+        "advertisedListeners": "internal:pulsar://h:6650"
+    }
     assert parse_overrides(["a=b=c", " k = v "]) == {"a": "b=c", "k": "v"}
 
 
@@ -94,29 +98,38 @@ def test_last_occurrence_wins_and_line_numbers() -> None:
     assert lines == {"a": 4, "b": 3}
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("k=v", [("k", "v")]),
-    ("k = v ", [("k", "v ")]),
-    ("k:v", [("k", "v")]),
-    ("k v", [("k", "v")]),
-    ("k\t=\tv", [("k", "v")]),
-    ("k=", [("k", "")]),
-    ("k", [("k", "")]),
-    ("k=a=b", [("k", "a=b")]),
-    ("k=zk:h1:2181,h2:2181/chroot", [("k", "zk:h1:2181,h2:2181/chroot")]),
-    ("k=one \\\n    two", [("k", "one two")]),
-    ("k=a\\\\", [("k", "a\\")]),
-    ("k\\=x=v", [("k=x", "v")]),
-    ("k=\\u0041\\t\\:", [("k", "A\t:")]),
-    ("  # comment\n!x=y\n\n   \nk=v", [("k", "v")]),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("k=v", [("k", "v")]),
+        ("k = v ", [("k", "v ")]),
+        ("k:v", [("k", "v")]),
+        ("k v", [("k", "v")]),
+        ("k\t=\tv", [("k", "v")]),
+        ("k=", [("k", "")]),
+        ("k", [("k", "")]),
+        ("k=a=b", [("k", "a=b")]),
+        ("k=zk:h1:2181,h2:2181/chroot", [("k", "zk:h1:2181,h2:2181/chroot")]),
+        ("k=one \\\n    two", [("k", "one two")]),
+        ("k=a\\\\", [("k", "a\\")]),
+        ("k\\=x=v", [("k=x", "v")]),
+        ("k=\\u0041\\t\\:", [("k", "A\t:")]),
+        ("  # comment\n!x=y\n\n   \nk=v", [("k", "v")]),
+    ],
+)
 def test_properties_syntax(text: str, expected: list[tuple[str, str]]) -> None:
     assert [(e.key, e.value) for e in parse_properties(text)] == expected
 
 
 def test_properties_round_trip() -> None:
-    pairs = [("a", "plain"), ("b", " leading space"), ("c", "back\\slash"), ("d", "tab\tand\nnewline"),
-             ("e", ""), ("key with=odd:chars", "v#!")]
+    pairs = [
+        ("a", "plain"),
+        ("b", " leading space"),
+        ("c", "back\\slash"),
+        ("d", "tab\tand\nnewline"),
+        ("e", ""),
+        ("key with=odd:chars", "v#!"),
+    ]
     parsed = parse_properties(format_properties(pairs, header="test"))
     assert [(e.key, e.value) for e in parsed] == pairs
 
@@ -127,8 +140,10 @@ def test_unknown_key_warns_with_suggestion(tmp_path) -> None:
     with pytest.warns(UnknownConfigKeyWarning) as record:
         conf = load_broker_conf(path)
     messages = [str(w.message) for w in record]
-    assert any("loadBalancerSheddingEnable'" in m and "did you mean loadBalancerSheddingEnabled" in m
-               for m in messages)
+    assert any(
+        "loadBalancerSheddingEnable'" in m and "did you mean loadBalancerSheddingEnabled" in m
+        for m in messages
+    )
     assert any("totallyUnknownKey" in m and str(path) in m for m in messages)
     assert {w.filename for w in record} == {__file__}  # points at the caller, not at brokerlb
     assert conf == ServiceConfig()  # nothing applied, nothing crashed

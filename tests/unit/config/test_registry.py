@@ -74,7 +74,9 @@ def test_every_key_is_documented_and_categorised() -> None:
 
 def test_registry_knows_aliases_and_ignored_keys() -> None:
     assert len(REGISTRY) >= 95
-    assert REGISTRY.get("loadBalancerBandwithInResourceWeight").name == "loadBalancerBandwidthInResourceWeight"
+    assert (
+        REGISTRY.get("loadBalancerBandwithInResourceWeight").name == "loadBalancerBandwidthInResourceWeight"
+    )
     assert REGISTRY.canonical_name("zookeeperServers") == "metadataStoreUrl"
     assert REGISTRY.canonical_name("nope") is None
     assert not (set(REGISTRY.keys) & KNOWN_IGNORED_KEYS)
@@ -137,7 +139,8 @@ def test_registry_rejects_bad_declarations() -> None:
 def test_docs_file_is_current() -> None:
     docs = REPO / "docs" / "configuration.md"
     assert docs.read_text(encoding="utf-8") == render_markdown(), (
-        "docs/configuration.md is stale: run `brokerlb config keys --markdown > docs/configuration.md`")
+        "docs/configuration.md is stale: run `brokerlb config keys --markdown > docs/configuration.md`"
+    )
 
 
 def test_docs_mention_every_key_alias_and_deviation() -> None:
@@ -150,13 +153,15 @@ def test_docs_mention_every_key_alias_and_deviation() -> None:
 
 
 def test_import_does_no_io_and_stays_light() -> None:
-    code = ("import sys, builtins\n"
-            "opened = []\n"
-            "real_open = builtins.open\n"
-            "builtins.open = lambda *a, **k: opened.append(a) or real_open(*a, **k)\n"
-            "import brokerlb.config\n"
-            "heavy = {'kazoo', 'httpx', 'fastapi', 'pyspark', 'typer', 'rich', 'numpy'} & set(sys.modules)\n"
-            "print(len(opened), sorted(heavy))\n")
+    code = (
+        "import sys, builtins\n"
+        "opened = []\n"
+        "real_open = builtins.open\n"
+        "builtins.open = lambda *a, **k: opened.append(a) or real_open(*a, **k)\n"
+        "import brokerlb.config\n"
+        "heavy = {'kazoo', 'httpx', 'fastapi', 'pyspark', 'typer', 'rich', 'numpy'} & set(sys.modules)\n"
+        "print(len(opened), sorted(heavy))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["0", "[]"]
 
@@ -164,13 +169,16 @@ def test_import_does_no_io_and_stays_light() -> None:
 # ---------------------------------------------------------------- helpers for string keys
 
 
-@pytest.mark.parametrize(("name", "short"), [
-    ("org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder", "ThresholdShedder"),
-    ("org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder", "TransferShedder"),
-    ("ThresholdShedder", "ThresholdShedder"),
-    ("  AvgShedder ", "AvgShedder"),
-    ("com.example.Outer$Inner", "Inner"),
-])
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        ("org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder", "ThresholdShedder"),
+        ("org.apache.pulsar.broker.loadbalance.extensions.scheduler.TransferShedder", "TransferShedder"),
+        ("ThresholdShedder", "ThresholdShedder"),
+        ("  AvgShedder ", "AvgShedder"),
+        ("com.example.Outer$Inner", "Inner"),
+    ],
+)
 def test_short_class_name(name: str, short: str) -> None:
     assert short_class_name(name) == short
 
@@ -184,16 +192,24 @@ def test_short_class_name_of_defaults() -> None:
         short_class_name("org.example.", key="loadBalancerLoadSheddingStrategy")
 
 
-@pytest.mark.parametrize(("url", "scheme", "hosts", "chroot", "text"), [
-    ("memory:", "memory", (), None, "memory:default"),
-    ("memory:local", "memory", (), None, "memory:local"),
-    ("memory:/local", "memory", (), None, "memory:local"),
-    ("zk:127.0.0.1:2181", "zk", (("127.0.0.1", 2181),), None, "zk:127.0.0.1:2181"),
-    ("zk:h1:2181,h2:2182/pulsar/lb/", "zk", (("h1", 2181), ("h2", 2182)), "/pulsar/lb",
-     "zk:h1:2181,h2:2182/pulsar/lb"),
-    ("localhost:2181", "zk", (("localhost", 2181),), None, "zk:localhost:2181"),
-    ("zk:[::1]:2181", "zk", (("[::1]", 2181),), None, "zk:[::1]:2181"),
-])
+@pytest.mark.parametrize(
+    ("url", "scheme", "hosts", "chroot", "text"),
+    [
+        ("memory:", "memory", (), None, "memory:default"),
+        ("memory:local", "memory", (), None, "memory:local"),
+        ("memory:/local", "memory", (), None, "memory:local"),
+        ("zk:127.0.0.1:2181", "zk", (("127.0.0.1", 2181),), None, "zk:127.0.0.1:2181"),
+        (
+            "zk:h1:2181,h2:2182/pulsar/lb/",
+            "zk",
+            (("h1", 2181), ("h2", 2182)),
+            "/pulsar/lb",
+            "zk:h1:2181,h2:2182/pulsar/lb",
+        ),
+        ("localhost:2181", "zk", (("localhost", 2181),), None, "zk:localhost:2181"),
+        ("zk:[::1]:2181", "zk", (("[::1]", 2181),), None, "zk:[::1]:2181"),
+    ],
+)
 def test_parse_metadata_store_url(url: str, scheme: str, hosts: tuple, chroot: str | None, text: str) -> None:
     parsed = parse_metadata_store_url(url)
     assert (parsed.scheme, parsed.hosts, parsed.chroot, str(parsed)) == (scheme, hosts, chroot, text)

@@ -73,8 +73,12 @@ def test_with_overrides_returns_new_config() -> None:
 
 def test_dynamic_only_overrides() -> None:
     conf = ServiceConfig()
-    assert conf.with_overrides({"loadBalancerSheddingEnabled": "false"}, dynamic_only=True) \
-        .loadBalancerSheddingEnabled is False
+    assert (
+        conf.with_overrides(
+            {"loadBalancerSheddingEnabled": "false"}, dynamic_only=True
+        ).loadBalancerSheddingEnabled
+        is False
+    )
     with pytest.raises(InvalidConfigError, match="not a dynamic configuration") as info:
         conf.with_overrides({"loadBalancerEnabled": "false"}, dynamic_only=True)
     assert info.value.key == "loadBalancerEnabled"
@@ -97,14 +101,22 @@ def test_equality_hash_repr_copy_pickle() -> None:
 
 
 def _non_default_config() -> ServiceConfig:
-    return _quiet({
-        "clusterName": "c1", "webServicePortTls": "8443", "loadBalancerSheddingIntervalMinutes": "0.05",
-        "loadBalancerOverrideBrokerNicSpeedGbps": "2.5", "supportedNamespaceBundleSplitAlgorithms":
-        "range_equally_divide,flow_or_qps_equally_divide", "allowAutoTopicCreationType": "PARTITIONED",
-        "loadBalancerLoadSheddingStrategy": "AvgShedder", "maxUnloadPercentage": "0.5",
-        "brokerlbLoadHistoryDir": "/tmp/h", "metadataStoreUrl": "zk:127.0.0.1:2181/lb",
-        "loadBalanceSheddingDelayInSeconds": "1.5", "loadBalancerMemoryResourceWeight": "0.5",
-    })
+    return _quiet(
+        {
+            "clusterName": "c1",
+            "webServicePortTls": "8443",
+            "loadBalancerSheddingIntervalMinutes": "0.05",
+            "loadBalancerOverrideBrokerNicSpeedGbps": "2.5",
+            "supportedNamespaceBundleSplitAlgorithms": "range_equally_divide,flow_or_qps_equally_divide",
+            "allowAutoTopicCreationType": "PARTITIONED",
+            "loadBalancerLoadSheddingStrategy": "AvgShedder",
+            "maxUnloadPercentage": "0.5",
+            "brokerlbLoadHistoryDir": "/tmp/h",
+            "metadataStoreUrl": "zk:127.0.0.1:2181/lb",
+            "loadBalanceSheddingDelayInSeconds": "1.5",
+            "loadBalancerMemoryResourceWeight": "0.5",
+        }
+    )
 
 
 def test_round_trip_to_dict_from_mapping() -> None:
@@ -140,24 +152,37 @@ def test_to_broker_conf_writes_unset_optionals_blank(tmp_path) -> None:
 
 
 def test_typed_values_are_normalised() -> None:
-    conf = ServiceConfig.from_mapping({
-        "defaultNumberOfNamespaceBundles": 16.0, "maxUnloadPercentage": 1,
-        "supportedNamespaceBundleSplitAlgorithms": ["range_equally_divide"],
-        "loadBalancerSheddingIntervalMinutes": 2.0,
-    })
+    conf = ServiceConfig.from_mapping(
+        {
+            "defaultNumberOfNamespaceBundles": 16.0,
+            "maxUnloadPercentage": 1,
+            "supportedNamespaceBundleSplitAlgorithms": ["range_equally_divide"],
+            "loadBalancerSheddingIntervalMinutes": 2.0,
+        }
+    )
     assert conf.defaultNumberOfNamespaceBundles == 16 and type(conf.defaultNumberOfNamespaceBundles) is int
     assert conf.maxUnloadPercentage == 1.0 and type(conf.maxUnloadPercentage) is float
     assert conf.supportedNamespaceBundleSplitAlgorithms == ("range_equally_divide",)
-    assert conf.loadBalancerSheddingIntervalMinutes == 2 and type(conf.loadBalancerSheddingIntervalMinutes) is int
+    assert (
+        conf.loadBalancerSheddingIntervalMinutes == 2
+        and type(conf.loadBalancerSheddingIntervalMinutes) is int
+    )
 
 
 # ---------------------------------------------------------------- sub-minute intervals
 
 
-@pytest.mark.parametrize(("text", "value", "seconds"), [
-    ("1", 1, 60.0), ("0.05", 0.05, 3.0), ("0.5", 0.5, 30.0), (".25", 0.25, 15.0), ("2.0", 2, 120.0),
-    ("1e-2", 0.01, 0.6),
-])
+@pytest.mark.parametrize(
+    ("text", "value", "seconds"),
+    [
+        ("1", 1, 60.0),
+        ("0.05", 0.05, 3.0),
+        ("0.5", 0.5, 30.0),
+        (".25", 0.25, 15.0),
+        ("2.0", 2, 120.0),
+        ("1e-2", 0.01, 0.6),
+    ],
+)
 def test_sub_minute_intervals(text: str, value: float, seconds: float) -> None:
     conf = ServiceConfig.from_mapping({"loadBalancerSheddingIntervalMinutes": text})
     assert conf.loadBalancerSheddingIntervalMinutes == value
@@ -191,15 +216,18 @@ def test_every_interval_key_has_a_unit() -> None:
 # ---------------------------------------------------------------- deprecated aliases
 
 
-@pytest.mark.parametrize(("mapping", "expected"), [
-    ({}, 1.0),
-    ({"loadBalancerBandwithInResourceWeight": "3"}, 3.0),  # old non-1.0 is used
-    ({"loadBalancerBandwidthInResourceWeight": "2"}, 2.0),
-    ({"loadBalancerBandwidthInResourceWeight": "2", "loadBalancerBandwithInResourceWeight": "3"}, 2.0),
-    ({"loadBalancerBandwidthInResourceWeight": "1.0", "loadBalancerBandwithInResourceWeight": "3"}, 3.0),
-    ({"loadBalancerBandwithInResourceWeight": "1.0"}, 1.0),
-    ({"loadBalancerBandwithInResourceWeight": "0"}, 0.0),
-])
+@pytest.mark.parametrize(
+    ("mapping", "expected"),
+    [
+        ({}, 1.0),
+        ({"loadBalancerBandwithInResourceWeight": "3"}, 3.0),  # old non-1.0 is used
+        ({"loadBalancerBandwidthInResourceWeight": "2"}, 2.0),
+        ({"loadBalancerBandwidthInResourceWeight": "2", "loadBalancerBandwithInResourceWeight": "3"}, 2.0),
+        ({"loadBalancerBandwidthInResourceWeight": "1.0", "loadBalancerBandwithInResourceWeight": "3"}, 3.0),
+        ({"loadBalancerBandwithInResourceWeight": "1.0"}, 1.0),
+        ({"loadBalancerBandwithInResourceWeight": "0"}, 0.0),
+    ],
+)
 def test_bandwidth_weight_alias_rule(mapping: dict[str, str], expected: float) -> None:
     assert _quiet(mapping).loadBalancerBandwidthInResourceWeight == expected
     out_mapping = {k.replace("In", "Out"): v for k, v in mapping.items()}
@@ -208,10 +236,18 @@ def test_bandwidth_weight_alias_rule(mapping: dict[str, str], expected: float) -
 
 def test_alias_layers_like_one_property_set() -> None:
     base = ServiceConfig(loadBalancerBandwidthInResourceWeight=3.0)
-    assert _quiet_overrides(base, {"loadBalancerBandwithInResourceWeight": "5"}) \
-        .loadBalancerBandwidthInResourceWeight == 3.0
-    assert _quiet_overrides(ServiceConfig(), {"loadBalancerBandwithInResourceWeight": "5"}) \
-        .loadBalancerBandwidthInResourceWeight == 5.0
+    assert (
+        _quiet_overrides(
+            base, {"loadBalancerBandwithInResourceWeight": "5"}
+        ).loadBalancerBandwidthInResourceWeight
+        == 3.0
+    )
+    assert (
+        _quiet_overrides(
+            ServiceConfig(), {"loadBalancerBandwithInResourceWeight": "5"}
+        ).loadBalancerBandwidthInResourceWeight
+        == 5.0
+    )
 
 
 def _quiet_overrides(conf: ServiceConfig, mapping: dict[str, str]) -> ServiceConfig:
@@ -234,12 +270,15 @@ def test_deprecated_key_warns_but_applies() -> None:
         ServiceConfig.from_mapping({"loadBalancerMemoryResourceWeight": "0"})
 
 
-@pytest.mark.parametrize(("mapping", "expected"), [
-    ({"zookeeperServers": "h1:2181,h2:2181"}, "zk:h1:2181,h2:2181"),
-    ({"zookeeperServers": "h1:2181", "metadataStoreUrl": "zk:other:2181"}, "zk:other:2181"),
-    ({"zookeeperServers": "h1:2181", "metadataStoreUrl": "memory:"}, "memory:"),  # explicitly set wins
-    ({"zookeeperServers": ""}, "memory:"),
-])
+@pytest.mark.parametrize(
+    ("mapping", "expected"),
+    [
+        ({"zookeeperServers": "h1:2181,h2:2181"}, "zk:h1:2181,h2:2181"),
+        ({"zookeeperServers": "h1:2181", "metadataStoreUrl": "zk:other:2181"}, "zk:other:2181"),
+        ({"zookeeperServers": "h1:2181", "metadataStoreUrl": "memory:"}, "memory:"),  # explicitly set wins
+        ({"zookeeperServers": ""}, "memory:"),
+    ],
+)
 def test_zookeeper_servers_alias(mapping: dict[str, str], expected: str) -> None:
     assert _quiet(mapping).metadataStoreUrl == expected
 
@@ -250,12 +289,15 @@ def test_bad_zookeeper_servers_names_the_old_key() -> None:
     assert info.value.key == "zookeeperServers"
 
 
-@pytest.mark.parametrize(("old", "new", "old_value", "expected"), [
-    ("zooKeeperSessionTimeoutMillis", "metadataStoreSessionTimeoutMillis", "-1", 30000),
-    ("zooKeeperSessionTimeoutMillis", "metadataStoreSessionTimeoutMillis", "5000", 5000),
-    ("zooKeeperOperationTimeoutSeconds", "metadataStoreOperationTimeoutSeconds", "-1", 30),
-    ("zooKeeperOperationTimeoutSeconds", "metadataStoreOperationTimeoutSeconds", "7", 7),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "old_value", "expected"),
+    [
+        ("zooKeeperSessionTimeoutMillis", "metadataStoreSessionTimeoutMillis", "-1", 30000),
+        ("zooKeeperSessionTimeoutMillis", "metadataStoreSessionTimeoutMillis", "5000", 5000),
+        ("zooKeeperOperationTimeoutSeconds", "metadataStoreOperationTimeoutSeconds", "-1", 30),
+        ("zooKeeperOperationTimeoutSeconds", "metadataStoreOperationTimeoutSeconds", "7", 7),
+    ],
+)
 def test_zookeeper_timeout_aliases_positive_wins(old: str, new: str, old_value: str, expected: int) -> None:
     assert _quiet({old: old_value}).get(new) == expected
     # a positive old value wins even over an explicit new one (Pulsar's getter)
@@ -265,8 +307,12 @@ def test_zookeeper_timeout_aliases_positive_wins(old: str, new: str, old_value: 
 
 def test_exposure_metrics_old_spelling() -> None:
     assert _quiet({"exposeBunlesMetricsInPrometheus": "true"}).exposeBundlesMetricsInPrometheus is True
-    assert _quiet({"exposeBunlesMetricsInPrometheus": "true",
-                   "exposeBundlesMetricsInPrometheus": "false"}).exposeBundlesMetricsInPrometheus is False
+    assert (
+        _quiet(
+            {"exposeBunlesMetricsInPrometheus": "true", "exposeBundlesMetricsInPrometheus": "false"}
+        ).exposeBundlesMetricsInPrometheus
+        is False
+    )
 
 
 # ---------------------------------------------------------------- completeness and strategy names
@@ -280,21 +326,34 @@ def test_check_complete_requires_cluster_name() -> None:
 
 
 def test_strategy_keys_take_short_or_class_names_without_validation() -> None:
-    conf = ServiceConfig.from_mapping({"loadBalancerLoadSheddingStrategy": "TransferShedder",
-                                       "loadBalancerLoadPlacementStrategy": "com.example.MyPlacement"})
+    conf = ServiceConfig.from_mapping(
+        {
+            "loadBalancerLoadSheddingStrategy": "TransferShedder",
+            "loadBalancerLoadPlacementStrategy": "com.example.MyPlacement",
+        }
+    )
     assert conf.loadBalancerLoadSheddingStrategy == "TransferShedder"
     assert conf.loadBalancerLoadPlacementStrategy == "com.example.MyPlacement"
     # blank keeps the default, as Pulsar does for String keys
     assert ServiceConfig.from_mapping({"loadManagerClassName": " "}).loadManagerClassName.endswith(
-        "ModularLoadManagerImpl")
+        "ModularLoadManagerImpl"
+    )
 
 
 def test_choice_keys_are_case_insensitive_and_canonical() -> None:
-    conf = ServiceConfig.from_mapping({"allowAutoTopicCreationType": "Partitioned",
-                                       "loadBalancerServiceUnitTableViewSyncer": "metadatastoretosystemtopicsyncer",
-                                       "defaultNamespaceBundleSplitAlgorithm": "TOPIC_COUNT_EQUALLY_DIVIDE"})
+    conf = ServiceConfig.from_mapping(
+        {
+            "allowAutoTopicCreationType": "Partitioned",
+            "loadBalancerServiceUnitTableViewSyncer": "metadatastoretosystemtopicsyncer",
+            "defaultNamespaceBundleSplitAlgorithm": "TOPIC_COUNT_EQUALLY_DIVIDE",
+        }
+    )
     assert conf.allowAutoTopicCreationType == "partitioned"
     assert conf.loadBalancerServiceUnitTableViewSyncer == "MetadataStoreToSystemTopicSyncer"
     assert conf.defaultNamespaceBundleSplitAlgorithm == "topic_count_equally_divide"
-    assert ServiceConfig.from_mapping({"allowAutoTopicCreationType": "NON_PARTITIONED"}) \
-        .allowAutoTopicCreationType == "non-partitioned"
+    assert (
+        ServiceConfig.from_mapping(
+            {"allowAutoTopicCreationType": "NON_PARTITIONED"}
+        ).allowAutoTopicCreationType
+        == "non-partitioned"
+    )

@@ -13,11 +13,14 @@ def test_memory_urls():
     assert store.session_timeout == 3 and store.url == "memory:cluster-a"
 
 
-@pytest.mark.parametrize("url, hosts", [
-    ("zk:127.0.0.1:2181", "127.0.0.1:2181"),
-    ("zk:a:2181,b:2182/pulsar", "a:2181,b:2182/pulsar"),
-    ("localhost:2181", "localhost:2181"),  # no scheme: ZooKeeper, as Pulsar reads metadataStoreUrl
-])
+@pytest.mark.parametrize(
+    "url, hosts",
+    [
+        ("zk:127.0.0.1:2181", "127.0.0.1:2181"),
+        ("zk:a:2181,b:2182/pulsar", "a:2181,b:2182/pulsar"),
+        ("localhost:2181", "localhost:2181"),  # no scheme: ZooKeeper, as Pulsar reads metadataStoreUrl
+    ],
+)
 def test_zookeeper_urls(url, hosts):
     pytest.importorskip("kazoo")
     store = open_store(url)
@@ -34,8 +37,12 @@ def test_store_from_broker_config():
     from brokerlb.config import ServiceConfig
     from brokerlb.coordination import open_store_from_config
 
-    conf = ServiceConfig().with_overrides({"metadataStoreUrl": "memory:from-conf",
-                                           "metadataStoreSessionTimeoutMillis": 4500,
-                                           "metadataStoreOperationTimeoutSeconds": 7})
+    conf = ServiceConfig().with_overrides(
+        {
+            "metadataStoreUrl": "memory:from-conf",
+            "metadataStoreSessionTimeoutMillis": 4500,
+            "metadataStoreOperationTimeoutSeconds": 7,
+        }
+    )
     store = open_store_from_config(conf)
     assert store.url == "memory:from-conf" and store.session_timeout == 4.5 and store.operation_timeout == 7

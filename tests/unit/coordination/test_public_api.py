@@ -10,19 +10,67 @@ import brokerlb.ownership as ownership
 
 COORDINATION_API = {
     # store
-    "MetadataStore", "MemoryMetadataStore", "MemoryServer", "open_store", "open_store_from_config", "SessionState",
-    "SessionEvent", "EventType", "WatchEvent", "Stat", "Node", "CreateOp", "SetOp", "DeleteOp", "CheckOp", "Op",
-    "ANY_VERSION", "DataWatch", "ChildrenWatch", "TreeCache", "join_path", "parent_path", "validate_path",
-    "DEFAULT_SESSION_TIMEOUT", "DEFAULT_OPERATION_TIMEOUT",
+    "MetadataStore",
+    "MemoryMetadataStore",
+    "MemoryServer",
+    "open_store",
+    "open_store_from_config",
+    "SessionState",
+    "SessionEvent",
+    "EventType",
+    "WatchEvent",
+    "Stat",
+    "Node",
+    "CreateOp",
+    "SetOp",
+    "DeleteOp",
+    "CheckOp",
+    "Op",
+    "ANY_VERSION",
+    "DataWatch",
+    "ChildrenWatch",
+    "TreeCache",
+    "join_path",
+    "parent_path",
+    "validate_path",
+    "DEFAULT_SESSION_TIMEOUT",
+    "DEFAULT_OPERATION_TIMEOUT",
     # records
-    "NamespaceEphemeralData", "AdvertisedListener", "LeaderBroker", "LocalPolicies", "Policies",
-    "NamespaceIsolationData", "NamespaceIsolationPolicies", "AutoFailoverPolicy", "FailureDomain",
-    "encode_json", "decode_json",
+    "NamespaceEphemeralData",
+    "AdvertisedListener",
+    "LeaderBroker",
+    "LocalPolicies",
+    "Policies",
+    "NamespaceIsolationData",
+    "NamespaceIsolationPolicies",
+    "AutoFailoverPolicy",
+    "FailureDomain",
+    "encode_json",
+    "decode_json",
     # recipes
-    "EphemeralLock", "LockState", "BrokerRegistry", "RegistryEvent", "RegistryEventKind", "LeaderElection",
-    "LeaderLease", "LeadershipChange", "ElectionState", "OwnershipManager", "OwnershipCache", "OwnerInfo",
-    "AcquireResult", "OwnershipEvent", "OwnershipEventKind", "bundle_name", "BundleMetadata", "split_and_own",
-    "ClusterPolicies", "LoadDataStore", "RetryPolicy", "BUNDLE_UPDATE_RETRY", "retry_async",
+    "EphemeralLock",
+    "LockState",
+    "BrokerRegistry",
+    "RegistryEvent",
+    "RegistryEventKind",
+    "LeaderElection",
+    "LeaderLease",
+    "LeadershipChange",
+    "ElectionState",
+    "OwnershipManager",
+    "OwnershipCache",
+    "OwnerInfo",
+    "AcquireResult",
+    "OwnershipEvent",
+    "OwnershipEventKind",
+    "bundle_name",
+    "BundleMetadata",
+    "split_and_own",
+    "ClusterPolicies",
+    "LoadDataStore",
+    "RetryPolicy",
+    "BUNDLE_UPDATE_RETRY",
+    "retry_async",
 }
 
 
@@ -32,15 +80,33 @@ def test_coordination_exports():
 
 
 def test_ownership_exports():
-    assert {"OwnershipMachine", "BundleState", "BundleRecord", "Transition", "VALID_TRANSITIONS",
-            "FORCED_TRANSITIONS", "IN_FLIGHT", "Assign", "AssignmentDone", "Unload", "ReleaseDone", "Split",
-            "SplitDone", "SplitFailed", "BrokerLost", "RingUpdated", "Tick"} <= set(ownership.__all__)
+    assert {
+        "OwnershipMachine",
+        "BundleState",
+        "BundleRecord",
+        "Transition",
+        "VALID_TRANSITIONS",
+        "FORCED_TRANSITIONS",
+        "IN_FLIGHT",
+        "Assign",
+        "AssignmentDone",
+        "Unload",
+        "ReleaseDone",
+        "Split",
+        "SplitDone",
+        "SplitFailed",
+        "BrokerLost",
+        "RingUpdated",
+        "Tick",
+    } <= set(ownership.__all__)
     assert all(hasattr(ownership, name) for name in ownership.__all__)
 
 
 def test_imports_stay_light():
-    code = ("import sys, brokerlb.coordination, brokerlb.ownership; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kazoo', 'fastapi', 'httpx', 'pyspark')))")
+    code = (
+        "import sys, brokerlb.coordination, brokerlb.ownership; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kazoo', 'fastapi', 'httpx', 'pyspark')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     code = "import sys, brokerlb.ownership; print('asyncio' in sys.modules)"

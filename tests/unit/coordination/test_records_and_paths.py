@@ -26,18 +26,31 @@ from brokerlb.ring import NamespaceBundles
 def test_paths_match_pulsar():
     assert paths.broker_path("broker-1:8080") == "/loadbalance/brokers/broker-1:8080"
     assert paths.LEADER_PATH == "/loadbalance/leader"
-    assert paths.ownership_path("public/default/0x00000000_0x40000000") == \
-        "/namespace/public/default/0x00000000_0x40000000"
-    assert paths.ownership_path("pulsar/use/ns/0x00000000_0xffffffff") == "/namespace/pulsar/use/ns/0x00000000_0xffffffff"
+    assert (
+        paths.ownership_path("public/default/0x00000000_0x40000000")
+        == "/namespace/public/default/0x00000000_0x40000000"
+    )
+    assert (
+        paths.ownership_path("pulsar/use/ns/0x00000000_0xffffffff")
+        == "/namespace/pulsar/use/ns/0x00000000_0xffffffff"
+    )
     assert paths.policies_path("t/ns") == "/admin/policies/t/ns"
     assert paths.local_policies_path("t/ns") == "/admin/local-policies/t/ns"
-    assert paths.bundle_data_path("t/ns/0x00000000_0x40000000") == "/loadbalance/bundle-data/t/ns/0x00000000_0x40000000"
+    assert (
+        paths.bundle_data_path("t/ns/0x00000000_0x40000000")
+        == "/loadbalance/bundle-data/t/ns/0x00000000_0x40000000"
+    )
     assert paths.broker_time_average_path("b:8080") == "/loadbalance/broker-time-average/b:8080"
     assert paths.isolation_policies_path("use") == "/admin/clusters/use/namespaceIsolationPolicies"
     assert paths.failure_domain_path("use", "rack-1") == "/admin/clusters/use/failureDomain/rack-1"
-    assert paths.partitioned_topic_path("persistent://t/ns/my topic") == \
-        "/admin/partitioned-topics/t/ns/persistent/my+topic"
-    assert str(paths.bundle_of_ownership_path("/namespace/t/ns/0x00000000_0x40000000")) == "t/ns/0x00000000_0x40000000"
+    assert (
+        paths.partitioned_topic_path("persistent://t/ns/my topic")
+        == "/admin/partitioned-topics/t/ns/persistent/my+topic"
+    )
+    assert (
+        str(paths.bundle_of_ownership_path("/namespace/t/ns/0x00000000_0x40000000"))
+        == "t/ns/0x00000000_0x40000000"
+    )
     assert paths.broker_id_of_path("/loadbalance/brokers/b:1") == "b:1"
 
 
@@ -55,17 +68,30 @@ def test_bad_ownership_paths():
 
 
 def test_namespace_ephemeral_data_json():
-    data = NamespaceEphemeralData("pulsar://b:6650", "pulsar+ssl://b:6651", "http://b:8080", "https://b:8443",
-                                  advertised_listeners={})
-    assert data.to_json() == {"nativeUrl": "pulsar://b:6650", "nativeUrlTls": "pulsar+ssl://b:6651",
-                              "httpUrl": "http://b:8080", "httpUrlTls": "https://b:8443", "disabled": False,
-                              "advertisedListeners": {}}
+    data = NamespaceEphemeralData(
+        "pulsar://b:6650", "pulsar+ssl://b:6651", "http://b:8080", "https://b:8443", advertised_listeners={}
+    )
+    assert data.to_json() == {
+        "nativeUrl": "pulsar://b:6650",
+        "nativeUrlTls": "pulsar+ssl://b:6651",
+        "httpUrl": "http://b:8080",
+        "httpUrlTls": "https://b:8443",
+        "disabled": False,
+        "advertisedListeners": {},
+    }
     assert NamespaceEphemeralData.from_bytes(data.to_bytes()) == data
     assert data.broker_id == "b:8080" and data.with_disabled().disabled
-    pulsar_written = {"nativeUrl": "pulsar://b:6650", "httpUrl": "http://b:8080", "disabled": True,
-                      "advertisedListeners": {"internal": {"brokerServiceUrl": "pulsar://10.0.0.1:6650"}}}
+    pulsar_written = {
+        "nativeUrl": "pulsar://b:6650",
+        "httpUrl": "http://b:8080",
+        "disabled": True,
+        "advertisedListeners": {"internal": {"brokerServiceUrl": "pulsar://10.0.0.1:6650"}},
+    }
     parsed = NamespaceEphemeralData.from_json(pulsar_written)
-    assert parsed.disabled and parsed.advertised_listeners["internal"].broker_service_url == "pulsar://10.0.0.1:6650"
+    assert (
+        parsed.disabled
+        and parsed.advertised_listeners["internal"].broker_service_url == "pulsar://10.0.0.1:6650"
+    )
     assert parsed.to_json() == pulsar_written
 
 
@@ -76,9 +102,12 @@ def test_leader_json_and_the_old_format():
 
 
 def test_local_policies_keep_unknown_fields():
-    raw = {"bundles": {"boundaries": ["0x00000000", "0xffffffff"], "numBundles": 1},
-           "bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": "g"},
-           "namespaceAntiAffinityGroup": "aa", "migrated": True}
+    raw = {
+        "bundles": {"boundaries": ["0x00000000", "0xffffffff"], "numBundles": 1},
+        "bookieAffinityGroup": {"bookkeeperAffinityGroupPrimary": "g"},
+        "namespaceAntiAffinityGroup": "aa",
+        "migrated": True,
+    }
     local = LocalPolicies.from_json(raw)
     assert local.namespace_anti_affinity_group == "aa" and local.extra == {"migrated": True}
     assert local.to_json() == raw
@@ -88,16 +117,27 @@ def test_local_policies_keep_unknown_fields():
 
 
 def test_policies_keep_every_other_field():
-    raw = {"auth_policies": {}, "replication_clusters": ["use"], "bundles": {"numBundles": 4}, "deleted": False}
+    raw = {
+        "auth_policies": {},
+        "replication_clusters": ["use"],
+        "bundles": {"numBundles": 4},
+        "deleted": False,
+    }
     pol = Policies.from_json(raw)
     assert len(pol.namespace_bundles("t/ns")) == 4
     assert pol.to_json() == raw
 
 
 def test_isolation_policy_json_and_validation():
-    raw = {"namespaces": ["t/ns.*"], "primary": ["broker-[12].*"], "secondary": ["broker-3.*"],
-           "auto_failover_policy": {"policy_type": "min_available",
-                                    "parameters": {"min_limit": "1", "usage_threshold": "80"}}}
+    raw = {
+        "namespaces": ["t/ns.*"],
+        "primary": ["broker-[12].*"],
+        "secondary": ["broker-3.*"],
+        "auto_failover_policy": {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": "1", "usage_threshold": "80"},
+        },
+    }
     policy = NamespaceIsolationData.from_json(raw)
     assert policy.to_json() == raw and policy.auto_failover_policy.min_limit == 1
     assert policy.matches_namespace("t/ns-1") and not policy.matches_namespace("x/t/ns")

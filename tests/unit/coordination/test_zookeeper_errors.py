@@ -26,8 +26,11 @@ from brokerlb.errors import (  # noqa: E402
 
 
 def kazoo_exception_classes():
-    return [cls for _, cls in inspect.getmembers(kazoo_exceptions, inspect.isclass)
-            if issubclass(cls, kazoo_exceptions.KazooException)] + [KazooTimeoutError]
+    return [
+        cls
+        for _, cls in inspect.getmembers(kazoo_exceptions, inspect.isclass)
+        if issubclass(cls, kazoo_exceptions.KazooException)
+    ] + [KazooTimeoutError]
 
 
 def test_every_kazoo_exception_has_an_explicit_entry():
@@ -40,18 +43,21 @@ def test_every_server_error_code_is_covered():
     assert codes and all(cls in KAZOO_ERROR_MAP for cls in codes.values())
 
 
-@pytest.mark.parametrize("kazoo_name, ours, retriable", [
-    ("NoNodeError", NoNodeError, False),
-    ("NodeExistsError", NodeExistsError, False),
-    ("BadVersionError", BadVersionError, False),
-    ("ConnectionLoss", ConnectionLossError, True),
-    ("ConnectionDropped", ConnectionLossError, True),
-    ("OperationTimeoutError", OperationTimeoutError, True),
-    ("SessionExpiredError", SessionExpiredError, False),
-    ("ConnectionClosedError", StoreClosedError, False),
-    ("NoAuthError", StoreAccessDeniedError, False),
-    ("NoChildrenForEphemeralsError", InvalidStoreOperationError, False),
-])
+@pytest.mark.parametrize(
+    "kazoo_name, ours, retriable",
+    [
+        ("NoNodeError", NoNodeError, False),
+        ("NodeExistsError", NodeExistsError, False),
+        ("BadVersionError", BadVersionError, False),
+        ("ConnectionLoss", ConnectionLossError, True),
+        ("ConnectionDropped", ConnectionLossError, True),
+        ("OperationTimeoutError", OperationTimeoutError, True),
+        ("SessionExpiredError", SessionExpiredError, False),
+        ("ConnectionClosedError", StoreClosedError, False),
+        ("NoAuthError", StoreAccessDeniedError, False),
+        ("NoChildrenForEphemeralsError", InvalidStoreOperationError, False),
+    ],
+)
 def test_mapping(kazoo_name, ours, retriable):
     exc = getattr(kazoo_exceptions, kazoo_name)()
     mapped = map_kazoo_error(exc, "/some/path")

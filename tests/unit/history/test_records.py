@@ -20,7 +20,9 @@ def roundtrip(record):
 
 
 def test_broker_sample_roundtrip_and_removal():
-    report = broker("b1", cpu=50, bundles={"t/ns/0x00000000_0x40000000": bundle_stats(msg_rate_in=5, topics=2)})
+    report = broker(
+        "b1", cpu=50, bundles={"t/ns/0x00000000_0x40000000": bundle_stats(msg_rate_in=5, topics=2)}
+    )
     sample = BrokerSample(TS, "b1:8080", report)
     assert roundtrip(sample) == sample
     assert sample.to_json()["localData"]["lastStats"]["t/ns/0x00000000_0x40000000"]["topics"] == 2
@@ -33,7 +35,9 @@ def test_broker_sample_needs_local_data_key_and_valid_report():
     with pytest.raises(InvalidLoadDataError, match="localData"):
         BrokerSample.from_json({"timestamp": TS, "brokerId": "b"})
     with pytest.raises(InvalidLoadDataError) as err:
-        BrokerSample.from_json({"timestamp": TS, "brokerId": "b", "localData": {"cpu": {"usage": "NaN", "limit": 100}}})
+        BrokerSample.from_json(
+            {"timestamp": TS, "brokerId": "b", "localData": {"cpu": {"usage": "NaN", "limit": 100}}}
+        )
     assert err.value.field == "localData.cpu.usage"
     with pytest.raises(InvalidLoadDataError, match="timestamp"):
         BrokerSample(-1, "b", None)
@@ -44,7 +48,9 @@ def test_broker_sample_needs_local_data_key_and_valid_report():
 def test_topic_sample_roundtrip_defaults_and_bundle_normalised():
     sample = TopicSample(TS, "b1", "persistent://t/ns/x", msg_rate_in=1.5, producer_count=2)
     assert roundtrip(sample) == sample
-    read = TopicSample.from_json({"timestamp": TS, "broker": "b1", "topic": "persistent://t/ns/x", "unknown": 1})
+    read = TopicSample.from_json(
+        {"timestamp": TS, "broker": "b1", "topic": "persistent://t/ns/x", "unknown": 1}
+    )
     assert read.msg_rate_out == 0.0 and read.bundle is None
     bundle = str(NamespaceBundles.create("t/ns", 1).find_bundle("persistent://t/ns/x"))
     with_bundle = TopicSample(TS, "b1", "persistent://t/ns/x", "t/ns/0x0_0xFFFFFFFF")
@@ -77,10 +83,16 @@ def test_bundle_boundaries_roundtrip_normalises_like_pulsar():
     assert record.to_json()["boundaries"][1] == "0x40000000" and record.num_bundles == 4
     assert roundtrip(record) == record
     unsorted = BundleBoundaries.from_json(
-        {"timestamp": TS, "namespace": "t/ns", "boundaries": ["0xffffffff", "0x80000000", "0x0", "0x80000000"]}
+        {
+            "timestamp": TS,
+            "namespace": "t/ns",
+            "boundaries": ["0xffffffff", "0x80000000", "0x0", "0x80000000"],
+        }
     )
     assert unsorted.boundaries == (0, 0x80000000, 0xFFFFFFFF)
     with pytest.raises(InvalidBundlesError, match="cover the whole hash range"):
         BundleBoundaries(TS, "t/ns", (0, 0x80000000))
     with pytest.raises(InvalidLoadDataError, match="numBundles"):
-        BundleBoundaries.from_json({"timestamp": TS, "namespace": "t/ns", "boundaries": ["0x0", "0xffffffff"], "numBundles": 4})
+        BundleBoundaries.from_json(
+            {"timestamp": TS, "namespace": "t/ns", "boundaries": ["0x0", "0xffffffff"], "numBundles": 4}
+        )

@@ -34,7 +34,11 @@ def test_leader_cycles_refold_every_brokers_latest_report():
     assert per_report.bundle_data[A].short_term_data.num_samples == 2
     assert per_report.bundle_data[B].short_term_data.num_samples == 1
     assert leader.time_average_data["b2"].short_term_msg_rate_in == 40.0
-    assert [(h.cycle, h.broker_id, h.bundle) for h in leader.bundle_history] == [(0, "b1", A), (1, "b2", B), (2, "b1", A)]
+    assert [(h.cycle, h.broker_id, h.bundle) for h in leader.bundle_history] == [
+        (0, "b1", A),
+        (1, "b2", B),
+        (2, "b1", A),
+    ]
 
 
 def test_removal_stops_folding_and_drops_the_broker():

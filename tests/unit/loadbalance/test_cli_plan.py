@@ -23,15 +23,29 @@ def test_shed_json_from_a_file() -> None:
 
 
 def test_shed_from_stdin_with_full_class_name_and_table() -> None:
-    result = _plan("shed", "--strategy", "org.apache.pulsar.broker.loadbalance.impl.OverloadShedder",
-                   "--format", "table", "--raw", input=EXAMPLE.read_text())
+    result = _plan(
+        "shed",
+        "--strategy",
+        "org.apache.pulsar.broker.loadbalance.impl.OverloadShedder",
+        "--format",
+        "table",
+        "--raw",
+        input=EXAMPLE.read_text(),
+    )
     assert result.exit_code == 0, result.output
     assert "Overloaded" in result.stdout and "stats" in result.stdout
 
 
 def test_set_overrides_config() -> None:
-    result = _plan("shed", "-s", str(EXAMPLE), "--strategy", "OverloadShedder",
-                   "--set", "loadBalancerSheddingEnabled=false")
+    result = _plan(
+        "shed",
+        "-s",
+        str(EXAMPLE),
+        "--strategy",
+        "OverloadShedder",
+        "--set",
+        "loadBalancerSheddingEnabled=false",
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["unload"][0]["reason"] == "Disabled"
 
@@ -49,11 +63,18 @@ def test_errors_exit_non_zero_with_a_message() -> None:
 
 def test_batch_answers_every_line_in_order() -> None:
     snapshot = json.loads(EXAMPLE.read_text())
-    lines = "\n".join([
-        json.dumps({"op": "shed", "snapshot": snapshot, "strategy": "OverloadShedder", "session": "a"}),
-        json.dumps({"op": "shed", "strategy": "Nope", "snapshot": snapshot}),
-        json.dumps({"op": "shed", "strategy": "OverloadShedder", "raw": True}),
-    ]) + "\n"
+    lines = (
+        "\n".join(
+            [
+                json.dumps(
+                    {"op": "shed", "snapshot": snapshot, "strategy": "OverloadShedder", "session": "a"}
+                ),
+                json.dumps({"op": "shed", "strategy": "Nope", "snapshot": snapshot}),
+                json.dumps({"op": "shed", "strategy": "OverloadShedder", "raw": True}),
+            ]
+        )
+        + "\n"
+    )
     result = _plan("batch", "--snapshot", str(EXAMPLE), input=lines)
     assert result.exit_code == 0, result.output
     answers = [json.loads(line) for line in result.stdout.splitlines()]
@@ -78,14 +99,25 @@ def test_split_and_place_end_to_end() -> None:
     assert split.exit_code == 0, split.output
     answer = json.loads(split.stdout)
     assert answer["strategy"].endswith("impl.BundleSplitterTask")
-    assert [(s["bundle"], s["boundaries"], s["reason"]) for s in answer["split"] if s["label"] == "Success"] == [
-        ("telemetry/metrics/0x00000000_0x40000000", ["0x20000000"], "Topics")]
+    assert [
+        (s["bundle"], s["boundaries"], s["reason"]) for s in answer["split"] if s["label"] == "Success"
+    ] == [("telemetry/metrics/0x00000000_0x40000000", ["0x20000000"], "Topics")]
     place = _plan("place", "-s", str(EXAMPLE), "--bundle", "orders/payments/0x00000000_0x40000000")
     assert place.exit_code == 0, place.output
     placement = json.loads(place.stdout)["placement"]
     assert placement["broker"] == "broker-4:8080" and placement["reason"] == "Selected"
-    table = _plan("place", "-s", str(EXAMPLE), "--bundle", "orders/payments/0x00000000_0x40000000",
-                  "--raw", "--strategy", "RoundRobinBrokerSelector", "--format", "table")
+    table = _plan(
+        "place",
+        "-s",
+        str(EXAMPLE),
+        "--bundle",
+        "orders/payments/0x00000000_0x40000000",
+        "--raw",
+        "--strategy",
+        "RoundRobinBrokerSelector",
+        "--format",
+        "table",
+    )
     assert table.exit_code == 0 and "RoundRobinBrokerSelector" in table.stdout
 
 
@@ -93,8 +125,11 @@ def test_shed_loop_gives_destinations_and_batch_sessions_remember() -> None:
     shed = json.loads(_plan("shed", "-s", str(EXAMPLE)).stdout)
     assert {(u["bundle"], u["destination"]) for u in shed["unload"] if u["label"] == "Success"} == {
         ("telemetry/metrics/0x00000000_0x40000000", "broker-4:8080"),
-        ("orders/payments/0x00000000_0x40000000", "broker-4:8080")}
+        ("orders/payments/0x00000000_0x40000000", "broker-4:8080"),
+    }
     lines = "\n".join(json.dumps({"op": "shed", "strategy": "AvgShedder", "session": "s"}) for _ in range(2))
-    answers = [json.loads(x) for x in _plan("batch", "-s", str(EXAMPLE), input=lines + "\n").stdout.splitlines()]
+    answers = [
+        json.loads(x) for x in _plan("batch", "-s", str(EXAMPLE), input=lines + "\n").stdout.splitlines()
+    ]
     assert answers[0]["unload"][0]["reason"] == "HitCount"  # first cycle: one high hit, two needed
     assert any(u["label"] == "Success" for u in answers[1]["unload"])

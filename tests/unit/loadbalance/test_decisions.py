@@ -14,19 +14,47 @@ from brokerlb.loadbalance.decisions import SPLIT_REASONS, UNLOAD_REASONS
 
 def test_reason_values_are_pulsar_names() -> None:
     assert {r.value for r in UNLOAD_REASONS} == {
-        "Overloaded", "Underloaded", "Balanced", "NoBundles", "CoolDown", "OutDatedData", "NoLoadData",
-        "NoBrokers", "Unknown", "Admin", "HitCount"}
+        "Overloaded",
+        "Underloaded",
+        "Balanced",
+        "NoBundles",
+        "CoolDown",
+        "OutDatedData",
+        "NoLoadData",
+        "NoBrokers",
+        "Unknown",
+        "Admin",
+        "HitCount",
+    }
     assert {r.value for r in SPLIT_REASONS} == {
-        "Topics", "Sessions", "MsgRate", "Bandwidth", "Admin", "Balanced", "Unknown"}
+        "Topics",
+        "Sessions",
+        "MsgRate",
+        "Bandwidth",
+        "Admin",
+        "Balanced",
+        "Unknown",
+    }
     assert [label.value for label in Label] == ["Success", "Skip", "Failure"]
 
 
 def test_unload_decision_json_has_the_output_fields() -> None:
-    d = UnloadDecision("b1:8080", "t/ns/0x00000000_0x80000000", "b2:8080", Label.SUCCESS, Reason.OVERLOADED,
-                       "usage 0.9 > 0.85")
-    assert d.to_json() == {"broker": "b1:8080", "bundle": "t/ns/0x00000000_0x80000000",
-                           "destination": "b2:8080", "label": "Success", "reason": "Overloaded",
-                           "detail": "usage 0.9 > 0.85"}
+    d = UnloadDecision(
+        "b1:8080",
+        "t/ns/0x00000000_0x80000000",
+        "b2:8080",
+        Label.SUCCESS,
+        Reason.OVERLOADED,
+        "usage 0.9 > 0.85",
+    )
+    assert d.to_json() == {
+        "broker": "b1:8080",
+        "bundle": "t/ns/0x00000000_0x80000000",
+        "destination": "b2:8080",
+        "label": "Success",
+        "reason": "Overloaded",
+        "detail": "usage 0.9 > 0.85",
+    }
     assert d.is_unload
 
 
@@ -35,8 +63,9 @@ def test_skip_and_failure_are_not_unloads() -> None:
     failure = UnloadDecision.failure(Reason.NO_DESTINATION, broker="b1", bundle="x/y/0x0_0x1")
     assert (skip.label, skip.broker, skip.bundle, skip.is_unload) == (Label.SKIP, None, None, False)
     assert (failure.label, failure.is_unload) == (Label.FAILURE, False)
-    result = SheddingResult.of([skip, failure, UnloadDecision("b1", "x/y/0x0_0x1", reason=Reason.OVERLOADED)],
-                               {"avg": 0.5})
+    result = SheddingResult.of(
+        [skip, failure, UnloadDecision("b1", "x/y/0x0_0x1", reason=Reason.OVERLOADED)], {"avg": 0.5}
+    )
     assert [d.bundle for d in result.unloads] == ["x/y/0x0_0x1"]
     assert result.bundles_by_broker() == {"b1": ["x/y/0x0_0x1"]}
     assert result.to_json()["stats"] == {"avg": 0.5}
@@ -44,9 +73,16 @@ def test_skip_and_failure_are_not_unloads() -> None:
 
 
 def test_split_decision_writes_boundaries_as_pulsar_hex() -> None:
-    d = SplitDecision("t/ns/0x00000000_0xffffffff", (0x7FFFFFFF,), Label.SUCCESS, Reason.TOPICS, "1001 > 1000")
-    assert d.to_json() == {"bundle": "t/ns/0x00000000_0xffffffff", "boundaries": ["0x7fffffff"],
-                           "label": "Success", "reason": "Topics", "detail": "1001 > 1000"}
+    d = SplitDecision(
+        "t/ns/0x00000000_0xffffffff", (0x7FFFFFFF,), Label.SUCCESS, Reason.TOPICS, "1001 > 1000"
+    )
+    assert d.to_json() == {
+        "bundle": "t/ns/0x00000000_0xffffffff",
+        "boundaries": ["0x7fffffff"],
+        "label": "Success",
+        "reason": "Topics",
+        "detail": "1001 > 1000",
+    }
     result = SplitResult.of([d, SplitDecision("a/b/0x0_0x1", (), Label.SKIP, Reason.SINGLE_TOPIC)])
     assert result.splits == [d]
 
@@ -55,5 +91,11 @@ def test_placement_decision_label_follows_broker() -> None:
     chosen = PlacementDecision("t/ns/0x00000000_0xffffffff", "b2", ("b1", "b2"), Reason.SELECTED)
     none = PlacementDecision("t/ns/0x00000000_0xffffffff", None, (), Reason.NO_BROKERS, "no broker available")
     assert chosen.to_json()["label"] == "Success" and chosen.to_json()["candidates"] == ["b1", "b2"]
-    assert none.to_json() == {"bundle": "t/ns/0x00000000_0xffffffff", "broker": None, "candidates": [],
-                              "label": "Failure", "reason": "NoBrokers", "detail": "no broker available"}
+    assert none.to_json() == {
+        "bundle": "t/ns/0x00000000_0xffffffff",
+        "broker": None,
+        "candidates": [],
+        "label": "Failure",
+        "reason": "NoBrokers",
+        "detail": "no broker available",
+    }

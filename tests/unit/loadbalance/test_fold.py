@@ -13,14 +13,20 @@ DEFAULT = NamespaceBundleStats.new_default()
 
 
 def _sample(rng: random.Random) -> NamespaceBundleStats:
-    return NamespaceBundleStats(msg_rate_in=rng.uniform(0, 4e4), msg_rate_out=rng.uniform(0, 1e4),
-                                msg_throughput_in=rng.uniform(0, 1e8), msg_throughput_out=rng.uniform(0, 1e8),
-                                topics=rng.randint(0, 3), consumer_count=rng.randint(0, 5),
-                                producer_count=rng.randint(0, 5))
+    return NamespaceBundleStats(
+        msg_rate_in=rng.uniform(0, 4e4),
+        msg_rate_out=rng.uniform(0, 1e4),
+        msg_throughput_in=rng.uniform(0, 1e8),
+        msg_throughput_out=rng.uniform(0, 1e8),
+        topics=rng.randint(0, 3),
+        consumer_count=rng.randint(0, 5),
+        producer_count=rng.randint(0, 5),
+    )
 
 
-def _reference(reports: dict[str, dict[str, NamespaceBundleStats]], histories: dict[str, BundleData]
-               ) -> dict[str, TimeAverageBrokerData]:
+def _reference(
+    reports: dict[str, dict[str, NamespaceBundleStats]], histories: dict[str, BundleData]
+) -> dict[str, TimeAverageBrokerData]:
     """Pulsar's updateBundleData, one broker after the other, on the model objects."""
     averages = {}
     for name, stats_map in reports.items():
@@ -61,7 +67,10 @@ def test_a_history_with_other_window_sizes_and_the_summary() -> None:
     odd = BundleData.with_defaults(3, 7, DEFAULT)
     twin = odd.copy()
     a, b = "t/a/0x00000000_0x00000010", "t/a/0x00000010_0x00000020"
-    stats = {a: NamespaceBundleStats(msg_rate_in=5.0, topics=4, consumer_count=2), b: NamespaceBundleStats(msg_rate_out=9.0)}
+    stats = {
+        a: NamespaceBundleStats(msg_rate_in=5.0, topics=4, consumer_count=2),
+        b: NamespaceBundleStats(msg_rate_out=9.0),
+    }
     other = {a: NamespaceBundleStats(msg_rate_in=7.0, producer_count=1)}
     state = LeaderLoadState()
     state.load_data.bundle_data[a] = odd
@@ -89,13 +98,19 @@ def test_a_history_with_other_window_sizes_and_the_summary() -> None:
 
 def test_the_split_prefilter_gives_the_same_decisions() -> None:
     rng = random.Random(5)
-    conf = ServiceConfig.from_mapping({"loadBalancerNamespaceBundleMaxMsgRate": "20000",
-                                       "loadBalancerNamespaceBundleMaxSessions": "8",
-                                       "loadBalancerNamespaceBundleMaxTopics": "2"})
+    conf = ServiceConfig.from_mapping(
+        {
+            "loadBalancerNamespaceBundleMaxMsgRate": "20000",
+            "loadBalancerNamespaceBundleMaxSessions": "8",
+            "loadBalancerNamespaceBundleMaxTopics": "2",
+        }
+    )
     state = LeaderLoadState()
     for _ in range(30):
-        reports = {name: broker(name, bundles={b: _sample(rng) for b in rng.sample(BUNDLES, 8)})
-                   for name in ("b1", "b2")}
+        reports = {
+            name: broker(name, bundles={b: _sample(rng) for b in rng.sample(BUNDLES, 8)})
+            for name in ("b1", "b2")
+        }
         refresh(state, reports)
         assert state.fold_summary is not None
         args = ({n: r for n, r in reports.items()}, state.load_data.bundle_data, lambda ns: 4, conf)

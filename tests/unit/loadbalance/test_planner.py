@@ -8,7 +8,9 @@ import pytest
 from brokerlb.errors import BundleNotFoundError, InvalidInputError, InvalidSnapshotError, UnknownStrategyError
 from brokerlb.loadbalance.planner import Planner, PlanRequest
 
-EXAMPLE = json.loads((Path(__file__).parents[3] / "examples" / "snapshots" / "skewed-cluster.json").read_text())
+EXAMPLE = json.loads(
+    (Path(__file__).parents[3] / "examples" / "snapshots" / "skewed-cluster.json").read_text()
+)
 
 
 def test_answer_has_every_part() -> None:
@@ -18,7 +20,8 @@ def test_answer_has_every_part() -> None:
     assert answer["split"] == [] and answer["placement"] is None
     unloads = [u for u in answer["unload"] if u["label"] == "Success"]
     assert [(u["broker"], u["bundle"]) for u in unloads] == [
-        ("broker-1:8080", "telemetry/metrics/0x00000000_0x40000000")]
+        ("broker-1:8080", "telemetry/metrics/0x00000000_0x40000000")
+    ]
 
 
 def test_raw_mode_runs_the_strategy_alone() -> None:
@@ -30,8 +33,14 @@ def test_raw_mode_runs_the_strategy_alone() -> None:
 
 
 def test_overrides_apply_over_the_snapshot_config() -> None:
-    answer = Planner().run({"op": "shed", "snapshot": EXAMPLE, "strategy": "OverloadShedder",
-                            "set": {"loadBalancerBrokerOverloadedThresholdPercentage": "95"}})
+    answer = Planner().run(
+        {
+            "op": "shed",
+            "snapshot": EXAMPLE,
+            "strategy": "OverloadShedder",
+            "set": {"loadBalancerBrokerOverloadedThresholdPercentage": "95"},
+        }
+    )
     assert not any(u["label"] == "Success" for u in answer["unload"])
     assert answer["stats"]["overloadThreshold"] == 0.95
 
@@ -44,8 +53,11 @@ def test_overrides_apply_over_the_snapshot_config() -> None:
         ({"op": "shed"}, InvalidInputError, "no snapshot"),
         ({"op": "shed", "snapshot": {"now": "x"}}, InvalidSnapshotError, "now"),
         ({"op": "place", "snapshot": EXAMPLE}, InvalidInputError, "bundle"),
-        ({"op": "place", "snapshot": EXAMPLE, "bundle": "x/y/0x00000000_0xffffffff"}, BundleNotFoundError,
-         "not in the snapshot"),
+        (
+            {"op": "place", "snapshot": EXAMPLE, "bundle": "x/y/0x00000000_0xffffffff"},
+            BundleNotFoundError,
+            "not in the snapshot",
+        ),
         ({"op": "shed", "snapshot": EXAMPLE, "seed": "1"}, InvalidInputError, "seed"),
         ({"op": "shed", "snapshot": EXAMPLE, "raw": 1}, InvalidInputError, "raw"),
         ({"op": "shed", "snapshot": EXAMPLE, "set": {"noSuchKey": 1}}, InvalidInputError, "noSuchKey"),
@@ -83,8 +95,16 @@ def test_sessions_keep_state_and_rng() -> None:
 
 
 def test_notes_in_a_request_are_ignored() -> None:
-    answer = Planner().run({"op": "shed", "snapshot": EXAMPLE, "strategy": "OverloadShedder", "id": 7,
-                            "expect": {"x": 1}, "_note": "from a fixture"})
+    answer = Planner().run(
+        {
+            "op": "shed",
+            "snapshot": EXAMPLE,
+            "strategy": "OverloadShedder",
+            "id": 7,
+            "expect": {"x": 1},
+            "_note": "from a fixture",
+        }
+    )
     assert answer["op"] == "shed"
 
 

@@ -22,8 +22,15 @@ def test_first_sample_replaces_the_default_history() -> None:
 
 def test_time_average_and_namespace_map() -> None:
     state = LeaderLoadState()
-    refresh(state, {"b1": broker("b1", bundles={A: bundle_stats(msg_rate_in=100.0), B: bundle_stats(msg_rate_out=7.0)}),
-                    "b2": broker("b2", bundles={C: bundle_stats(msg_rate_in=1.0)})})
+    refresh(
+        state,
+        {
+            "b1": broker(
+                "b1", bundles={A: bundle_stats(msg_rate_in=100.0), B: bundle_stats(msg_rate_out=7.0)}
+            ),
+            "b2": broker("b2", bundles={C: bundle_stats(msg_rate_in=1.0)}),
+        },
+    )
     tad = state.load_data.broker_data["b1"].time_average_data
     assert (tad.short_term_msg_rate_in, tad.short_term_msg_rate_out) == (100.0, 7.0)
     assert state.namespace_bundle_ranges["b1"] == {"t/ns": {"0x00000000_0x80000000", "0x80000000_0xffffffff"}}
@@ -55,8 +62,11 @@ def test_stored_history_then_quota_then_default() -> None:
 def test_stored_history_gets_the_new_sample() -> None:
     state = LeaderLoadState()
     stored = bundle_data(msg_rate_in=10.0, num_samples=1)  # one earlier sample of 10
-    refresh(state, {"b1": broker("b1", bundles={A: bundle_stats(msg_rate_in=30.0)})},
-            stored_bundle_data=lambda b: stored)
+    refresh(
+        state,
+        {"b1": broker("b1", bundles={A: bundle_stats(msg_rate_in=30.0)})},
+        stored_bundle_data=lambda b: stored,
+    )
     assert state.load_data.bundle_data[A].short_term_data.msg_rate_in == 20.0
     assert stored.short_term_data.msg_rate_in == 10.0  # the stored object is not changed
 
@@ -67,7 +77,9 @@ def test_preallocations_are_cleared_once_the_broker_reports_one() -> None:
     data = state.load_data.broker_data["b1"]
     # the leader assigned B and C to b1 (placement puts their history into bundle_data too)
     for bundle in (B, C):
-        data.preallocated_bundle_data[bundle] = state.load_data.bundle_data.setdefault(bundle, BundleData.new_default())
+        data.preallocated_bundle_data[bundle] = state.load_data.bundle_data.setdefault(
+            bundle, BundleData.new_default()
+        )
         state.preallocated_bundle_to_broker[bundle] = "b1"
     refresh(state, {"b1": broker("b1", bundles=[A])})  # reports neither yet
     assert set(data.preallocated_bundle_data) == {B, C}
@@ -89,10 +101,16 @@ def test_the_one_pass_fold_agrees_with_the_model() -> None:
     reference: dict[str, BundleData] = {}
     bundles = [A, B, C]
     for _ in range(1200):  # past both window sizes
-        samples = {b: NamespaceBundleStats(msg_rate_in=rng.uniform(0, 1e4), msg_rate_out=rng.uniform(0, 1e4),
-                                           msg_throughput_in=rng.uniform(0, 1e8),
-                                           msg_throughput_out=rng.uniform(0, 1e8), topics=rng.randint(0, 99))
-                   for b in bundles}
+        samples = {
+            b: NamespaceBundleStats(
+                msg_rate_in=rng.uniform(0, 1e4),
+                msg_rate_out=rng.uniform(0, 1e4),
+                msg_throughput_in=rng.uniform(0, 1e8),
+                msg_throughput_out=rng.uniform(0, 1e8),
+                topics=rng.randint(0, 99),
+            )
+            for b in bundles
+        }
         for bundle, sample in samples.items():
             reference.setdefault(bundle, bundle_data_or_default(bundle)).update(sample)
         refresh(state, {"b1": broker("b1", bundles=samples)})

@@ -48,7 +48,9 @@ def test_a_short_name_cannot_be_taken_twice() -> None:
 
 
 def test_missing_module_is_a_clear_error() -> None:
-    spec = StrategySpec(SHED, "com.example.Missing", "brokerlb.loadbalance.shedding.no_such_module", "X", None)
+    spec = StrategySpec(
+        SHED, "com.example.Missing", "brokerlb.loadbalance.shedding.no_such_module", "X", None
+    )
     register(spec)
     try:
         with pytest.raises(StrategyNotAvailableError, match="no_such_module"):
@@ -70,6 +72,10 @@ def test_defaults_follow_the_config() -> None:
     # the extensible manager runs TransferShedder unless an extensible strategy is configured
     ext = conf.with_overrides({"loadManagerClassName": f"{EXTENSIONS}.ExtensibleLoadManagerImpl"})
     assert default_strategy_name(SHED, ext) == f"{EXTENSIONS}.scheduler.TransferShedder"
-    assert default_strategy_name(StrategyKind.PLACEMENT, ext) == f"{EXTENSIONS}.strategy.LeastResourceUsageWithWeight"
+    assert (
+        default_strategy_name(StrategyKind.PLACEMENT, ext)
+        == f"{EXTENSIONS}.strategy.LeastResourceUsageWithWeight"
+    )
     assert default_strategy_name(StrategyKind.SPLIT, ext) == (
-        f"{EXTENSIONS}.strategy.DefaultNamespaceBundleSplitStrategyImpl")
+        f"{EXTENSIONS}.strategy.DefaultNamespaceBundleSplitStrategyImpl"
+    )

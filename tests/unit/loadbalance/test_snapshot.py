@@ -17,14 +17,19 @@ B1 = "t/ns/0x00000000_0x80000000"
 def _doc(**extra) -> dict:
     doc = {
         "now": 1000,
-        "brokers": {"b1:8080": {"localData": {
-            "webServiceUrl": "http://b1:8080",
-            "cpu": {"usage": 400.0, "limit": 800.0},
-            "lastStats": {B1: {"msgRateIn": 100.0, "topics": 3}},
-            "bundles": [B1],
-        }}},
-        "bundleData": {B1: {"shortTermData": {"msgRateIn": 80.0}, "longTermData": {"msgRateIn": 60.0},
-                            "topics": 3}},
+        "brokers": {
+            "b1:8080": {
+                "localData": {
+                    "webServiceUrl": "http://b1:8080",
+                    "cpu": {"usage": 400.0, "limit": 800.0},
+                    "lastStats": {B1: {"msgRateIn": 100.0, "topics": 3}},
+                    "bundles": [B1],
+                }
+            }
+        },
+        "bundleData": {
+            B1: {"shortTermData": {"msgRateIn": 80.0}, "longTermData": {"msgRateIn": 60.0}, "topics": 3}
+        },
     }
     doc.update(extra)
     return doc
@@ -58,30 +63,59 @@ def test_now_from_the_caller_when_missing() -> None:
 @pytest.mark.parametrize(
     ("mutate", "path"),
     [
-        (lambda d: d["brokers"]["b1:8080"]["localData"]["cpu"].update(usage=float("nan")),
-         "brokers[b1:8080].localData.cpu.usage"),
-        (lambda d: d["brokers"]["b1:8080"]["localData"]["lastStats"][B1].update(msgRateIn=-1),
-         f"brokers[b1:8080].localData.lastStats[{B1}].msgRateIn"),
-        (lambda d: d["bundleData"][B1]["shortTermData"].update(msgRateOut="x"),
-         f"bundleData[{B1}].shortTermData.msgRateOut"),
-        (lambda d: d.update(config={"loadBalancerSheddingEnabled": "maybe"}), "config.loadBalancerSheddingEnabled"),
-        (lambda d: d.update(config={"loadBalancerShedingEnabled": True}), "config.loadBalancerShedingEnabled"),
+        (
+            lambda d: d["brokers"]["b1:8080"]["localData"]["cpu"].update(usage=float("nan")),
+            "brokers[b1:8080].localData.cpu.usage",
+        ),
+        (
+            lambda d: d["brokers"]["b1:8080"]["localData"]["lastStats"][B1].update(msgRateIn=-1),
+            f"brokers[b1:8080].localData.lastStats[{B1}].msgRateIn",
+        ),
+        (
+            lambda d: d["bundleData"][B1]["shortTermData"].update(msgRateOut="x"),
+            f"bundleData[{B1}].shortTermData.msgRateOut",
+        ),
+        (
+            lambda d: d.update(config={"loadBalancerSheddingEnabled": "maybe"}),
+            "config.loadBalancerSheddingEnabled",
+        ),
+        (
+            lambda d: d.update(config={"loadBalancerShedingEnabled": True}),
+            "config.loadBalancerShedingEnabled",
+        ),
         (lambda d: d.update(now=-5), "now"),
         (lambda d: d.update(recentlyUnloadedBundles={B1: "yesterday"}), f"recentlyUnloadedBundles[{B1}]"),
         (lambda d: d.update(ownership={B1: 7}), f"ownership[{B1}]"),
-        (lambda d: d.update(isolationPolicies={"p": {"namespaces": ["t/.*"], "primary": ["("],
-                                                     "auto_failover_policy": {}}}),
-         "isolationPolicies[p].primary[0]"),
-        (lambda d: d.update(isolationPolicies={"p": {"namespaces": ["t/.*"], "primary": ["b1"]}}),
-         "isolationPolicies[p].auto_failover_policy"),
-        (lambda d: d.update(namespacePolicies={"t/ns": {"bundles": {"boundaries": ["0x00000000", "0x10"]}}}),
-         "namespacePolicies[t/ns].bundles"),
-        (lambda d: d.update(brokerLoadData={"b1:8080": {"weightedMaxEMA": -1}}),
-         "brokerLoadData[b1:8080].weightedMaxEMA"),
-        (lambda d: d.update(topBundlesLoadData={"b1:8080": [{"stats": {}}]}),
-         "topBundlesLoadData[b1:8080][0].bundleName"),
-        (lambda d: d.update(brokerLookupData={"b1:8080": {"persistentTopicsEnabled": "yes"}}),
-         "brokerLookupData[b1:8080].persistentTopicsEnabled"),
+        (
+            lambda d: d.update(
+                isolationPolicies={
+                    "p": {"namespaces": ["t/.*"], "primary": ["("], "auto_failover_policy": {}}
+                }
+            ),
+            "isolationPolicies[p].primary[0]",
+        ),
+        (
+            lambda d: d.update(isolationPolicies={"p": {"namespaces": ["t/.*"], "primary": ["b1"]}}),
+            "isolationPolicies[p].auto_failover_policy",
+        ),
+        (
+            lambda d: d.update(
+                namespacePolicies={"t/ns": {"bundles": {"boundaries": ["0x00000000", "0x10"]}}}
+            ),
+            "namespacePolicies[t/ns].bundles",
+        ),
+        (
+            lambda d: d.update(brokerLoadData={"b1:8080": {"weightedMaxEMA": -1}}),
+            "brokerLoadData[b1:8080].weightedMaxEMA",
+        ),
+        (
+            lambda d: d.update(topBundlesLoadData={"b1:8080": [{"stats": {}}]}),
+            "topBundlesLoadData[b1:8080][0].bundleName",
+        ),
+        (
+            lambda d: d.update(brokerLookupData={"b1:8080": {"persistentTopicsEnabled": "yes"}}),
+            "brokerLookupData[b1:8080].persistentTopicsEnabled",
+        ),
         (lambda d: d["brokers"]["b1:8080"].update(timeAverage={}), "brokers[b1:8080]"),
         (lambda d: d["brokers"].update({"b2:8080": {"timeAverageData": {}}}), "brokers[b2:8080].localData"),
     ],
@@ -115,18 +149,36 @@ def test_round_trip_of_the_example() -> None:
 
 def test_round_trip_of_extensible_parts() -> None:
     doc = _doc(
-        config={"loadManagerClassName": "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"},
-        brokerLoadData={"b1:8080": {"cpu": {"usage": 50, "limit": 100}, "weightedMaxEMA": 0.5, "updatedAt": 900,
-                                    "msgThroughputEMA": 10.0}},
-        topBundlesLoadData={"b1:8080": {"topBundlesLoadData": [{"bundleName": B1, "stats": {"msgRateIn": 5}}]}},
+        config={
+            "loadManagerClassName": "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
+        },
+        brokerLoadData={
+            "b1:8080": {
+                "cpu": {"usage": 50, "limit": 100},
+                "weightedMaxEMA": 0.5,
+                "updatedAt": 900,
+                "msgThroughputEMA": 10.0,
+            }
+        },
+        topBundlesLoadData={
+            "b1:8080": {"topBundlesLoadData": [{"bundleName": B1, "stats": {"msgRateIn": 5}}]}
+        },
         brokerLookupData={"b1:8080": {"brokerVersion": "3.1.0", "webServiceUrl": "http://b1:8080", "x": 1}},
         ownership={B1: "b1:8080"},
         recentlyUnloadedBrokers={"b1:8080": 500},
         failureDomains={"rack": ["b1:8080"]},
         namespacePolicies={"t/ns": {"antiAffinityGroup": "g", "bundles": {"numBundles": 2}}},
-        isolationPolicies={"p": {"namespaces": ["t/.*"], "primary": ["b1.*"], "secondary": [],
-                                 "auto_failover_policy": {"policy_type": "min_available",
-                                                          "parameters": {"min_limit": 1, "usage_threshold": "80"}}}},
+        isolationPolicies={
+            "p": {
+                "namespaces": ["t/.*"],
+                "primary": ["b1.*"],
+                "secondary": [],
+                "auto_failover_policy": {
+                    "policy_type": "min_available",
+                    "parameters": {"min_limit": 1, "usage_threshold": "80"},
+                },
+            }
+        },
     )
     view = parse_snapshot(doc)
     assert view.is_extensible and view.broker_load_data["b1:8080"].weighted_max_ema == 0.5

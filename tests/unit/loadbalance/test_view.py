@@ -12,8 +12,12 @@ B1 = "t/b/0x00000000_0xffffffff"
 
 
 def _view(**kwargs) -> ClusterView:
-    data = load_data([broker("b1:8080", bundles={A1: bundle_stats(10), B1: bundle_stats(5)}),
-                      broker("b2:8080", bundles=[A2])])
+    data = load_data(
+        [
+            broker("b1:8080", bundles={A1: bundle_stats(10), B1: bundle_stats(5)}),
+            broker("b2:8080", bundles=[A2]),
+        ]
+    )
     return ClusterView(load_data=data, now_ms=1000, **kwargs)
 
 
@@ -46,8 +50,10 @@ def test_top_bundles_count_as_reported() -> None:
 
 def test_namespace_indexes() -> None:
     view = _view()
-    assert view.namespace_bundle_ranges["b1:8080"] == {"t/a": {"0x00000000_0x80000000"},
-                                                       "t/b": {"0x00000000_0xffffffff"}}
+    assert view.namespace_bundle_ranges["b1:8080"] == {
+        "t/a": {"0x00000000_0x80000000"},
+        "t/b": {"0x00000000_0xffffffff"},
+    }
     assert view.bundle_count("t/a") == 2
     assert view.bundles_of_namespace("t/a") == {A1, A2}
     assert view.knows_bundle(A1) and not view.knows_bundle("t/a/0x00000000_0x40000000")
@@ -63,15 +69,23 @@ def test_bundle_count_prefers_the_policy() -> None:
 
 def test_isolation_policy_and_failure_domains() -> None:
     iso = NamespaceIsolationData(("t/a",), ("b1.*",))
-    view = _view(isolation_policies={"z": iso}, failure_domains={"rack1": FailureDomain(frozenset({"b2:8080"}))})
+    view = _view(
+        isolation_policies={"z": iso}, failure_domains={"rack1": FailureDomain(frozenset({"b2:8080"}))}
+    )
     assert view.isolation_policy_for("t/a") == ("z", iso)
     assert view.isolation_policy_for("t/b") is None
     assert view.failure_domain_of("b2:8080") == "rack1" and view.failure_domain_of("b1:8080") is None
 
 
 def test_system_bundles_are_left_out_of_shedding_data() -> None:
-    data = load_data([broker("b1:8080", bundles={"pulsar/system/0x00000000_0xffffffff": bundle_stats(1),
-                                                 A1: bundle_stats(1)})])
+    data = load_data(
+        [
+            broker(
+                "b1:8080",
+                bundles={"pulsar/system/0x00000000_0xffffffff": bundle_stats(1), A1: bundle_stats(1)},
+            )
+        ]
+    )
     view = ClusterView(load_data=data)
     assert set(view.bundle_data_for_load_shedding) == {A1}
     assert view.is_system_bundle("pulsar/system/0x00000000_0xffffffff") and not view.is_system_bundle(A1)
@@ -84,5 +98,6 @@ def test_with_overrides_changes_only_the_config() -> None:
     assert other.load_data is view.load_data
     assert not view.is_extensible
     ext = view.with_overrides(
-        {"loadManagerClassName": "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"})
+        {"loadManagerClassName": "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"}
+    )
     assert ext.is_extensible

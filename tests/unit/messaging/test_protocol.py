@@ -33,8 +33,10 @@ from brokerlb.messaging import (
 def test_producer_and_consumer_urls_parse_with_pulsars_shape() -> None:
     p = parse_endpoint("/ws/v2/producer/persistent/public/default/orders")
     assert (p.kind, str(p.topic), p.subscription) == ("producer", "persistent://public/default/orders", None)
-    c = parse_endpoint("/ws/v2/consumer/non-persistent/t/ns/orders/audit",
-                       b"subscriptionType=Shared&receiverQueueSize=5000&consumerName=c1&priorityLevel=2")
+    c = parse_endpoint(
+        "/ws/v2/consumer/non-persistent/t/ns/orders/audit",
+        b"subscriptionType=Shared&receiverQueueSize=5000&consumerName=c1&priorityLevel=2",
+    )
     assert (c.kind, str(c.topic), c.subscription) == ("consumer", "non-persistent://t/ns/orders", "audit")
     assert c.subscription_type == "Shared"
     assert c.receiver_queue_size == 1000  # Pulsar caps it at 1000
@@ -42,17 +44,20 @@ def test_producer_and_consumer_urls_parse_with_pulsars_shape() -> None:
     assert parse_endpoint("/ws/v2/consumer/persistent/t/ns/x/s").subscription_type == "Exclusive"
 
 
-@pytest.mark.parametrize("path, query, match", [
-    ("/ws/v2/producer/persistent/t/ns", b"", "Invalid topic name format"),
-    ("/ws/v2/consumer/persistent/t/ns/topic", b"", "Invalid topic name format"),
-    ("/ws/v2/consumer/persistent/t/ns/topic/", b"", "Invalid topic name format"),
-    ("/ws/v2/reader/persistent/t/ns/topic", b"", "Unknown data-path endpoint"),
-    ("/ws/v2/producer/durable/t/ns/topic", b"", "Invalid domain"),
-    ("/ws/v2/consumer/persistent/t/ns/topic/s", b"subscriptionType=Fancy", "Invalid subscriptionType"),
-    ("/ws/v2/consumer/persistent/t/ns/topic/s", b"receiverQueueSize=many", "must be an integer"),
-    ("/ws/v2/consumer/persistent/t/ns/topic/s", b"receiverQueueSize=0", "must be >= 1"),
-    ("/admin/v2/namespaces", b"", "Not a data-path URL"),
-])
+@pytest.mark.parametrize(
+    "path, query, match",
+    [
+        ("/ws/v2/producer/persistent/t/ns", b"", "Invalid topic name format"),
+        ("/ws/v2/consumer/persistent/t/ns/topic", b"", "Invalid topic name format"),
+        ("/ws/v2/consumer/persistent/t/ns/topic/", b"", "Invalid topic name format"),
+        ("/ws/v2/reader/persistent/t/ns/topic", b"", "Unknown data-path endpoint"),
+        ("/ws/v2/producer/durable/t/ns/topic", b"", "Invalid domain"),
+        ("/ws/v2/consumer/persistent/t/ns/topic/s", b"subscriptionType=Fancy", "Invalid subscriptionType"),
+        ("/ws/v2/consumer/persistent/t/ns/topic/s", b"receiverQueueSize=many", "must be an integer"),
+        ("/ws/v2/consumer/persistent/t/ns/topic/s", b"receiverQueueSize=0", "must be >= 1"),
+        ("/admin/v2/namespaces", b"", "Not a data-path URL"),
+    ],
+)
 def test_bad_urls_are_refused_naming_the_problem(path: str, query: bytes, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
         parse_endpoint(path, query)
@@ -63,9 +68,12 @@ def test_a_bad_namespace_in_the_url_is_a_topic_name_error() -> None:
         parse_endpoint("/ws/v2/producer/persistent/t/n$s/topic")
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30)
-       .filter(lambda s: s.strip("/") == s and "/" not in s),
-       st.text(alphabet="abcXYZ-_. é%#?&", min_size=1, max_size=20))
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30).filter(
+        lambda s: s.strip("/") == s and "/" not in s
+    ),
+    st.text(alphabet="abcXYZ-_. é%#?&", min_size=1, max_size=20),
+)
 def test_built_paths_parse_back_to_the_same_topic_and_subscription(local: str, sub: str) -> None:
     topic = f"persistent://tenant/ns/{local}"
     from urllib.parse import urlsplit
@@ -93,15 +101,23 @@ def test_send_request_and_acks_have_pulsars_json() -> None:
     assert ProducerAck.parse(err.encode()) == err and not err.ok and ProducerAck.parse(ok.encode()).ok
 
 
-@pytest.mark.parametrize("text, code, context", [
-    ("not json", WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, None),
-    ("[1, 2]", WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, None),
-    ('{"context": "c1"}', WebSocketError.PAYLOAD_ENCODING_ERROR, "c1"),
-    ('{"payload": "***", "context": "c2"}', WebSocketError.PAYLOAD_ENCODING_ERROR, "c2"),
-    ('{"payload": "aGk=", "properties": {"a": 1}, "context": 3}', WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, "3"),
-])
-def test_bad_send_requests_carry_pulsars_error_code_and_the_context(text: str, code: int,
-                                                                     context: str | None) -> None:
+@pytest.mark.parametrize(
+    "text, code, context",
+    [
+        ("not json", WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, None),
+        ("[1, 2]", WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, None),
+        ('{"context": "c1"}', WebSocketError.PAYLOAD_ENCODING_ERROR, "c1"),
+        ('{"payload": "***", "context": "c2"}', WebSocketError.PAYLOAD_ENCODING_ERROR, "c2"),
+        (
+            '{"payload": "aGk=", "properties": {"a": 1}, "context": 3}',
+            WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON,
+            "3",
+        ),
+    ],
+)
+def test_bad_send_requests_carry_pulsars_error_code_and_the_context(
+    text: str, code: int, context: str | None
+) -> None:
     with pytest.raises(DataPathProtocolError) as info:
         ProducerMessage.parse(text)
     assert info.value.code == code and info.value.context == context
@@ -109,7 +125,10 @@ def test_bad_send_requests_carry_pulsars_error_code_and_the_context(text: str, c
 
 def test_consumer_commands() -> None:
     assert ConsumerCommand.parse('{"messageId": "CAEQAg=="}') == ConsumerCommand("ack", "CAEQAg==")
-    assert ConsumerCommand.parse('{"type": "negativeAcknowledge", "messageId": "x"}').type == "negativeAcknowledge"
+    assert (
+        ConsumerCommand.parse('{"type": "negativeAcknowledge", "messageId": "x"}').type
+        == "negativeAcknowledge"
+    )
     for bad in ('{"type": "permit", "permitMessages": 10}', '{"messageId": ""}', "[]", "nope"):
         with pytest.raises(DataPathProtocolError):
             ConsumerCommand.parse(bad)
@@ -118,8 +137,13 @@ def test_consumer_commands() -> None:
 def test_consumer_frame_is_pulsars_consumer_message() -> None:
     m = ProducerMessage("aGk=", 2, "c", "key-1", {"p": "v"})
     body = json.loads(consumer_frame("CAEQAg==", m, format_publish_time(1_700_000_000_123)))
-    assert body == {"messageId": "CAEQAg==", "payload": "aGk=", "properties": {"p": "v"},
-                    "publishTime": "2023-11-14T22:13:20.123Z", "key": "key-1"}
+    assert body == {
+        "messageId": "CAEQAg==",
+        "payload": "aGk=",
+        "properties": {"p": "v"},
+        "publishTime": "2023-11-14T22:13:20.123Z",
+        "key": "key-1",
+    }
     assert "key" not in json.loads(consumer_frame("x", ProducerMessage("aGk=", 2), "t"))
 
 
@@ -138,8 +162,15 @@ def test_message_ids_round_trip(ledger: int, entry: int, partition: int) -> None
     assert decode_message_id(encode_message_id(ledger, entry, partition)) == (ledger, entry, partition)
 
 
-@pytest.mark.parametrize("text", ["***", base64.b64encode(b"\x08").decode(), base64.b64encode(b"\x08\x01").decode(),
-                                  base64.b64encode(b"\x0a\x01x").decode()])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "***",
+        base64.b64encode(b"\x08").decode(),
+        base64.b64encode(b"\x08\x01").decode(),
+        base64.b64encode(b"\x0a\x01x").decode(),
+    ],
+)
 def test_malformed_message_ids_are_refused(text: str) -> None:
     with pytest.raises(InvalidInputError, match="Invalid message id"):
         decode_message_id(text)
@@ -152,28 +183,45 @@ def test_close_reasons_tell_the_client_what_to_do() -> None:
     unloaded = CloseReason.decode(CloseCode.TOPIC_UNLOADED, CloseReason.unloaded().encode())
     assert unloaded.lookup and unloaded.reason == "TopicUnloaded"
     t = CloseReason.transferred("http://127.0.0.1:8081", "pulsar://127.0.0.1:6651")
-    assert json.loads(t.encode()) == {"reason": "TopicTransferred", "httpUrl": "http://127.0.0.1:8081",
-                                      "brokerUrl": "pulsar://127.0.0.1:6651"}
+    assert json.loads(t.encode()) == {
+        "reason": "TopicTransferred",
+        "httpUrl": "http://127.0.0.1:8081",
+        "brokerUrl": "pulsar://127.0.0.1:6651",
+    }
     back = CloseReason.decode(t.code, t.encode())
-    assert (back.http_url, back.broker_url, back.lookup) == ("http://127.0.0.1:8081", "pulsar://127.0.0.1:6651", False)
+    assert (back.http_url, back.broker_url, back.lookup) == (
+        "http://127.0.0.1:8081",
+        "pulsar://127.0.0.1:6651",
+        False,
+    )
     refused = CloseReason.decode(4002, CloseReason.not_ready("not owned").encode())
     assert refused.lookup and refused.code is CloseCode.SERVICE_NOT_READY
     redirected = CloseReason.decode(4003, CloseReason.redirected("http://h:8082").encode())
-    assert (redirected.reason, redirected.http_url, redirected.lookup) == ("TopicRedirected", "http://h:8082", False)
-    assert CloseReason.decode(4002, '{"reason": "x", "httpUrl": "http://h:1"}').lookup  # only 4001/4003 carry a URL
+    assert (redirected.reason, redirected.http_url, redirected.lookup) == (
+        "TopicRedirected",
+        "http://h:8082",
+        False,
+    )
+    assert CloseReason.decode(
+        4002, '{"reason": "x", "httpUrl": "http://h:1"}'
+    ).lookup  # only 4001/4003 carry a URL
 
 
-@pytest.mark.parametrize("code, text", [(1006, None), (1001, ""), (4999, "garbage"), (4001, '{"reason": "x"}'),
-                                        (4001, "[1]")])
+@pytest.mark.parametrize(
+    "code, text", [(1006, None), (1001, ""), (4999, "garbage"), (4001, '{"reason": "x"}'), (4001, "[1]")]
+)
 def test_unexpected_closes_mean_look_it_up_again(code: int, text: str | None) -> None:
     assert CloseReason.decode(code, text).lookup
 
 
 @given(st.text(min_size=1, max_size=300), st.text(max_size=300), st.text(max_size=300))
 def test_encoded_close_reasons_fit_a_close_frame(host: str, broker: str, message: str) -> None:
-    for reason in (CloseReason.transferred(f"http://{host}:8080", broker or None),
-                   CloseReason.redirected(f"http://{host}:8080", broker or None),
-                   CloseReason.unloaded(message), CloseReason.not_ready(message)):
+    for reason in (
+        CloseReason.transferred(f"http://{host}:8080", broker or None),
+        CloseReason.redirected(f"http://{host}:8080", broker or None),
+        CloseReason.unloaded(message),
+        CloseReason.not_ready(message),
+    ):
         text = reason.encode()
         assert len(text.encode()) <= MAX_CLOSE_REASON_BYTES
         back = CloseReason.decode(reason.code, text)

@@ -54,6 +54,10 @@ def test_topic_counters_give_pulsars_four_rates_and_the_connections() -> None:
         c.msg_out.add(t + 0.5, 20, 20_000)
         c.dropped.add(t + 0.5, 2, 2_000)
     load = c.load(4.0, producers=2, consumers=3)
-    assert (load.msg_rate_in, load.msg_throughput_in, load.msg_rate_out, load.msg_throughput_out) == \
-        (10.0, 10_000.0, 20.0, 20_000.0)
+    assert (load.msg_rate_in, load.msg_throughput_in, load.msg_rate_out, load.msg_throughput_out) == (
+        10.0,
+        10_000.0,
+        20.0,
+        20_000.0,
+    )
     assert (load.producer_count, load.consumer_count, load.msg_drop_rate) == (2, 3, 2.0)

@@ -119,8 +119,12 @@ def test_every_subscription_gets_every_message() -> None:
     assert all(len(s.got) == 4 for _, s in subs.values())
     clock.t += 1
     load = topic.load()
-    assert (load.msg_rate_in, load.msg_throughput_in, load.msg_rate_out, load.msg_throughput_out) == \
-        (4.0, 400.0, 12.0, 1200.0)
+    assert (load.msg_rate_in, load.msg_throughput_in, load.msg_rate_out, load.msg_throughput_out) == (
+        4.0,
+        400.0,
+        12.0,
+        1200.0,
+    )
     assert (load.producer_count, load.consumer_count) == (1, 3)
 
 

@@ -53,8 +53,10 @@ def m():
 
 
 def owned(m, bundle=FULL, broker="b1", at=0):
-    m.handle(Assign(bundle=bundle, broker=broker, stimulus_id=sid("lookup"), at_ms=at),
-             AssignmentDone(bundle=bundle, broker=broker, stimulus_id=sid("own"), at_ms=at + 1))
+    m.handle(
+        Assign(bundle=bundle, broker=broker, stimulus_id=sid("lookup"), at_ms=at),
+        AssignmentDone(bundle=bundle, broker=broker, stimulus_id=sid("own"), at_ms=at + 1),
+    )
 
 
 def test_table_is_pulsars():
@@ -66,8 +68,11 @@ def test_table_is_pulsars():
     assert VALID_TRANSITIONS[S.SPLITTING] == {S.DELETED}
     assert VALID_TRANSITIONS[S.DELETED] == {S.INIT}
     assert IN_FLIGHT == {S.ASSIGNING, S.RELEASING, S.SPLITTING}
-    assert not any(finish in VALID_TRANSITIONS[start] for start, finish in FORCED_TRANSITIONS
-                   if (start, finish) not in {(S.FREE, S.INIT), (S.DELETED, S.INIT)})
+    assert not any(
+        finish in VALID_TRANSITIONS[start]
+        for start, finish in FORCED_TRANSITIONS
+        if (start, finish) not in {(S.FREE, S.INIT), (S.DELETED, S.INIT)}
+    )
 
 
 def test_assign_flow(m):
@@ -121,15 +126,20 @@ def test_split_flow(m):
     assert {i.bundle for i in out if isinstance(i, OwnerChanged)} == {FULL, LEFT, RIGHT}
 
 
-@pytest.mark.parametrize("event, why", [
-    (AssignmentDone(bundle=FULL, broker="b1", stimulus_id="x", at_ms=0), "needs Assigning"),
-    (Unload(bundle=FULL, stimulus_id="x", at_ms=0), "needs Owned"),
-    (Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="x", at_ms=0), "needs Owned"),
-    (SplitDone(bundle=FULL, stimulus_id="x", at_ms=0), "needs Splitting"),
-])
+@pytest.mark.parametrize(
+    "event, why",
+    [
+        (AssignmentDone(bundle=FULL, broker="b1", stimulus_id="x", at_ms=0), "needs Assigning"),
+        (Unload(bundle=FULL, stimulus_id="x", at_ms=0), "needs Owned"),
+        (Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="x", at_ms=0), "needs Owned"),
+        (SplitDone(bundle=FULL, stimulus_id="x", at_ms=0), "needs Splitting"),
+    ],
+)
 def test_invalid_events_on_a_free_bundle(m, event, why):
     owned(m)
-    m.handle(Unload(bundle=FULL, stimulus_id="u", at_ms=10), ReleaseDone(bundle=FULL, stimulus_id="r", at_ms=11))
+    m.handle(
+        Unload(bundle=FULL, stimulus_id="u", at_ms=10), ReleaseDone(bundle=FULL, stimulus_id="r", at_ms=11)
+    )
     before = m.record(FULL)
     with pytest.raises(InvalidTransitionError, match=why) as err:
         m.handle(event)
@@ -160,8 +170,10 @@ def test_unload_to_the_owner_itself_is_refused(m):
 
 def test_a_batch_stops_at_the_first_invalid_event_and_keeps_earlier_instructions(m):
     with pytest.raises(InvalidTransitionError) as err:
-        m.handle(Assign(bundle=FULL, broker="b1", stimulus_id="ok", at_ms=0),
-                 ReleaseDone(bundle=FULL, stimulus_id="bad", at_ms=1))
+        m.handle(
+            Assign(bundle=FULL, broker="b1", stimulus_id="ok", at_ms=0),
+            ReleaseDone(bundle=FULL, stimulus_id="bad", at_ms=1),
+        )
     assert err.value.instructions == [AcquireOwnership(bundle=FULL, broker="b1", stimulus_id="ok")]
     assert m.state(FULL) is S.ASSIGNING
 
@@ -173,8 +185,10 @@ def test_watchdog_frees_a_stuck_assignment(m):
     m.handle(Assign(bundle=FULL, broker="b-dead", stimulus_id="lookup", at_ms=1_000))
     assert m.handle(Tick(stimulus_id="tick-1", at_ms=30_999)) == []
     out = m.handle(Tick(stimulus_id="tick-2", at_ms=31_000))
-    assert out == [AbortAssignment(bundle=FULL, broker="b-dead", stimulus_id="tick-2"),
-                   OwnerChanged(bundle=FULL, owner=None, state="Free", stimulus_id="tick-2")]
+    assert out == [
+        AbortAssignment(bundle=FULL, broker="b-dead", stimulus_id="tick-2"),
+        OwnerChanged(bundle=FULL, owner=None, state="Free", stimulus_id="tick-2"),
+    ]
     last = m.story(FULL)[-1]
     assert last.forced and last.who == "watchdog" and "stuck in Assigning for 30000 ms" in last.reason
     m.handle(Assign(bundle=FULL, broker="b2", stimulus_id="retry", at_ms=31_001))  # lookups can proceed
@@ -190,8 +204,10 @@ def test_watchdog_frees_a_stuck_release(m):
 
 def test_watchdog_rolls_back_an_uncommitted_split(m):
     owned(m)
-    m.handle(RingUpdated(namespace=NS, bundles=(FULL,), stimulus_id="ring", at_ms=50),
-             Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="split", at_ms=100))
+    m.handle(
+        RingUpdated(namespace=NS, bundles=(FULL,), stimulus_id="ring", at_ms=50),
+        Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="split", at_ms=100),
+    )
     out = m.handle(Tick(stimulus_id="tick", at_ms=30_100))
     assert out[0] == AbortSplit(bundle=FULL, broker="b1", children=(LEFT, RIGHT), stimulus_id="tick")
     assert m.owner(FULL) == "b1" and m.record(FULL).children == ()
@@ -200,8 +216,10 @@ def test_watchdog_rolls_back_an_uncommitted_split(m):
 
 def test_watchdog_completes_a_committed_split(m):
     owned(m)
-    m.handle(Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="split", at_ms=100),
-             RingUpdated(namespace=NS, bundles=(LEFT, RIGHT), stimulus_id="ring", at_ms=150))
+    m.handle(
+        Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="split", at_ms=100),
+        RingUpdated(namespace=NS, bundles=(LEFT, RIGHT), stimulus_id="ring", at_ms=150),
+    )
     assert m.state(FULL) is S.SPLITTING  # the ring update does not end a split by itself
     m.handle(Tick(stimulus_id="tick", at_ms=30_100))
     assert m.state(FULL) is S.DELETED and m.owner(LEFT) == m.owner(RIGHT) == "b1"
@@ -210,14 +228,18 @@ def test_watchdog_completes_a_committed_split(m):
 def test_split_failure_rolls_back(m):
     owned(m)
     m.handle(Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="s", at_ms=1))
-    out = m.handle(SplitFailed(bundle=FULL, stimulus_id="f", at_ms=2, reason="metadata CAS retries exhausted"))
+    out = m.handle(
+        SplitFailed(bundle=FULL, stimulus_id="f", at_ms=2, reason="metadata CAS retries exhausted")
+    )
     assert isinstance(out[0], AbortSplit) and m.owner(FULL) == "b1"
 
 
 def test_tombstones_drop_old_free_and_deleted_records(m):
     owned(m)
-    m.handle(Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="s", at_ms=10),
-             SplitDone(bundle=FULL, stimulus_id="d", at_ms=20))
+    m.handle(
+        Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="s", at_ms=10),
+        SplitDone(bundle=FULL, stimulus_id="d", at_ms=20),
+    )
     m.handle(Tick(stimulus_id="t", at_ms=20 + 3_600_000))
     assert FULL not in m.records() and m.state(FULL) is S.INIT
     assert m.story(FULL)[-1].finish is S.INIT  # the story outlives the record
@@ -248,24 +270,37 @@ def test_broker_loss_during_a_transfer(m):
     m.handle(ReleaseDone(bundle=FULL, stimulus_id="r", at_ms=3))
     assert m.state(FULL) is S.FREE  # a plain unload now
     owned(m, LEFT, "b3")
-    m.handle(Unload(bundle=LEFT, to="b4", stimulus_id="t2", at_ms=4),
-             BrokerLost(broker="b3", stimulus_id="lost-b3", at_ms=5))
+    m.handle(
+        Unload(bundle=LEFT, to="b4", stimulus_id="t2", at_ms=4),
+        BrokerLost(broker="b3", stimulus_id="lost-b3", at_ms=5),
+    )
     assert m.state(LEFT) is S.ASSIGNING and m.record(LEFT).dst == "b4"
 
 
 def test_broker_loss_while_splitting(m):
     owned(m, FULL, "b1")
-    m.handle(RingUpdated(namespace=NS, bundles=(FULL,), stimulus_id="r0", at_ms=0),
-             Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="s", at_ms=1),
-             BrokerLost(broker="b1", stimulus_id="lost", at_ms=2))
+    m.handle(
+        RingUpdated(namespace=NS, bundles=(FULL,), stimulus_id="r0", at_ms=0),
+        Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="s", at_ms=1),
+        BrokerLost(broker="b1", stimulus_id="lost", at_ms=2),
+    )
     assert m.state(FULL) is S.FREE
     owned(m, "a/b/0x00000000_0xffffffff", "b9")
-    m.handle(Split(bundle="a/b/0x00000000_0xffffffff", children=("a/b/0x00000000_0x7fffffff",
-                                                                   "a/b/0x7fffffff_0xffffffff"),
-                   stimulus_id="s2", at_ms=3),
-             RingUpdated(namespace="a/b", bundles=("a/b/0x00000000_0x7fffffff", "a/b/0x7fffffff_0xffffffff"),
-                         stimulus_id="r1", at_ms=4),
-             BrokerLost(broker="b9", stimulus_id="lost-b9", at_ms=5))
+    m.handle(
+        Split(
+            bundle="a/b/0x00000000_0xffffffff",
+            children=("a/b/0x00000000_0x7fffffff", "a/b/0x7fffffff_0xffffffff"),
+            stimulus_id="s2",
+            at_ms=3,
+        ),
+        RingUpdated(
+            namespace="a/b",
+            bundles=("a/b/0x00000000_0x7fffffff", "a/b/0x7fffffff_0xffffffff"),
+            stimulus_id="r1",
+            at_ms=4,
+        ),
+        BrokerLost(broker="b9", stimulus_id="lost-b9", at_ms=5),
+    )
     assert m.state("a/b/0x00000000_0xffffffff") is S.DELETED
     assert m.state("a/b/0x00000000_0x7fffffff") is S.FREE
 
@@ -284,14 +319,32 @@ def test_ring_update_ends_bundles_that_left_the_ring(m):
 
 
 def test_story_says_who_when_why(m):
-    m.handle(Assign(bundle=FULL, broker="b1", stimulus_id="lookup-7", at_ms=1, by="b3",
-                    reason="least loaded (LeastLongTermMessageRate)"))
+    m.handle(
+        Assign(
+            bundle=FULL,
+            broker="b1",
+            stimulus_id="lookup-7",
+            at_ms=1,
+            by="b3",
+            reason="least loaded (LeastLongTermMessageRate)",
+        )
+    )
     m.handle(AssignmentDone(bundle=FULL, broker="b1", stimulus_id="own-7", at_ms=2))
-    m.handle(Unload(bundle=FULL, to="b2", stimulus_id="shed-3", at_ms=3, by="leader",
-                    reason="ThresholdShedder: b1 overloaded"))
+    m.handle(
+        Unload(
+            bundle=FULL,
+            to="b2",
+            stimulus_id="shed-3",
+            at_ms=3,
+            by="leader",
+            reason="ThresholdShedder: b1 overloaded",
+        )
+    )
     lines = [str(t) for t in m.story(FULL)]
-    assert lines[0] == (f"{FULL}: Init -> Assigning (dst b1) at 1 ms by b3: least loaded "
-                        "(LeastLongTermMessageRate) [lookup-7]")
+    assert lines[0] == (
+        f"{FULL}: Init -> Assigning (dst b1) at 1 ms by b3: least loaded "
+        "(LeastLongTermMessageRate) [lookup-7]"
+    )
     assert "by leader: ThresholdShedder: b1 overloaded [shed-3]" in lines[2]
     assert [t.stimulus_id for t in m.story("shed-3")] == ["shed-3"]
 
@@ -315,8 +368,10 @@ def test_config_is_checked():
 def test_watchdog_finishes_a_committed_split_even_when_a_child_is_busy(m):
     owned(m, FULL, "b1")
     owned(m, LEFT, "b2")  # a stale record of a child bundle (e.g. from before a merge)
-    m.handle(Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="s", at_ms=10),
-             RingUpdated(namespace=NS, bundles=(LEFT, RIGHT), stimulus_id="ring", at_ms=11))
+    m.handle(
+        Split(bundle=FULL, children=(LEFT, RIGHT), stimulus_id="s", at_ms=10),
+        RingUpdated(namespace=NS, bundles=(LEFT, RIGHT), stimulus_id="ring", at_ms=11),
+    )
     with pytest.raises(InvalidTransitionError, match="already Owned"):
         m.handle(SplitDone(bundle=FULL, stimulus_id="done", at_ms=12))
     m.handle(Tick(stimulus_id="tick", at_ms=40_000))
@@ -327,7 +382,11 @@ def test_watchdog_finishes_a_committed_split_even_when_a_child_is_busy(m):
 def test_timeouts_from_broker_config():
     from brokerlb.config import ServiceConfig
 
-    conf = ServiceConfig().with_overrides({"loadBalancerInFlightServiceUnitStateWaitingTimeInMillis": 5000,
-                                           "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds": 60})
+    conf = ServiceConfig().with_overrides(
+        {
+            "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis": 5000,
+            "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds": 60,
+        }
+    )
     machine = OwnershipMachine.from_config(conf)
     assert machine.in_flight_timeout_ms == 5000 and machine.tombstone_delay_ms == 60_000

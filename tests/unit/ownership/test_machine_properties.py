@@ -63,13 +63,15 @@ def make(kind, b, arg, sid, at):
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(event, min_size=1, max_size=40))
-@example(events=[  # a SplitDone refused because a child is busy names the parent and carries its story
-    ("assign", "t/ns/0x00000000_0xffffffff", "b1"),
-    ("assign", "t/ns/0x00000000_0x7fffffff", "b1"),
-    ("done", "t/ns/0x00000000_0xffffffff", "b1"),
-    ("split", "t/ns/0x00000000_0xffffffff", None),
-    ("split-done", "t/ns/0x00000000_0xffffffff", None),
-])
+@example(
+    events=[  # a SplitDone refused because a child is busy names the parent and carries its story
+        ("assign", "t/ns/0x00000000_0xffffffff", "b1"),
+        ("assign", "t/ns/0x00000000_0x7fffffff", "b1"),
+        ("done", "t/ns/0x00000000_0xffffffff", "b1"),
+        ("split", "t/ns/0x00000000_0xffffffff", None),
+        ("split-done", "t/ns/0x00000000_0xffffffff", None),
+    ]
+)
 def test_random_sequences_keep_the_invariants(events):
     m = OwnershipMachine(in_flight_timeout_ms=30_000, tombstone_delay_ms=100_000, validate=True)
     now = 0

@@ -38,8 +38,10 @@ def test_picks_follow_the_weights_and_repeat_with_the_seed() -> None:
     assert {uniform.pick() for _ in range(2000)} == set(range(7))
 
 
-@pytest.mark.parametrize("args, match", [((0, "uniform"), "at least one"), ((3, "pareto"), "unknown skew"),
-                                         ((3, "zipf", 0.0), "exponent")])
+@pytest.mark.parametrize(
+    "args, match",
+    [((0, "uniform"), "at least one"), ((3, "pareto"), "unknown skew"), ((3, "zipf", 0.0), "exponent")],
+)
 def test_bad_skews_are_refused(args: tuple, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
         skew_weights(*args)
@@ -47,7 +49,10 @@ def test_bad_skews_are_refused(args: tuple, match: str) -> None:
 
 def test_topic_names_follow_pulsar_perf() -> None:
     assert topic_names("my-topic", 1) == ["persistent://public/default/my-topic"]
-    assert topic_names("non-persistent://t/ns/x", 2) == ["non-persistent://t/ns/x-0", "non-persistent://t/ns/x-1"]
+    assert topic_names("non-persistent://t/ns/x", 2) == [
+        "non-persistent://t/ns/x-0",
+        "non-persistent://t/ns/x-1",
+    ]
     with pytest.raises(InvalidInputError):
         topic_names("t", 0)
     with pytest.raises(InvalidTopicNameError):

@@ -35,8 +35,9 @@ def topics_in(bundle, count, prefix="t"):
 
 
 def loads(names, rates, sessions=None):
-    return TopicLoads.of([topic_hash(n) for n in names], rates, [0.0] * len(names),
-                         sessions or [2.0] * len(names), names)
+    return TopicLoads.of(
+        [topic_hash(n) for n in names], rates, [0.0] * len(names), sessions or [2.0] * len(names), names
+    )
 
 
 def children(points, bundle, names, rates):
@@ -44,7 +45,11 @@ def children(points, bundle, names, rates):
     edges = [bundle.lower, *points, bundle.upper]
     out = []
     for a, b in zip(edges, edges[1:], strict=False):
-        inside = [(n, r) for n, r in zip(names, rates, strict=True) if a <= topic_hash(n) < b or topic_hash(n) == b == 0xFFFFFFFF]
+        inside = [
+            (n, r)
+            for n, r in zip(names, rates, strict=True)
+            if a <= topic_hash(n) < b or topic_hash(n) == b == 0xFFFFFFFF
+        ]
         out.append(([n for n, _ in inside], sum(r for _, r in inside)))
     return out
 
@@ -68,8 +73,9 @@ def test_hot_topic_ends_up_alone_where_pulsars_algorithms_need_more_rounds():
     assert split.unload and "hot topic(s) alone" in split.reason
     assert [k["topics"] for k in split.expected] == [len(k) for k, _ in ours]
 
-    option = BundleSplitOption(FIRST, topics=names,
-                               topic_rates={n: TopicRates(r, 0.0) for n, r in zip(names, rates, strict=True)})
+    option = BundleSplitOption(
+        FIRST, topics=names, topic_rates={n: TopicRates(r, 0.0) for n, r in zip(names, rates, strict=True)}
+    )
     for algorithm in (RangeEquallyDivide(), TopicCountEquallyDivide(), FlowOrQpsEquallyDivide()):
         points = algorithm.split_boundaries(option)
         theirs = children(points, FIRST, names, rates)
@@ -128,7 +134,9 @@ def test_cold_adjacent_bundles_merge_within_limits():
     merged = [op.bundles for op in plan.merges]
     assert merged == [tuple(b.range for b in layout.bundles[:3]), tuple(b.range for b in layout.bundles[4:])]
     assert plan.advice["bundlesAfterPlan"] == 3 and plan.advice["coldBundles"] == 7
-    kept = plan_namespace(NS, layout.boundaries, loads(names, [3_000.0] * 5), options=AdvisorOptions(min_bundles=6))
+    kept = plan_namespace(
+        NS, layout.boundaries, loads(names, [3_000.0] * 5), options=AdvisorOptions(min_bundles=6)
+    )
     assert sum(len(op.bundles) - 1 for op in kept.merges) == 2
 
 
@@ -153,8 +161,11 @@ def test_plan_applies_to_the_layout_and_covers_the_ring():
 def test_system_namespaces_are_left_alone():
     layout = NamespaceBundles.create("pulsar/system", 1)
     names = [f"persistent://pulsar/system/t{i}" for i in range(10)]
-    plan = plan_namespace("pulsar/system", layout.boundaries,
-                          TopicLoads.of([topic_hash(n) for n in names], [10_000.0] * 10, [0.0] * 10, [0.0] * 10))
+    plan = plan_namespace(
+        "pulsar/system",
+        layout.boundaries,
+        TopicLoads.of([topic_hash(n) for n in names], [10_000.0] * 10, [0.0] * 10, [0.0] * 10),
+    )
     assert not plan.splits and not plan.merges and "system namespace" in plan.advice["notes"][-1]
 
 

@@ -70,7 +70,9 @@ def contributions(samples, mode):
             continue
         for bundle, st in s.local_data.last_stats.items():
             values = (st.msg_throughput_in, st.msg_throughput_out, st.msg_rate_in, st.msg_rate_out)
-            per.setdefault(bundle, []).append((i, ends[i] if mode == "leader" else i + 1, s.broker_id, values, st.topics))
+            per.setdefault(bundle, []).append(
+                (i, ends[i] if mode == "leader" else i + 1, s.broker_id, values, st.topics)
+            )
     return per
 
 
@@ -84,9 +86,19 @@ def test_sweep_equals_replay(mode, seed):
         result = sweep_bundle(*[[r[j] for r in rows] for j in range(5)])
         data = ref.bundle_data[bundle]
         short, long_ = data.short_term_data, data.long_term_data
-        want = (short.msg_throughput_in, short.msg_throughput_out, short.msg_rate_in, short.msg_rate_out,
-                short.num_samples, long_.msg_throughput_in, long_.msg_throughput_out, long_.msg_rate_in,
-                long_.msg_rate_out, long_.num_samples, data.topics)
+        want = (
+            short.msg_throughput_in,
+            short.msg_throughput_out,
+            short.msg_rate_in,
+            short.msg_rate_out,
+            short.num_samples,
+            long_.msg_throughput_in,
+            long_.msg_throughput_out,
+            long_.msg_rate_in,
+            long_.msg_rate_out,
+            long_.num_samples,
+            data.topics,
+        )
         assert result.final[:11] == pytest.approx(want, rel=REL)
         history = {(h.cycle, h.bundle): h.data for h in ref.bundle_history if h.bundle == bundle}
         for (cycle, *_), snap in zip(rows, result.after_start, strict=True):

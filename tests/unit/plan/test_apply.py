@@ -104,11 +104,21 @@ def test_applies_split_merge_unload_with_pulsar_paths_and_verification():
         assert admin.layouts[NS].boundaries == [0, 0x10000000, 0x40000000, 0x80000000, 0xFFFFFFFF]
         puts = [(p, q, b) for m, p, q, b, _ in admin.requests if m == "PUT"]
         assert puts == [
-            ("/admin/v2/namespaces/public/default/0x00000000_0x40000000/split",
-             {"unload": "true", "splitAlgorithmName": "specified_positions_divide"}, [0x10000000]),
-            ("/admin/v2/namespaces/public/default/merge", {},
-             {"bundles": ["0x80000000_0xc0000000", "0xc0000000_0xffffffff"]}),
-            ("/admin/v2/namespaces/public/default/0x40000000_0x80000000/unload", {"destinationBroker": "broker-2:8080"}, None),
+            (
+                "/admin/v2/namespaces/public/default/0x00000000_0x40000000/split",
+                {"unload": "true", "splitAlgorithmName": "specified_positions_divide"},
+                [0x10000000],
+            ),
+            (
+                "/admin/v2/namespaces/public/default/merge",
+                {},
+                {"bundles": ["0x80000000_0xc0000000", "0xc0000000_0xffffffff"]},
+            ),
+            (
+                "/admin/v2/namespaces/public/default/0x40000000_0x80000000/unload",
+                {"destinationBroker": "broker-2:8080"},
+                None,
+            ),
         ]
         gets = [p for m, p, *_ in admin.requests if m == "GET"]
         assert gets == ["/admin/v2/namespaces/public/default/bundles"] * 4  # before and after split and merge
@@ -130,8 +140,12 @@ def test_broker_errors_and_noop_splits_are_reported():
     with FakeAdmin() as admin:
         admin.noop_splits.add("0x00000000_0x40000000")
         admin.fail["0x40000000_0x80000000"] = (412, "Split bundle failed due to invalid request")
-        report = apply_plan(Plan((SPLIT, SplitOp(NS, "0x40000000_0x80000000", (0x50000000,)))), admin.url,
-                            verify=False, continue_on_error=True)
+        report = apply_plan(
+            Plan((SPLIT, SplitOp(NS, "0x40000000_0x80000000", (0x50000000,)))),
+            admin.url,
+            verify=False,
+            continue_on_error=True,
+        )
         assert report.results[0].status == "applied"  # not verified: the broker said 204
         failed = report.results[1]
         assert failed.status == "failed" and failed.http_status == 412 and "invalid request" in failed.detail
@@ -145,8 +159,14 @@ def test_redirects_are_followed_with_method_body_and_token():
         report = apply_plan(Plan((SPLIT,)), front.url, token="t", verify=False)
         assert report.ok
         (put,) = [r for r in owner.requests if r[0] == "PUT"]
-        assert put[2]["splitAlgorithmName"] == "specified_positions_divide" and put[3] == [0x10000000] and put[4] == "Bearer t"
-        assert owner.layouts[NS].num_bundles == 5 and report.results[0].requests[0].startswith(f"PUT {front.url}")
+        assert (
+            put[2]["splitAlgorithmName"] == "specified_positions_divide"
+            and put[3] == [0x10000000]
+            and put[4] == "Bearer t"
+        )
+        assert owner.layouts[NS].num_bundles == 5 and report.results[0].requests[0].startswith(
+            f"PUT {front.url}"
+        )
 
 
 def test_unreachable_server_and_dry_run_and_bad_url():
@@ -155,7 +175,8 @@ def test_unreachable_server_and_dry_run_and_bad_url():
     dry = apply_plan(Plan((SPLIT, MERGE, UNLOAD)), "http://127.0.0.1:9", dry_run=True)
     assert dry.ok and dry.results[0].requests == [
         "PUT /admin/v2/namespaces/public/default/0x00000000_0x40000000/split"
-        "?unload=true&splitAlgorithmName=specified_positions_divide [268435456]"]
+        "?unload=true&splitAlgorithmName=specified_positions_divide [268435456]"
+    ]
     with pytest.raises(InvalidInputError):
         apply_plan(Plan(()), "localhost:8080")
 

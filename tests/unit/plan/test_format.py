@@ -11,7 +11,9 @@ from brokerlb.plan import MergeOp, Plan, SplitOp, UnloadOp
 from brokerlb.ring import NamespaceBundles
 
 OPS = (
-    SplitOp("public/default", "0x00000000_0x40000000", (0x10000000, "0x20000000"), True, "hot", [{"range": "x"}]),
+    SplitOp(
+        "public/default", "0x00000000_0x40000000", (0x10000000, "0x20000000"), True, "hot", [{"range": "x"}]
+    ),
     MergeOp("public/default", ("0xc0000000_0xffffffff", "0x80000000_0xc0000000"), "cold"),
     UnloadOp("public/default", "0x40000000_0x80000000", "broker-2:8080"),
 )
@@ -34,26 +36,74 @@ def test_roundtrip_normalises_and_keeps_order(tmp_path):
 @pytest.mark.parametrize(
     "op, message",
     [
-        ({"op": "split", "namespace": "bad name", "bundle": "0x00000000_0xffffffff", "boundaries": ["0x1"]}, "namespace"),
-        ({"op": "split", "namespace": "t/ns", "bundle": "0x00000000_0x40000000", "boundaries": ["0x50000000"]}, "not strictly inside"),
-        ({"op": "split", "namespace": "t/ns", "bundle": "0x00000000_0x40000000", "boundaries": []}, "at least one"),
-        ({"op": "split", "namespace": "t/ns", "bundle": "nope", "boundaries": ["0x1"]}, "Invalid bundle range"),
-        ({"op": "split", "namespace": "t/ns", "bundle": "0x00000000_0x40000000", "boundaries": ["0x1"], "unload": "yes"}, "unload"),
-        ({"op": "merge", "namespace": "t/ns", "bundles": ["0x00000000_0x40000000", "0x80000000_0xffffffff"]}, "gap"),
+        (
+            {
+                "op": "split",
+                "namespace": "bad name",
+                "bundle": "0x00000000_0xffffffff",
+                "boundaries": ["0x1"],
+            },
+            "namespace",
+        ),
+        (
+            {
+                "op": "split",
+                "namespace": "t/ns",
+                "bundle": "0x00000000_0x40000000",
+                "boundaries": ["0x50000000"],
+            },
+            "not strictly inside",
+        ),
+        (
+            {"op": "split", "namespace": "t/ns", "bundle": "0x00000000_0x40000000", "boundaries": []},
+            "at least one",
+        ),
+        (
+            {"op": "split", "namespace": "t/ns", "bundle": "nope", "boundaries": ["0x1"]},
+            "Invalid bundle range",
+        ),
+        (
+            {
+                "op": "split",
+                "namespace": "t/ns",
+                "bundle": "0x00000000_0x40000000",
+                "boundaries": ["0x1"],
+                "unload": "yes",
+            },
+            "unload",
+        ),
+        (
+            {
+                "op": "merge",
+                "namespace": "t/ns",
+                "bundles": ["0x00000000_0x40000000", "0x80000000_0xffffffff"],
+            },
+            "gap",
+        ),
         ({"op": "merge", "namespace": "t/ns", "bundles": ["0x00000000_0x40000000"]}, "at least two"),
-        ({"op": "unload", "namespace": "t/ns", "bundle": "0x00000000_0x40000000", "destinationBroker": ""}, "destinationBroker"),
+        (
+            {"op": "unload", "namespace": "t/ns", "bundle": "0x00000000_0x40000000", "destinationBroker": ""},
+            "destinationBroker",
+        ),
         ({"op": "delete", "namespace": "t/ns"}, "unknown operation"),
     ],
 )
 def test_bad_operations_are_named(op, message):
     with pytest.raises(InvalidPlanError, match=message) as err:
-        Plan.from_json({"operations": [{"op": "unload", "namespace": "t/ns", "bundle": "0x00000000_0xffffffff"}, op]})
+        Plan.from_json(
+            {"operations": [{"op": "unload", "namespace": "t/ns", "bundle": "0x00000000_0xffffffff"}, op]}
+        )
     assert "operations[1]" in str(err.value)
 
 
 def test_bad_documents(tmp_path):
-    for doc, message in [([], "JSON object"), ({"kind": "other"}, "kind"), ({"version": 2}, "version"),
-                         ({"operations": {}}, "list"), ({"createdAt": "now"}, "createdAt")]:
+    for doc, message in [
+        ([], "JSON object"),
+        ({"kind": "other"}, "kind"),
+        ({"version": 2}, "version"),
+        ({"operations": {}}, "list"),
+        ({"createdAt": "now"}, "createdAt"),
+    ]:
         with pytest.raises(InvalidPlanError, match=message):
             Plan.from_json(doc)
     broken = tmp_path / "broken.json"

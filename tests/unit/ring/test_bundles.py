@@ -104,7 +104,9 @@ def test_from_json_pulsar_rules():
     assert len(NamespaceBundles.from_json("t/ns", {"numBundles": 16})) == 16
     assert len(NamespaceBundles.from_json("t/ns", {"numBundles": 0})) == 4
     assert len(NamespaceBundles.from_json("t/ns", {}, default_num_bundles=32)) == 32
-    given = NamespaceBundles.from_json("t/ns", {"boundaries": ["0x00000000", "0x80000000", "0x80000000", "0xffffffff"]})
+    given = NamespaceBundles.from_json(
+        "t/ns", {"boundaries": ["0x00000000", "0x80000000", "0x80000000", "0xffffffff"]}
+    )
     assert given.num_bundles == 2  # duplicates dropped, numBundles derived
 
 
@@ -164,7 +166,11 @@ def test_full_bundle_range_split_at_7fffffff():
 def test_split_into_many_children():
     nb = NamespaceBundles.create("t/ns", 2)
     out = nb.split("0x00000000_0x80000000", ["0x30000000", "0x10000000", "0x10000000"])
-    assert [b.range for b in out][:3] == ["0x00000000_0x10000000", "0x10000000_0x30000000", "0x30000000_0x80000000"]
+    assert [b.range for b in out][:3] == [
+        "0x00000000_0x10000000",
+        "0x10000000_0x30000000",
+        "0x30000000_0x80000000",
+    ]
     assert nb.num_bundles == 2  # immutable
     assert_ring_covers_keyspace(out)
 

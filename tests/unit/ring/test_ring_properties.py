@@ -7,7 +7,9 @@ from brokerlb import NamespaceBundles
 from brokerlb.ring import topic_hash
 from brokerlb.testing import assert_ring_covers_keyspace
 
-ops = st.lists(st.tuples(st.sampled_from(["split", "merge"]), st.integers(0, 10**9), st.integers(1, 3)), max_size=25)
+ops = st.lists(
+    st.tuples(st.sampled_from(["split", "merge"]), st.integers(0, 10**9), st.integers(1, 3)), max_size=25
+)
 names = st.lists(st.text(alphabet="abcdefghij-0123456789", min_size=1, max_size=12), min_size=1, max_size=30)
 
 

@@ -93,7 +93,11 @@ def test_flow_or_qps_cuts_with_plus_one():
     # a hot topic alone over the limit gets cut on both sides
     rates[by_hash[2]] = TopicRates(40_000, 1.0)
     cuts = algo.split_boundaries(BundleSplitOption(b, topics=names, topic_rates=rates))
-    assert cuts == [h[1] + (h[2] - h[1]) // 2 + 1, h[2] + (h[3] - h[2]) // 2 + 1, h[4] + (h[5] - h[4]) // 2 + 1]
+    assert cuts == [
+        h[1] + (h[2] - h[1]) // 2 + 1,
+        h[2] + (h[3] - h[2]) // 2 + 1,
+        h[4] + (h[5] - h[4]) // 2 + 1,
+    ]
 
 
 def test_flow_or_qps_ignores_idle_topics_and_needs_two_busy():
@@ -113,5 +117,8 @@ def test_unknown_algorithm_named():
 
 def test_lenient_resolution_like_pulsar():
     assert resolve_split_algorithm(None).name == "range_equally_divide"
-    assert resolve_split_algorithm("nope", default="topic_count_equally_divide").name == "topic_count_equally_divide"
+    assert (
+        resolve_split_algorithm("nope", default="topic_count_equally_divide").name
+        == "topic_count_equally_divide"
+    )
     assert resolve_split_algorithm("nope", default="also-nope").name == "range_equally_divide"

@@ -29,7 +29,8 @@ def test_minimal_scenario_gets_defaults():
 
 def test_full_file(tmp_path):
     path = tmp_path / "full.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         name: full
         description: every field
         seed: 7
@@ -53,7 +54,8 @@ def test_full_file(tmp_path):
           - {at: 0s, type: namespace_growth, namespace: t/grow, topics: 40, over: 1h}
           - {at: 90m, type: set_config, config: {loadBalancerSheddingEnabled: false}}
           - {at: 95m, type: restart_broker, broker: late, downtime: 2m}
-        """))
+        """)
+    )
     s = load_scenario(path)
     assert s.name == "full" and s.tick == 30 and s.strategies == ("OverloadShedder", "ThresholdShedder")
     assert s.timing.session_timeout == 20 and s.resources.cpu_us_per_msg == 12
@@ -71,32 +73,59 @@ def test_full_file(tmp_path):
     assert scenario_to_dict(again) == scenario_to_dict(s)
 
 
-@pytest.mark.parametrize("change, field, message", [
-    ({"seed": None}, "seed", "required"),
-    ({"seed": "x"}, "seed", "not a number"),
-    ({"duration": "soon"}, "duration", "not a duration"),
-    ({"tick": "2h"}, "tick", "longer than the duration"),
-    ({"brokers": []}, "brokers", "non-empty list"),
-    ({"brokers": [{"name": "b", "cores": 0}]}, "brokers[0].cores", "must be > 0"),
-    ({"brokers": [{"name": "b", "count": 2}]}, "brokers[0].name", "put {i} in it"),
-    ({"brokers": [{"name": "b"}, {"name": "b"}]}, "brokers", "declared twice"),
-    ({"namespaces": [{"name": "no-slash"}]}, "namespaces[0].name", "Invalid namespace"),
-    ({"namespaces": [{"name": "t/ns", "workload": {"zipff": 1}}]}, "namespaces[0].workload.zipff",
-     "did you mean zipf"),
-    ({"namespaces": [{"name": "t/ns", "workload": {"diurnal": {"amplitude": 2}}}]},
-     "namespaces[0].workload.diurnal.amplitude", "between 0 and 1"),
-    ({"events": [{"at": "1m", "type": "explode"}]}, "events[0].type", "unknown or missing event type"),
-    ({"events": [{"at": "1m", "type": "fail_broker", "broker": "ghost"}]}, "events[0].broker", "no broker"),
-    ({"events": [{"type": "fail_broker", "broker": "b-1"}]}, "events[0].at", "required"),
-    ({"events": [{"at": "2h", "type": "fail_broker", "broker": "b-1"}]}, "events", "after the end"),
-    ({"events": [{"at": "1m", "type": "hot_topic", "namespace": "t/other"}]}, "events[0].namespace",
-     "not declared"),
-    ({"config": {"loadBalancerSheddingIntervalMinutes": -1}}, "config", "loadBalancerSheddingIntervalMinutes"),
-    ({"config": {"noSuchKey": 1}}, "config", "Unknown config key"),
-    ({"events": [{"at": "1m", "type": "set_config", "config": {"loadBalancerSheddingEnabled": "maybe"}}]},
-     "events[0].config", "loadBalancerSheddingEnabled"),
-    ({"surprise": 1}, "surprise", "unknown key"),
-])
+@pytest.mark.parametrize(
+    "change, field, message",
+    [
+        ({"seed": None}, "seed", "required"),
+        ({"seed": "x"}, "seed", "not a number"),
+        ({"duration": "soon"}, "duration", "not a duration"),
+        ({"tick": "2h"}, "tick", "longer than the duration"),
+        ({"brokers": []}, "brokers", "non-empty list"),
+        ({"brokers": [{"name": "b", "cores": 0}]}, "brokers[0].cores", "must be > 0"),
+        ({"brokers": [{"name": "b", "count": 2}]}, "brokers[0].name", "put {i} in it"),
+        ({"brokers": [{"name": "b"}, {"name": "b"}]}, "brokers", "declared twice"),
+        ({"namespaces": [{"name": "no-slash"}]}, "namespaces[0].name", "Invalid namespace"),
+        (
+            {"namespaces": [{"name": "t/ns", "workload": {"zipff": 1}}]},
+            "namespaces[0].workload.zipff",
+            "did you mean zipf",
+        ),
+        (
+            {"namespaces": [{"name": "t/ns", "workload": {"diurnal": {"amplitude": 2}}}]},
+            "namespaces[0].workload.diurnal.amplitude",
+            "between 0 and 1",
+        ),
+        ({"events": [{"at": "1m", "type": "explode"}]}, "events[0].type", "unknown or missing event type"),
+        (
+            {"events": [{"at": "1m", "type": "fail_broker", "broker": "ghost"}]},
+            "events[0].broker",
+            "no broker",
+        ),
+        ({"events": [{"type": "fail_broker", "broker": "b-1"}]}, "events[0].at", "required"),
+        ({"events": [{"at": "2h", "type": "fail_broker", "broker": "b-1"}]}, "events", "after the end"),
+        (
+            {"events": [{"at": "1m", "type": "hot_topic", "namespace": "t/other"}]},
+            "events[0].namespace",
+            "not declared",
+        ),
+        (
+            {"config": {"loadBalancerSheddingIntervalMinutes": -1}},
+            "config",
+            "loadBalancerSheddingIntervalMinutes",
+        ),
+        ({"config": {"noSuchKey": 1}}, "config", "Unknown config key"),
+        (
+            {
+                "events": [
+                    {"at": "1m", "type": "set_config", "config": {"loadBalancerSheddingEnabled": "maybe"}}
+                ]
+            },
+            "events[0].config",
+            "loadBalancerSheddingEnabled",
+        ),
+        ({"surprise": 1}, "surprise", "unknown key"),
+    ],
+)
 def test_errors_name_file_and_field(change, field, message):
     with pytest.raises(InvalidScenarioError) as info:
         scenario(**change)
@@ -119,8 +148,16 @@ def test_broken_yaml_and_missing_file(tmp_path):
 
 
 def test_settings_change_scenario_and_config():
-    s = apply_settings(scenario(), {"seed": "9", "duration": "30m", "timing.unload": "2s",
-                                    "resources.base_cpu": "5", "loadBalancerSheddingGracePeriodMinutes": "5"})
+    s = apply_settings(
+        scenario(),
+        {
+            "seed": "9",
+            "duration": "30m",
+            "timing.unload": "2s",
+            "resources.base_cpu": "5",
+            "loadBalancerSheddingGracePeriodMinutes": "5",
+        },
+    )
     assert s.seed == 9 and s.duration == 1800 and s.timing.unload == 2 and s.resources.base_cpu == 5
     assert s.config["loadBalancerSheddingGracePeriodMinutes"] == "5"
     with pytest.raises(InvalidScenarioError, match="unknown setting 'timing.nope'"):

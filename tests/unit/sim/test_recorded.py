@@ -8,8 +8,14 @@ from brokerlb.errors import InvalidScenarioError
 from brokerlb.sim.recorded import RecordedWorkload
 
 RECORDS = [
-    {"timestamp": 1_000_000, "topic": "persistent://t/a/x", "msgRateIn": 10, "msgThroughputIn": 100,
-     "producerCount": 1, "consumerCount": 2},
+    {
+        "timestamp": 1_000_000,
+        "topic": "persistent://t/a/x",
+        "msgRateIn": 10,
+        "msgThroughputIn": 100,
+        "producerCount": 1,
+        "consumerCount": 2,
+    },
     {"timestamp": 1_060_000, "topic": "t/a/x", "msgRateIn": 20},
     {"ts": 1_030_000, "topic": "persistent://t/b/y", "msgRateIn": 5, "msgRateOut": 15},
     {"time": 1_060_000, "topic": "t/a/x", "msgRateIn": 30},
@@ -39,14 +45,17 @@ def test_jsonl_roundtrip_and_pickle(tmp_path):
     assert again.topics == rec.topics and np.array_equal(again.msg_rate_in, rec.msg_rate_in)
 
 
-@pytest.mark.parametrize("record, message", [
-    ({"topic": "t/a/x"}, "missing timestamp"),
-    ({"timestamp": 1, "topic": 5}, "non-string topic"),
-    ({"timestamp": 1, "topic": "a//b"}, "Invalid topic name"),
-    ({"timestamp": 1, "topic": "t/a/x", "msgRateIn": float("nan")}, "msgRateIn"),
-    ({"timestamp": 1, "topic": "t/a/x", "producerCount": 1.5}, "producerCount"),
-    ({"timestamp": -5, "topic": "t/a/x"}, "timestamp"),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({"topic": "t/a/x"}, "missing timestamp"),
+        ({"timestamp": 1, "topic": 5}, "non-string topic"),
+        ({"timestamp": 1, "topic": "a//b"}, "Invalid topic name"),
+        ({"timestamp": 1, "topic": "t/a/x", "msgRateIn": float("nan")}, "msgRateIn"),
+        ({"timestamp": 1, "topic": "t/a/x", "producerCount": 1.5}, "producerCount"),
+        ({"timestamp": -5, "topic": "t/a/x"}, "timestamp"),
+    ],
+)
 def test_bad_records_are_named(record, message):
     with pytest.raises(InvalidScenarioError, match=message):
         RecordedWorkload.from_records([record], source="x.jsonl")

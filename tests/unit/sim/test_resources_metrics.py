@@ -5,8 +5,9 @@ from brokerlb.sim.metrics import lower_bound
 from brokerlb.sim.resources import Capacities, ResourceModel
 from brokerlb.sim.spec import BrokerSpec, ResourceModelSpec
 
-SPEC = ResourceModelSpec(cpu_us_per_msg=10, cpu_us_per_mb=0, base_cpu=0, direct_memory_base_mb=0,
-                         direct_memory_mb_per_mbps=0)
+SPEC = ResourceModelSpec(
+    cpu_us_per_msg=10, cpu_us_per_mb=0, base_cpu=0, direct_memory_base_mb=0, direct_memory_mb_per_mbps=0
+)
 
 
 def test_heterogeneous_capacity_and_load():
@@ -38,12 +39,15 @@ def test_lower_bound_is_average_or_largest_bundle():
     model = ResourceModel(SPEC)
     up = np.ones(2, dtype=bool)
     base = model.broker_usage(caps, np.zeros(2), np.zeros(2), np.zeros(2), up)
-    even = lower_bound(caps, base, up, model, np.array([30_000.0, 30_000.0, 20_000.0]), np.zeros(3), np.zeros(3))
+    even = lower_bound(
+        caps, base, up, model, np.array([30_000.0, 30_000.0, 20_000.0]), np.zeros(3), np.zeros(3)
+    )
     assert even == pytest.approx(0.4)  # 80% of one core over two cores
     skewed = lower_bound(caps, base, up, model, np.array([70_000.0, 10_000.0]), np.zeros(2), np.zeros(2))
     assert skewed == pytest.approx(0.7)  # the largest bundle alone
-    one_down = lower_bound(caps, base, np.array([True, False]), model, np.array([30_000.0]), np.zeros(1),
-                           np.zeros(1))
+    one_down = lower_bound(
+        caps, base, np.array([True, False]), model, np.array([30_000.0]), np.zeros(1), np.zeros(1)
+    )
     assert one_down == pytest.approx(0.3)
 
 

@@ -12,14 +12,19 @@ T0 = DEFAULT_START_MS
 
 
 def scenario(events=(), brokers=3, minutes=30, **extra):
-    return parse_scenario({
-        "seed": 11, "duration": f"{minutes}m", "tick": "1m",
-        "timing": {"unload": "50ms", "transfer": "20ms", "lookup": "500ms", "session_timeout": "30s"},
-        "brokers": [{"name": "b{i}", "count": brokers}],
-        "workload": {"msg_rate": 40_000, "zipf": 0.8, "noise": 0.05},
-        "namespaces": [{"name": "t/ns-{i}", "count": 2, "bundles": 8, "topics": 120}],
-        "events": list(events), **extra,
-    })
+    return parse_scenario(
+        {
+            "seed": 11,
+            "duration": f"{minutes}m",
+            "tick": "1m",
+            "timing": {"unload": "50ms", "transfer": "20ms", "lookup": "500ms", "session_timeout": "30s"},
+            "brokers": [{"name": "b{i}", "count": brokers}],
+            "workload": {"msg_rate": 40_000, "zipf": 0.8, "noise": 0.05},
+            "namespaces": [{"name": "t/ns-{i}", "count": 2, "bundles": 8, "topics": 120}],
+            "events": list(events),
+            **extra,
+        }
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -102,19 +107,28 @@ def test_scripted_unload_moves_a_bundle_at_the_next_lookup_and_counts_returns():
     assert result.series["moves"][3] == 1 and result.series["moves_shed"][3] == 1
     assert result.summary["decisions"]["unload/Success/Overloaded"] == 1
     story = [(str(t.finish), t.stimulus_id.split("-")[0]) for t in sim.ownership.story(bundle)]
-    assert story[-4:] == [("Releasing", "shed"), ("Free", "released"), ("Assigning", "lookup"),
-                          ("Owned", "lookup")]
+    assert story[-4:] == [
+        ("Releasing", "shed"),
+        ("Free", "released"),
+        ("Assigning", "lookup"),
+        ("Owned", "lookup"),
+    ]
     assert sim.ownership.story(bundle)[-4].reason == "Overloaded"
 
 
 def test_transfer_goes_straight_to_the_destination():
     ScriptedLeader.reset(extensible=True)
     s = scenario()
-    sim = Simulation(s, leader_factory=ScriptedLeader, validate=True,
-                     config_overrides={"loadManagerClassName": "ExtensibleLoadManagerImpl"})
+    sim = Simulation(
+        s,
+        leader_factory=ScriptedLeader,
+        validate=True,
+        config_overrides={"loadManagerClassName": "ExtensibleLoadManagerImpl"},
+    )
     bundle = sim.topology.bundle_names[0]
     ScriptedLeader.sheds[T0 + 2 * 60_000] = [
-        Decision(broker=sim.broker_ids[0], bundle=bundle, destination=sim.broker_ids[2])]
+        Decision(broker=sim.broker_ids[0], bundle=bundle, destination=sim.broker_ids[2])
+    ]
     result = sim.run()
     [move] = result.moves
     assert (move["cause"], move["to"], move["unownedMs"]) == ("transfer", "b3:8080", 20)
@@ -133,7 +147,9 @@ def test_split_replaces_the_bundle_on_the_ring_and_unloads_the_children():
     assert sim.ownership.state[0] == BundleState.DELETED
     children = [m for m in result.moves if m["cause"] == "split"]
     assert len(children) == 2 and {m["bundle"] for m in children} == {
-        "t/ns-1/0x00000000_0x10000000", "t/ns-1/0x10000000_0x20000000"}
+        "t/ns-1/0x00000000_0x10000000",
+        "t/ns-1/0x10000000_0x20000000",
+    }
     assert result.summary["final_bundles"] == 17
 
 
@@ -143,10 +159,15 @@ def test_refresh_interval_batches_report_changes_but_not_registrations():
     every_cycle.run()
     assert every_cycle.refreshes > 20
     ScriptedLeader.reset()
-    batched = Simulation(scenario([{"at": "7m", "type": "add_broker", "broker": "b9"}], minutes=30,
-                                  workload=noisy,
-                                  timing={"unload": "50ms", "lookup": "500ms", "refresh_interval": "10m"}),
-                         leader_factory=ScriptedLeader)
+    batched = Simulation(
+        scenario(
+            [{"at": "7m", "type": "add_broker", "broker": "b9"}],
+            minutes=30,
+            workload=noisy,
+            timing={"unload": "50ms", "lookup": "500ms", "refresh_interval": "10m"},
+        ),
+        leader_factory=ScriptedLeader,
+    )
     batched.run()
     # the start, at most one per 10 minutes of reports, and the registration at 7m at once
     assert batched.refreshes <= 1 + 3 + 1

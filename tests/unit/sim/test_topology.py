@@ -31,7 +31,9 @@ def test_split_remaps_only_that_bundle_and_keeps_the_ring_whole():
     assert np.array_equal(topo.topic_bundle[~inside], before[~inside])
     assert_ring_covers_keyspace(topo.ns_bundles[0])
     assert_every_topic_in_one_bundle(topo.ns_bundles[0], topics["a/x"])
-    assert [topo.bundle_names[i] for i in topo.bundles_of_namespace(0)] == [str(b) for b in topo.ns_bundles[0]]
+    assert [topo.bundle_names[i] for i in topo.bundles_of_namespace(0)] == [
+        str(b) for b in topo.ns_bundles[0]
+    ]
     with pytest.raises(ValueError, match="not live"):
         topo.split(parent, [0x50000000])
 

@@ -5,10 +5,24 @@ import pytest
 from brokerlb.sim.units import format_duration, parse_duration, parse_quantity, parse_size
 
 
-@pytest.mark.parametrize("text, seconds", [
-    ("500ms", 0.5), ("90s", 90), ("5m", 300), ("5min", 300), ("2h", 7200), ("1d", 86400),
-    ("1h30m", 5400), (" 2 h ", 7200), (45, 45), (2.5, 2.5), ("1.5h", 5400), ("0", 0), ("12.5", 12.5),
-])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("500ms", 0.5),
+        ("90s", 90),
+        ("5m", 300),
+        ("5min", 300),
+        ("2h", 7200),
+        ("1d", 86400),
+        ("1h30m", 5400),
+        (" 2 h ", 7200),
+        (45, 45),
+        (2.5, 2.5),
+        ("1.5h", 5400),
+        ("0", 0),
+        ("12.5", 12.5),
+    ],
+)
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 

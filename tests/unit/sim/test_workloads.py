@@ -7,12 +7,18 @@ from brokerlb.sim.workloads import SyntheticWorkload
 
 
 def scenario(workload=None, events=(), topics=200, **ns):
-    return parse_scenario({
-        "seed": 3, "duration": "2d", "brokers": ["b"],
-        "namespaces": [{"name": "t/a", "topics": topics, "workload": workload or {}, **ns},
-                       {"name": "t/b", "topics": 10}],
-        "events": list(events),
-    })
+    return parse_scenario(
+        {
+            "seed": 3,
+            "duration": "2d",
+            "brokers": ["b"],
+            "namespaces": [
+                {"name": "t/a", "topics": topics, "workload": workload or {}, **ns},
+                {"name": "t/b", "topics": 10},
+            ],
+            "events": list(events),
+        }
+    )
 
 
 def workload(s, seed=5):
@@ -40,8 +46,15 @@ def test_diurnal_curve_peaks_at_peak():
 
 
 def test_hot_topic_ramps_and_ends():
-    hot = {"at": "1h", "type": "hot_topic", "namespace": "t/a", "topic": 7, "factor": 11, "ramp": "10m",
-           "duration": "1h"}
+    hot = {
+        "at": "1h",
+        "type": "hot_topic",
+        "namespace": "t/a",
+        "topic": 7,
+        "factor": 11,
+        "ramp": "10m",
+        "duration": "1h",
+    }
     w = workload(scenario({"msg_rate": 2000}, [hot]))
     base = w.traffic(0).msg_rate_in[7]
     assert w.traffic(3600 + 300).msg_rate_in[7] == pytest.approx(base * 6)

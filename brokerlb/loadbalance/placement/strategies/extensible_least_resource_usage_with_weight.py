@@ -32,7 +32,11 @@ from brokerlb.model import BrokerLoadData
 if TYPE_CHECKING:
     from brokerlb.loadbalance.view import ClusterView
 
-__all__ = ["NAME", "ExtensibleLeastResourceUsageWithWeight", "select_extensible_least_resource_usage_with_weight"]
+__all__ = [
+    "NAME",
+    "ExtensibleLeastResourceUsageWithWeight",
+    "select_extensible_least_resource_usage_with_weight",
+]
 
 #: Pulsar's class name.
 NAME = "org.apache.pulsar.broker.loadbalance.extensions.strategy.LeastResourceUsageWithWeight"
@@ -63,8 +67,14 @@ class ExtensibleLeastResourceUsageWithWeight:
 
     class_name: ClassVar[str] = NAME
 
-    def select_broker(self, view: ClusterView, candidates: Sequence[str], bundle: str, state: StrategyState,
-                      rng: random.Random) -> str | None:
+    def select_broker(
+        self,
+        view: ClusterView,
+        candidates: Sequence[str],
+        bundle: str,
+        state: StrategyState,
+        rng: random.Random,
+    ) -> str | None:
         return select_extensible_least_resource_usage_with_weight(
             candidates,
             view.broker_load_data,

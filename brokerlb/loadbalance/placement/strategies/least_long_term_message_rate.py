@@ -104,8 +104,11 @@ def select_least_long_term_message_rate(
     A candidate without :class:`BrokerData` scores ``+inf`` (Pulsar would fail on it).
     """
 
-    scores = {b: long_term_message_rate_score(brokers[b], overload_threshold, weights)
-              for b in candidates if b in brokers}
+    scores = {
+        b: long_term_message_rate_score(brokers[b], overload_threshold, weights)
+        for b in candidates
+        if b in brokers
+    }
     return select_min_score(candidates, scores, rng)
 
 
@@ -114,13 +117,25 @@ class LeastLongTermMessageRate:
 
     class_name: ClassVar[str] = NAME
 
-    def select_broker(self, view: ClusterView, candidates: Sequence[str], bundle: str, state: StrategyState,
-                      rng: random.Random) -> str | None:
+    def select_broker(
+        self,
+        view: ClusterView,
+        candidates: Sequence[str],
+        bundle: str,
+        state: StrategyState,
+        rng: random.Random,
+    ) -> str | None:
         from brokerlb.loadbalance.placement.context import context_for
 
         return self.select_in_context(context_for(view), candidates, bundle, state, rng)
 
-    def select_in_context(self, context: PlacementContext, candidates: Sequence[str], bundle: str,
-                          state: StrategyState, rng: random.Random) -> str | None:
+    def select_in_context(
+        self,
+        context: PlacementContext,
+        candidates: Sequence[str],
+        bundle: str,
+        state: StrategyState,
+        rng: random.Random,
+    ) -> str | None:
         """As :meth:`select_broker`, counting the context's preallocations."""
         return select_min_score(candidates, context.scores, rng)

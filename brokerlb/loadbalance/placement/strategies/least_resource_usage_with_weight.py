@@ -79,7 +79,9 @@ class ResourceUsageHistory:
 
     def update(self, broker: str, usage: float, restart: bool, history_percentage: float) -> float:
         previous = None if restart else self.ema.get(broker)
-        value = usage if previous is None else previous * history_percentage + (1 - history_percentage) * usage
+        value = (
+            usage if previous is None else previous * history_percentage + (1 - history_percentage) * usage
+        )
         self.ema[broker] = value
         return value
 
@@ -140,14 +142,26 @@ class LeastResourceUsageWithWeight:
 
     class_name: ClassVar[str] = NAME
 
-    def select_broker(self, view: ClusterView, candidates: Sequence[str], bundle: str, state: StrategyState,
-                      rng: random.Random) -> str | None:
+    def select_broker(
+        self,
+        view: ClusterView,
+        candidates: Sequence[str],
+        bundle: str,
+        state: StrategyState,
+        rng: random.Random,
+    ) -> str | None:
         from brokerlb.loadbalance.placement.context import context_for
 
         return self.select_in_context(context_for(view), candidates, bundle, state, rng)
 
-    def select_in_context(self, context: PlacementContext, candidates: Sequence[str], bundle: str,
-                          state: StrategyState, rng: random.Random) -> str | None:
+    def select_in_context(
+        self,
+        context: PlacementContext,
+        candidates: Sequence[str],
+        bundle: str,
+        state: StrategyState,
+        rng: random.Random,
+    ) -> str | None:
         conf = context.config
         history = state.get(NAME, ResourceUsageHistory)
         active = context.available_set

@@ -83,6 +83,12 @@ class RoundRobinBrokerSelector:
 
     class_name: ClassVar[str] = NAME
 
-    def select_broker(self, view: ClusterView, candidates: Sequence[str], bundle: str, state: StrategyState,
-                      rng: random.Random) -> str | None:
+    def select_broker(
+        self,
+        view: ClusterView,
+        candidates: Sequence[str],
+        bundle: str,
+        state: StrategyState,
+        rng: random.Random,
+    ) -> str | None:
         return select_round_robin(candidates, state.get(NAME, RoundRobinState))

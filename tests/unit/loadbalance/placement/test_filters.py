@@ -28,12 +28,17 @@ def test_remove_most_servicing_brokers() -> None:
     assert remove_most_servicing_brokers_for_namespace(["broker1"], {"broker1": 1}) == ["broker1"]
     assert remove_most_servicing_brokers_for_namespace(["broker1", "broker2"], {"broker1": 1}) == ["broker2"]
     counts = {"broker1": 1, "broker2": 1}
-    assert remove_most_servicing_brokers_for_namespace(["broker1", "broker2"], counts) == ["broker1", "broker2"]
+    assert remove_most_servicing_brokers_for_namespace(["broker1", "broker2"], counts) == [
+        "broker1",
+        "broker2",
+    ]
     counts["broker2"] = 2
     assert remove_most_servicing_brokers_for_namespace(["broker1", "broker2"], counts) == ["broker1"]
     counts["broker3"] = 1
     assert remove_most_servicing_brokers_for_namespace(["broker1", "broker2", "broker3"], counts) == [
-        "broker1", "broker3"]
+        "broker1",
+        "broker3",
+    ]
 
 
 def test_load_manager_class_filter() -> None:
@@ -63,8 +68,20 @@ def test_version_filter_fails_on_missing_or_bad_versions(bad) -> None:
 
 
 def test_semver_precedence_and_build_metadata() -> None:
-    order = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2",
-             "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "2.0.0", "2.1.0", "2.1.1", "10.0.0"]
+    order = [
+        "1.0.0-alpha",
+        "1.0.0-alpha.1",
+        "1.0.0-alpha.beta",
+        "1.0.0-beta",
+        "1.0.0-beta.2",
+        "1.0.0-beta.11",
+        "1.0.0-rc.1",
+        "1.0.0",
+        "2.0.0",
+        "2.1.0",
+        "2.1.1",
+        "10.0.0",
+    ]
     parsed = [parse_version(v) for v in order]
     assert sorted(parsed, key=lambda v: v.precedence_key()) == parsed
     a, b = parse_version("1.2.0+a"), parse_version("1.2.0")

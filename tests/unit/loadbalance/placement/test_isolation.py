@@ -13,7 +13,9 @@ NS = "my-property/use/my-ns"
 
 
 def policy(primary: str, secondary: str, min_limit: int, namespaces: str = "my-property/use/my-ns.*"):
-    return NamespaceIsolationData((namespaces,), (primary,), (secondary,), AutoFailoverPolicy(min_limit=min_limit))
+    return NamespaceIsolationData(
+        (namespaces,), (primary,), (secondary,), AutoFailoverPolicy(min_limit=min_limit)
+    )
 
 
 def candidates(available, policies, **kw):
@@ -39,8 +41,9 @@ def test_min_limit_2_adds_secondaries_while_primaries_are_few() -> None:
 
 def test_namespace_without_policy_gets_only_shared_brokers() -> None:
     policies = {"p": policy("prod1-broker1", "prod1-broker2", 1)}
-    result = apply_namespace_policies("other/ns", ["prod1-broker1:8080", "prod1-broker2:8080", "broker3:8080"],
-                                      policies)
+    result = apply_namespace_policies(
+        "other/ns", ["prod1-broker1:8080", "prod1-broker2:8080", "broker3:8080"], policies
+    )
     # broker1 is some namespace's primary: not shared; secondaries are shared
     assert sorted(result.candidates) == ["broker3:8080", "prod1-broker2:8080"]
     assert result.policy is None
@@ -50,8 +53,10 @@ def test_namespace_without_policy_gets_only_shared_brokers() -> None:
 def test_topic_domain_flags_apply_only_without_policy() -> None:
     serves = lambda broker, non_persistent: broker != "b1:8080" or not non_persistent  # noqa: E731
     assert candidates(["b1:8080", "b2:8080"], {}, non_persistent=True, serves_domain=serves) == ["b2:8080"]
-    assert candidates(["b1:8080", "b2:8080"], {}, non_persistent=False, serves_domain=serves) == ["b1:8080",
-                                                                                                  "b2:8080"]
+    assert candidates(["b1:8080", "b2:8080"], {}, non_persistent=False, serves_domain=serves) == [
+        "b1:8080",
+        "b2:8080",
+    ]
     policies = {"p": policy("b.*", "x", 1)}
     assert candidates(["b1:8080"], policies, non_persistent=True, serves_domain=serves) == ["b1:8080"]
 

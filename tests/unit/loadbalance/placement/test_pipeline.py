@@ -31,9 +31,14 @@ def place(view: ClusterView, bundle: str, strategy: str | None = None, seed: int
 
 
 def test_least_loaded_broker_wins_and_detail_explains() -> None:
-    view = ClusterView(load_data=load_data(
-        [broker("b1:8080", bundles={"t/a/0x00000000_0x80000000": _stats(1000)}),
-         broker("b2:8080", bundles={"t/a/0x80000000_0xffffffff": _stats(10)})]))
+    view = ClusterView(
+        load_data=load_data(
+            [
+                broker("b1:8080", bundles={"t/a/0x00000000_0x80000000": _stats(1000)}),
+                broker("b2:8080", bundles={"t/a/0x80000000_0xffffffff": _stats(10)}),
+            ]
+        )
+    )
     decision = place(view, "t/b/0x00000000_0xffffffff")
     assert decision.broker == "b2:8080" and decision.reason is Reason.SELECTED
     assert decision.candidates == ("b1:8080", "b2:8080")
@@ -48,7 +53,9 @@ def _stats(rate: float):
 
 def test_preallocated_bundle_goes_to_its_broker() -> None:
     data = load_data([broker("b1:8080"), broker("b2:8080")])
-    data.broker_data["b1:8080"].preallocated_bundle_data["t/a/0x00000000_0xffffffff"] = BundleData.new_default()
+    data.broker_data["b1:8080"].preallocated_bundle_data["t/a/0x00000000_0xffffffff"] = (
+        BundleData.new_default()
+    )
     decision = place(ClusterView(load_data=data), "t/a/0x00000000_0xffffffff")
     assert (decision.broker, decision.reason) == ("b1:8080", Reason.PREALLOCATED)
 
@@ -58,8 +65,10 @@ def test_preallocation_spreads_a_burst_of_assignments() -> None:
     view = ClusterView(load_data=load_data([broker("b1:8080"), broker("b2:8080")]))
     context = PlacementContext(view)
     state, rng = StrategyState(), new_rng(0)
-    picks = [place_bundle(context, f"{i}/{i}/0x00000000_0xffffffff", state, rng, preallocate=True).broker
-             for i in range(2)]
+    picks = [
+        place_bundle(context, f"{i}/{i}/0x00000000_0xffffffff", state, rng, preallocate=True).broker
+        for i in range(2)
+    ]
     assert sorted(picks) == ["b1:8080", "b2:8080"]
     assert place_bundle(context, "0/0/0x00000000_0xffffffff", state, rng).reason is Reason.PREALLOCATED
     # the view and its cached context are untouched
@@ -70,8 +79,10 @@ def test_max_topic_distribution() -> None:
     """Pulsar's testMaxTopicDistributionToBroker: a broker over loadBalancerBrokerMaxTopics gets nothing more."""
     conf = ServiceConfig(loadBalancerBrokerMaxTopics=100)
     bundles = [f"test/test/test/0x{i * 0x10000000:08x}_0x{(i + 1) * 0x10000000:08x}" for i in range(15)]
-    data = load_data([broker("b1:8080"), broker("b2:8080"), broker("b3:8080")],
-                     bundles={bundles[0]: bundle_data(long_msg_rate_in=1000, topics=110)})
+    data = load_data(
+        [broker("b1:8080"), broker("b2:8080"), broker("b3:8080")],
+        bundles={bundles[0]: bundle_data(long_msg_rate_in=1000, topics=110)},
+    )
     context = PlacementContext(ClusterView(config=conf, load_data=data))
     state, rng = StrategyState(), new_rng(3)
     heavy = place_bundle(context, bundles[0], state, rng, preallocate=True).broker
@@ -83,7 +94,8 @@ def test_max_topic_distribution() -> None:
 def test_overloaded_pick_is_replaced_from_the_policy_candidates() -> None:
     view = ClusterView(
         config=ServiceConfig(loadBalancerLoadPlacementStrategy="RoundRobinBrokerSelector"),
-        load_data=load_data([broker("b1:8080", cpu=95), broker("b2:8080", cpu=10)]))
+        load_data=load_data([broker("b1:8080", cpu=95), broker("b2:8080", cpu=10)]),
+    )
     decision = place(view, "t/a/0x00000000_0xffffffff")
     assert decision.broker == "b2:8080"
     assert "b1:8080 is overloaded" in decision.detail
@@ -91,8 +103,10 @@ def test_overloaded_pick_is_replaced_from_the_policy_candidates() -> None:
 
 def test_isolation_policy_and_no_candidates() -> None:
     policy = NamespaceIsolationData(("iso/.*",), ("b1",), ("b2",), AutoFailoverPolicy(min_limit=1))
-    view = ClusterView(load_data=load_data([broker("b1:8080"), broker("b2:8080"), broker("b3:8080")]),
-                       isolation_policies={"p": policy})
+    view = ClusterView(
+        load_data=load_data([broker("b1:8080"), broker("b2:8080"), broker("b3:8080")]),
+        isolation_policies={"p": policy},
+    )
     assert place(view, "iso/ns/0x00000000_0xffffffff").candidates == ("b1:8080",)
     assert place(view, "other/ns/0x00000000_0xffffffff").candidates == ("b2:8080", "b3:8080")
     only_shared = ClusterView(load_data=load_data([broker("b3:8080")]), isolation_policies={"p": policy})
@@ -116,15 +130,21 @@ def test_version_filter_failure_restores_policy_candidates() -> None:
 
 
 def test_anti_affinity_and_even_spread() -> None:
-    data = load_data([broker("b1:8080", bundles=["t/ns1/0x00000000_0xffffffff"]),
-                      broker("b2:8080", bundles=["t/x/0x00000000_0x80000000", "t/x/0x80000000_0xffffffff"]),
-                      broker("b3:8080")])
+    data = load_data(
+        [
+            broker("b1:8080", bundles=["t/ns1/0x00000000_0xffffffff"]),
+            broker("b2:8080", bundles=["t/x/0x00000000_0x80000000", "t/x/0x80000000_0xffffffff"]),
+            broker("b3:8080"),
+        ]
+    )
     policies = {"t/ns1": NamespacePolicy("g"), "t/ns2": NamespacePolicy("G")}
     view = ClusterView(load_data=data, namespace_policies=policies)
     assert place(view, "t/ns2/0x00000000_0xffffffff").candidates == ("b2:8080", "b3:8080")
     # the second bundle of t/x avoids b2, which holds both others (even spread)
     assert "b2:8080" not in place(view, "t/x/0x00000000_0x40000000").candidates
-    uneven = ClusterView(config=ServiceConfig(loadBalancerDistributeBundlesEvenlyEnabled=False), load_data=data)
+    uneven = ClusterView(
+        config=ServiceConfig(loadBalancerDistributeBundlesEvenlyEnabled=False), load_data=data
+    )
     assert "b2:8080" in place(uneven, "t/x/0x00000000_0x40000000").candidates
 
 
@@ -144,8 +164,10 @@ def test_heartbeat_and_sla_routing() -> None:
     assert place(view, "sla-monitor/use/b2:8080/0x00000000_0xffffffff").broker == "b2:8080"
     dead_sla = place(view, "sla-monitor/use/b9:8080/0x00000000_0xffffffff")
     assert dead_sla.reason is Reason.SELECTED  # placed like any other bundle
-    extensible = ClusterView(config=ServiceConfig(loadManagerClassName=EXTENSIBLE_LM),
-                             broker_load_data={"b1:8080": broker_load(cpu=10)})
+    extensible = ClusterView(
+        config=ServiceConfig(loadManagerClassName=EXTENSIBLE_LM),
+        broker_load_data={"b1:8080": broker_load(cpu=10)},
+    )
     assert place(extensible, "pulsar/b9:8080/0x00000000_0xffffffff").reason is Reason.NO_BROKERS
 
 
@@ -155,10 +177,16 @@ def _extensible_view(**kw) -> ClusterView:
         "b2:8080": BrokerLookupData(load_manager_class_name=EXTENSIBLE_LM, broker_version="3.0.0"),
         "b3:8080": BrokerLookupData(load_manager_class_name=None, broker_version="3.1.0"),
     }
-    loads = {"b1:8080": broker_load(cpu=50, topics=5), "b2:8080": broker_load(cpu=10, topics=20),
-             "b3:8080": broker_load(cpu=1)}
-    return ClusterView(config=ServiceConfig(loadManagerClassName=EXTENSIBLE_LM, **kw), broker_lookup_data=lookup,
-                       broker_load_data=loads)
+    loads = {
+        "b1:8080": broker_load(cpu=50, topics=5),
+        "b2:8080": broker_load(cpu=10, topics=20),
+        "b3:8080": broker_load(cpu=1),
+    }
+    return ClusterView(
+        config=ServiceConfig(loadManagerClassName=EXTENSIBLE_LM, **kw),
+        broker_lookup_data=lookup,
+        broker_load_data=loads,
+    )
 
 
 def test_extensible_pipeline_filters() -> None:
@@ -166,9 +194,13 @@ def test_extensible_pipeline_filters() -> None:
     decision = place(view, "t/a/0x00000000_0xffffffff")
     assert decision.candidates == ("b1:8080", "b2:8080")  # b3 reports no load manager class
     assert decision.broker == "b2:8080"  # 0.1 + 0.1 <= 0.3
-    assert place(_extensible_view(loadBalancerBrokerMaxTopics=10), "t/a/0x00000000_0xffffffff").broker == "b1:8080"
+    assert (
+        place(_extensible_view(loadBalancerBrokerMaxTopics=10), "t/a/0x00000000_0xffffffff").broker
+        == "b1:8080"
+    )
     assert place(_extensible_view(preferLaterVersions=True), "t/a/0x00000000_0xffffffff").candidates == (
-        "b1:8080",)
+        "b1:8080",
+    )
     none_left = place(_extensible_view(loadBalancerBrokerMaxTopics=1), "t/a/0x00000000_0xffffffff")
     assert none_left.broker is None and none_left.reason is Reason.NO_CANDIDATES
 
@@ -197,13 +229,17 @@ def test_should_namespace_policies_unload() -> None:
     assert should_namespace_policies_unload(ClusterView(load_data=data), bundle, "localhost:8080")
 
     def with_policy(host: str) -> ClusterView:
-        policy = NamespaceIsolationData(("my-tenant/use/my-ns.*",), (host,), (host,), AutoFailoverPolicy(min_limit=1))
+        policy = NamespaceIsolationData(
+            ("my-tenant/use/my-ns.*",), (host,), (host,), AutoFailoverPolicy(min_limit=1)
+        )
         return ClusterView(load_data=data, isolation_policies={"my-ns-isolation-policies": policy})
 
     assert not should_namespace_policies_unload(with_policy("localhost1"), bundle, "localhost1:8080")
     assert should_namespace_policies_unload(with_policy("localhost"), bundle, "localhost:8080")
-    single = ClusterView(load_data=load_data([broker("localhost:8080")]),
-                         isolation_policies=with_policy("localhost").isolation_policies)
+    single = ClusterView(
+        load_data=load_data([broker("localhost:8080")]),
+        isolation_policies=with_policy("localhost").isolation_policies,
+    )
     assert not should_namespace_policies_unload(single, bundle, "localhost:8080")
     assert has_placement_policies(with_policy("x"), bundle)
     assert not has_placement_policies(ClusterView(load_data=data), bundle)
@@ -212,8 +248,13 @@ def test_should_namespace_policies_unload() -> None:
 def test_should_anti_affinity_namespace_unload_on_a_view() -> None:
     bundles = {f"my-tenant/use/my-ns{i}/0x00000000_0xffffffff": f"broker-{i}:8080" for i in range(3)}
     policies = {f"my-tenant/use/my-ns{i}": NamespacePolicy("my-antiaffinity") for i in range(3)}
-    two = load_data([broker("broker-0:8080", bundles=[list(bundles)[0]]),
-                     broker("broker-1:8080", bundles=[list(bundles)[1]]), broker("broker-2:8080")])
+    two = load_data(
+        [
+            broker("broker-0:8080", bundles=[list(bundles)[0]]),
+            broker("broker-1:8080", bundles=[list(bundles)[1]]),
+            broker("broker-2:8080"),
+        ]
+    )
     view = ClusterView(load_data=two, namespace_policies=policies)
     assert should_anti_affinity_namespace_unload(view, list(bundles)[0], "broker-0:8080")
     three = load_data([broker(b, bundles=[n]) for n, b in bundles.items()])
@@ -224,25 +265,38 @@ def test_should_anti_affinity_namespace_unload_on_a_view() -> None:
 
 def test_extensible_anti_affinity_can_unload() -> None:
     policies = {"t/a": NamespacePolicy("g"), "t/b": NamespacePolicy("g"), "t/c": NamespacePolicy("g")}
-    owners = {"t/a/0x00000000_0xffffffff": "b1", "t/b/0x00000000_0xffffffff": "b2",
-              "t/c/0x00000000_0xffffffff": "b2"}
-    view = ClusterView(broker_load_data={"b1": broker_load(), "b2": broker_load()}, namespace_policies=policies,
-                       ownership=owners)
+    owners = {
+        "t/a/0x00000000_0xffffffff": "b1",
+        "t/b/0x00000000_0xffffffff": "b2",
+        "t/c/0x00000000_0xffffffff": "b2",
+    }
+    view = ClusterView(
+        broker_load_data={"b1": broker_load(), "b2": broker_load()},
+        namespace_policies=policies,
+        ownership=owners,
+    )
     # b1 holds 1, b2 holds 2: only b1 is left by the filter, so t/a cannot leave b1
     assert not anti_affinity_can_unload(view, "t/a/0x00000000_0xffffffff", "b1")
     assert not anti_affinity_can_unload(view, "t/a/0x00000000_0xffffffff", "b1", "b2")
     assert anti_affinity_can_unload(view, "t/b/0x00000000_0xffffffff", "b2", "b1")
-    three = ClusterView(broker_load_data={"b1": broker_load(), "b2": broker_load(), "b3": broker_load()},
-                        namespace_policies=policies, ownership=owners)
+    three = ClusterView(
+        broker_load_data={"b1": broker_load(), "b2": broker_load(), "b3": broker_load()},
+        namespace_policies=policies,
+        ownership=owners,
+    )
     assert anti_affinity_can_unload(three, "t/a/0x00000000_0xffffffff", "b1", "b3")
     assert not anti_affinity_can_unload(three, "t/a/0x00000000_0xffffffff", "b1", "b2")
     assert anti_affinity_can_unload(three, "x/y/0x00000000_0xffffffff", "b1", "b2")  # no group
 
 
-@pytest.mark.parametrize("strategy", ["LeastLongTermMessageRate", "LeastResourceUsageWithWeight",
-                                      "RoundRobinBrokerSelector", EXT_LRUWW])
+@pytest.mark.parametrize(
+    "strategy",
+    ["LeastLongTermMessageRate", "LeastResourceUsageWithWeight", "RoundRobinBrokerSelector", EXT_LRUWW],
+)
 def test_every_strategy_places_through_the_pipeline(strategy: str) -> None:
-    view = ClusterView(load_data=load_data([broker("b1:8080", cpu=20), broker("b2:8080", cpu=40)]),
-                       broker_load_data={"b1:8080": broker_load(cpu=20), "b2:8080": broker_load(cpu=40)})
+    view = ClusterView(
+        load_data=load_data([broker("b1:8080", cpu=20), broker("b2:8080", cpu=40)]),
+        broker_load_data={"b1:8080": broker_load(cpu=20), "b2:8080": broker_load(cpu=40)},
+    )
     decision = place(view, "t/a/0x00000000_0xffffffff", strategy=strategy, seed=random.Random(1).randrange(9))
     assert decision.broker in ("b1:8080", "b2:8080")

@@ -27,9 +27,16 @@ from brokerlb.testing import broker_load
 
 def usage_broker(percent: float, *, bundles: bool = True) -> BrokerData:
     u = lambda: ResourceUsage(percent, 100)  # noqa: E731
-    local = LocalBrokerData(cpu=u(), memory=u(), direct_memory=u(), bandwidth_in=u(), bandwidth_out=u(),
-                            msg_rate_in=100.0, msg_rate_out=100.0,
-                            bundles={"0x00000000_0xffffffff"} if bundles else set())
+    local = LocalBrokerData(
+        cpu=u(),
+        memory=u(),
+        direct_memory=u(),
+        bandwidth_in=u(),
+        bandwidth_out=u(),
+        msg_rate_in=100.0,
+        msg_rate_out=100.0,
+        bundles={"0x00000000_0xffffffff"} if bundles else set(),
+    )
     return BrokerData(local)
 
 
@@ -39,8 +46,9 @@ def test_least_long_term_message_rate() -> None:
         brokers[name].time_average_data.long_term_msg_rate_in = rate
 
     def pick() -> str | None:
-        return select_least_long_term_message_rate(list(brokers), brokers, overload_threshold=0.85,
-                                                   weights=ResourceWeights(), rng=random.Random(0))
+        return select_least_long_term_message_rate(
+            list(brokers), brokers, overload_threshold=0.85, weights=ResourceWeights(), rng=random.Random(0)
+        )
 
     assert pick() == "1"
     brokers["1"].time_average_data.long_term_msg_rate_in = 400
@@ -58,16 +66,21 @@ def test_min_score_ties_and_all_overloaded_are_random_but_seeded() -> None:
     assert {select_min_score(["a", "z"], {}, random.Random(seed)) for seed in range(20)} == {"a", "z"}
     assert select_min_score([], inf, random.Random(0)) is None
     assert select_min_score(["a", "b"], scores, random.Random(5)) == select_min_score(
-        ["a", "b"], scores, random.Random(5))
+        ["a", "b"], scores, random.Random(5)
+    )
 
 
 @pytest.fixture
 def lruww_conf() -> ServiceConfig:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ServiceConfig(loadBalancerCPUResourceWeight=1.0, loadBalancerMemoryResourceWeight=0.1,
-                             loadBalancerDirectMemoryResourceWeight=0.1, loadBalancerHistoryResourcePercentage=0.5,
-                             loadBalancerAverageResourceUsageDifferenceThresholdPercentage=5)
+        return ServiceConfig(
+            loadBalancerCPUResourceWeight=1.0,
+            loadBalancerMemoryResourceWeight=0.1,
+            loadBalancerDirectMemoryResourceWeight=0.1,
+            loadBalancerHistoryResourcePercentage=0.5,
+            loadBalancerAverageResourceUsageDifferenceThresholdPercentage=5,
+        )
 
 
 def test_least_resource_usage_with_weight(lruww_conf: ServiceConfig) -> None:
@@ -79,13 +92,23 @@ def test_least_resource_usage_with_weight(lruww_conf: ServiceConfig) -> None:
 
     def pick(candidates: list[str]) -> str | None:
         return select_least_resource_usage_with_weight(
-            candidates, history, samples={b: (weighted_usage(d, weights), restarts_history(d)) for b, d in data.items()},
-            history_percentage=0.5, diff_threshold=0.05, rng=rng)
+            candidates,
+            history,
+            samples={b: (weighted_usage(d, weights), restarts_history(d)) for b, d in data.items()},
+            history_percentage=0.5,
+            diff_threshold=0.05,
+            rng=rng,
+        )
 
     pick(["1", "2", "3", "4"])  # broker 4 gets an EMA
     candidates = ["1", "2", "3"]
     assert pick(candidates) == "1"
-    for usages, expected in (((20, 30, 50), "1"), ((30, 30, 40), "1"), ((30, 30, 40), "1"), ((35, 20, 45), "2")):
+    for usages, expected in (
+        ((20, 30, 50), "1"),
+        ((30, 30, 40), "1"),
+        ((30, 30, 40), "1"),
+        ((35, 20, 45), "2"),
+    ):
         data.update({b: usage_broker(u) for b, u in zip(candidates, usages, strict=True)})
         assert pick(candidates) == expected
     assert history.ema["1"] == pytest.approx(0.30625, abs=1e-6)
@@ -102,9 +125,13 @@ def test_least_resource_usage_with_weight_uses_injected_history(lruww_conf: Serv
     data = {"1": usage_broker(10), "2": usage_broker(30), "3": usage_broker(60), "4": usage_broker(5)}
     history = ResourceUsageHistory({"1": 0.1, "2": 0.3, "4": 0.05})
     broker = select_least_resource_usage_with_weight(
-        ["1", "2", "3"], history,
+        ["1", "2", "3"],
+        history,
         samples={b: (weighted_usage(d, weights), restarts_history(d)) for b, d in data.items()},
-        history_percentage=0.5, diff_threshold=0.05, rng=random.Random(0))
+        history_percentage=0.5,
+        diff_threshold=0.05,
+        rng=random.Random(0),
+    )
     assert broker == "1"
     history.forget_inactive(["1", "2", "3"])
     assert "4" not in history.ema
@@ -116,16 +143,21 @@ def test_extensible_least_resource_usage_with_weight() -> None:
     loads: dict[str, BrokerLoadData] = {"1": broker_load(cpu=50), "2": broker_load(cpu=100)}
 
     def pick(seed: int = 0) -> str | None:
-        return select_extensible_least_resource_usage_with_weight(["1", "2", "5"], loads, diff_threshold=0.05,
-                                                                  rng=random.Random(seed))
+        return select_extensible_least_resource_usage_with_weight(
+            ["1", "2", "5"], loads, diff_threshold=0.05, rng=random.Random(seed)
+        )
 
     assert pick() == "1"
     loads["1"] = broker_load(cpu=100)
     assert {pick(seed) for seed in range(30)} == {"1", "2", "5"}
     loads.clear()
     assert {pick(seed) for seed in range(30)} == {"1", "2", "5"}
-    assert select_extensible_least_resource_usage_with_weight([], loads, diff_threshold=0.05,
-                                                              rng=random.Random(0)) is None
+    assert (
+        select_extensible_least_resource_usage_with_weight(
+            [], loads, diff_threshold=0.05, rng=random.Random(0)
+        )
+        is None
+    )
 
 
 def test_round_robin() -> None:
@@ -153,7 +185,9 @@ def test_least_resource_usage_with_weight_forgets_brokers_that_left() -> None:
 
     state = StrategyState()
     strategy = LeastResourceUsageWithWeight()
-    three = ClusterView(load_data=load_data([broker("b1", cpu=10), broker("b2", cpu=20), broker("b3", cpu=30)]))
+    three = ClusterView(
+        load_data=load_data([broker("b1", cpu=10), broker("b2", cpu=20), broker("b3", cpu=30)])
+    )
     strategy.select_broker(three, ["b1", "b2", "b3"], "t/n/0x00000000_0xffffffff", state, random.Random(0))
     history = state.find(strategy.class_name)
     assert set(history.ema) == {"b1", "b2", "b3"}

@@ -11,16 +11,25 @@ BUNDLES = [f"t/ns/0x{i:08x}_0x{i + 1:08x}" for i in range(11)]
 
 
 def _view(cpus: dict[str, float], rates: dict[str, float], owner: str = "b1:8080", **conf) -> ClusterView:
-    brokers = {b: broker(b, cpu=c, bundles=BUNDLES if b == owner else [], msg_rate_in=rates[b], msg_rate_out=rates[b])
-               for b, c in cpus.items()}
+    brokers = {
+        b: broker(
+            b, cpu=c, bundles=BUNDLES if b == owner else [], msg_rate_in=rates[b], msg_rate_out=rates[b]
+        )
+        for b, c in cpus.items()
+    }
     histories = {b: bundle_data(msg_rate_in=450, msg_rate_out=450) for b in BUNDLES}
     conf.setdefault("maxUnloadPercentage", 0.5)
-    return ClusterView(config=ServiceConfig(**conf), now_ms=NOW,
-                       load_data=load_data(brokers, histories, history_from_stats=False))
+    return ClusterView(
+        config=ServiceConfig(**conf),
+        now_ms=NOW,
+        load_data=load_data(brokers, histories, history_from_stats=False),
+    )
 
 
 def test_high_hits_then_shed_and_place_on_the_paired_broker() -> None:
-    v = _view({"b1:8080": 80, "b2:8080": 30, "b3:8080": 50}, {"b1:8080": 10000, "b2:8080": 1000, "b3:8080": 5000})
+    v = _view(
+        {"b1:8080": 80, "b2:8080": 30, "b3:8080": 50}, {"b1:8080": 10000, "b2:8080": 1000, "b3:8080": 5000}
+    )
     state = StrategyState()
     first = shed("AvgShedder", v, state)
     assert skip_reason(first) == "HitCount" and first.stats["pairs"] == [["b2:8080", "b1:8080"]]
@@ -42,15 +51,21 @@ def test_small_gap_clears_counters_and_no_pair() -> None:
 
 
 def test_pair_acts_but_nothing_worth_moving() -> None:
-    v = _view({"b1:8080": 90, "b2:8080": 10}, {"b1:8080": 600, "b2:8080": 500},
-              loadBalancerAvgShedderHitCountHighThreshold=1)
+    v = _view(
+        {"b1:8080": 90, "b2:8080": 10},
+        {"b1:8080": 600, "b2:8080": 500},
+        loadBalancerAvgShedderHitCountHighThreshold=1,
+    )
     assert skip_reason(shed("AvgShedder", v)) == "BelowThreshold"
 
 
 def test_placement_of_an_unbound_bundle_is_seeded_and_remembered() -> None:
     v = _view({"b1:8080": 10, "b2:8080": 10, "b3:8080": 10}, {"b1:8080": 1, "b2:8080": 1, "b3:8080": 1})
     strategy = AvgShedder()
-    picks = {strategy.select_broker(v, v.available_brokers, BUNDLES[0], StrategyState(), new_rng(7)) for _ in range(5)}
+    picks = {
+        strategy.select_broker(v, v.available_brokers, BUNDLES[0], StrategyState(), new_rng(7))
+        for _ in range(5)
+    }
     assert len(picks) == 1  # same seed, same broker
     state = StrategyState()
     first = strategy.select_broker(v, v.available_brokers, BUNDLES[0], state, new_rng(1))

@@ -39,11 +39,19 @@ def test_unload_gets_a_destination_from_the_placement_pipeline() -> None:
 
 def test_grace_period_prunes_old_entries_before_the_strategy_runs() -> None:
     grace_ms = 30 * 60_000
-    fresh = cycle(view([heavy("b1:8080", 95, {A: 60, B: 30}), heavy("b2:8080", 10, {C: 1})],
-                       recently={A: NOW - grace_ms + 1}))
+    fresh = cycle(
+        view(
+            [heavy("b1:8080", 95, {A: 60, B: 30}), heavy("b2:8080", 10, {C: 1})],
+            recently={A: NOW - grace_ms + 1},
+        )
+    )
     assert [u.bundle for u in fresh.unloads] == [B]
-    expired = cycle(view([heavy("b1:8080", 95, {A: 60, B: 30}), heavy("b2:8080", 10, {C: 1})],
-                         recently={A: NOW - grace_ms - 1}))
+    expired = cycle(
+        view(
+            [heavy("b1:8080", 95, {A: 60, B: 30}), heavy("b2:8080", 10, {C: 1})],
+            recently={A: NOW - grace_ms - 1},
+        )
+    )
     assert [u.bundle for u in expired.unloads] == [A]
     assert prune_recently_unloaded({"x": 5, "y": 10}, 10) == {"y": 10}
 
@@ -73,8 +81,10 @@ def test_destination_equal_to_the_owner_is_skipped() -> None:
     assert (decision.label, decision.reason) == (Label.SKIP, Reason.NO_DESTINATION)
     assert "current owner b1:8080" in decision.detail
     # with even distribution switched off the bundle goes to the idle broker
-    v = view([heavy("b1:8080", 60, {A: 60, B: 30}), heavy("b2:8080", 10, others)],
-             loadBalancerDistributeBundlesEvenlyEnabled=False)
+    v = view(
+        [heavy("b1:8080", 60, {A: 60, B: 30}), heavy("b2:8080", 10, others)],
+        loadBalancerDistributeBundlesEvenlyEnabled=False,
+    )
     assert [(u.bundle, u.destination) for u in cycle(v, "ThresholdShedder").unloads] == [(A, "b2:8080")]
 
 
@@ -85,8 +95,13 @@ def test_extensible_strategy_decisions_pass_through() -> None:
 
 
 def test_record_unloads() -> None:
-    result = SheddingResult.of([UnloadDecision("b1", "x/y/0x0_0x1", "b2", reason=Reason.OVERLOADED),
-                                UnloadDecision.skip(Reason.BALANCED)], {"cooledDownBrokers": ["b3"]})
+    result = SheddingResult.of(
+        [
+            UnloadDecision("b1", "x/y/0x0_0x1", "b2", reason=Reason.OVERLOADED),
+            UnloadDecision.skip(Reason.BALANCED),
+        ],
+        {"cooledDownBrokers": ["b3"]},
+    )
     bundles: dict[str, int] = {}
     brokers = {"b3": 1}
     assert record_unloads(result, 42, bundles, brokers) == 1
@@ -97,9 +112,14 @@ def test_destinations_of_one_cycle_see_each_other() -> None:
     # Two bundles leave b1 in one cycle. Without preallocation both would go to b2 (lowest
     # long-term rate); Pulsar preallocates each destination, so the second goes to b3.
     hot = {f"t/ns/0x{i:x}0000000_0x{i + 1:x}0000000": 5 for i in range(10)}
-    v = view([heavy("b1:8080", 99, hot), heavy("b2:8080", 10, {"t/a/0x00000000_0xffffffff": 1}),
-              heavy("b3:8080", 10, {"t/b/0x00000000_0xffffffff": 2})],
-             loadBalancerDistributeBundlesEvenlyEnabled=False)
+    v = view(
+        [
+            heavy("b1:8080", 99, hot),
+            heavy("b2:8080", 10, {"t/a/0x00000000_0xffffffff": 1}),
+            heavy("b3:8080", 10, {"t/b/0x00000000_0xffffffff": 2}),
+        ],
+        loadBalancerDistributeBundlesEvenlyEnabled=False,
+    )
     result = cycle(v)
     assert len(result.unloads) == 2
     assert sorted(u.destination for u in result.unloads) == ["b2:8080", "b3:8080"]

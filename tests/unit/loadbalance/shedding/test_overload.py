@@ -7,7 +7,9 @@ A, B, C = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000", "t/ns/0x80
 
 
 def test_worked_example_sheds_the_largest_bundle_until_under_threshold() -> None:
-    v = view([heavy("b1:8080", 90, {A: 60, B: 30, C: 10}), heavy("b2:8080", 40, {"t/x/0x00000000_0xffffffff": 5})])
+    v = view(
+        [heavy("b1:8080", 90, {A: 60, B: 30, C: 10}), heavy("b2:8080", 40, {"t/x/0x00000000_0xffffffff": 5})]
+    )
     result = shed("OverloadShedder", v)
     assert unloads(result) == [("b1:8080", A)]
     assert result.unloads[0].reason.value == "Overloaded"
@@ -35,7 +37,9 @@ def test_recently_unloaded_bundles_are_skipped() -> None:
 
 
 def test_all_brokers_overloaded_each_sheds() -> None:
-    v = view([heavy("b1:8080", 95, {A: 60, B: 30}), heavy("b2:8080", 96, {"t/y/0x0_0x1": 5, "t/y/0x1_0x2": 50})])
+    v = view(
+        [heavy("b1:8080", 95, {A: 60, B: 30}), heavy("b2:8080", 96, {"t/y/0x0_0x1": 5, "t/y/0x1_0x2": 50})]
+    )
     assert sorted(unloads(shed("OverloadShedder", v))) == [("b1:8080", A), ("b2:8080", "t/y/0x1_0x2")]
 
 

@@ -35,23 +35,42 @@ def clusters(draw: st.DrawFn) -> ClusterView:
     tput = {b: draw(st.floats(0, 60)) for b in bundles}
     brokers, tops, loads = [], {}, {}
     for name in names:
-        mine = {b: bundle_stats(msg_throughput_in=tput[b] * MB / 2, msg_throughput_out=tput[b] * MB / 2,
-                                msg_rate_in=tput[b] * 50, msg_rate_out=tput[b] * 50)
-                for b in bundles if owner[b] == name}
+        mine = {
+            b: bundle_stats(
+                msg_throughput_in=tput[b] * MB / 2,
+                msg_throughput_out=tput[b] * MB / 2,
+                msg_rate_in=tput[b] * 50,
+                msg_rate_out=tput[b] * 50,
+            )
+            for b in bundles
+            if owner[b] == name
+        }
         cpu = draw(st.floats(0, 100))
         brokers.append(broker(name, cpu=cpu, bandwidth_in=draw(st.floats(0, 100)), bundles=mine))
-        tops[name] = TopBundlesLoadData.of({b: NamespaceBundleStats(msg_throughput_out=tput[b] * MB)
-                                            for b in mine}, 10)
+        tops[name] = TopBundlesLoadData.of(
+            {b: NamespaceBundleStats(msg_throughput_out=tput[b] * MB) for b in mine}, 10
+        )
         loads[name] = broker_load(cpu=cpu, msg_throughput_out=sum(tput[b] for b in mine) * MB, now_ms=NOW)
     recently = {b: NOW - draw(st.integers(0, 3_600_000)) for b in bundles if draw(st.booleans())}
     # the channel may say another broker owns a bundle (e.g. during a transfer)
     ownership = {b: draw(st.sampled_from(names)) for b in bundles if draw(st.integers(0, 5)) == 0}
-    conf = ServiceConfig(loadBalancerSheddingConditionHitCountThreshold=0, loadBalancerBundleUnloadMinThroughputThreshold=0,
-                         lowerBoundarySheddingEnabled=draw(st.booleans()),
-                         loadBalancerAvgShedderHitCountHighThreshold=1, loadBalancerAvgShedderHitCountLowThreshold=1,
-                         maxUnloadPercentage=0.5, brokerlbTransferShedderCheckSwapCandidates=True)
-    return ClusterView(config=conf, now_ms=NOW, load_data=load_data(brokers, recently_unloaded=recently),
-                       broker_load_data=loads, top_bundles=tops, ownership=ownership)
+    conf = ServiceConfig(
+        loadBalancerSheddingConditionHitCountThreshold=0,
+        loadBalancerBundleUnloadMinThroughputThreshold=0,
+        lowerBoundarySheddingEnabled=draw(st.booleans()),
+        loadBalancerAvgShedderHitCountHighThreshold=1,
+        loadBalancerAvgShedderHitCountLowThreshold=1,
+        maxUnloadPercentage=0.5,
+        brokerlbTransferShedderCheckSwapCandidates=True,
+    )
+    return ClusterView(
+        config=conf,
+        now_ms=NOW,
+        load_data=load_data(brokers, recently_unloaded=recently),
+        broker_load_data=loads,
+        top_bundles=tops,
+        ownership=ownership,
+    )
 
 
 def check(view: ClusterView, result: SheddingResult, recently: dict[str, int]) -> None:
@@ -75,7 +94,9 @@ def test_raw_strategies_respect_ownership_and_recent_unloads(view: ClusterView, 
 
 @SETTINGS
 @given(clusters(), st.sampled_from(MODULAR + ["TransferShedder"]), st.integers(0, 3))
-def test_loop_respects_ownership_grace_period_and_destinations(view: ClusterView, name: str, seed: int) -> None:
+def test_loop_respects_ownership_grace_period_and_destinations(
+    view: ClusterView, name: str, seed: int
+) -> None:
     grace_ms = 30 * 60_000
     within_grace = {b: t for b, t in view.recently_unloaded_bundles.items() if t >= NOW - grace_ms}
     result = run_shedding_cycle(view, StrategyState(), new_rng(seed), strategy=name)
@@ -91,5 +112,7 @@ def test_multi_cycle_state_never_breaks_the_properties(view: ClusterView) -> Non
     for cycle in range(3):
         current = replace(view, load_data=replace(view.load_data, recently_unloaded_bundles=dict(recently)))
         for name in MODULAR:
-            result = create(StrategyKind.SHEDDING, name).find_bundles_for_unloading(current, state, new_rng(cycle))
+            result = create(StrategyKind.SHEDDING, name).find_bundles_for_unloading(
+                current, state, new_rng(cycle)
+            )
             check(current, result, recently)

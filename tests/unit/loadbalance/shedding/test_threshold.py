@@ -46,8 +46,10 @@ def test_usage_above_100_percent_ignores_the_broken_signal() -> None:
 
 def test_lower_boundary_shedding() -> None:
     # 10 brokers at 80 %, one idle: avg 72.7 % + 10 > 80, nothing is shed (apache/pulsar#17456) ...
-    brokers = [heavy(f"b{i}:8080", 80, {f"t/n{i}/0x00000000_0x80000000": 100,
-                                        f"t/n{i}/0x80000000_0xffffffff": 100}) for i in range(10)]
+    brokers = [
+        heavy(f"b{i}:8080", 80, {f"t/n{i}/0x00000000_0x80000000": 100, f"t/n{i}/0x80000000_0xffffffff": 100})
+        for i in range(10)
+    ]
     brokers.append(heavy("idle:8080", 0, {}))
     assert skip_reason(shed("ThresholdShedder", view(brokers))) == "Balanced"
     # ... unless lower-boundary shedding is on: the busiest broker sheds threshold * 0.5 of its traffic
@@ -56,14 +58,23 @@ def test_lower_boundary_shedding() -> None:
 
 
 def test_lower_boundary_advances_history_twice_unless_the_option_says_once() -> None:
-    brokers = [heavy("b1:8080", 80, {A: 100, B: 100}), heavy("b2:8080", 80, {X: 100, Y: 100}),
-               heavy("idle:8080", 0, {})]
+    brokers = [
+        heavy("b1:8080", 80, {A: 100, B: 100}),
+        heavy("b2:8080", 80, {X: 100, Y: 100}),
+        heavy("idle:8080", 0, {}),
+    ]
     for option, expected_calls in ((False, 2), (True, 1)):
         state = StrategyState()
         state.get(ThresholdShedder.class_name, ThresholdShedderState).history.update(
-            {"b1:8080": 0.5, "b2:8080": 0.5, "idle:8080": 0.5})
-        shed("ThresholdShedder", view(brokers, lowerBoundarySheddingEnabled=True,
-                                      brokerlbThresholdShedderSingleHistoryUpdate=option), state)
+            {"b1:8080": 0.5, "b2:8080": 0.5, "idle:8080": 0.5}
+        )
+        shed(
+            "ThresholdShedder",
+            view(
+                brokers, lowerBoundarySheddingEnabled=True, brokerlbThresholdShedderSingleHistoryUpdate=option
+            ),
+            state,
+        )
         expected = 0.5
         for _ in range(expected_calls):
             expected = expected * 0.9 + 0.1 * 0.8

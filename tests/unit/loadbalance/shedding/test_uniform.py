@@ -8,15 +8,33 @@ from tests.unit.loadbalance.shedding.helpers import NOW, shed, skip_reason, unlo
 A, B, C = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xffffffff"
 
 
-def _view(rates: dict[str, float], bundles: dict[str, dict[str, float]], tputs: dict[str, float] | None = None,
-          **conf) -> ClusterView:
-    brokers = {name: broker(name, bundles=list(bundles.get(name, {})), msg_rate_in=rate, msg_rate_out=0.0,
-                            msg_throughput_in=(tputs or {}).get(name, 0.0), msg_throughput_out=0.0)
-               for name, rate in rates.items()}
-    histories = {b: bundle_data(msg_rate_in=r, msg_throughput_in=r * 1000) for per in bundles.values()
-                 for b, r in per.items()}
-    return ClusterView(config=ServiceConfig(**conf), now_ms=NOW,
-                       load_data=load_data(brokers, histories, history_from_stats=False))
+def _view(
+    rates: dict[str, float],
+    bundles: dict[str, dict[str, float]],
+    tputs: dict[str, float] | None = None,
+    **conf,
+) -> ClusterView:
+    brokers = {
+        name: broker(
+            name,
+            bundles=list(bundles.get(name, {})),
+            msg_rate_in=rate,
+            msg_rate_out=0.0,
+            msg_throughput_in=(tputs or {}).get(name, 0.0),
+            msg_throughput_out=0.0,
+        )
+        for name, rate in rates.items()
+    }
+    histories = {
+        b: bundle_data(msg_rate_in=r, msg_throughput_in=r * 1000)
+        for per in bundles.values()
+        for b, r in per.items()
+    }
+    return ClusterView(
+        config=ServiceConfig(**conf),
+        now_ms=NOW,
+        load_data=load_data(brokers, histories, history_from_stats=False),
+    )
 
 
 def test_worked_example_by_message_rate() -> None:
@@ -33,15 +51,21 @@ def test_below_the_minimum_to_move() -> None:
 
 
 def test_balanced_cluster() -> None:
-    v = _view({"b1:8080": 1200, "b2:8080": 1000}, {"b1:8080": {A: 600, B: 600}},
-              tputs={"b1:8080": 10, "b2:8080": 10})
+    v = _view(
+        {"b1:8080": 1200, "b2:8080": 1000},
+        {"b1:8080": {A: 600, B: 600}},
+        tputs={"b1:8080": 10, "b2:8080": 10},
+    )
     assert skip_reason(shed("UniformLoadShedder", v)) == "Balanced"
 
 
 def test_throughput_when_rates_are_even() -> None:
     mb = 1024 * 1024
-    v = _view({"b1:8080": 1000, "b2:8080": 1000}, {"b1:8080": {A: 1, B: 1}},
-              tputs={"b1:8080": 100 * mb, "b2:8080": 10 * mb})
+    v = _view(
+        {"b1:8080": 1000, "b2:8080": 1000},
+        {"b1:8080": {A: 1, B: 1}},
+        tputs={"b1:8080": 100 * mb, "b2:8080": 10 * mb},
+    )
     # throughput 10x > 4x; histories give each bundle 1000 B/s, need int(90 MB * 0.2) -> both fit
     result = shed("UniformLoadShedder", v)
     assert result.stats["balanceBy"] == "msgThroughput" and len(result.unloads) == 2
