@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter, is_
+from typing import Any
 
 import numpy as np
 
@@ -272,7 +273,9 @@ class FoldCache:
             {ns: tuple(r) for ns, r in ranges.items()},
         )
 
-    def _columns(self, histories: tuple[BundleData, ...], getter: attrgetter, attribute: str) -> np.ndarray:
+    def _columns(
+        self, histories: tuple[BundleData, ...], getter: attrgetter[Any], attribute: str
+    ) -> np.ndarray:
         """The table column of each history's window, adopting windows the table does not hold
         yet (a window shared by several histories stays shared)."""
         table = self.table

@@ -67,7 +67,7 @@ class StrategyState:
             entry = self._entries[key] = factory()
         elif isinstance(factory, type) and not isinstance(entry, factory):
             raise TypeError(f"state entry {key!r} holds a {type(entry).__name__}, not a {factory.__name__}")
-        return entry  # type: ignore[no-any-return]
+        return entry
 
     def find(self, key: str) -> Any | None:
         """The entry for ``key`` if there is one (no creation)."""

@@ -54,7 +54,7 @@ class TrackedDict(dict[K, V]):
         self._changes.add(key)
         super().__delitem__(key)
 
-    def pop(self, key: K, *default: Any) -> Any:  # type: ignore[override]
+    def pop(self, key: K, *default: Any) -> Any:
         self._changes.add(key)
         return super().pop(key, *default)
 
@@ -68,7 +68,7 @@ class TrackedDict(dict[K, V]):
             self._changes.add(key)
         return super().setdefault(key, default)
 
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, *args: Any, **kwargs: Any) -> None:
         other: dict[Any, Any] = dict(*args, **kwargs)
         self._changes.update(other)
         super().update(other)

@@ -107,12 +107,12 @@ class ColumnWindow(TimeAverageMessageData):
     _table: WindowTable
     _column: int
 
-    num_samples = _field(0, int)  # type: ignore[assignment]
-    max_samples = _field(1, int)  # type: ignore[assignment]
-    msg_throughput_in = _field(2, float)  # type: ignore[assignment]
-    msg_throughput_out = _field(3, float)  # type: ignore[assignment]
-    msg_rate_in = _field(4, float)  # type: ignore[assignment]
-    msg_rate_out = _field(5, float)  # type: ignore[assignment]
+    num_samples = _field(0, int)
+    max_samples = _field(1, int)
+    msg_throughput_in = _field(2, float)
+    msg_throughput_out = _field(3, float)
+    msg_rate_in = _field(4, float)
+    msg_rate_out = _field(5, float)
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in FIELDS)

@@ -255,5 +255,5 @@ def resolve_split_algorithm(
     default → ``range_equally_divide``.
     """
     if name in _ALGORITHMS:
-        return _ALGORITHMS[name]  # type: ignore[index]
+        return _ALGORITHMS[name]
     return _ALGORITHMS.get(default, _ALGORITHMS[RANGE_EQUALLY_DIVIDE])

@@ -211,7 +211,7 @@ class PlacementContext:
         if self._shared_hosts is None:
             policies = self._ordered_policies()
             ids = {*self.modular_brokers, *self.extensible_brokers}
-            self._shared_hosts = {b: is_shared_broker(policies, b) if policies else True for b in ids}  # type: ignore[arg-type]
+            self._shared_hosts = {b: is_shared_broker(policies, b) if policies else True for b in ids}
         return self._shared_hosts
 
     def serves_domain_modular(self, broker: str, non_persistent: bool) -> bool:

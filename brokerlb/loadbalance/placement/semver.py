@@ -44,7 +44,7 @@ class Version:
     pre_release: tuple[str, ...] = ()
     build: tuple[str, ...] = ()
 
-    def precedence_key(self) -> tuple:
+    def precedence_key(self) -> tuple[object, ...]:
         """Key for SemVer precedence (build metadata ignored)."""
         release = (self.major, self.minor, self.patch)
         if not self.pre_release:
@@ -77,7 +77,7 @@ def parse_version(text: str | None) -> Version | None:
     )
 
 
-def build_aware_key(version: Version) -> tuple:
+def build_aware_key(version: Version) -> tuple[object, ...]:
     """jsemver ``BUILD_AWARE_ORDER`` as a sort key (see the module docstring)."""
     build = (1, tuple(_ident_key(i) for i in version.build)) if version.build else (0, ())
     return (version.precedence_key(), build)

@@ -73,7 +73,7 @@ def run_shedding_cycle(
             ]
         )
     pruned_view = _with_pruned_recently_unloaded(view)
-    result = spec.create().find_bundles_for_unloading(pruned_view, state, rng)
+    result: SheddingResult = spec.create().find_bundles_for_unloading(pruned_view, state, rng)
     if spec.extensible:
         return result
     return _apply_modular_checks(pruned_view, state, rng, spec, result)

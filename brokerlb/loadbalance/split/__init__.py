@@ -13,7 +13,7 @@ Where a split cuts is :mod:`brokerlb.ring.split_algorithms`' business
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from brokerlb.config import short_class_name
 from brokerlb.loadbalance.decisions import SplitResult
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-def _stats(decisions: list, checked: int) -> dict[str, int]:
+def _stats(decisions: list[Any], checked: int) -> dict[str, int]:
     return {
         "bundlesChecked": checked,
         "splits": sum(1 for d in decisions if d.is_split),

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Static checks run by CI before the tests: lint, formatting, and types (strict on the pure core).
+# The pure core is the part that imports no I/O library: names, ring, load model, decision engine,
+# ownership state machine, dispatchers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy --strict brokerlb/naming.py brokerlb/ring brokerlb/model brokerlb/loadbalance brokerlb/ownership \
+  brokerlb/dispatch
+.venv/bin/mypy brokerlb
