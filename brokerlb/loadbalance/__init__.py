@@ -4,7 +4,7 @@ Shared contract (used by shedding, placement, split, the planner, the simulator,
 service's leader loop and the Spark backtests):
 
 * :mod:`~brokerlb.loadbalance.decisions` -- :class:`Label`, :class:`Reason`,
-  :class:`UnloadDecision`, :class:`SplitDecision`, :class:`PlacementDecision`,
+  :class:`UnloadDecision`, :class:`SplitDecision`, :class:`MergeDecision`, :class:`PlacementDecision`,
   :class:`SheddingResult`, :class:`SplitResult`;
 * :mod:`~brokerlb.loadbalance.view` -- :class:`ClusterView`, the read-only input of every strategy;
 * :mod:`~brokerlb.loadbalance.snapshot` -- snapshot JSON <-> view (docs/snapshot.md);
@@ -19,6 +19,7 @@ service's leader loop and the Spark backtests):
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
 from brokerlb.loadbalance.decisions import (
     Label,
+    MergeDecision,
     PlacementDecision,
     Reason,
     SheddingResult,
@@ -50,6 +51,7 @@ __all__ = [
     "DEFAULT_SEED",
     "FailureDomain",
     "Label",
+    "MergeDecision",
     "NamespaceIsolationData",
     "NamespacePolicy",
     "PlacementDecision",

@@ -16,6 +16,12 @@ be performed"). Enum values are the names, so JSON carries Pulsar's spelling.
 ('Overloaded', True)
 >>> SplitDecision("t/ns/0x00000000_0x80000000", (0x40000000,), Label.SUCCESS, Reason.TOPICS).to_json()["boundaries"]
 ['0x40000000']
+>>> MergeDecision(("t/ns/0x80000000_0xc0000000", "t/ns/0xc0000000_0xffffffff"), reason=Reason.COLD_BUNDLES).merged
+'t/ns/0x80000000_0xffffffff'
+
+A shedding cycle may also decide ring changes: :class:`SheddingResult` carries split and merge
+decisions beside its unloads (a balancer that splits a bundle too hot for any broker, or merges
+cold neighbours, says so in the same result the leader executes).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from brokerlb.ring.bundles import format_boundary
+from brokerlb.ring.bundles import format_boundary, format_range, parse_range
 
 __all__ = [
     "Label",
@@ -34,6 +40,7 @@ __all__ = [
     "SPLIT_REASONS",
     "UnloadDecision",
     "SplitDecision",
+    "MergeDecision",
     "PlacementDecision",
     "SheddingResult",
     "SplitResult",
@@ -92,6 +99,9 @@ class Reason(StrEnum):
     SINGLE_TOPIC = "SingleTopic"  #: a bundle with fewer than two topics cannot be split
     INVALID_BUNDLE = "InvalidBundle"  #: the bundle range cannot be split further / is not a range
     SPLITTING = "Splitting"  #: an overlapping bundle of the namespace is being split
+    # --- brokerlb: ring changes decided by a balancer
+    OVER_TARGET = "OverTarget"  #: the bundle alone carries more load than the balancer's per-broker target
+    COLD_BUNDLES = "ColdBundles"  #: adjacent bundles too cold to need their own ranges (merge)
     # --- brokerlb: placement
     SELECTED = "Selected"  #: the strategy picked a broker
     PREALLOCATED = "Preallocated"  #: the bundle was already assigned to a broker (not reported yet)
@@ -205,6 +215,44 @@ class SplitDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class MergeDecision:
+    """One merge decision: replace the adjacent ``bundles`` (full names of one namespace, in
+    ring order) by one bundle covering their ranges. A brokerlb extension: Pulsar cannot merge;
+    the broker's admin flow and the simulator can (the parts are unloaded, the merged range is
+    written to the ring, the merged bundle is placed).
+    """
+
+    bundles: tuple[str, ...]
+    label: Label = Label.SUCCESS
+    reason: Reason = Reason.UNKNOWN
+    detail: str = ""
+
+    @property
+    def is_merge(self) -> bool:
+        return self.label is Label.SUCCESS
+
+    @property
+    def namespace(self) -> str:
+        """``tenant/ns`` of the merged bundles."""
+        return self.bundles[0].rpartition("/")[0]
+
+    @property
+    def merged(self) -> str:
+        """The full name of the bundle the merge creates (lowest lower bound to highest upper bound)."""
+        ranges = [parse_range(b.rpartition("/")[2]) for b in self.bundles]
+        return f"{self.namespace}/{format_range(min(r[0] for r in ranges), max(r[1] for r in ranges))}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bundles": list(self.bundles),
+            "merged": self.merged,
+            "label": self.label.value,
+            "reason": self.reason.value,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class PlacementDecision:
     """Where a bundle goes: ``broker`` (``None`` when no broker can take it, with the reason).
 
@@ -237,22 +285,41 @@ class SheddingResult:
     """What one shedding cycle decided: every decision (in order) and the strategy's numbers.
 
     ``stats`` holds what the strategy computed, e.g. TransferShedder's ``avg`` and ``std``;
-    values are JSON scalars.
+    values are JSON scalars. ``split_decisions`` and ``merge_decisions`` are ring changes the
+    strategy decided in the same cycle (Pulsar's shedders decide none; the leader executes the
+    ``Success`` ones like the split check's splits).
     """
 
     decisions: tuple[UnloadDecision, ...] = ()
     stats: Mapping[str, Any] = field(default_factory=dict)
+    split_decisions: tuple[SplitDecision, ...] = ()
+    merge_decisions: tuple[MergeDecision, ...] = ()
 
     @classmethod
     def of(
-        cls, decisions: Iterable[UnloadDecision], stats: Mapping[str, Any] | None = None
+        cls,
+        decisions: Iterable[UnloadDecision],
+        stats: Mapping[str, Any] | None = None,
+        *,
+        splits: Iterable[SplitDecision] = (),
+        merges: Iterable[MergeDecision] = (),
     ) -> SheddingResult:
-        return cls(tuple(decisions), dict(stats or {}))
+        return cls(tuple(decisions), dict(stats or {}), tuple(splits), tuple(merges))
 
     @property
     def unloads(self) -> list[UnloadDecision]:
         """Only the decisions that move a bundle."""
         return [d for d in self.decisions if d.is_unload]
+
+    @property
+    def splits(self) -> list[SplitDecision]:
+        """Only the split decisions that split (``Success``)."""
+        return [d for d in self.split_decisions if d.is_split]
+
+    @property
+    def merges(self) -> list[MergeDecision]:
+        """Only the merge decisions that merge (``Success``)."""
+        return [d for d in self.merge_decisions if d.is_merge]
 
     def bundles_by_broker(self) -> dict[str, list[str]]:
         """``broker -> [bundles]`` of the unloads (Pulsar's ``Multimap`` result)."""
@@ -262,7 +329,12 @@ class SheddingResult:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"unload": [d.to_json() for d in self.decisions], "stats": dict(self.stats)}
+        return {
+            "unload": [d.to_json() for d in self.decisions],
+            "split": [d.to_json() for d in self.split_decisions],
+            "merge": [d.to_json() for d in self.merge_decisions],
+            "stats": dict(self.stats),
+        }
 
 
 @dataclass(frozen=True, slots=True)

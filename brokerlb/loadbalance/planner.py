@@ -22,7 +22,7 @@ are reproducible); a later request of the same session that gives a ``seed`` res
 Answer shape::
 
     {"op": "shed", "strategy": "<Pulsar class name>", "unload": [...], "split": [...],
-     "placement": null | {...}, "stats": {...}}
+     "merge": [...], "placement": null | {...}, "stats": {...}}
 
 Only ``unload`` entries with ``"label": "Success"`` are unloads; the others say why
 something did not move. Errors raise :class:`~brokerlb.errors.BrokerLBError` subclasses;
@@ -67,7 +67,15 @@ _NOTE_KEYS = frozenset({"id", "name", "comment", "description", "expect", "expec
 
 def empty_answer(op: str, strategy: str | None) -> dict[str, Any]:
     """The answer skeleton every operation fills its part of."""
-    return {"op": op, "strategy": strategy, "unload": [], "split": [], "placement": None, "stats": {}}
+    return {
+        "op": op,
+        "strategy": strategy,
+        "unload": [],
+        "split": [],
+        "merge": [],
+        "placement": None,
+        "stats": {},
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,6 +83,8 @@ class Leader(Protocol):
 
     def bundle_split(self, parent: str, children: list[str]) -> None: ...
 
+    def bundle_merged(self, parts: list[str], merged: str) -> None: ...
+
     def persisted_bundle_data(self) -> dict[str, BundleData]: ...
 
 
@@ -221,6 +223,13 @@ class SimLeader:
         """Forget the split parent's history (Pulsar's ``checkNamespaceBundleSplit``)."""
         self.load_state.load_data.bundle_data.pop(parent, None)
         self._stored.pop(parent, None)
+        self._context = None
+
+    def bundle_merged(self, parts: list[str], merged: str) -> None:
+        """Forget the merged parts' histories (the broker's admin merge deletes their bundle data)."""
+        for part in parts:
+            self.load_state.load_data.bundle_data.pop(part, None)
+            self._stored.pop(part, None)
         self._context = None
 
     def persisted_bundle_data(self) -> dict[str, BundleData]:

@@ -10,7 +10,9 @@ uses the simulation's brokers, topology, ownership table, timeline and config):
   load manager, every ``loadBalancerSplitIntervalMinutes`` for the extensible one);
 * executing decisions -- unloads (with the destination as a one-shot affinity for the next
   lookup), transfers (straight to the destination), splits (children owned by the parent's
-  owner, unloaded if ``loadBalancerAutoUnloadSplitBundlesEnabled``).
+  owner, unloaded if ``loadBalancerAutoUnloadSplitBundlesEnabled``), merges (the parts are
+  unloaded and leave the ring; the merged bundle is placed at the next lookup, as the broker's
+  admin merge assigns it through the placement pipeline).
 
 CPU time spent inside the decision engine is added to ``engine_seconds`` (CPU, not wall time,
 so the share stays meaningful on a busy machine).
@@ -102,6 +104,11 @@ class LeaderDuties(SimulationParts):
             self._phase("shed", phase)
             self._count("unload", result.decisions)
             self._execute_unloads(result.unloads)
+            # ring changes a balancing strategy decided in its cycle (Pulsar's shedders decide none)
+            self._count("split", result.split_decisions)
+            self._execute_splits(result.splits)
+            self._count("merge", result.merge_decisions)
+            self._execute_merges(result.merges)
         split_due = refreshed if not leader.extensible else now >= self._next_split_ms
         if leader.extensible and split_due:
             self._next_split_ms += conf.duration_seconds("loadBalancerSplitIntervalMinutes") * 1000
@@ -205,3 +212,35 @@ class LeaderDuties(SimulationParts):
                     self.timeline.schedule(
                         now + self.scenario.timing.unload * 1000, "release_done", (child, -1)
                     )
+
+    def _execute_merges(self, merges: list[Any]) -> None:
+        """Merge adjacent bundles on the ring. Every part must be live and owned by a live broker
+        (a part in transit leaves the merge for a later cycle)."""
+        now = self.now_ms
+        assert self.leader is not None
+        for decision in merges:
+            parts = [self.topology.bundle_index.get(name) for name in decision.bundles]
+            if any(
+                b is None
+                or self.ownership.state[b] != BundleState.OWNED
+                or not self.brokers[int(self.ownership.owner[b])].up
+                for b in parts
+            ):
+                self._cycle_decisions["merge/NotExecuted/NoOwner"] += 1
+                continue
+            ids = [int(b) for b in parts if b is not None]
+            throughputs = [self._throughput_of(b) for b in ids]
+            merged = self.topology.merge(ids)
+            self.ownership.grow(self.topology.num_bundle_ids)
+            ns = int(self.topology.bundle_ns[merged])
+            ring = tuple(self.topology.bundle_names[i] for i in self.topology.ns_bundle_ids[ns])
+            detail = f"{decision.reason}: {decision.detail}".strip(": ")
+            self.ownership.merge(ids, merged, now, ring, throughputs, detail)
+            self.leader.bundle_merged(list(decision.bundles), self.topology.bundle_names[merged])
+            self._mark_changed(structure=True)
+            if self.validate:
+                from brokerlb.testing import assert_ring_covers_keyspace
+
+                assert_ring_covers_keyspace(self.topology.ns_bundles[ns])
+            self.timeline.schedule(now + self.scenario.timing.unload * 1000, "lookup", merged)
+            self.ownership.lookup_pending[merged] = True

@@ -38,7 +38,7 @@ from brokerlb.sim.resources import BrokerUsage, Capacities, ResourceModel
 __all__ = ["MetricsRecorder", "CycleMetrics", "lower_bound", "MOVE_CAUSES"]
 
 #: causes a move is attributed to
-MOVE_CAUSES = ("shed", "transfer", "split", "restart", "failure")
+MOVE_CAUSES = ("shed", "transfer", "split", "merge", "restart", "failure")
 
 _SERIES = (
     "time_s",

@@ -13,10 +13,12 @@ for the vectorised traffic sums:
 * ``Releasing`` -- being unloaded (topics closing) or transferred to a named destination;
 * ``Assigning`` -- a transfer whose source is done, until the destination owns it;
 * ``Deleted`` -- split into children (Split + SplitDone: the children are Owned by the
-  parent's owner).
+  parent's owner), or merged with its neighbours (each part is unloaded -- Unload +
+  ReleaseDone -- and leaves the ring -- RingUpdated; the merged bundle is ``Free`` and placed by
+  the next lookup).
 
 Stimulus ids name the cause (``lookup-17``, ``shed-3``, ``transfer-5``, ``split-2``,
-``restart-9``, ``failure-1``).
+``restart-9``, ``failure-1``, ``merge-4``).
 
 A bundle is **unavailable** (counted as "time without an owner") from the moment it loses a
 serving owner -- unload started, owner crashed, or first lookup requested -- until a live
@@ -42,6 +44,7 @@ from brokerlb.ownership import (
     BrokerLost,
     OwnershipMachine,
     ReleaseDone,
+    RingUpdated,
     Split,
     SplitDone,
     Transition,
@@ -62,7 +65,7 @@ class BundleState(IntEnum):
 
 
 #: causes of moves made by the load balancer (as opposed to failures and restarts)
-BALANCER_CAUSES = frozenset({"shed", "transfer", "split"})
+BALANCER_CAUSES = frozenset({"shed", "transfer", "split", "merge"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,3 +316,41 @@ class OwnershipTable:
         for c in children:
             self.state[c] = BundleState.OWNED
             self.owner[c] = owner
+
+    def merge(
+        self,
+        parts: list[int],
+        merged: int,
+        now_ms: float,
+        ring: tuple[str, ...],
+        throughputs: list[float],
+        detail: str = "",
+    ) -> None:
+        """Merge owned bundles: each part is unloaded and leaves the ring (``ring`` is the
+        namespace's bundles after the merge); the merged bundle is ``Free``, waiting for a lookup.
+
+        Its placement completes a move of cause ``merge`` from the owner of the busiest part
+        (``throughputs``: each part's), carrying the parts' summed throughput."""
+        at = int(now_ms)
+        stimulus = self._stimulus("merge")
+        sources = [(t, int(self.owner[b])) for b, t in zip(parts, throughputs, strict=True)]
+        for b in parts:
+            name = self.bundle_names[b]
+            by = self.brokers[int(self.owner[b])]
+            self.machine.handle(
+                Unload(bundle=name, stimulus_id=stimulus, at_ms=at, by=by, reason=detail or "merge"),
+                ReleaseDone(bundle=name, stimulus_id=stimulus, at_ms=at),
+            )
+        namespace = self.bundle_names[merged].rpartition("/")[0]
+        self.machine.handle(RingUpdated(namespace=namespace, bundles=ring, stimulus_id=stimulus, at_ms=at))
+        for b in parts:
+            self.state[b] = BundleState.DELETED
+            self.owner[b] = -1
+            self.lookup_pending[b] = False
+            self._became_available(b, now_ms)
+        self.state[merged] = BundleState.FREE
+        self.owner[merged] = -1
+        self._released_from[merged] = max(sources)[1]
+        self._release_cause[merged] = "merge"
+        self._release_throughput[merged] = sum(t for t, _ in sources)
+        self._unavailable(merged, now_ms)

@@ -128,6 +128,32 @@ class Topology:
         self._map_topics(ns)
         return [int(i) for i in child_ids]
 
+    def merge(self, bundle_ids: Sequence[int]) -> int:
+        """Merge adjacent live bundles of one namespace (validated by the ring); returns the merged
+        bundle's id. Topics of the namespace are re-mapped; the parts stop being live."""
+        if not bundle_ids:
+            raise ValueError("nothing to merge")
+        ns = self._bundle_ns[bundle_ids[0]]
+        if any(self._bundle_ns[b] != ns or not self.bundle_live[b] for b in bundle_ids):
+            raise ValueError("only live bundles of one namespace merge")
+        old = self.ns_bundles[ns]
+        names = [self.bundle_names[b] for b in bundle_ids]
+        merged = old.merged_bundle(names)
+        new = old.merge(names)
+        (merged_id,) = self._new_bundles(ns, new, [merged])
+        parts = set(bundle_ids)
+        for b in bundle_ids:
+            self.bundle_live[b] = False
+            del self.bundle_index[self.bundle_names[b]]
+        old_ids = self.ns_bundle_ids[ns]
+        first = min(int(np.flatnonzero(old_ids == b)[0]) for b in bundle_ids)
+        kept = [int(i) for i in old_ids if int(i) not in parts]
+        kept.insert(first, int(merged_id))
+        self.ns_bundle_ids[ns] = np.asarray(kept, dtype=np.int32)
+        self.ns_bundles[ns] = new
+        self._map_topics(ns)
+        return int(merged_id)
+
     def _new_bundles(self, ns: int, bundles: NamespaceBundles, items: Sequence[object]) -> np.ndarray:
         start = len(self.bundle_names)
         for b in items:

@@ -26,6 +26,9 @@ The checks come from :mod:`brokerlb.loadbalance.placement.unload_checks`, the de
 placement strategy (``loadBalancerLoadPlacementStrategy``; AvgShedder as placement strategy sends
 a bundle to the broker it was paired with).
 
+Split and merge decisions a strategy returns with its unloads (``SheddingResult.split_decisions``,
+``merge_decisions``) pass through unchanged; the leader executes them like the split check's.
+
 The loop itself changes nothing: recording unloads (``recentlyUnloadedBundles[bundle] = now``,
 TransferShedder's ``recentlyUnloadedBrokers[broker] = now``) is the caller's job, with
 :func:`record_unloads`.
@@ -153,7 +156,7 @@ def _apply_modular_checks(
             )
         else:
             decisions.append(replace(decision, destination=placement.broker))
-    return SheddingResult.of(decisions, result.stats)
+    return replace(result, decisions=tuple(decisions))
 
 
 def _skip(decision: UnloadDecision, reason: Reason, why: str) -> UnloadDecision:

@@ -2,6 +2,7 @@
 
 from brokerlb.loadbalance import (
     Label,
+    MergeDecision,
     PlacementDecision,
     Reason,
     SheddingResult,
@@ -99,3 +100,32 @@ def test_placement_decision_label_follows_broker() -> None:
         "reason": "NoBrokers",
         "detail": "no broker available",
     }
+
+
+def test_merge_decision_names_the_merged_bundle_and_its_parts() -> None:
+    merge = MergeDecision(
+        ("t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xc0000000"),
+        reason=Reason.COLD_BUNDLES,
+        detail="cold",
+    )
+    assert merge.is_merge and merge.namespace == "t/ns"
+    assert merge.to_json() == {
+        "bundles": ["t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xc0000000"],
+        "merged": "t/ns/0x40000000_0xc0000000",
+        "label": "Success",
+        "reason": "ColdBundles",
+        "detail": "cold",
+    }
+    assert not MergeDecision(merge.bundles, Label.SKIP, Reason.BALANCED).is_merge
+
+
+def test_shedding_result_carries_ring_changes_beside_its_unloads() -> None:
+    split = SplitDecision("t/ns/0x00000000_0x40000000", (0x20000000,), Label.SUCCESS, Reason.OVER_TARGET)
+    skipped = SplitDecision("t/ns/0x00000000_0x40000000", (), Label.SKIP, Reason.SINGLE_TOPIC)
+    merge = MergeDecision(("t/ns/0x40000000_0x80000000", "t/ns/0x80000000_0xc0000000"))
+    result = SheddingResult.of([], {"n": 1}, splits=[split, skipped], merges=[merge])
+    assert result.splits == [split] and result.merges == [merge] and result.unloads == []
+    doc = result.to_json()
+    assert [d["reason"] for d in doc["split"]] == ["OverTarget", "SingleTopic"]
+    assert doc["merge"][0]["merged"] == "t/ns/0x40000000_0xc0000000" and doc["stats"] == {"n": 1}
+    assert SheddingResult.of([]).to_json() == {"unload": [], "split": [], "merge": [], "stats": {}}

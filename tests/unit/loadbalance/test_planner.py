@@ -15,7 +15,7 @@ EXAMPLE = json.loads(
 
 def test_answer_has_every_part() -> None:
     answer = Planner().run({"op": "shed", "snapshot": EXAMPLE, "strategy": "OverloadShedder"})
-    assert set(answer) == {"op", "strategy", "unload", "split", "placement", "stats"}
+    assert set(answer) == {"op", "strategy", "unload", "split", "merge", "placement", "stats"}
     assert answer["strategy"] == "org.apache.pulsar.broker.loadbalance.impl.OverloadShedder"
     assert answer["split"] == [] and answer["placement"] is None
     unloads = [u for u in answer["unload"] if u["label"] == "Success"]

@@ -6,7 +6,7 @@ import pytest
 from brokerlb.sim.loader import parse_scenario
 from brokerlb.sim.ownership import BundleState
 from brokerlb.sim.simulation import DEFAULT_START_MS, Simulation
-from tests.unit.sim.scripted_leader import Decision, ScriptedLeader
+from tests.unit.sim.scripted_leader import Decision, Merge, ScriptedLeader
 
 T0 = DEFAULT_START_MS
 
@@ -151,6 +151,44 @@ def test_split_replaces_the_bundle_on_the_ring_and_unloads_the_children():
         "t/ns-1/0x10000000_0x20000000",
     }
     assert result.summary["final_bundles"] == 17
+
+
+def test_merge_replaces_the_parts_on_the_ring_and_places_the_merged_bundle():
+    s = scenario()
+    sim = Simulation(s, leader_factory=ScriptedLeader, validate=True)
+    parts = ("t/ns-1/0x20000000_0x40000000", "t/ns-1/0x40000000_0x60000000")
+    ScriptedLeader.merges[T0 + 2 * 60_000] = [Merge(parts, detail="two cold bundles")]
+    result = sim.run()
+    assert sim.topology.num_live_bundles == 15 and result.summary["final_bundles"] == 15
+    assert all(p not in sim.topology.bundle_index for p in parts)
+    merged = sim.topology.bundle_index["t/ns-1/0x20000000_0x60000000"]
+    assert sim.ownership.state[merged] == BundleState.OWNED
+    for part in parts:
+        story = [str(t.finish) for t in sim.ownership.story(part)]
+        assert story[-3:] == ["Releasing", "Free", "Deleted"]
+    [move] = [m for m in result.moves if m["cause"] == "merge"]
+    assert move["bundle"] == "t/ns-1/0x20000000_0x60000000" and move["unownedMs"] == 50
+    assert move["throughput"] > 0 and result.series["moves_merge"][2] == 1
+    assert result.summary["decisions"]["merge/Success/ColdBundles"] == 1
+    assert np.allclose(result.series["served_throughput"][3:], result.series["offered_throughput"][3:])
+
+
+def test_merge_of_a_bundle_in_transit_is_not_executed():
+    s = scenario([{"at": "90s", "type": "fail_broker", "broker": "b2"}])
+    sim = Simulation(s, leader_factory=ScriptedLeader, validate=True)
+    sim.step()  # the first lookups place every bundle
+    owners = sim.ownership.owner
+    # two adjacent bundles, one of them on the broker that crashes (its bundles keep a dead owner)
+    names = sim.topology.bundle_names
+    pair = next(
+        (names[i], names[i + 1])
+        for i in range(7)
+        if 1 in (owners[i], owners[i + 1]) and names[i].startswith("t/ns-1/")
+    )
+    ScriptedLeader.merges[T0 + 2 * 60_000] = [Merge(pair)]
+    result = sim.run()
+    assert result.summary["decisions"]["merge/NotExecuted/NoOwner"] == 1
+    assert all(p in sim.topology.bundle_index for p in pair)
 
 
 def test_refresh_interval_batches_report_changes_but_not_registrations():

@@ -123,3 +123,33 @@ def test_destinations_of_one_cycle_see_each_other() -> None:
     result = cycle(v)
     assert len(result.unloads) == 2
     assert sorted(u.destination for u in result.unloads) == ["b2:8080", "b3:8080"]
+
+
+class _RingChanger:
+    """A plugin shedder that decides one unload, one split and one merge."""
+
+    class_name = "test.RingChanger"
+
+    def find_bundles_for_unloading(self, view, state, rng):
+        from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision
+
+        return SheddingResult.of(
+            [UnloadDecision("b1:8080", A, None, reason=Reason.OVERLOADED)],
+            {"planned": 3},
+            splits=[SplitDecision(B, (0xC0000000,), Label.SUCCESS, Reason.OVER_TARGET)],
+            merges=[MergeDecision(("t/m/0x00000000_0x80000000", "t/m/0x80000000_0xffffffff"))],
+        )
+
+
+def test_split_and_merge_decisions_pass_through_the_loop() -> None:
+    from brokerlb.loadbalance.registry import StrategyKind, StrategySpec, register, unregister
+
+    register(StrategySpec(StrategyKind.SHEDDING, _RingChanger.class_name, __name__, "_RingChanger", None))
+    try:
+        result = cycle(hot_cluster(), _RingChanger.class_name)
+    finally:
+        unregister(StrategyKind.SHEDDING, _RingChanger.class_name)
+    (unload,) = result.unloads
+    assert unload.destination == "b2:8080"  # the loop still chose the destination
+    assert [s.bundle for s in result.splits] == [B] and len(result.merges) == 1
+    assert result.stats == {"planned": 3}
