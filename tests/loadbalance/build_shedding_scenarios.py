@@ -328,9 +328,44 @@ def build_uniform() -> None:
             "bundleData": bundle_data,
         }
 
+    def rate_and_tput(
+        brokers: dict[str, tuple[float, float, list[tuple[float, float]]]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Brokers with ``msgRateIn`` / ``msgThroughputIn`` and bundles of ``(rateIn, tputIn)``."""
+        snapshot: dict[str, Any] = {"now": NOW, "config": config, "brokers": {}, "bundleData": {}}
+        for name, (rate, tput, bundles) in brokers.items():
+            names = [f"{name}-bundle-{i}" for i in range(len(bundles))]
+            local = {"msgRateIn": rate, "msgThroughputIn": tput, "bundles": names}
+            snapshot["brokers"][name] = {"localData": local}
+            for bundle, (bundle_rate, bundle_tput) in zip(names, bundles, strict=True):
+                snapshot["bundleData"][bundle] = short_term(tput_in=bundle_tput, rate_in=bundle_rate)
+        return snapshot
+
+    def thresholds(rate: float, tput: float) -> dict[str, Any]:
+        return {
+            "loadBalancerMsgRateDifferenceShedderThreshold": rate,
+            "loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold": tput,
+        }
+
     strategy = f"{IMPL}.UniformLoadShedder"
     max_two = cluster(20, True)
     max_two["config"] = {"maxUnloadBundleNumPerShedding": 2}
+    # testOverloadBrokerSelect: five brokers, five equal bundles each
+    rates = [50000, 60000, 70000, 10000, 20000]
+    tputs = [50 * MB, 60 * MB, 70 * MB, 80 * MB, 10 * MB]
+    select = {f"broker{i}": (rates[i], tputs[i], [(rates[i] / 5, tputs[i] / 5)] * 5) for i in range(5)}
+    select_conf = {"maxUnloadBundleNumPerShedding": 1, "maxUnloadPercentage": 0.5}
+    # testFilterOutNonTrafficBundlesForUnloading: the busy broker's idle bundles never move
+    idle = {
+        "broker0": (10_000, 10 * MB, [(10_000, 10 * MB)]),
+        "broker1": (
+            100_000,
+            100 * MB,
+            [(60_000, 60 * MB), (20_000, 20 * MB), (20_000, 20 * MB), (0, 0), (0, 0)],
+        ),
+    }
+    idle_conf = {"maxUnloadBundleNumPerShedding": 5, "maxUnloadPercentage": 0.5}
+    two_twenties = [["broker1", "broker1-bundle-1", None], ["broker1", "broker1-bundle-2", None]]
     write(
         "UniformLoadShedderTest",
         f"{TESTS}/impl/UniformLoadShedderTest.java",
@@ -339,6 +374,53 @@ def build_uniform() -> None:
             {
                 "name": "testBrokerWithMultipleBundles",
                 "steps": [shed(cluster(10, False), strategy, {"countAtLeast": 1})],
+            },
+            {
+                "name": "testOverloadBrokerSelect",
+                "description": (
+                    "Pulsar's UniformLoadShedderTest.testOverloadBrokerSelect (3 steps): by message rate "
+                    "the busiest-by-rate broker2 sheds one bundle; by throughput broker3; with both "
+                    "thresholds on, the message rate wins (broker2)."
+                ),
+                "steps": [
+                    shed(
+                        rate_and_tput(select, {**select_conf, **thresholds(50, 0)}),
+                        strategy,
+                        {"count": 1, "brokers": ["broker2"]},
+                    ),
+                    shed(
+                        rate_and_tput(select, {**select_conf, **thresholds(0, 2)}),
+                        strategy,
+                        {"count": 1, "brokers": ["broker3"]},
+                    ),
+                    shed(
+                        rate_and_tput(select, {**select_conf, **thresholds(50, 2)}),
+                        strategy,
+                        {"count": 1, "brokers": ["broker2"]},
+                    ),
+                ],
+            },
+            {
+                "name": "testFilterOutNonTrafficBundlesForUnloading",
+                "description": (
+                    "Pulsar's UniformLoadShedderTest.testFilterOutNonTrafficBundlesForUnloading (2 steps): "
+                    "brokers at 10,000 and 100,000 msg/s (10 and 100 MB/s), the busy broker's bundles "
+                    "at 60,000 / 20,000 / 20,000 / 0 / 0 msg/s; maxUnloadPercentage 0.5 -> need 45,000: "
+                    "exactly the two 20,000 bundles move (60,000 exceeds need + 1,000; the idle "
+                    "bundles are no candidates), by message rate and by throughput alike."
+                ),
+                "steps": [
+                    shed(
+                        rate_and_tput(idle, {**idle_conf, **thresholds(50, 0)}),
+                        strategy,
+                        {"unloads": two_twenties},
+                    ),
+                    shed(
+                        rate_and_tput(idle, {**idle_conf, **thresholds(0, 2)}),
+                        strategy,
+                        {"unloads": two_twenties},
+                    ),
+                ],
             },
         ],
     )

@@ -18,13 +18,18 @@ Rule (Pulsar's ``UniformLoadShedder``, current version):
 3. by rate when it is exceeded (it wins), else by throughput: ``need = int((max - min) *
    maxUnloadPercentage)``; only if the busiest broker has more than one bundle and ``need`` reaches
    the minimum (``minUnloadMessage`` / ``minUnloadMessageThroughput``);
-4. its bundles (not recently unloaded) by short-term rate (or throughput), largest first: each one
-   whose value is ``<= need`` is selected and ``need -= int(value)``; stop adding at
+4. its bundles -- not recently unloaded and **with traffic** (short-term rate, or throughput,
+   ``> 0``: a bundle without traffic never moves) -- largest first: each one whose value is
+   ``<= need + 1000`` (Pulsar's margin, in both modes) is selected and ``need -= int(value)``
+   (Java's ``MutableInt``: the value is truncated and the sum is a Java ``int``, so a ``need``
+   saturated near 2**31 wraps when the margin is added and then nothing fits); stop adding at
    ``maxUnloadBundleNumPerShedding`` bundles.
 
-Worked example: b1 at 20 000 msg/s, b2 at 4 000: ``(20000 - 4000) * 100 / 4000 = 400 % > 50 %``;
-``need = int(16000 * 0.2) = 3200``; b1's bundles of 5 000, 3 000 and 150 msg/s: 5 000 is too big,
-3 000 fits (need 200), 150 fits (need 50): two unloads.
+Worked example (Pulsar's ``testFilterOutNonTrafficBundlesForUnloading``): brokers at 10 000 and
+100 000 msg/s, ``maxUnloadPercentage`` 0.5, the busy broker's bundles at 60 000, 20 000, 20 000, 0
+and 0 msg/s: ``(100000 - 10000) * 100 / 10000 = 900 % > 50 %``; ``need = int(90000 * 0.5) =
+45000``; 60 000 > 46 000 is too big, 20 000 fits (need 25 000), 20 000 fits (need 5 000); the two
+idle bundles are not candidates: two unloads.
 """
 
 from __future__ import annotations
@@ -39,10 +44,12 @@ from brokerlb.loadbalance.shedding.common import SkippedBrokers, finish, sort_la
 from brokerlb.loadbalance.state import StrategyState
 from brokerlb.loadbalance.view import ClusterView
 
-__all__ = ["UniformLoadShedder"]
+__all__ = ["UniformLoadShedder", "MARGIN"]
 
 _EPS = 1e-6
 _JAVA_INT_MAX = 2**31 - 1
+#: Pulsar's margin: a bundle up to this much above the remaining need still moves.
+MARGIN = 1000
 
 
 class UniformLoadShedder:
@@ -126,7 +133,11 @@ class UniformLoadShedder:
             return finish([], skipped, stats, balanced_detail="")
         decisions = self._select(view, broker, owned, need, by_rate)
         if not decisions:
-            skipped.add(broker, Reason.NO_BUNDLES, f"no bundle small enough to move (need {need})")
+            skipped.add(
+                broker,
+                Reason.NO_BUNDLES,
+                f"no bundle with traffic is small enough to move (need {need} + margin {MARGIN})",
+            )
         return finish(decisions, skipped, stats, balanced_detail="")
 
     @staticmethod
@@ -141,16 +152,18 @@ class UniformLoadShedder:
             if data is None or bundle in recently_unloaded:
                 continue
             short = data.short_term_data
-            values.append((short.total_msg_rate() if by_rate else short.total_msg_throughput(), bundle))
+            value = short.total_msg_rate() if by_rate else short.total_msg_throughput()
+            if value > 0:  # a bundle without traffic is never a candidate
+                values.append((value, bundle))
         sort_largest_first(view, values)
         what = "msg/s" if by_rate else "B/s"
         decisions: list[UnloadDecision] = []
         for value, bundle in values:
             if limit != -1 and len(decisions) >= limit:
                 break
-            if value <= need:
-                detail = f"bundle {value:.1f} {what} <= remaining need {need} {what}"
-                need -= _java_int(value)  # MutableInt.add(double) adds the truncated int
+            if value <= _java_int_add(need, MARGIN):
+                detail = f"bundle {value:.1f} {what} <= remaining need {need} + margin {MARGIN} {what}"
+                need = _java_int_add(need, _java_int(-value))  # MutableInt.add(-value)
                 decisions.append(
                     UnloadDecision(broker, bundle, None, reason=Reason.OVERLOADED, detail=detail)
                 )
@@ -162,3 +175,8 @@ def _java_int(value: float) -> int:
     if math.isnan(value):
         return 0
     return max(-(2**31), min(_JAVA_INT_MAX, math.trunc(value)))
+
+
+def _java_int_add(a: int, b: int) -> int:
+    """Java's ``int`` addition: the sum wraps around at 32 bits."""
+    return (a + b + 2**31) % 2**32 - 2**31
