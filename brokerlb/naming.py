@@ -8,8 +8,14 @@ Pulsar's rules (``TopicName``, ``NamespaceName``, ``NamedEntity`` in pulsar-comm
 * Short forms: ``my-topic`` → ``persistent://public/default/my-topic`` and
   ``tenant/ns/topic`` → ``persistent://tenant/ns/topic``.
 * Tenant, cluster and namespace parts match ``[-=:.\\w]*`` and are non-empty;
-  the local name is anything non-empty (a v2 local name cannot hold ``/``:
+  the local name is anything that is not blank (a v2 local name cannot hold ``/``:
   four parts after the domain make a v1 name, as in Pulsar).
+* A **blank** local name -- empty, or only whitespace as Java's ``Character.isWhitespace``
+  sees it (space, tab, line breaks, ``\\x1c``-``\\x1f``, Unicode space separators except the
+  no-break spaces U+00A0, U+2007, U+202F) -- is rejected, as Pulsar's ``TopicName.get`` and
+  ``toFullTopicName`` do since apache/pulsar#23691 ("blank local topic"): ``" "``,
+  ``"t/ns/\\t"``, ``"persistent://t/ns/ "``. A local name that merely contains or starts with
+  spaces (``" a "``) or is a no-break space is accepted, as in Pulsar.
 * A partition is ``<base>-partition-<N>`` with N a canonical non-negative int.
 
 >>> t = TopicName.parse("my-topic-partition-3")
@@ -42,6 +48,7 @@ __all__ = [
     "is_heartbeat_namespace",
     "is_sla_namespace",
     "is_system_service_namespace",
+    "is_blank",
 ]
 
 TopicDomain = Literal["persistent", "non-persistent"]
@@ -122,6 +129,19 @@ def _java_url_encode(text: str) -> str:
     return "".join(out)
 
 
+#: Characters Python's ``str.isspace`` counts that Java's ``Character.isWhitespace`` does not.
+_NOT_JAVA_WHITESPACE = frozenset("\x85\xa0\u2007\u202f")
+
+
+def is_blank(text: str) -> bool:
+    """Apache Commons' ``StringUtils.isBlank``: empty, or every character is Java whitespace.
+
+    >>> is_blank(" \\t"), is_blank(" a "), is_blank("\\xa0")
+    (True, False, False)
+    """
+    return not text or (text.isspace() and _NOT_JAVA_WHITESPACE.isdisjoint(text))
+
+
 def _partition_index(full: str) -> int:
     """Pulsar's ``TopicName.getPartitionIndex``: -1 unless a canonical int follows the suffix."""
     pos = full.rfind(PARTITIONED_TOPIC_SUFFIX)
@@ -192,6 +212,8 @@ class TopicName:
         local = parts[-1]
         if not local:
             raise InvalidTopicNameError(name, "the topic's local name is empty")
+        if is_blank(local):
+            raise InvalidTopicNameError(name, "blank local topic (the local name is only whitespace)")
         complete = f"{domain}://{ns}/{local}"
         return cls(domain, ns, local, _partition_index(complete), complete)
 

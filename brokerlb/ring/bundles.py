@@ -331,11 +331,16 @@ class NamespaceBundles:
         return self._bundles[self.index_of_hash(topic_hash(full))]
 
     def _is_full_name_here(self, name: str) -> bool:
-        """``name`` is already a canonical full name of a topic in this namespace."""
+        """``name`` is already a canonical full name of a topic in this namespace (a local name
+        of only whitespace goes the parsing way, which rejects a blank one)."""
         for prefix in self._ns_prefix:
             if name.startswith(prefix):
                 local = name[len(prefix) :]
-                return bool(local) and (self.namespace.cluster is not None or "/" not in local)
+                return (
+                    bool(local)
+                    and not local.isspace()
+                    and (self.namespace.cluster is not None or "/" not in local)
+                )
         return False
 
     def _checked(self, topic: TopicName) -> TopicName:

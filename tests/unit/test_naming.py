@@ -134,3 +134,66 @@ def test_system_namespaces():
     assert is_system_service_namespace("pulsar/h:1")
     assert not is_system_service_namespace("pulsar/other")
     assert not is_system_service_namespace("public/default")
+
+
+# Pulsar rule (TopicName.get / TopicName.toFullTopicName since apache/pulsar#23691): a local name
+# that is blank -- only whitespace as Java's Character.isWhitespace sees it -- is "blank local
+# topic", an IllegalArgumentException; brokerlb raises InvalidTopicNameError (HTTP 412).
+@pytest.mark.parametrize(
+    "blank",
+    [
+        " ",
+        "   ",
+        "\t",
+        "\n",
+        " \t\r\n",
+        "\u3000",  # ideographic space (a Unicode space separator: Java whitespace)
+        "\u2028",  # line separator
+        "\x1f",  # unit separator (Java whitespace)
+        "/ ",  # short form: StringUtils.split drops the empty part -> public/default/" "
+        "t/ns/ ",
+        "t/ns/\t",
+        "persistent://t/ns/ ",
+        "non-persistent://t/ns/  ",
+        "persistent://t/cluster/ns/ ",
+        "persistent://t/cluster/ns/\t\t",
+    ],
+)
+def test_blank_local_names_are_rejected_as_pulsar_does(blank):
+    with pytest.raises(InvalidTopicNameError) as info:
+        TopicName.parse(blank)
+    assert "blank local topic" in str(info.value) and info.value.http_status == 412
+
+
+@pytest.mark.parametrize(
+    "accepted, local",
+    [
+        (" a ", " a "),  # surrounding spaces are part of the name
+        ("t/ns/ x", " x"),
+        ("persistent://t/ns/a b", "a b"),
+        ("\xa0", "\xa0"),  # no-break space: not Java whitespace, so not blank
+        ("persistent://t/ns/\u202f", "\u202f"),
+        ("\x85", "\x85"),  # NEL: Python whitespace, not Java's
+    ],
+)
+def test_names_pulsar_accepts_stay_accepted(accepted, local):
+    assert TopicName.parse(accepted).local_name == local
+
+
+def test_a_blank_full_name_is_rejected_on_the_lookup_fast_path_too():
+    from brokerlb import NamespaceBundles
+
+    bundles = NamespaceBundles.create("public/default", 4)
+    with pytest.raises(InvalidTopicNameError):
+        bundles.find_bundle("persistent://public/default/ ")
+    assert bundles.find_bundle("persistent://public/default/\xa0") == bundles.find_bundle(
+        TopicName.parse("\xa0")
+    )
+
+
+def test_is_blank_is_commons_lang_is_blank():
+    from brokerlb.naming import is_blank
+
+    assert is_blank("") and is_blank(" ") and is_blank("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f")
+    assert not is_blank("\xa0") and not is_blank("\u2007") and not is_blank("\u202f") and not is_blank("\x85")
+    assert not is_blank(" x")
