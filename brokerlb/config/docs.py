@@ -25,8 +25,9 @@ brokerlb config keys                           # this table in the terminal
 
 ```python
 from brokerlb.config import ServiceConfig, load_broker_conf
+
 conf = load_broker_conf("broker.conf", overrides=["clusterName=test"])
-conf.loadBalancerBrokerOverloadedThresholdPercentage   # 85
+conf.loadBalancerBrokerOverloadedThresholdPercentage  # 85
 conf.with_overrides({"loadBalancerSheddingEnabled": False})
 ```
 
