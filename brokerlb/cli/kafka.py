@@ -58,7 +58,10 @@ def _read_group(path: str) -> Any:
 @app.command("assign")
 def assign_cmd(
     assignor: str = typer.Option(
-        ..., "--assignor", help="range | roundrobin | sticky | cooperative-sticky | load-aware"
+        ...,
+        "--assignor",
+        help="classic: range | roundrobin | sticky | cooperative-sticky | load-aware; "
+        "KIP-848 server-side: uniform | range-server",
     ),
     group: str = typer.Option(..., "--group", help="group JSON file ('-' for stdin)"),
     legacy_sticky: bool = typer.Option(

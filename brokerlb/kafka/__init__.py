@@ -3,8 +3,8 @@
 * :mod:`brokerlb.kafka.hashing` -- murmur2, murmur3_32, Java ``String.hashCode``;
 * :mod:`brokerlb.kafka.partitioner` -- Kafka producer partitioning (keyed, KIP-480, KIP-794);
 * :mod:`brokerlb.kafka.pulsar_routing` -- Pulsar's message routing modes;
-* :mod:`brokerlb.kafka.assignors` -- consumer-group assignors (range, roundrobin,
-  sticky, cooperative-sticky, load-aware);
+* :mod:`brokerlb.kafka.assignors` -- consumer-group assignors (classic range, roundrobin,
+  sticky, cooperative-sticky, load-aware; KIP-848 server-side uniform, range-server);
 * :mod:`brokerlb.kafka.checker` -- the assignment checker.
 
 Everything here is pure (no I/O); the ZooKeeper-era group protocol that runs
@@ -20,8 +20,10 @@ from brokerlb.kafka.assignors import (
     Member,
     RangeAssignor,
     RoundRobinAssignor,
+    ServerRangeAssignor,
     StickyAssignor,
     TopicPartition,
+    UniformAssignor,
     get_assignor,
 )
 from brokerlb.kafka.checker import check_assignment, check_cooperative_round
@@ -55,9 +57,11 @@ __all__ = [
     "RangeAssignor",
     "RoundRobinAssignor",
     "RouterConfig",
+    "ServerRangeAssignor",
     "StickyAssignor",
     "TopicMetadata",
     "TopicPartition",
+    "UniformAssignor",
     "check_assignment",
     "check_cooperative_round",
     "create_message_router",

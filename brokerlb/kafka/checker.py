@@ -10,6 +10,11 @@
   - ``"count"`` -- KIP-54's definition: counts differ by at most one, or no
     member holding two or more partitions more than another has a partition the
     other could take;
+  - ``"global"`` -- the counts minimise ``sum c**2`` over all complete
+    assignments: no *chain* of moves (``A`` hands a partition to ``B``, ``B`` one to
+    ``C`` ..., each to a subscriber of the partition's topic) takes a partition
+    from a member with ``c`` to one with ``c - 2`` or fewer; for equal
+    subscriptions, counts within one (the ``uniform`` assignor's promise);
   - ``"per_topic"`` -- within each topic, its subscribers' counts differ by at
     most one (Range's promise);
   - ``"load"`` -- no partition (rate ``r > 0``) could move from its owner to
@@ -31,12 +36,14 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from brokerlb.kafka.assignors.base import GroupAssignment, GroupSnapshot, PartitionAssignor, TopicPartition
+from brokerlb.kafka.assignors.interface import PartitionAssignor, RebalanceProtocol
+from brokerlb.kafka.assignors.result import GroupAssignment
+from brokerlb.kafka.assignors.snapshot import GroupSnapshot, TopicPartition
 from brokerlb.testing.invariants import InvariantViolation
 
 __all__ = ["BalanceKind", "check_assignment", "check_cooperative_round", "check_assignor_result"]
 
-BalanceKind = Literal["none", "count", "per_topic", "load"]
+BalanceKind = Literal["none", "count", "global", "per_topic", "load"]
 
 
 def _fail(reason: str, group: GroupSnapshot, assignment: Mapping[str, Iterable[TopicPartition]]) -> None:
@@ -82,6 +89,9 @@ def check_assignment(
             )
     if balance == "count":
         _check_count_balance(group, listed, owner)
+    elif balance == "global":
+        _check_count_balance(group, listed, owner)
+        _check_global_balance(group, listed)
     elif balance == "per_topic":
         _check_per_topic_balance(group, listed)
     elif balance == "load":
@@ -116,6 +126,45 @@ def _check_count_balance(
                     group,
                     assignment,
                 )
+
+
+def _check_global_balance(group: GroupSnapshot, assignment: dict[str, list[TopicPartition]]) -> None:
+    """No chain of moves from a member with ``c`` partitions reaches one with ``c - 2`` or fewer.
+
+    One multi-source search per distinct count ``v``: from every member holding
+    ``v + 2`` or more, follow "holds a partition of a topic that member
+    subscribes to"; reaching a member holding ``v`` or fewer is a violation.
+    """
+    counts = {m: len(assignment.get(m, ())) for m in group.members}
+    subscribers = _subscribers(group)
+    held_topics = {m: {tp.topic for tp in assignment.get(m, ())} for m in group.members}
+    for v in sorted(set(counts.values())):
+        frontier = [m for m, c in counts.items() if c >= v + 2]
+        via: dict[str, str | None] = {m: None for m in frontier}
+        seen_topics: set[str] = set()
+        while frontier:
+            step: list[str] = []
+            for giver in frontier:
+                for topic in sorted(held_topics[giver] - seen_topics):
+                    seen_topics.add(topic)
+                    for taker in subscribers.get(topic, ()):
+                        if taker in via:
+                            continue
+                        via[taker] = giver
+                        if counts[taker] <= v:
+                            chain = [taker]
+                            while (prev := via[chain[-1]]) is not None:
+                                chain.append(prev)
+                            _fail(
+                                "unbalanced: a chain of moves "
+                                + " -> ".join(f"{m!r} ({counts[m]})" for m in reversed(chain))
+                                + f" would take a partition from a member with {counts[chain[-1]]} "
+                                f"to one with {counts[taker]}",
+                                group,
+                                assignment,
+                            )
+                        step.append(taker)
+            frontier = step
 
 
 def _check_per_topic_balance(group: GroupSnapshot, assignment: dict[str, list[TopicPartition]]) -> None:
@@ -190,7 +239,10 @@ def check_assignor_result(assignor: PartitionAssignor, group: GroupSnapshot, res
     Range: balanced per topic; RoundRobin: balanced when all subscriptions are
     equal; Sticky: KIP-54 balance; CooperativeSticky: a valid cooperative round
     towards a KIP-54-balanced target; load-aware: a valid round towards a
-    load-balanced target with the assignor's own tolerance.
+    load-balanced target with the assignor's own tolerance. Server-side (KIP-848)
+    assignors answer with the target only (nothing pending): ``uniform`` is
+    globally balanced (its stickiness is checked by its own tests),
+    ``range-server`` balanced per topic.
     """
     from brokerlb.kafka.assignors.load_aware import LoadAwareAssignor, partition_rates
 
@@ -206,11 +258,19 @@ def check_assignor_result(assignor: PartitionAssignor, group: GroupSnapshot, res
         check_cooperative_round(group, result, balance="count")
     elif assignor.name == "sticky":
         check_assignment(group, result.assignment, balance="count")
-    elif assignor.name == "range":
+    elif assignor.name in ("range", "range-server"):
         check_assignment(group, result.assignment, balance="per_topic")
+    elif assignor.name == "uniform":
+        check_assignment(group, result.assignment, balance="global")
     elif assignor.name == "roundrobin":
         check_assignment(
             group, result.assignment, balance="count" if group.all_subscriptions_equal() else "none"
         )
+    elif assignor.protocol is RebalanceProtocol.CONSUMER:
+        check_assignment(group, result.assignment)
     else:
         check_cooperative_round(group, result)
+    if assignor.protocol is RebalanceProtocol.CONSUMER and any(result.pending.values()):
+        _fail(
+            "a server-side assignor withholds partitions (the coordinator does that)", group, result.pending
+        )

@@ -36,7 +36,7 @@ from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAs
 from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
-from brokerlb.kafka.assignors.base import GroupSnapshot, TopicPartition
+from brokerlb.kafka.assignors.snapshot import GroupSnapshot, TopicPartition
 
 JoinMember = namedtuple("JoinMember", "member_id group_instance_id metadata")
 

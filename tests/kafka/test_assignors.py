@@ -239,10 +239,18 @@ def test_cooperative_rounds_never_double_assign():
 
 
 def test_registry():
-    assert set(ASSIGNORS) == {"range", "roundrobin", "sticky", "cooperative-sticky", "load-aware"}
+    assert set(ASSIGNORS) == {
+        "range",
+        "roundrobin",
+        "sticky",
+        "cooperative-sticky",
+        "load-aware",
+        "uniform",
+        "range-server",
+    }
     assert get_assignor("sticky", constrained=False).constrained is False
     with pytest.raises(UnknownStrategyError, match="known: range"):
-        get_assignor("uniform")
+        get_assignor("optimal")
 
 
 def test_empty_and_unsubscribed():

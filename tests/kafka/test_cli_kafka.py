@@ -35,7 +35,15 @@ def test_assign_command_all_assignors(tmp_path):
     path = tmp_path / "group.json"
     path.write_text(json.dumps(GROUP))
     outputs = {}
-    for name in ("range", "roundrobin", "sticky", "cooperative-sticky", "load-aware"):
+    for name in (
+        "range",
+        "roundrobin",
+        "sticky",
+        "cooperative-sticky",
+        "load-aware",
+        "uniform",
+        "range-server",
+    ):
         result = runner.invoke(APP, ["kafka", "assign", "--assignor", name, "--group", str(path)])
         assert result.exit_code == 0, result.stderr
         outputs[name] = json.loads(result.stdout)
@@ -48,6 +56,14 @@ def test_assign_command_all_assignors(tmp_path):
     }
     assert outputs["sticky"]["moved"] == 0
     assert outputs["load-aware"]["pending"] == {"C1": {"t0": [1, 2]}}
+    # KIP-848 uniform: 6 partitions, 3 each; C0 keeps all three t0 partitions it owned
+    assert outputs["uniform"] == {
+        "assignment": {"C0": {"t0": [0, 1, 2]}, "C1": {"t1": [0, 1, 2]}},
+        "moved": 0,
+        "revoked": {},
+        "pending": {},
+    }
+    assert outputs["range-server"]["assignment"] == outputs["range"]["assignment"]
 
 
 def test_assign_command_from_stdin_and_legacy_flag():

@@ -20,13 +20,10 @@ B [t0-1]. Round 1: A [t0-0] (revokes t0-1), B [] with t0-1 pending; round 2
 
 from __future__ import annotations
 
-from brokerlb.kafka.assignors.base import (
-    GroupAssignment,
-    GroupSnapshot,
-    RebalanceProtocol,
-    finish_assignment,
-    resolve_owners,
-)
+from brokerlb.kafka.assignors.interface import RebalanceProtocol
+from brokerlb.kafka.assignors.ownership import resolve_owners
+from brokerlb.kafka.assignors.result import GroupAssignment, finish_assignment
+from brokerlb.kafka.assignors.snapshot import GroupSnapshot
 from brokerlb.kafka.assignors.sticky import sticky_target
 
 __all__ = ["CooperativeStickyAssignor"]

@@ -44,16 +44,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from brokerlb.errors import InvalidConfigError
-from brokerlb.kafka.assignors.base import (
-    GroupAssignment,
-    GroupSnapshot,
-    OwnerResolution,
-    RebalanceProtocol,
-    TopicPartition,
-    finish_assignment,
-    java_order,
-    resolve_owners,
-)
+from brokerlb.kafka.assignors.interface import RebalanceProtocol
+from brokerlb.kafka.assignors.ownership import OwnerResolution, resolve_owners
+from brokerlb.kafka.assignors.result import GroupAssignment, finish_assignment
+from brokerlb.kafka.assignors.snapshot import GroupSnapshot, TopicPartition, java_order
 
 __all__ = ["LoadAwareAssignor", "partition_rates", "member_loads"]
 

@@ -17,15 +17,13 @@ Kafka 3.5+ rack awareness (KIP-881) needs rack data we do not model.
 
 from __future__ import annotations
 
-from brokerlb.kafka.assignors.base import (
-    GroupAssignment,
-    GroupSnapshot,
-    RebalanceProtocol,
-    TopicPartition,
-    finish_assignment,
-)
+from collections.abc import Mapping, Sequence
 
-__all__ = ["RangeAssignor", "range_for_position"]
+from brokerlb.kafka.assignors.interface import RebalanceProtocol
+from brokerlb.kafka.assignors.result import GroupAssignment, finish_assignment
+from brokerlb.kafka.assignors.snapshot import GroupSnapshot, Member, TopicPartition
+
+__all__ = ["RangeAssignor", "range_for_position", "range_target"]
 
 
 def range_for_position(num_partitions: int, num_consumers: int, position: int) -> range:
@@ -37,17 +35,27 @@ def range_for_position(num_partitions: int, num_consumers: int, position: int) -
     return range(start, start + count)
 
 
+def range_target(members: Sequence[Member], counts: Mapping[str, int]) -> dict[str, list[TopicPartition]]:
+    """Per topic, contiguous ranges over its subscribers in the order of ``members``."""
+    subscribers: dict[str, list[str]] = {t: [] for t in counts}
+    for m in members:
+        for topic in dict.fromkeys(m.topics):  # a topic listed twice counts once
+            if topic in subscribers:
+                subscribers[topic].append(m.member_id)
+    target: dict[str, list[TopicPartition]] = {m.member_id: [] for m in members}
+    for topic, count in counts.items():
+        consumers = subscribers[topic]
+        for position, mid in enumerate(consumers[:count]):  # members past the count get nothing
+            target[mid].extend(
+                TopicPartition(topic, p) for p in range_for_position(count, len(consumers), position)
+            )
+    return target
+
+
 class RangeAssignor:
     name = "range"
     protocol = RebalanceProtocol.EAGER
 
     def assign(self, group: GroupSnapshot) -> GroupAssignment:
-        target: dict[str, list[TopicPartition]] = {mid: [] for mid in group.members}
-        members = group.sorted_members()
-        for topic, count in group.partitions_per_topic().items():
-            consumers = [m.member_id for m in members if topic in m.topics]
-            for position, mid in enumerate(consumers):
-                target[mid].extend(
-                    TopicPartition(topic, p) for p in range_for_position(count, len(consumers), position)
-                )
-        return finish_assignment(group, target)
+        target = range_target(group.sorted_members(), group.partitions_per_topic())
+        return finish_assignment(group, {mid: target.get(mid, []) for mid in group.members})

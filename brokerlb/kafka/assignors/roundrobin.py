@@ -14,13 +14,9 @@ from __future__ import annotations
 
 import bisect
 
-from brokerlb.kafka.assignors.base import (
-    GroupAssignment,
-    GroupSnapshot,
-    RebalanceProtocol,
-    TopicPartition,
-    finish_assignment,
-)
+from brokerlb.kafka.assignors.interface import RebalanceProtocol
+from brokerlb.kafka.assignors.result import GroupAssignment, finish_assignment
+from brokerlb.kafka.assignors.snapshot import GroupSnapshot, TopicPartition
 
 __all__ = ["RoundRobinAssignor"]
 

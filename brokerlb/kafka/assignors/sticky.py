@@ -26,15 +26,10 @@ rebalance; see :mod:`.cooperative_sticky` for the incremental variant.
 
 from __future__ import annotations
 
-from brokerlb.kafka.assignors.base import (
-    GroupAssignment,
-    GroupSnapshot,
-    OwnerResolution,
-    RebalanceProtocol,
-    TopicPartition,
-    finish_assignment,
-    resolve_owners,
-)
+from brokerlb.kafka.assignors.interface import RebalanceProtocol
+from brokerlb.kafka.assignors.ownership import OwnerResolution, resolve_owners
+from brokerlb.kafka.assignors.result import GroupAssignment, finish_assignment
+from brokerlb.kafka.assignors.snapshot import GroupSnapshot, TopicPartition
 from brokerlb.kafka.assignors.sticky_constrained import constrained_assign
 from brokerlb.kafka.assignors.sticky_general import GeneralStickyInput, general_assign
 

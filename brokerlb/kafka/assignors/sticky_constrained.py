@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from brokerlb.errors import BrokerLBError
-from brokerlb.kafka.assignors.base import TopicPartition, java_order
+from brokerlb.kafka.assignors.snapshot import TopicPartition, java_order
 
 __all__ = ["constrained_assign"]
 

@@ -38,11 +38,11 @@ they depend only on the counts, so the result is the same as recomputing them.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from brokerlb.errors import BrokerLBError
-from brokerlb.kafka.assignors.base import TopicPartition, java_order
+from brokerlb.kafka.assignors.snapshot import TopicPartition, java_order
 
 __all__ = ["GeneralStickyInput", "general_assign"]
 
@@ -79,7 +79,7 @@ class _SortedMembers:
             raise BrokerLBError(f"sticky assignor bookkeeping lost member {member} (count {count})")
         del self._items[i]
 
-    def __iter__(self):  # members, least loaded first
+    def __iter__(self) -> Iterator[str]:  # members, least loaded first
         return (m for _, _, m in self._items)
 
     def first(self) -> tuple[int, bytes, str] | None:

@@ -39,6 +39,7 @@ from brokerlb.errors import (
     NoNodeError,
 )
 from brokerlb.kafka.assignors import PartitionAssignor, TopicPartition, get_assignor
+from brokerlb.kafka.assignors.snapshot import by_topic
 from brokerlb.kafka.group.common import (
     RebalanceListener,
     read_snapshot,
@@ -56,16 +57,9 @@ logger = logging.getLogger(__name__)
 def encode_assignment(generation: int, assignment: dict[str, list[TopicPartition]]) -> bytes:
     doc = {
         "generation": generation,
-        "assignment": {m: _by_topic(tps) for m, tps in sorted(assignment.items())},
+        "assignment": {m: by_topic(tps) for m, tps in sorted(assignment.items())},
     }
     return json.dumps(doc, separators=(",", ":")).encode()
-
-
-def _by_topic(tps: list[TopicPartition]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for tp in sorted(tps):
-        out.setdefault(tp.topic, []).append(tp.partition)
-    return out
 
 
 def decode_assignment(data: bytes, where: str) -> tuple[int, dict[str, frozenset[TopicPartition]]]:

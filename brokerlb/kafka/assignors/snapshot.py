@@ -1,7 +1,6 @@
-"""The consumer-group model every assignor shares: input snapshot, result, interface.
+"""What an assignor reads: the group snapshot (members, subscriptions, owned partitions, counts).
 
-An assignor is a pure function ``GroupSnapshot -> GroupAssignment``: no I/O, no
-clock, no randomness. The snapshot carries what Kafka's group leader sees --
+The snapshot carries what Kafka's group leader sees --
 each member's subscription, the partitions it owned (with its generation), the
 partition counts -- plus measured partition rates for the load-aware assignor.
 
@@ -21,13 +20,12 @@ Java's for them; member ids may be anything and are ordered as Java orders
 
 from __future__ import annotations
 
-import enum
 import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from brokerlb.errors import InvalidInputError
 
@@ -36,14 +34,9 @@ __all__ = [
     "TopicPartition",
     "Member",
     "GroupSnapshot",
-    "GroupAssignment",
-    "RebalanceProtocol",
-    "PartitionAssignor",
+    "by_topic",
     "java_order",
     "member_order",
-    "resolve_owners",
-    "OwnerResolution",
-    "finish_assignment",
 ]
 
 #: ``AbstractStickyAssignor.DEFAULT_GENERATION``.
@@ -110,8 +103,13 @@ class GroupSnapshot:
 
     def subscribed_topics(self) -> list[str]:
         """Topics some member subscribes to and that exist, sorted."""
-        wanted = {t for m in self.members.values() for t in m.topics}
-        return sorted(t for t in wanted if t in self.partitions)
+        return list(self._subscribed)
+
+    @functools.cached_property
+    def _subscribed(self) -> tuple[str, ...]:
+        # members usually share few distinct subscriptions: union those, not every member's
+        wanted: set[str] = set().union(*{m.topics for m in self.members.values()})
+        return tuple(sorted(t for t in wanted if t in self.partitions))
 
     def partitions_per_topic(self) -> dict[str, int]:
         """Java's ``partitionsPerTopic``: counts of the subscribed, existing topics."""
@@ -154,7 +152,7 @@ class GroupSnapshot:
     def to_json(self) -> dict[str, Any]:
         members: dict[str, Any] = {}
         for mid, m in self.members.items():
-            entry: dict[str, Any] = {"topics": list(m.topics), "owned": _by_topic(m.owned)}
+            entry: dict[str, Any] = {"topics": list(m.topics), "owned": by_topic(m.owned)}
             if m.generation is not None:
                 entry["generation"] = m.generation
             if m.group_instance_id is not None:
@@ -252,158 +250,8 @@ def _parse_rates(raw: Any, partitions: Mapping[str, int]) -> dict[str, tuple[flo
     return rates
 
 
-def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+def by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for tp in sorted(partitions):
         out.setdefault(tp.topic, []).append(tp.partition)
     return out
-
-
-# --------------------------------------------------------------------------- ownership
-
-
-@dataclass(frozen=True)
-class OwnerResolution:
-    """Who validly owns what before the rebalance (``allSubscriptionsEqual``'s rules).
-
-    * ``owned[member]``: partitions the member keeps claim to, in its listed
-      order -- the partition exists, some member subscribes to its topic and no
-      member of the same or a higher generation claims it too;
-    * ``multi_owned``: partitions claimed by several members of the highest
-      claiming generation -- invalid, treated as unowned;
-    * ``previous_owner[tp]``: for ``generalAssign``'s ``prevAssignment``, the
-      member of the highest generation below the group's maximum that claimed it.
-    """
-
-    owned: dict[str, list[TopicPartition]]
-    multi_owned: frozenset[TopicPartition]
-    previous_owner: dict[TopicPartition, tuple[str, int]]
-    max_generation: int
-
-    def owner_of(self) -> dict[TopicPartition, str]:
-        return {tp: m for m, tps in self.owned.items() for tp in tps}
-
-
-def resolve_owners(group: GroupSnapshot) -> OwnerResolution:
-    counts = group.partitions_per_topic()
-    members = group.sorted_members()
-    max_generation = max((m.generation_or_default for m in members), default=DEFAULT_GENERATION)
-    first: dict[TopicPartition, tuple[int, str]] = {}  # the only claim, in the usual case
-    conflicts: dict[TopicPartition, list[tuple[int, str]]] = {}
-    previous: dict[TopicPartition, tuple[str, int]] = {}
-    for m in members:
-        gen = m.generation_or_default
-        for tp in m.owned:
-            if 0 <= tp.partition < counts.get(tp.topic, 0):
-                claim = (gen, m.member_id)
-                if tp in first:
-                    conflicts.setdefault(tp, [first[tp]]).append(claim)
-                else:
-                    first[tp] = claim
-            if gen < max_generation:
-                best = previous.get(tp)
-                if best is None or gen > best[1]:
-                    previous[tp] = (m.member_id, gen)
-    winner = {tp: claim[1] for tp, claim in first.items() if tp not in conflicts}
-    multi: set[TopicPartition] = set()
-    for tp, cl in conflicts.items():
-        top = max(g for g, _ in cl)
-        at_top = [mid for g, mid in cl if g == top]
-        if len(at_top) == 1:
-            winner[tp] = at_top[0]
-        else:
-            multi.add(tp)
-    owned = {m.member_id: [tp for tp in m.owned if winner.get(tp) == m.member_id] for m in members}
-    return OwnerResolution(owned, frozenset(multi), previous, max_generation)
-
-
-# --------------------------------------------------------------------------- result
-
-
-class RebalanceProtocol(enum.Enum):
-    """KIP-429: EAGER revokes everything before the rebalance; COOPERATIVE only what moves."""
-
-    EAGER = "EAGER"
-    COOPERATIVE = "COOPERATIVE"
-
-
-@dataclass(frozen=True)
-class GroupAssignment:
-    """An assignor's answer.
-
-    * ``assignment``: what each member is given *this round*;
-    * ``pending``: partitions withheld this round because another member still
-      owns them (cooperative protocol: assigned in the follow-up round);
-    * ``revoked``: partitions each member owned and does not keep;
-    * ``moved``: partitions whose owner changes (validly owned before, a
-      different member in the target).
-    """
-
-    assignment: dict[str, list[TopicPartition]]
-    revoked: dict[str, list[TopicPartition]]
-    pending: dict[str, list[TopicPartition]]
-    moved: int
-
-    def target(self) -> dict[str, list[TopicPartition]]:
-        """Where every partition ends up once the follow-up round (if any) is done."""
-        return {m: sorted(tps + self.pending.get(m, [])) for m, tps in self.assignment.items()}
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "assignment": {m: _by_topic(tps) for m, tps in self.assignment.items()},
-            "moved": self.moved,
-            "revoked": {m: _by_topic(tps) for m, tps in self.revoked.items() if tps},
-            "pending": {m: _by_topic(tps) for m, tps in self.pending.items() if tps},
-        }
-
-
-def finish_assignment(
-    group: GroupSnapshot,
-    target: Mapping[str, Iterable[TopicPartition]],
-    cooperative: bool = False,
-    owners: OwnerResolution | None = None,
-) -> GroupAssignment:
-    """Turn a target ``{member: partitions}`` into a :class:`GroupAssignment`.
-
-    ``moved`` counts partitions whose target owner differs from the valid owner
-    before the rebalance. With ``cooperative``, a partition is withheld from its
-    target owner this round (``pending``) while any *other* member still claims
-    it -- CooperativeStickyAssignor's ``adjustAssignment``.
-    """
-    previous = (owners if owners is not None else resolve_owners(group)).owner_of()
-    claimants: dict[TopicPartition, set[str]] = {}
-    if cooperative:
-        for mid, member in group.members.items():
-            for tp in member.owned:
-                claimants.setdefault(tp, set()).add(mid)
-    assignment: dict[str, list[TopicPartition]] = {}
-    pending: dict[str, list[TopicPartition]] = {}
-    kept_by: dict[str, set[TopicPartition]] = {}
-    moved = 0
-    for mid in group.members:
-        now: list[TopicPartition] = []
-        later: list[TopicPartition] = []
-        for tp in sorted(target.get(mid, ())):
-            before = previous.get(tp)
-            if before is not None and before != mid:
-                moved += 1
-            if cooperative and claimants.get(tp, set()) - {mid}:
-                later.append(tp)
-            else:
-                now.append(tp)
-        assignment[mid] = now
-        pending[mid] = later
-        kept_by[mid] = set(now)
-    revoked = {
-        mid: [tp for tp in group.members[mid].owned if tp not in kept_by[mid]] for mid in group.members
-    }
-    return GroupAssignment(assignment, revoked, pending, moved)
-
-
-class PartitionAssignor(Protocol):
-    """One assignor: a name (``partition.assignment.strategy`` short name) and a pure ``assign``."""
-
-    name: str
-    protocol: RebalanceProtocol
-
-    def assign(self, group: GroupSnapshot) -> GroupAssignment: ...
