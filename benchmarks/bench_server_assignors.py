@@ -99,7 +99,9 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--het-share", type=float, default=0.1, help="heterogeneous: share of topics per member")
-    ap.add_argument("--het-scale", type=float, default=0.3, help="heterogeneous: size relative to the full group")
+    ap.add_argument(
+        "--het-scale", type=float, default=0.3, help="heterogeneous: size relative to the full group"
+    )
     args = ap.parse_args()
 
     print(
