@@ -17,6 +17,12 @@ registry re-registers by itself in the new session and says so
 Every broker (leader or not) mirrors the membership with a watch-fed cache:
 :meth:`BrokerRegistry.available_brokers` is a memory read, and listeners hear
 ``JOINED`` / ``UPDATED`` / ``LEFT``.
+
+A node whose data is not a JSON object (empty, not JSON, a list, ...) is **unreadable**:
+it is logged once per version of its data (WARNING, naming the path and why) and left
+out of :meth:`~BrokerRegistry.available_brokers` and :meth:`~BrokerRegistry.broker_json`
+until a readable report replaces it -- one bad node must not stop refreshes, placements
+or shedding.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from brokerlb.coordination.lock import EphemeralLock
 from brokerlb.coordination.paths import BROKERS_ROOT, validate_broker_id
 from brokerlb.coordination.records import decode_json, encode_json
 from brokerlb.coordination.store import MetadataStore, Node
-from brokerlb.errors import BrokerNotFoundError, LockBusyError, OperationTimeoutError
+from brokerlb.errors import BrokerNotFoundError, CorruptMetadataError, LockBusyError, OperationTimeoutError
 
 __all__ = ["BrokerRegistry", "RegistryEvent", "RegistryEventKind"]
 
@@ -76,6 +82,10 @@ class BrokerRegistry:
         self._listeners: list[Callable[[RegistryEvent], None]] = []
         self._changed = asyncio.Event()
         self._known: set[str] = set()
+        #: broker id -> its decoded report (a JSON object); unreadable nodes are absent
+        self._reports: dict[str, dict[str, Any]] = {}
+        #: path of an unreadable node -> the data version already logged
+        self._bad: dict[str, int] = {}
 
     # ------------------------------------------------------------------ life cycle
     async def start(self) -> BrokerRegistry:
@@ -161,8 +171,8 @@ class BrokerRegistry:
 
     # ------------------------------------------------------------------ membership
     def available_brokers(self) -> list[str]:
-        """Ids of the registered brokers, sorted (a memory read)."""
-        return sorted(path.rsplit("/", 1)[1] for path in self._cache.paths())
+        """Ids of the registered brokers whose node is readable, sorted (a memory read)."""
+        return sorted(self._reports)
 
     def broker_data(self, broker_id: str) -> bytes | None:
         """The broker's registration data from the cache, or ``None``."""
@@ -170,10 +180,8 @@ class BrokerRegistry:
         return None if node is None else node.data
 
     def broker_json(self, broker_id: str) -> Any | None:
-        """The broker's registration data decoded as JSON, or ``None``."""
-        path = self._path(broker_id)
-        node = self._cache.get(path)
-        return None if node is None else decode_json(node.data, path)
+        """The broker's registration data decoded (a JSON object), or ``None`` (absent or unreadable)."""
+        return self._reports.get(broker_id)
 
     async def fetch_broker_data(self, broker_id: str) -> bytes | None:
         """Read the broker's data from the store (not the cache)."""
@@ -226,10 +234,26 @@ class BrokerRegistry:
             event = RegistryEvent(RegistryEventKind.JOINED, broker_id, node.data)
         if node is None:
             self._known.discard(broker_id)
+            self._reports.pop(broker_id, None)
+            self._bad.pop(path, None)
         else:
             self._known.add(broker_id)
+            self._decode(path, broker_id, node)
         self._changed.set()
         self._emit(event)
+
+    def _decode(self, path: str, broker_id: str, node: Node) -> None:
+        try:
+            report = decode_json(node.data, path)
+            if not isinstance(report, dict):
+                raise CorruptMetadataError(f"expected a JSON object, found {type(report).__name__}", path)
+        except CorruptMetadataError as exc:
+            if self._reports.pop(broker_id, None) is not None or node.stat.version != self._bad.get(path):
+                logger.warning("Skipping the unreadable broker node %s (broker %s): %s", path, broker_id, exc)
+            self._bad[path] = node.stat.version
+            return
+        self._bad.pop(path, None)
+        self._reports[broker_id] = report
 
     def _on_registration_lost(self, lock: EphemeralLock, reason: str) -> None:
         logger.error("Broker %s lost its registration: %s", self._broker_id, reason)
