@@ -27,6 +27,10 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── DataPathProtocolError                400  a data-path frame the broker cannot accept
     │   └── UnknownStrategyError                 400
     │       └── StrategyNotAvailableError        400  registered, but its module is missing
+    ├── AuthenticationError                      401  no credentials, or credentials that do not verify
+    ├── AuthorizationError                       403  the role may not do this
+    ├── RequestTooLargeError                     413  the body is larger than httpMaxRequestSize
+    ├── UnsupportedMediaTypeError                415  a state-changing request whose body is not JSON
     ├── NotFoundError (LookupError)              404
     │   ├── NamespaceNotFoundError
     │   ├── BundleNotFoundError
@@ -98,6 +102,10 @@ __all__ = [
     "DataPathProtocolError",
     "UnknownStrategyError",
     "StrategyNotAvailableError",
+    "AuthenticationError",
+    "AuthorizationError",
+    "RequestTooLargeError",
+    "UnsupportedMediaTypeError",
     "NotFoundError",
     "NamespaceNotFoundError",
     "BundleNotFoundError",
@@ -308,6 +316,33 @@ class StrategyNotAvailableError(UnknownStrategyError):
         super().__init__(name, kind)
         self.why = why
         self.args = (f"The {kind} strategy '{name}' is registered but not available: {why}",)
+
+
+# --------------------------------------------------------------------------- access and request shape
+
+
+class AuthenticationError(BrokerLBError):
+    """No credentials where they are required, or credentials that do not verify (HTTP 401)."""
+
+    http_status = 401
+
+
+class AuthorizationError(BrokerLBError):
+    """The authenticated role is not allowed to do this (HTTP 403)."""
+
+    http_status = 403
+
+
+class RequestTooLargeError(BrokerLBError):
+    """The request body is larger than ``httpMaxRequestSize`` (HTTP 413)."""
+
+    http_status = 413
+
+
+class UnsupportedMediaTypeError(BrokerLBError):
+    """A state-changing request whose body is not declared JSON (HTTP 415)."""
+
+    http_status = 415
 
 
 # --------------------------------------------------------------------------- not found

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -76,6 +75,7 @@ from brokerlb.errors import BrokerLBError, NamespaceNotFoundError, ServiceUnavai
 from brokerlb.model import LocalBrokerData
 from brokerlb.naming import NamespaceName, TopicName, heartbeat_namespace, heartbeat_namespace_v2
 from brokerlb.ring import NamespaceBundle, NamespaceBundles
+from brokerlb.safe_regex import fullmatch
 
 if TYPE_CHECKING:
     from brokerlb.broker.data_path import DataPath
@@ -492,4 +492,4 @@ def self_ownership_data(ident: BrokerIdentity) -> NamespaceEphemeralData:
 
 
 def _matches(patterns: tuple[str, ...], broker_id: str, host: str) -> bool:
-    return any(re.fullmatch(p, broker_id) or re.fullmatch(p, host) for p in patterns)
+    return any(fullmatch(p, broker_id) or fullmatch(p, host) for p in patterns)

@@ -78,24 +78,39 @@ class StandaloneCluster:
         self.brokers: list[BrokerService] = []
 
     async def start(self) -> StandaloneCluster:
-        """Start every broker (one after another, so the first one is the first leader), then make sure
-        the namespace ``public/default`` exists, as Pulsar's standalone does."""
+        """Make sure the namespace ``public/default`` exists, as Pulsar's standalone does, then start
+        every broker (one after another, so the first one is the first leader).
+
+        The namespace is written to the metadata store before any broker answers HTTP, so no
+        client of a ready (or even listening) broker can look it up before it exists.
+        """
         try:
+            await self._default_namespace()
             for conf in self.configs:
                 self.brokers.append(await BrokerService(conf).start())
-            await self._default_namespace()
         except BaseException:
             await self.stop()
             raise
         return self
 
     async def _default_namespace(self) -> None:
+        from brokerlb.coordination import BundleMetadata, open_store
         from brokerlb.errors import ConflictError, NodeExistsError
 
+        conf = self.configs[0]
+        store = open_store(
+            self.metadata_store,
+            session_timeout=conf.duration_seconds("metadataStoreSessionTimeoutMillis"),
+            operation_timeout=conf.duration_seconds("metadataStoreOperationTimeoutSeconds"),
+        )
+        await store.start()
         try:
-            await self.brokers[0].namespaces.create_namespace(DEFAULT_NAMESPACE)
+            metadata = BundleMetadata(store, default_num_bundles=conf.defaultNumberOfNamespaceBundles)
+            await metadata.create_namespace(DEFAULT_NAMESPACE)
         except (ConflictError, NodeExistsError):  # already there (a restart on a kept store)
             pass
+        finally:
+            await store.close()
 
     async def stop(self) -> None:
         """Stop every broker gracefully, the leader last (fewer leader changes while stopping)."""

@@ -150,7 +150,7 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     enableReplicatedSubscriptions replicatedSubscriptionsSnapshotFrequencyMillis
     replicatedSubscriptionsSnapshotTimeoutSeconds replicatedSubscriptionsSnapshotMaxCachedPerSubscription
     maxMessagePublishBufferSizeInMB lazyCursorRecovery retentionCheckIntervalInSeconds
-    maxNumPartitionsPerPartitionedTopic brokerInterceptorsDirectory brokerInterceptors
+    brokerInterceptorsDirectory brokerInterceptors
     topicFencingTimeoutSeconds protocolHandlerDirectory messagingProtocols systemTopicEnabled
     strictTopicNameEnabled topicLevelPoliciesEnabled topicPoliciesServiceClassName
     brokerEntryMetadataInterceptors exposingBrokerEntryMetadataToClientEnabled
@@ -159,7 +159,7 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     tlsAllowInsecureConnection tlsHostnameVerificationEnabled tlsProtocols tlsCiphers
     tlsRequireTrustedClientCertOnConnect authenticationEnabled authenticationProviders
     authenticationRefreshCheckSeconds authorizationEnabled authorizationProvider superUserRoles proxyRoles
-    authenticateOriginalAuthData authorizationAllowWildcardsMatching anonymousUserRole httpMaxRequestSize
+    authenticateOriginalAuthData authorizationAllowWildcardsMatching anonymousUserRole
     httpRequestsLimitEnabled httpRequestsMaxPerSecond httpRequestsFailOnUnknownPropertiesEnabled
     bookkeeperMetadataServiceUri bookkeeperClientAuthenticationPlugin
     bookkeeperClientAuthenticationParametersName bookkeeperClientAuthenticationParameters

@@ -11,7 +11,7 @@ then regenerate the docs (``brokerlb config keys --markdown > docs/configuration
 
 from __future__ import annotations
 
-from brokerlb.config.kinds import BOOL, DOUBLE, OPTIONAL_STRING, choice
+from brokerlb.config.kinds import BOOL, DOUBLE, INT, OPTIONAL_STRING, choice
 from brokerlb.config.registry import KeyGroup, key
 
 __all__ = ["BrokerlbKeys"]
@@ -79,4 +79,25 @@ class BrokerlbKeys(KeyGroup):
         50000.0,
         "With brokerlbHostUsage=traffic: messages per second (in + out) one CPU handles.",
         gt=0,
+    )
+    brokerlbMaxJsonDepth: int = key(
+        INT,
+        64,
+        "Deepest nesting of a JSON request body (arrays and objects); a deeper one is answered 400. "
+        "Pulsar has no such bound (Jackson's own is 1000 levels since 2.15).",
+        ge=1,
+    )
+    brokerlbMaxNameLength: int = key(
+        INT,
+        255,
+        "Longest tenant, namespace, topic (local part) or other stored name, in characters; a longer "
+        "one is answered 412 (400 for names outside the topic hierarchy). 0 = no limit, as in Pulsar.",
+        ge=0,
+    )
+    brokerlbStrictNamespaceBundles: bool = key(
+        BOOL,
+        True,
+        "Namespace creation refuses numBundles <= 0 and bundle boundaries that are not strictly "
+        "increasing (400). false = Pulsar's behaviour: numBundles <= 0 means "
+        "defaultNumberOfNamespaceBundles and boundaries are sorted and de-duplicated.",
     )

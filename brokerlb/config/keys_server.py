@@ -79,6 +79,14 @@ class ServerKeys(KeyGroup):
     maxConcurrentTopicLoadRequest: int = key(
         INT, 5000, "Topic loads in progress at once.", dynamic=True, ge=1
     )
+    httpMaxRequestSize: int = key(
+        LONG,
+        1024 * 1024,
+        "Largest HTTP request body in bytes; a larger one is answered 413. -1 = no limit.",
+        ge=-1,
+        deviation="Pulsar's default is -1 (no limit); brokerlb bounds bodies at 1 MiB by default "
+        "(every admin body it accepts is a few KB at most).",
+    )
     webSocketServiceEnabled: bool = key(
         BOOL,
         False,
@@ -134,6 +142,14 @@ class PolicyKeys(KeyGroup):
         "non-partitioned",
         "Type of auto-created topics: partitioned or non-partitioned.",
         dynamic=True,
+    )
+    maxNumPartitionsPerPartitionedTopic: int = key(
+        INT,
+        0,
+        "Most partitions a partitioned topic may be created with (406 above); 0 = no limit "
+        "(beyond a Java int, as in Pulsar).",
+        dynamic=True,
+        ge=0,
     )
     defaultNumPartitions: int = key(
         INT, 1, "Partitions of an auto-created partitioned topic.", dynamic=True, ge=1

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from brokerlb.errors import CorruptMetadataError, InvalidInputError
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import NamespaceBundles
+from brokerlb.safe_regex import check_pattern, fullmatch
 
 __all__ = [
     "encode_json",
@@ -418,16 +419,11 @@ class NamespaceIsolationData(_Record):
             ("secondary", self.secondary),
         ):
             for pattern in patterns:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise InvalidInputError(
-                        f"Invalid namespace isolation policy: '{key}' regex {pattern!r} does not compile: {exc}"
-                    ) from exc
+                check_pattern(pattern, key)
 
     def matches_namespace(self, namespace: NamespaceName | str) -> bool:
         name = str(namespace)
-        return any(re.fullmatch(p, name) for p in self.namespaces)
+        return any(fullmatch(p, name) for p in self.namespaces)
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.extra)

@@ -23,13 +23,13 @@ Errors raise :class:`~brokerlb.errors.InvalidSnapshotError` naming the path of t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from brokerlb.errors import BrokerLBError, InvalidSnapshotError
 from brokerlb.ring.bundles import NamespaceBundles
+from brokerlb.safe_regex import compile_pattern
 
 __all__ = [
     "AutoFailoverPolicy",
@@ -65,13 +65,14 @@ def _str_list(data: Mapping[str, Any], key: str, path: str, *, required: bool) -
     return tuple(value)
 
 
-def _compile(patterns: tuple[str, ...], path: str) -> tuple[re.Pattern[str], ...]:
+def _compile(patterns: tuple[str, ...], path: str) -> tuple[Any, ...]:
+    """RE2 patterns (:mod:`brokerlb.safe_regex`: linear-time matching)."""
     compiled = []
     for i, pattern in enumerate(patterns):
         try:
-            compiled.append(re.compile(pattern))
-        except re.error as exc:
-            raise _bad(f"{path}[{i}]", pattern, f"regex does not compile: {exc}") from exc
+            compiled.append(compile_pattern(pattern))
+        except Exception as exc:  # re2.error
+            raise _bad(f"{path}[{i}]", pattern, f"regex not supported by RE2: {exc}") from exc
     return tuple(compiled)
 
 
@@ -133,9 +134,9 @@ class NamespaceIsolationData:
     primary: tuple[str, ...]
     secondary: tuple[str, ...] = ()
     auto_failover_policy: AutoFailoverPolicy = field(default_factory=AutoFailoverPolicy)
-    namespace_patterns: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
-    primary_patterns: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
-    secondary_patterns: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+    namespace_patterns: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    primary_patterns: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    secondary_patterns: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.namespaces:

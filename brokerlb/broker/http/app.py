@@ -16,24 +16,30 @@ Every error is Pulsar's body ``{"reason": "..."}`` with its status (see
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from brokerlb import __version__
 from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router, topics_router
 from brokerlb.broker.http.errors import error_body, error_headers, error_status, json_bytes
+from brokerlb.broker.http.guard import RequestGuard
 from brokerlb.broker.http.lookup_routes import LookupEndpoint, lookup_router
 from brokerlb.broker.http.namespaces_routes import namespaces_router
 from brokerlb.broker.websocket import WebSocketEndpoint
 from brokerlb.errors import BrokerLBError
+from brokerlb.limits import InputLimits
 
 if TYPE_CHECKING:
     from brokerlb.broker.service import BrokerService
 
 __all__ = ["create_app", "BrokerApp"]
+
+logger = logging.getLogger(__name__)
 
 _DESCRIPTION = """\
 Topic lookup and admin REST API of a brokerlb broker, with Apache Pulsar's paths, JSON and
@@ -46,8 +52,9 @@ bundles and the transfer-destination `acquire` call.
 """
 
 
-def _fastapi(service: BrokerService) -> FastAPI:
+def _fastapi(service: BrokerService, limits: InputLimits) -> FastAPI:
     app = FastAPI(title="brokerlb broker", version=__version__, description=_DESCRIPTION)
+    app.state.limits = limits
     for router in (
         lookup_router(service),
         namespaces_router(service),
@@ -92,6 +99,11 @@ def _fastapi(service: BrokerService) -> FastAPI:
             headers=getattr(exc, "headers", None),
         )
 
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, _exc: ClientDisconnect) -> Response:
+        logger.debug("Client disconnected while sending %s %s", request.method, request.url.path)
+        return Response(status_code=400)  # nobody reads it
+
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> Response:
         return error_response(exc)
@@ -103,7 +115,9 @@ class BrokerApp:
     """The ASGI entry point: lookups on the fast path, the rest to FastAPI."""
 
     def __init__(self, service: BrokerService, *, fast_lookup: bool = True) -> None:
-        self.fastapi = _fastapi(service)
+        self.limits = InputLimits.from_config(service.conf)
+        self.fastapi = _fastapi(service, self.limits)
+        self.guarded = RequestGuard(self.fastapi, self.limits)
         self.lookup = LookupEndpoint(service) if fast_lookup else None
         self.websocket = WebSocketEndpoint(
             getattr(service, "data_path", None), service.bundles, service.owners, service.identity.broker_id
@@ -116,7 +130,7 @@ class BrokerApp:
         if self.websocket.handles(scope):
             await self.websocket(scope, receive, send)
             return
-        await self.fastapi(scope, receive, send)
+        await self.guarded(scope, receive, send)
 
 
 def create_app(service: BrokerService, *, fast_lookup: bool = True) -> BrokerApp:

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
 
-from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content
+from brokerlb.broker.health import health, readiness
+from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content, request_limits
 from brokerlb.broker.http.lookup_routes import topic_from_segments
 from brokerlb.broker.partitioned_topics import parse_partition_count
 from brokerlb.broker.redirect import Redirect
@@ -36,15 +37,23 @@ def brokers_router(service: BrokerService) -> APIRouter:
             raise NotFoundError("No leader broker is elected")
         return json_response(leader.to_json())
 
-    @router.get(f"{_B}/health", summary="Health check", response_class=Response)
-    async def health() -> Response:
-        return Response("ok", media_type="text/plain")
+    @router.get(
+        f"{_B}/health",
+        summary="Health: ready, metadata session connected, registered, heartbeat bundles owned",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {}}}, 503: {"description": "What is wrong"}},
+    )
+    async def health_check() -> Response:
+        return _condition(health(service))
 
-    @router.get(f"{_B}/ready", summary="Ready: registered and serving", response_class=Response)
+    @router.get(
+        f"{_B}/ready",
+        summary="Ready: started (registered, elected, heartbeat namespaces taken) and not stopping",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {}}}, 503: {"description": "What is missing"}},
+    )
     async def ready() -> Response:
-        if not service.ready:
-            return Response("not ready", status_code=503, media_type="text/plain")
-        return Response("ok", media_type="text/plain")
+        return _condition(readiness(service))
 
     @router.get(f"{_B}/{{cluster}}", summary="Active brokers of a cluster")
     async def cluster_brokers(cluster: str) -> Response:
@@ -77,6 +86,12 @@ def brokers_router(service: BrokerService) -> APIRouter:
         return json_response(service.topics.topics_report())
 
     return router
+
+
+def _condition(problems: list[str]) -> Response:
+    if problems:
+        return json_response({"reason": "; ".join(problems)}, status=503)
+    return Response("ok", media_type="text/plain")
 
 
 def _check_cluster(service: BrokerService, cluster: str, status: int) -> None:
@@ -112,6 +127,7 @@ def clusters_router(service: BrokerService) -> APIRouter:
     )
     async def set_isolation_policy(cluster: str, name: str, request: Request) -> Response:
         _check_cluster(service, cluster, status=412)
+        request_limits(request).check_name("isolation policy", name)
         policy = NamespaceIsolationData.from_json(await json_body(request))
         await service.cluster_policies.set_isolation_policy(name, policy)
         return no_content()
@@ -143,6 +159,7 @@ def clusters_router(service: BrokerService) -> APIRouter:
     @router.post(f"{_C}/{{cluster}}/failureDomains/{{name}}", status_code=204, summary="Set a failure domain")
     async def set_failure_domain(cluster: str, name: str, request: Request) -> Response:
         _check_cluster(service, cluster, status=412)
+        request_limits(request).check_name("failure domain", name)
         await service.cluster_policies.set_failure_domain(
             name, FailureDomain.from_json(await json_body(request))
         )
@@ -173,7 +190,11 @@ def topics_router(service: BrokerService) -> APIRouter:
         domain: str, tenant: str, namespace: str, topic: str, request: Request
     ) -> Response:
         name = topic_from_segments(domain, tenant, namespace, topic)
-        await service.partitioned_topics.create(name, parse_partition_count(await json_body(request)))
+        limits = request_limits(request)
+        limits.check_name("topic", name.local_name)
+        partitions = parse_partition_count(await json_body(request))
+        limits.check_partitions(partitions)
+        await service.partitioned_topics.create(name, partitions)
         return no_content()
 
     @router.get(path, summary='Partitioned-topic metadata ({"partitions": N}, 0 = not partitioned)')

@@ -10,23 +10,62 @@ from fastapi import Request, Response
 from brokerlb.broker.http.redirects import redirect_location
 from brokerlb.broker.redirect import Redirect
 from brokerlb.errors import InvalidInputError
+from brokerlb.limits import InputLimits
 
-__all__ = ["json_body", "raw_body", "no_content", "json_response", "maybe_redirect"]
+__all__ = [
+    "request_limits",
+    "json_body",
+    "json_or_text_body",
+    "raw_body",
+    "no_content",
+    "json_response",
+    "maybe_redirect",
+]
 
 
 async def raw_body(request: Request) -> bytes:
     return await request.body()
 
 
+def request_limits(request: Request) -> InputLimits:
+    """The broker's input bounds (set on the app by ``create_app``; defaults for a bare app)."""
+    limits = getattr(request.app.state, "limits", None)
+    return limits if isinstance(limits, InputLimits) else InputLimits()
+
+
 async def json_body(request: Request) -> Any:
-    """The request body as JSON (``None`` when empty); 400 when it is not JSON."""
+    """The request body as JSON (``None`` when empty); 400 when it is not JSON or nests too deep.
+
+    The size was bounded while the body was read (:mod:`~brokerlb.broker.http.guard`).
+    """
     data = await request.body()
     if not data.strip():
         return None
+    limits = request_limits(request)
     try:
-        return json.loads(data)
+        value = json.loads(data)
+    except RecursionError:
+        raise InvalidInputError(limits.json_too_deep()) from None
     except ValueError as exc:
         raise InvalidInputError(f"The request body is not valid JSON: {exc}") from exc
+    limits.check_json_depth(value)
+    return value
+
+
+async def json_or_text_body(request: Request) -> Any:
+    """The body as JSON when it is JSON, else its text (stripped): what pulsar-admin sends for a bare
+    string (Jersey writes a ``String`` entity unquoted even as ``application/json``)."""
+    data = await request.body()
+    limits = request_limits(request)
+    text = data.decode("utf-8", "replace").strip()
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise InvalidInputError(limits.json_too_deep()) from None
+    except ValueError:
+        return text
+    limits.check_json_depth(value)
+    return value
 
 
 def no_content() -> Response:

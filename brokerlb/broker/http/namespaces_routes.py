@@ -12,9 +12,17 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content, raw_body
+from brokerlb.broker.http.common import (
+    json_body,
+    json_or_text_body,
+    json_response,
+    maybe_redirect,
+    no_content,
+    request_limits,
+)
 from brokerlb.broker.http.lookup_routes import parse_bool
 from brokerlb.naming import NamespaceName
+from brokerlb.ring.bundles import parse_boundary
 
 if TYPE_CHECKING:
     from brokerlb.broker.service import BrokerService
@@ -45,7 +53,13 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         '{"bundles": {"boundaries": ["0x00000000", ..., "0xffffffff"]}}.',
     )
     async def create_namespace(tenant: str, namespace: str, request: Request) -> Response:
-        await service.namespaces.create_namespace(_ns(tenant, namespace), await json_body(request))
+        name = _ns(tenant, namespace)
+        limits = request_limits(request)
+        limits.check_name("tenant", tenant)
+        limits.check_name("namespace", namespace)
+        body = await json_body(request)
+        limits.check_policies_bundles(body, parse_boundary)
+        await service.namespaces.create_namespace(name, body)
         return no_content()
 
     @router.get(f"{_P}/{{tenant}}/{{namespace}}/bundles", summary="Bundles of a namespace (BundlesData)")
@@ -79,7 +93,10 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         f"{_P}/{{tenant}}/{{namespace}}/antiAffinity", status_code=204, summary="Set the anti-affinity group"
     )
     async def set_anti_affinity(tenant: str, namespace: str, request: Request) -> Response:
-        await service.namespaces.set_anti_affinity_group(_ns(tenant, namespace), await raw_body(request))
+        group = await json_or_text_body(request)
+        if isinstance(group, str):
+            request_limits(request).check_name("anti-affinity group", group.strip())
+        await service.namespaces.set_anti_affinity_group(_ns(tenant, namespace), group)
         return no_content()
 
     @router.get(f"{_P}/{{tenant}}/{{namespace}}/antiAffinity", summary="Get the anti-affinity group")

@@ -39,8 +39,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
+
+from brokerlb.safe_regex import compile_pattern
 
 __all__ = [
     "IsolationPolicy",
@@ -81,11 +82,11 @@ def broker_host(broker_id: str) -> str:
     return broker_id[:pos] if pos > -1 else broker_id
 
 
-@lru_cache(maxsize=4096)
-def _compiled(pattern: str) -> re.Pattern[str] | None:
+def _compiled(pattern: str) -> Any:
+    """The RE2 pattern (linear-time matching, :mod:`brokerlb.safe_regex`), or None if RE2 refuses it."""
     try:
-        return re.compile(pattern)
-    except re.error:  # validated when the policy was read; never match a broken one
+        return compile_pattern(pattern)
+    except Exception:  # re2.error: validated when the policy was read; never match a broken one
         return None
 
 

@@ -114,7 +114,8 @@ async def test_malformed_requests_get_pulsars_4xx_with_a_reason(cluster, store, 
         for method, path, body, status, reason in BAD_REQUESTS:
             path = path.replace("{ns}", ns.split("/")[1])
             content = None if body is None else (body if isinstance(body, str) else json.dumps(body))
-            response = await client.request(method, path, content=content)
+            headers = {} if content is None else {"content-type": "application/json"}
+            response = await client.request(method, path, content=content, headers=headers)
             try:
                 got = response.json().get("reason", "")
             except ValueError:

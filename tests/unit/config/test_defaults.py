@@ -46,6 +46,7 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "allowAutoTopicCreation": (True, True),
     "allowAutoTopicCreationType": ("non-partitioned", True),
     "defaultNumPartitions": (1, True),
+    "maxNumPartitionsPerPartitionedTopic": (0, True),
     # load manager
     "loadBalancerEnabled": (True, False),
     "loadManagerClassName": (f"{IMPL}.ModularLoadManagerImpl", True),
@@ -137,6 +138,10 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
 # Where brokerlb's default deliberately differs from Pulsar's (documented as a deviation).
 BROKERLB_DEFAULTS: dict[str, object] = {
     "metadataStoreUrl": "memory:",  # Pulsar: unset (must be configured)
+    "httpMaxRequestSize": 1048576,  # Pulsar: -1 (no limit)
+    "brokerlbMaxJsonDepth": 64,  # brokerlb's own keys (input bounds)
+    "brokerlbMaxNameLength": 255,
+    "brokerlbStrictNamespaceBundles": True,
     "brokerlbLoadHistoryDir": None,  # brokerlb's own key
     "brokerlbThresholdShedderSingleHistoryUpdate": False,  # brokerlb's own key (Pulsar behaviour by default)
     "brokerlbTransferShedderCountSwapGain": False,  # brokerlb's own key (Pulsar behaviour by default)

@@ -1,0 +1,183 @@
+"""Bounds on admin input: every rule written once, used by every route that takes such input.
+
+A request that breaks a bound is answered with a 4xx whose reason names the bound and,
+where one exists, the config key that sets it:
+
+========================  =========================================  ======================================
+input                     bound                                      key
+========================  =========================================  ======================================
+request body              at most ``httpMaxRequestSize`` bytes       ``httpMaxRequestSize`` (413)
+JSON body                 nesting at most ``brokerlbMaxJsonDepth``   ``brokerlbMaxJsonDepth`` (400)
+tenant, namespace, topic  each name at most ``brokerlbMaxNameLength``  ``brokerlbMaxNameLength`` (412)
+  and other stored names  characters
+bundles of a namespace    1 .. ``loadBalancerNamespaceMaximumBundles``  ``loadBalancerNamespaceMaximumBundles``
+                          (``numBundles`` and boundaries)            (400)
+bundle boundaries         strictly increasing, no duplicates          ``brokerlbStrictNamespaceBundles`` (400)
+partitions of a topic     1 .. ``maxNumPartitionsPerPartitionedTopic``  ``maxNumPartitionsPerPartitionedTopic``
+                          (0 = Pulsar's "no limit": Java's int max)   (406)
+========================  =========================================  ======================================
+
+>>> limits = InputLimits(max_name_length=8)
+>>> limits.check_name("tenant", "short")
+>>> limits.check_name("tenant", "much-too-long")
+Traceback (most recent call last):
+...
+brokerlb.errors.InvalidNamespaceNameError: Invalid namespace name 'much-too-long': the tenant is 13 characters long; the limit is 8 (brokerlbMaxNameLength)
+>>> InputLimits(max_bundles=128).check_num_bundles(10_000_000)
+Traceback (most recent call last):
+...
+brokerlb.errors.InvalidBundlesError: Invalid number of bundles 10000000: must be in 1..128 (loadBalancerNamespaceMaximumBundles)
+>>> json_depth({"a": [[1], []]})
+3
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from brokerlb.errors import (
+    InvalidBundlesError,
+    InvalidInputError,
+    InvalidNamespaceNameError,
+    InvalidTopicNameError,
+    NotAcceptableError,
+    RequestTooLargeError,
+)
+
+__all__ = ["InputLimits", "json_depth", "JAVA_INT_MAX"]
+
+#: Pulsar reads counts into Java ``int``s: a larger number is not a valid request there.
+JAVA_INT_MAX = 2**31 - 1
+
+
+def json_depth(value: Any) -> int:
+    """Nesting depth of a decoded JSON value (a scalar is 0, ``[]`` is 1), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+@dataclass(frozen=True, slots=True)
+class InputLimits:
+    """The bounds (module docstring); ``from_config`` reads them from a :class:`ServiceConfig`."""
+
+    max_request_bytes: int = 1024 * 1024
+    max_json_depth: int = 64
+    max_name_length: int = 255
+    max_bundles: int = 128
+    strict_bundles: bool = True
+    max_partitions: int = 0
+
+    @classmethod
+    def from_config(cls, conf: Any) -> InputLimits:
+        return cls(
+            max_request_bytes=conf.httpMaxRequestSize,
+            max_json_depth=conf.brokerlbMaxJsonDepth,
+            max_name_length=conf.brokerlbMaxNameLength,
+            max_bundles=conf.loadBalancerNamespaceMaximumBundles,
+            strict_bundles=conf.brokerlbStrictNamespaceBundles,
+            max_partitions=conf.maxNumPartitionsPerPartitionedTopic,
+        )
+
+    # ------------------------------------------------------------------ request bodies
+    def check_body_size(self, size: int) -> None:
+        """``httpMaxRequestSize`` (-1 = no limit)."""
+        if 0 <= self.max_request_bytes < size:
+            raise RequestTooLargeError(
+                f"The request body is larger than {self.max_request_bytes} bytes (httpMaxRequestSize)"
+            )
+
+    def check_json_depth(self, value: Any) -> None:
+        if json_depth(value) > self.max_json_depth:
+            raise InvalidInputError(self.json_too_deep())
+
+    def json_too_deep(self) -> str:
+        return f"The request body nests JSON deeper than {self.max_json_depth} levels (brokerlbMaxJsonDepth)"
+
+    # ------------------------------------------------------------------ names
+    def check_name(self, kind: str, value: str) -> None:
+        """A tenant, namespace, topic or other stored name (``kind`` says which) within the length bound."""
+        limit = self.max_name_length
+        if limit <= 0 or len(value) <= limit:
+            return
+        why = f"the {kind} is {len(value)} characters long; the limit is {limit} (brokerlbMaxNameLength)"
+        if kind == "topic":
+            raise InvalidTopicNameError(_shorten(value), why)
+        if kind in ("tenant", "namespace"):
+            raise InvalidNamespaceNameError(_shorten(value), why)
+        raise InvalidInputError(f"Invalid {kind} '{_shorten(value)}': {why}")
+
+    # ------------------------------------------------------------------ bundles and partitions
+    def check_num_bundles(self, num: int) -> None:
+        if not 1 <= num <= self.max_bundles:
+            raise InvalidBundlesError(
+                f"Invalid number of bundles {num}: must be in 1..{self.max_bundles} "
+                "(loadBalancerNamespaceMaximumBundles)"
+            )
+
+    def check_boundaries(self, boundaries: Sequence[Any], parse: Any) -> None:
+        """At most ``max_bundles + 1`` boundaries; strictly increasing unless ``strict_bundles`` is off.
+
+        ``parse`` turns one boundary (``"0x..."`` or an int) into its integer value.
+        """
+        if len(boundaries) - 1 > self.max_bundles:
+            raise InvalidBundlesError(
+                f"Invalid bundle boundaries: {len(boundaries)} boundaries make {len(boundaries) - 1} bundles, "
+                f"more than {self.max_bundles} (loadBalancerNamespaceMaximumBundles)"
+            )
+        if not self.strict_bundles:
+            return
+        values = [parse(b) for b in boundaries]
+        for i, (low, high) in enumerate(zip(values, values[1:], strict=False)):
+            if low >= high:
+                raise InvalidBundlesError(
+                    f"Invalid bundle boundaries: {boundaries[i]!r} at index {i} is not below "
+                    f"{boundaries[i + 1]!r}; boundaries must be strictly increasing "
+                    "(brokerlbStrictNamespaceBundles=false sorts them as Pulsar does)"
+                )
+
+    def check_policies_bundles(self, body: Any, parse: Any) -> None:
+        """The ``bundles`` of a create-namespace body (Pulsar's ``Policies``), before anything is stored.
+
+        With ``strict_bundles`` a ``numBundles`` of 0 or less is refused (Pulsar silently uses
+        ``defaultNumberOfNamespaceBundles``); the count and the boundaries are bounded either way.
+        Shapes (object, list, integer) are checked by the parser that follows.
+        """
+        bundles = body.get("bundles") if isinstance(body, dict) else None
+        if not isinstance(bundles, dict):
+            return
+        num, boundaries = bundles.get("numBundles"), bundles.get("boundaries")
+        if isinstance(boundaries, list) and boundaries:
+            self.check_boundaries(boundaries, parse)
+        elif isinstance(num, int) and not isinstance(num, bool):
+            if num <= 0 and not self.strict_bundles:
+                return
+            if num <= 0:
+                raise InvalidBundlesError(
+                    f"Invalid number of bundles {num}: must be in 1..{self.max_bundles} "
+                    "(brokerlbStrictNamespaceBundles=false takes defaultNumberOfNamespaceBundles instead, "
+                    "as Pulsar does)"
+                )
+            self.check_num_bundles(num)
+
+    def check_partitions(self, partitions: int) -> None:
+        limit = self.max_partitions if self.max_partitions > 0 else JAVA_INT_MAX
+        if partitions > limit:
+            key = "maxNumPartitionsPerPartitionedTopic" if self.max_partitions > 0 else "a Java int"
+            raise NotAcceptableError(f"Number of partitions should be less than or equal to {limit} ({key})")
+
+
+def _shorten(value: str, keep: int = 40) -> str:
+    return value if len(value) <= keep else f"{value[:keep]}... ({len(value)} characters)"
