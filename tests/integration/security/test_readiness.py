@@ -19,17 +19,30 @@ from brokerlb.testing import eventually
 from brokerlb.testing.clusters import TEST_OVERRIDES
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _free_ports(count: int) -> int:
+    """The first of ``count`` consecutive free loopback ports (standalone brokers take consecutive ports)."""
+    for _ in range(100):
+        socks = [socket.socket()]
+        try:
+            socks[0].bind(("127.0.0.1", 0))
+            first = int(socks[0].getsockname()[1])
+            for i in range(1, count):
+                socks.append(socket.socket())
+                socks[-1].bind(("127.0.0.1", first + i))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise AssertionError(f"no {count} consecutive free ports")
 
 
 @pytest.mark.asyncio
 async def test_the_first_answer_of_a_starting_standalone_cluster_is_never_namespace_not_found() -> None:
-    port = _free_port()
+    port = _free_ports(2)
     cluster = StandaloneCluster(
-        3,
+        2,
         metadata_store=f"memory:ready-{port}",
         web_port=port,
         broker_port=None,
@@ -63,7 +76,7 @@ async def test_the_first_answer_of_a_starting_standalone_cluster_is_never_namesp
 
 @pytest.mark.asyncio
 async def test_health_names_what_is_wrong() -> None:
-    port = _free_port()
+    port = _free_ports(1)
     async with StandaloneCluster(
         1, metadata_store=f"memory:health-{port}", web_port=port, broker_port=None, overrides=TEST_OVERRIDES
     ) as cluster:
