@@ -138,13 +138,42 @@ def equal_boundaries(num_bundles: int) -> list[int]:
     return bounds
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class NamespaceBundle:
-    """One bundle: ``[lower, upper)``, or ``[lower, 0xffffffff]`` when it is the last one."""
+    """One bundle: ``[lower, upper)``, or ``[lower, 0xffffffff]`` when it is the last one.
+
+    Validated on construction, as Pulsar's ``NamespaceBundle`` constructor checks its key range:
+    ``0x00000000 <= lower < upper <= 0xffffffff`` (a non-empty range of the hash ring) and a
+    :class:`~brokerlb.naming.NamespaceName` (a namespace string is parsed). The upper bound is
+    inclusive exactly when it is ``0xffffffff`` (Pulsar: "Upper Endpoint should be exclusive
+    unless it is 0xffffffff"), so only the last bundle of a namespace covers that hash. A bad
+    range raises :class:`~brokerlb.errors.InvalidBundleRangeError` (HTTP 412): an invalid bundle
+    cannot be built.
+
+    Equality is namespace and range; ordering is Pulsar's ``compareTo``: by namespace name, then
+    by lower bound, and two distinct overlapping bundles (a parent and its child) do not compare.
+
+    >>> b = NamespaceBundle.parse("public/default/0x00000000_0x40000000")
+    >>> b.includes("persistent://public/default/my-topic"), b < NamespaceBundle.parse("public/default/0x40000000_0x80000000")
+    (True, True)
+    """
 
     namespace: NamespaceName
     lower: int
     upper: int
+
+    def __init__(self, namespace: NamespaceName | str, lower: int, upper: int) -> None:
+        if (
+            type(lower) is not int
+            or type(upper) is not int
+            or not FULL_LOWER_BOUND <= lower < upper <= FULL_UPPER_BOUND
+            or type(namespace) is not NamespaceName
+        ):
+            namespace, lower, upper = _checked_bundle(namespace, lower, upper)
+        _set = object.__setattr__
+        _set(self, "namespace", namespace)
+        _set(self, "lower", lower)
+        _set(self, "upper", upper)
 
     @classmethod
     def parse(cls, name: str) -> NamespaceBundle:
@@ -156,6 +185,39 @@ class NamespaceBundle:
         ns, _, rng = name.rpartition("/")
         lower, upper = parse_range(rng)
         return cls(NamespaceName.parse(ns), lower, upper)
+
+    def compare_to(self, other: NamespaceBundle) -> int:
+        """Pulsar's ``NamespaceBundle.compareTo``: namespace names (as strings), then the lower
+        bounds; 0 for equal bundles; two distinct bundles whose ranges overlap raise
+        :class:`~brokerlb.errors.InvalidBundleRangeError` ("can't compare two key ranges with
+        non-empty intersection")."""
+        mine, theirs = str(self.namespace), str(other.namespace)
+        if mine != theirs:
+            return -1 if mine < theirs else 1
+        if self == other:
+            return 0
+        if self.lower < other._end and other.lower < self._end:
+            raise InvalidBundleRangeError(
+                f"Can't compare bundles {self} and {other}: their key ranges overlap"
+            )
+        return -1 if self.lower < other.lower else 1
+
+    def __lt__(self, other: NamespaceBundle) -> bool:
+        return self.compare_to(other) < 0
+
+    def __le__(self, other: NamespaceBundle) -> bool:
+        return self.compare_to(other) <= 0
+
+    def __gt__(self, other: NamespaceBundle) -> bool:
+        return self.compare_to(other) > 0
+
+    def __ge__(self, other: NamespaceBundle) -> bool:
+        return self.compare_to(other) >= 0
+
+    @property
+    def _end(self) -> int:
+        """The first hash after the bundle (``upper``, or ``upper + 1`` for the last bundle)."""
+        return self.upper + 1 if self.upper == FULL_UPPER_BOUND else self.upper
 
     @property
     def upper_inclusive(self) -> bool:
@@ -436,6 +498,32 @@ class NamespaceBundles:
         targets = [self.get_bundle(b) for b in bundles]
         merged = self.merge(targets)
         return merged.get_bundle((min(b.lower for b in targets), max(b.upper for b in targets)))
+
+
+def _checked_bundle(namespace: object, lower: object, upper: object) -> tuple[NamespaceName, int, int]:
+    """The slow path of :class:`NamespaceBundle`'s constructor: accept a namespace string and
+    int-like bounds (``numpy`` integers), reject everything else with the reason."""
+    if isinstance(namespace, str):
+        namespace = NamespaceName.parse(namespace)
+    elif not isinstance(namespace, NamespaceName):
+        raise InvalidBundleRangeError(f"Invalid bundle namespace {namespace!r}: expected a namespace name")
+    bounds = []
+    for value in (lower, upper):
+        index = getattr(value, "__index__", None)
+        if isinstance(value, bool) or index is None:
+            raise InvalidBundleRangeError(f"Invalid bundle bound {value!r}: not an integer")
+        bounds.append(index())
+    low, high = bounds
+    where = f"Invalid bundle range {namespace}/{_hex(low)}_{_hex(high)}"
+    if not (FULL_LOWER_BOUND <= low <= FULL_UPPER_BOUND and FULL_LOWER_BOUND <= high <= FULL_UPPER_BOUND):
+        raise InvalidBundleRangeError(f"{where}: outside the hash range [0x00000000, 0xffffffff]")
+    if low >= high:
+        raise InvalidBundleRangeError(f"{where}: lower bound is not below upper bound")
+    return namespace, low, high
+
+
+def _hex(value: int) -> str:
+    return format_boundary(value) if value >= 0 else str(value)
 
 
 def _validate_boundaries(bounds: list[int]) -> None:

@@ -1,13 +1,15 @@
+import dataclasses
 import json
 
 import pytest
 
-from brokerlb import NamespaceBundle, NamespaceBundles, TopicName
+from brokerlb import NamespaceBundle, NamespaceBundles, NamespaceName, TopicName
 from brokerlb.errors import (
     BundleNotFoundError,
     InvalidBundleRangeError,
     InvalidBundlesError,
     InvalidMergeError,
+    InvalidNamespaceNameError,
     InvalidSplitError,
 )
 from brokerlb.ring import equal_boundaries, parse_boundary, parse_range, topic_hash, validate_num_bundles
@@ -218,3 +220,57 @@ def test_batch_mapping_matches_single():
     bundles = nb.bundles
     assert [bundles[i] for i in idx] == [nb.find_bundle(n) for n in names]
     assert_every_topic_in_one_bundle(nb, names[:500])
+
+
+# Pulsar rule (NamespaceBundle's constructor): the key range is closed at the lower bound,
+# non-empty, and closed at the upper bound only when it is 0xffffffff ("Upper Endpoint should be
+# exclusive unless it is 0xffffffff"); the hash ring is [0x00000000, 0xffffffff]. brokerlb
+# derives the upper bound type from the value, so a bundle built directly is checked for
+# 0 <= lower < upper <= 0xffffffff and cannot be invalid.
+@pytest.mark.parametrize(
+    "lower, upper, why",
+    [
+        (0, 0, "lower bound is not below upper bound"),  # the issue's NamespaceBundle(ns, 0, 0)
+        (0x80000000, 0x40000000, "lower bound is not below upper bound"),
+        (0xFFFFFFFF, 0xFFFFFFFF, "lower bound is not below upper bound"),
+        (-1, 0x40000000, "outside the hash range"),
+        (0, 0x100000000, "outside the hash range"),
+        (True, 5, "not an integer"),
+        ("0x0", 5, "not an integer"),
+        (0.0, 5, "not an integer"),
+    ],
+)
+def test_an_invalid_bundle_cannot_be_built(lower, upper, why):
+    ns = NamespaceName.parse("t/ns")
+    with pytest.raises(InvalidBundleRangeError, match=why) as info:
+        NamespaceBundle(ns, lower, upper)
+    assert info.value.http_status == 412
+
+
+def test_a_valid_bundle_built_directly_equals_the_parsed_one():
+    ns = NamespaceName.parse("t/ns")
+    last = NamespaceBundle(ns, 0xC0000000, 0xFFFFFFFF)
+    assert last == NamespaceBundle.parse("t/ns/0xc0000000_0xffffffff") and last.upper_inclusive
+    assert last.includes_hash(0xFFFFFFFF) and not NamespaceBundle(ns, 0, 0x40000000).includes_hash(0x40000000)
+    # a namespace string is parsed, int-like bounds (numpy) become ints
+    import numpy as np
+
+    b = NamespaceBundle("t/ns", np.int64(1), np.uint32(5))
+    assert b == NamespaceBundle(ns, 1, 5) and type(b.lower) is int and b.namespace == ns
+    with pytest.raises(InvalidNamespaceNameError):
+        NamespaceBundle("t/n s", 0, 1)
+    with pytest.raises(InvalidBundleRangeError, match="expected a namespace name"):
+        NamespaceBundle(None, 0, 1)  # type: ignore[arg-type]
+    with pytest.raises(InvalidBundleRangeError):
+        dataclasses.replace(last, lower=0xFFFFFFFF)
+
+
+def test_bundles_order_as_pulsars_compare_to():
+    a = NamespaceBundle.parse("t/ns/0x00000000_0x40000000")
+    b = NamespaceBundle.parse("t/ns/0x40000000_0xffffffff")
+    other = NamespaceBundle.parse("a/ns/0x80000000_0xffffffff")
+    assert a.compare_to(b) == -1 and b.compare_to(a) == 1 and a.compare_to(a) == 0
+    assert sorted([b, a, other]) == [other, a, b]  # namespace name first, then the lower bound
+    parent = NamespaceBundle.parse("t/ns/0x00000000_0xffffffff")
+    with pytest.raises(InvalidBundleRangeError, match="overlap"):
+        _ = parent < a  # a parent and its child do not compare (Pulsar: IllegalArgumentException)
