@@ -76,6 +76,8 @@ Warnings (not errors; issued with :mod:`warnings`)::
     ConfigWarning (UserWarning)
     ├── UnknownConfigKeyWarning                  a config key brokerlb does not know (typo?)
     └── DeprecatedConfigKeyWarning               a deprecated key or alias was set
+    SnapshotWarning (UserWarning)                a snapshot value accepted as Pulsar does, not used as
+                                                 written (an unmodelled Pulsar key, numSamples > maxSamples)
 """
 
 from __future__ import annotations
@@ -148,6 +150,7 @@ __all__ = [
     "ConfigWarning",
     "UnknownConfigKeyWarning",
     "DeprecatedConfigKeyWarning",
+    "SnapshotWarning",
 ]
 
 
@@ -602,3 +605,8 @@ class UnknownConfigKeyWarning(ConfigWarning):
 
 class DeprecatedConfigKeyWarning(ConfigWarning):
     """A deprecated key or a deprecated alias of a key was set."""
+
+
+class SnapshotWarning(UserWarning):
+    """A snapshot holds something Pulsar accepts but brokerlb does not use as written (a Pulsar
+    config key brokerlb does not model, a window with more samples than its size)."""

@@ -14,8 +14,9 @@ from enum import StrEnum
 from typing import Any
 
 import typer
+from rich.markup import escape
 
-from brokerlb.cli.common import cli_errors, console, print_json
+from brokerlb.cli.common import cli_errors, console, err_console, print_json
 from brokerlb.cli.plan_apply import apply_cmd
 
 app = typer.Typer(no_args_is_help=True)
@@ -93,6 +94,10 @@ def _answer(
         )
         answer = _planner().run(request)
         if output is OutputFormat.TABLE:
+            for warning in answer.get("warnings", ()):
+                err_console.print(
+                    f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, soft_wrap=True
+                )
             _print_tables(answer)
         else:
             print_json(answer)

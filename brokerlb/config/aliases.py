@@ -98,8 +98,10 @@ ALIASES: tuple[Alias, ...] = (
 )
 
 #: Keys of Pulsar's ServiceConfiguration that brokerlb does not model: a broker.conf
-#: copied from Pulsar loads without a warning for each of them. (Anything else unknown
-#: warns, with the closest known names.)
+#: copied from Pulsar loads without a warning for each of them, a snapshot's ``config``
+#: accepts them with a warning. (Anything else unknown warns, with the closest known names;
+#: in a snapshot it is an error.) Together with the modelled keys and the aliases this is
+#: every field of Pulsar 4.x ``ServiceConfiguration`` (read at apache/pulsar 0023b937).
 KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     """
     configurationMetadataStoreUrl configurationStoreServers globalZookeeperServers
@@ -212,5 +214,60 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     brokerClientKeyFilePath brokerClientCertificateFilePath enablePackagesManagement
     additionalServletDirectory additionalServlets delayedDeliveryEnabled delayedDeliveryTickTimeMillis
     acknowledgmentAtBatchIndexLevelEnabled saslJaasClientAllowedIds saslJaasServerSectionName kinitCommand
+    activeConsumerFailoverConsistentHashing additionalSystemCursorNames
+    allowAclChangesOnNonExistentTopics bookkeeperClientGetBookieInfoIntervalSeconds
+    bookkeeperClientGetBookieInfoRetryIntervalSeconds bookkeeperClientLimitStatsLogging
+    bookkeeperClientNumIoThreads bookkeeperClientNumWorkerThreads bookkeeperClientQuarantineRatio
+    bookkeeperClientSeparatedIoThreadsEnabled bookkeeperClientThrottleValue
+    bookkeeperDiskWeightBasedPlacementEnabled bookkeeperExplicitLacIntervalInMills
+    bookkeeperTLSCertificateFilePath bookkeeperTLSClientAuthentication bookkeeperTLSKeyFilePath
+    bookkeeperTLSKeyFileType bookkeeperTLSKeyStorePasswordPath bookkeeperTLSProviderFactoryClass
+    bookkeeperTLSTrustCertTypes bookkeeperTLSTrustCertsFilePath bookkeeperTLSTrustStorePasswordPath
+    bookkeeperTlsCertFilesRefreshDurationSeconds brokerClientSslFactoryPlugin
+    brokerClientSslFactoryPluginParams brokerClientSslProvider brokerClientTlsCiphers
+    brokerClientTlsKeyStore brokerClientTlsKeyStorePassword brokerClientTlsKeyStoreType
+    brokerClientTlsProtocols brokerClientTlsTrustStore brokerClientTlsTrustStorePassword
+    brokerClientTlsTrustStoreType brokerEntryPayloadProcessors
+    brokerServiceCompactionPhaseOneLoopTimeInSeconds cacheEvictionByMarkDeletedPosition
+    clusterMigrationAutoResourceCreation clusterMigrationCheckDurationSeconds
+    compactionServiceFactoryClassName connectionLivenessCheckTimeoutMillis
+    createTopicToRemoteClusterForReplication delayedDeliveryFixedDelayDetectionLookahead
+    delayedDeliveryMaxDelayInMillis delayedDeliveryMaxIndexesPerBucketSnapshotSegment
+    delayedDeliveryMaxNumBuckets delayedDeliveryMaxTimeStepPerBucketSnapshotSegmentSeconds
+    delayedDeliveryMinIndexCountPerBucket delayedDeliveryTrackerFactoryClassName disableHttpDebugMethods
+    dispatchRateLimiterFactoryClassName dispatchThrottlingForFilteredEntriesEnabled
+    dispatcherDispatchMessagesInSubscriptionThread dispatcherEntryFilterRescheduledMessageDelay
+    dispatcherPauseOnAckStatePersistentEnabled dispatcherReadFailureBackoffInitialTimeInMs
+    dispatcherReadFailureBackoffMandatoryStopTimeInMs dispatcherReadFailureBackoffMaxTimeInMs
+    dispatcherRetryBackoffInitialTimeInMs dispatcherRetryBackoffMaxTimeInMs
+    enableBrokerSideSubscriptionPatternEvaluation functionsWorkerEnablePackageManagement
+    functionsWorkerServiceNarPackage httpMaxRequestHeaderSize inflightSaslContextExpiryMs
+    isDelayedDeliveryDeliverAtTimeStrict keySharedLookAheadMsgInReplayThresholdPerConsumer
+    keySharedLookAheadMsgInReplayThresholdPerSubscription keySharedUnblockingIntervalMs
+    managedCursorInfoCompressionThresholdInBytes managedLedgerCursorPositionFlushSeconds
+    managedLedgerCursorResetLedgerCloseTimestampMaxClockSkewMillis managedLedgerForceRecovery
+    managedLedgerInactiveLedgerRolloverTimeSeconds managedLedgerInfoCompressionThresholdInBytes
+    managedLedgerMaxReadsInFlightPermitsAcquireQueueSize
+    managedLedgerMaxReadsInFlightPermitsAcquireTimeoutMillis managedLedgerMaxReadsInFlightSizeInMB
+    managedLedgerOffloadPrefetchRounds managedLedgerOffloadReadThreads
+    managedLedgerOffloadThresholdInSeconds managedLedgerPersistIndividualAckAsLongArray
+    managedLedgerStatsPeriodSeconds maxActiveTransactionsPerCoordinator maxInflightSaslContext
+    maxSecondsToClearTopicNameCache metricsBufferResponse numTransactionReplayThreadPoolSize
+    packagesManagementLedgerRootPath packagesManagementStorageProvider packagesReplicas
+    persistentUnackedRangesWithMultipleEntriesEnabled preciseTimeBasedBacklogQuotaCheck
+    replicationStartAt saslJaasServerRoleTokenSignerSecretPath schemaLedgerForceRecovery
+    sslFactoryPlugin sslFactoryPluginParams subscriptionBacklogScanMaxEntries
+    subscriptionBacklogScanMaxTimeMs subscriptionKeySharedUseClassicPersistentImplementation
+    subscriptionPatternMaxLength subscriptionSharedUseClassicPersistentImplementation
+    topicCompactionRetainNullKey topicNameCacheMaxCapacity transactionBufferClientMaxConcurrentRequests
+    transactionBufferClientOperationTimeoutInMills transactionBufferSegmentedSnapshotEnabled
+    transactionBufferSnapshotMaxTransactionCount transactionBufferSnapshotMinTimeInMillis
+    transactionBufferSnapshotSegmentSize transactionLogBatchedWriteEnabled
+    transactionLogBatchedWriteMaxDelayInMillis transactionLogBatchedWriteMaxRecords
+    transactionLogBatchedWriteMaxSize transactionPendingAckBatchedWriteEnabled
+    transactionPendingAckBatchedWriteMaxDelayInMillis transactionPendingAckBatchedWriteMaxRecords
+    transactionPendingAckBatchedWriteMaxSize transactionPendingAckLogIndexMinLag
+    triggerOffloadOnTopicLoad useSeparateThreadPoolForProtocolHandlers webSocketNumServiceThreads
+    webSocketPingDurationSeconds webSocketPulsarClientMemoryLimitInMB
 """.split()
 )

@@ -7,7 +7,7 @@ split keys of the extensible manager are in :mod:`brokerlb.config.keys_load_bala
 
 from __future__ import annotations
 
-from brokerlb.config.kinds import BOOL, CLASSNAME, DOUBLE, INT, LONG, SECONDS, choice
+from brokerlb.config.kinds import BOOL, CLASSNAME, DOUBLE, INT, LONG, SECONDS, STRING_SET, choice
 from brokerlb.config.registry import KeyGroup, key
 
 __all__ = ["ExtensibleLoadManagerKeys", "TABLE_VIEW_SYNCERS"]
@@ -75,6 +75,13 @@ class ExtensibleLoadManagerKeys(KeyGroup):
         BOOL,
         False,
         "TransferShedder may unload bundles with isolation or anti-affinity policies.",
+        dynamic=True,
+    )
+    loadBalancerSheddingExcludedNamespaces: frozenset[str] = key(
+        STRING_SET,
+        frozenset(),
+        "Namespaces never shed: a broker leaves their bundles out of its top-K bundles report, "
+        "so TransferShedder never sees them (Pulsar 4.1+, PIP-380; tenant/namespace names).",
         dynamic=True,
     )
     loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds: float = key(

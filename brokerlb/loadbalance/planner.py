@@ -25,7 +25,9 @@ Answer shape::
      "merge": [...], "placement": null | {...}, "stats": {...}}
 
 Only ``unload`` entries with ``"label": "Success"`` are unloads; the others say why
-something did not move. Errors raise :class:`~brokerlb.errors.BrokerLBError` subclasses;
+something did not move. An answer also has ``"warnings": [sentence, ...]`` when its snapshot
+held values accepted with a warning (a Pulsar config key brokerlb does not model, a window's
+``numSamples`` above ``maxSamples``; :mod:`brokerlb.loadbalance.snapshot`). Errors raise :class:`~brokerlb.errors.BrokerLBError` subclasses;
 :meth:`Planner.run_batch` turns each into an ``{"error": ...}`` answer and goes on.
 """
 
@@ -169,15 +171,20 @@ class Planner:
         """Answer one request (raises on error)."""
         if not isinstance(request, PlanRequest):
             request = PlanRequest.from_json(request)
-        view = self.view_of(request.snapshot, request.overrides)
+        snapshot_warnings: list[str] = []
+        view = self.view_of(request.snapshot, request.overrides, warn=snapshot_warnings.append)
         session = self.session(request.session, request.seed)
         if request.op == "shed":
-            return self.shed(view, session, strategy=request.strategy, raw=request.raw)
-        if request.op == "split":
-            return self.split(view, session, strategy=request.strategy)
-        if request.bundle is None:
+            answer = self.shed(view, session, strategy=request.strategy, raw=request.raw)
+        elif request.op == "split":
+            answer = self.split(view, session, strategy=request.strategy)
+        elif request.bundle is None:
             raise InvalidInputError("'place' needs a bundle ('bundle' / --bundle)")
-        return self.place(view, request.bundle, session, strategy=request.strategy, raw=request.raw)
+        else:
+            answer = self.place(view, request.bundle, session, strategy=request.strategy, raw=request.raw)
+        if snapshot_warnings:
+            answer["warnings"] = snapshot_warnings
+        return answer
 
     def run_batch(self, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
         """One answer per non-blank JSON Lines request, in order; errors become ``{"error": ...}``."""
@@ -194,16 +201,21 @@ class Planner:
                 yield {"error": str(exc), "line": number}
 
     def view_of(
-        self, snapshot: Mapping[str, Any] | ClusterView | None, overrides: Mapping[str, Any] | None = None
+        self,
+        snapshot: Mapping[str, Any] | ClusterView | None,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        warn: Callable[[str], None] | None = None,
     ) -> ClusterView:
-        """The view a request works on (its snapshot, or the default one, plus ``overrides``)."""
+        """The view a request works on (its snapshot, or the default one, plus ``overrides``);
+        ``warn`` receives the snapshot's warnings (:func:`~brokerlb.loadbalance.snapshot.parse_snapshot`)."""
         source = snapshot if snapshot is not None else self._default_snapshot
         if source is None:
             raise InvalidInputError("no snapshot given")
         view = (
             source
             if isinstance(source, ClusterView)
-            else parse_snapshot(source, now_ms=self._clock() if self._clock else None)
+            else parse_snapshot(source, now_ms=self._clock() if self._clock else None, warn=warn)
         )
         return view.with_overrides(overrides) if overrides else view
 

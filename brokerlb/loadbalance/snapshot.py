@@ -17,6 +17,12 @@ aggregated. Two conveniences fill what is left out:
 A broker entry may be the bare ``LocalBrokerData`` instead of ``{"localData": ...}``.
 Top-level keys starting with ``_`` and ``description``/``comment``/``name``/``source`` are
 ignored (room for notes); any other unknown key is an error, so a typo never goes unseen.
+
+Accepted with a **warning** (what Pulsar accepts, but brokerlb does not use as written): a
+``config`` key of Pulsar's ``ServiceConfiguration`` that brokerlb does not model (BookKeeper,
+managed ledger, TLS, ...), and a window whose ``numSamples`` exceeds its ``maxSamples`` (kept as
+given; the next sample caps it, as in Pulsar). Warnings go to ``warn`` when given (the planner
+puts them in its answer), else they are issued as :class:`~brokerlb.errors.SnapshotWarning`.
 :func:`snapshot_from_load_reports` builds a snapshot from ``pulsar-admin broker-stats
 load-report`` files.
 """
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,6 +41,7 @@ from brokerlb.errors import (
     InvalidConfigError,
     InvalidLoadDataError,
     InvalidSnapshotError,
+    SnapshotWarning,
     UnknownConfigKeyError,
 )
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
@@ -105,12 +113,27 @@ def load_snapshot(path: str | Path, *, now_ms: int | None = None) -> ClusterView
     return parse_snapshot(read_snapshot_text(text, str(path)), now_ms=now_ms)
 
 
-def parse_snapshot(data: Any, *, now_ms: int | None = None) -> ClusterView:
+def parse_snapshot(
+    data: Any, *, now_ms: int | None = None, warn: Callable[[str], None] | None = None
+) -> ClusterView:
     """Validate a snapshot document and build the view.
 
     ``now_ms`` is the clock to use when the snapshot has no ``now`` (the caller reads its
-    clock; this function never does). Neither given -> error.
+    clock; this function never does). Neither given -> error. ``warn`` receives one sentence per
+    value accepted with a warning (module docstring); without it they are issued as
+    :class:`~brokerlb.errors.SnapshotWarning`.
     """
+    notes: list[str] = []
+    view = _parse(data, now_ms, notes)
+    for note in notes:
+        if warn is not None:
+            warn(note)
+        else:
+            warnings.warn(note, SnapshotWarning, stacklevel=2)
+    return view
+
+
+def _parse(data: Any, now_ms: int | None, notes: list[str]) -> ClusterView:
     doc = _object(data, "")
     unknown = [k for k in doc if k not in SNAPSHOT_KEYS and k not in _NOTE_KEYS and not k.startswith("_")]
     if unknown:
@@ -121,9 +144,13 @@ def parse_snapshot(data: Any, *, now_ms: int | None = None) -> ClusterView:
     if now is None:
         raise InvalidSnapshotError("no 'now' in the snapshot and no clock given", path="now")
     now = _timestamp(now, "now")
-    config = _config(doc.get("config"))
-    bundle_data = _map(doc, "bundleData", _bundle_data)
-    brokers = _map(doc, "brokers", lambda item, path: _broker(item, path, bundle_data))
+    config = _config(doc.get("config"), notes)
+
+    def bundle_data_of(item: Any, path: str) -> BundleData:
+        return _bundle_data(item, path, notes)
+
+    bundle_data = _map(doc, "bundleData", bundle_data_of)
+    brokers = _map(doc, "brokers", lambda item, path: _broker(item, path, bundle_data, notes))
     recently_unloaded = _map(doc, "recentlyUnloadedBundles", _timestamp)
     return ClusterView(
         config=config,
@@ -199,10 +226,14 @@ def _text(value: Any, path: str) -> str:
     return value
 
 
-def _config(value: Any) -> ServiceConfig:
+def _config(value: Any, notes: list[str]) -> ServiceConfig:
     if value is None:
         return ServiceConfig()
     overrides = _object(value, "config")
+    ignored = ServiceConfig.registry.ignored
+    for key in overrides:
+        if str(key).strip() in ignored:
+            notes.append(f"config.{key}: a Pulsar key brokerlb does not model; accepted and ignored")
     try:
         return ServiceConfig.from_mapping(overrides, strict=True, source="snapshot config")
     except UnknownConfigKeyError as exc:
@@ -220,15 +251,22 @@ def _filled_window(window: Any, max_samples: int) -> Any:
     return filled
 
 
-def _bundle_data(item: Any, path: str) -> BundleData:
+def _bundle_data(item: Any, path: str, notes: list[str]) -> BundleData:
     obj = dict(_object(item, path))
     for key, size in (("shortTermData", NUM_SHORT_SAMPLES), ("longTermData", NUM_LONG_SAMPLES)):
         if obj.get(key) is not None:
             obj[key] = _filled_window(obj[key], size)
-    return _model(BundleData.from_json)(obj, path)
+    data = _model(BundleData.from_json)(obj, path)
+    for key, window in (("shortTermData", data.short_term_data), ("longTermData", data.long_term_data)):
+        if window.num_samples > window.max_samples:
+            notes.append(
+                f"{path}.{key}.numSamples = {window.num_samples} exceeds maxSamples {window.max_samples}: "
+                "accepted as Pulsar does (a full window; the next sample caps the count)"
+            )
+    return data
 
 
-def _broker(item: Any, path: str, bundle_data: Mapping[str, BundleData]) -> BrokerData:
+def _broker(item: Any, path: str, bundle_data: Mapping[str, BundleData], notes: list[str]) -> BrokerData:
     obj = _object(item, path)
     if "localData" not in obj:
         if any(key in obj for key in _BROKER_KEYS):
@@ -249,7 +287,9 @@ def _broker(item: Any, path: str, bundle_data: Mapping[str, BundleData]) -> Brok
         time_average = TimeAverageBrokerData.of(
             local.last_stats, bundle_data, NamespaceBundleStats.new_default()
         )
-    preallocated = _map(obj, "preallocatedBundleData", _bundle_data)
+    preallocated = _map(
+        obj, "preallocatedBundleData", lambda data, where: _bundle_data(data, f"{path}.{where}", notes)
+    )
     return BrokerData(local, time_average, {b: d for b, d in preallocated.items()})
 
 

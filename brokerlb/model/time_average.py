@@ -58,8 +58,11 @@ class TimeAverageMessageData:
     "msgRateOut"}``.
 
     Validation: ``max_samples >= 1`` (Pulsar would divide by zero and store NaN with 0),
-    ``0 <= num_samples <= max_samples``, averages finite and ``>= 0``. Samples go through
+    ``num_samples >= 0``, averages finite and ``>= 0``. Samples go through
     :class:`NamespaceBundleStats` validation, so a NaN can never enter an average.
+    ``num_samples`` may exceed ``max_samples``, as Pulsar's data allows (its setter and its own
+    tests build such windows): the window is then full, and the next sample caps the count at
+    ``max_samples`` (``min(num_samples + 1, max_samples)``); a snapshot warns about it.
     """
 
     max_samples: int
@@ -74,8 +77,6 @@ class TimeAverageMessageData:
         if self.max_samples < 1:
             raise invalid("maxSamples", self.max_samples, "must be at least 1")
         self.num_samples = check_count(self.num_samples, "numSamples")
-        if self.num_samples > self.max_samples:
-            raise invalid("numSamples", self.num_samples, f"exceeds maxSamples {self.max_samples}")
         for attr, key in _VALUE_FIELDS:
             setattr(self, attr, check_non_negative(getattr(self, attr), key))
 
@@ -156,8 +157,6 @@ class TimeAverageMessageData:
         if max_samples < 1:
             raise invalid(obj.field("maxSamples"), obj.raw("maxSamples"), "must be at least 1")
         num_samples = obj.count("numSamples")
-        if num_samples > max_samples:
-            raise invalid(obj.field("numSamples"), num_samples, f"exceeds maxSamples {max_samples}")
         values = {attr: obj.rate(key) for attr, key in _VALUE_FIELDS}
         return cls(max_samples=max_samples, num_samples=num_samples, **values)
 

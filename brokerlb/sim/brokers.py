@@ -370,11 +370,23 @@ class ReportWriter:
         bundle_names: list[str],
         k: int,
         has_policies: Callable[[str], bool] | None,
+        excluded_namespaces: frozenset[str] = frozenset(),
+        reportable: np.ndarray | None = None,
     ) -> None:
-        """Extensible load manager: the broker's top-``k`` bundles (Pulsar's order, lightest first)."""
+        """Extensible load manager: the broker's top-``k`` bundles (Pulsar's order, lightest first).
+
+        ``reportable`` (a bool per bundle id) marks the bundles Pulsar's ``TopKBundles`` may
+        report at all -- not of a system namespace, not of ``loadBalancerSheddingExcludedNamespaces``,
+        without policies unless ``loadBalancerSheddingBundlesWithPoliciesEnabled``; the others are
+        left out *before* the heaviest ``k`` are picked, so they never take a place of the K.
+        """
+        if reportable is not None:
+            bundles = bundles[reportable[bundles]]
         candidates = top_k_candidates(bundles, traffic, k)
         stats = {bundle_names[b]: traffic.stats(b) for b in candidates}
-        broker.top_bundles = TopBundlesLoadData(top_k_bundles(stats, k, has_policies=has_policies))
+        broker.top_bundles = TopBundlesLoadData(
+            top_k_bundles(stats, k, excluded_namespaces=excluded_namespaces, has_policies=has_policies)
+        )
 
 
 def top_k_candidates(bundles: np.ndarray, traffic: BundleTraffic, k: int) -> np.ndarray:

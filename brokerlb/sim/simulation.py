@@ -42,6 +42,7 @@ import numpy as np
 from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig, short_class_name
 from brokerlb.model import ResourceWeights
+from brokerlb.naming import is_system_service_namespace
 from brokerlb.sim.brokers import BundleTraffic, ReportWriter, SimBroker
 from brokerlb.sim.leader import ClusterInputs, Leader, LeaderFactory, SimLeader
 from brokerlb.sim.leadership import LeaderDuties
@@ -370,6 +371,8 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         weights = ResourceWeights.from_config(conf) if extensible else None
         k = conf.loadBalancerMaxNumberOfBundlesInBundleLoadReport
         policies = None if conf.loadBalancerSheddingBundlesWithPoliciesEnabled else self._has_policies
+        excluded = conf.loadBalancerSheddingExcludedNamespaces
+        reportable = self._reportable_bundles(excluded, policies is not None) if extensible else None
         written = 0
         for i in decide:
             b = self.brokers[int(i)]
@@ -388,7 +391,9 @@ class Simulation(LeaderDuties, ClusterLifecycle):
                     b, now, system, sums, int(totals["topics"][i]), conf, weights
                 ):
                     self._mark_changed()
-                self.writer.publish_top_bundles(b, mine, bundle, self.topology.bundle_names, k, policies)
+                self.writer.publish_top_bundles(
+                    b, mine, bundle, self.topology.bundle_names, k, policies, excluded, reportable
+                )
             if self.writer.write_local_data(
                 b, now, system, sums, mine, bundle, self.topology.bundle_names, conf
             ):
@@ -400,3 +405,19 @@ class Simulation(LeaderDuties, ClusterLifecycle):
 
     def _has_policies(self, bundle: str) -> bool:
         return bundle.rpartition("/")[0] in self.anti_affinity
+
+    def _reportable_bundles(self, excluded: frozenset[str], skip_policies: bool) -> np.ndarray:
+        """A bool per bundle id: may a broker's top-K report hold it (Pulsar's ``TopKBundles``:
+        not a system namespace, not an excluded one, no policies unless they are allowed)?
+        Every rule is per namespace, so it is decided once per namespace."""
+        skip = np.fromiter(
+            (
+                is_system_service_namespace(ns)
+                or ns in excluded
+                or (skip_policies and ns in self.anti_affinity)
+                for ns in self.topology.namespaces
+            ),
+            dtype=bool,
+            count=len(self.topology.namespaces),
+        )
+        return ~skip[self.topology.bundle_ns]

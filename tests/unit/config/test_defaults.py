@@ -123,6 +123,7 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "loadBalanceSheddingDelayInSeconds": (180, True),
     "loadBalancerBrokerLoadDataTTLInSeconds": (1800, True),
     "loadBalancerSheddingBundlesWithPoliciesEnabled": (False, True),
+    "loadBalancerSheddingExcludedNamespaces": (frozenset(), True),  # Pulsar 4.1+ (PIP-380): new TreeSet<>()
     "loadBalancerServiceUnitStateTombstoneDelayTimeInSeconds": (3600, False),
     "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis": (30000, False),
     "loadBalancerServiceUnitStateMonitorIntervalInSeconds": (60, False),

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from brokerlb.errors import InvalidSnapshotError
+from brokerlb.config import ServiceConfig
+from brokerlb.errors import InvalidSnapshotError, SnapshotWarning
 from brokerlb.loadbalance import load_snapshot, parse_snapshot, snapshot_to_json
 from brokerlb.loadbalance.snapshot import snapshot_from_load_reports
 
@@ -221,3 +222,66 @@ def test_load_reports_errors(tmp_path: Path) -> None:
     (tmp_path / "b1.json").write_text(json.dumps({"cpu": {"usage": "NaN", "limit": 100}}))
     with pytest.raises(InvalidSnapshotError, match="cpu.usage"):
         snapshot_from_load_reports(tmp_path)
+
+
+# Every Pulsar key brokerlb does not model is accepted in a snapshot's config with a warning
+# (docs/snapshot.md); a key Pulsar does not have stays an error (a typo never goes unseen).
+IGNORED = sorted(ServiceConfig.registry.ignored)
+
+
+def test_there_is_an_ignored_key_for_every_unmodelled_pulsar_area() -> None:
+    assert len(IGNORED) > 400
+    for key in ("managedLedgerDefaultEnsembleSize", "bookkeeperClientTimeoutInSeconds", "tlsProtocols"):
+        assert key in IGNORED
+
+
+@pytest.mark.parametrize("key", IGNORED)
+def test_every_ignored_pulsar_key_is_accepted_with_a_warning(key: str) -> None:
+    warned: list[str] = []
+    view = parse_snapshot(_doc(config={key: "1"}), warn=warned.append)
+    assert warned == [f"config.{key}: a Pulsar key brokerlb does not model; accepted and ignored"]
+    assert view.config == ServiceConfig()
+
+
+def test_ignored_keys_warn_as_snapshot_warnings_without_a_callback() -> None:
+    with pytest.warns(SnapshotWarning, match="config.bookkeeperClientTimeoutInSeconds"):
+        parse_snapshot(_doc(config={"bookkeeperClientTimeoutInSeconds": 30}))
+
+
+def test_excluded_namespaces_are_a_modelled_key() -> None:
+    warned: list[str] = []
+    view = parse_snapshot(
+        _doc(config={"loadBalancerSheddingExcludedNamespaces": "t/a, t/b"}), warn=warned.append
+    )
+    assert view.config.loadBalancerSheddingExcludedNamespaces == frozenset({"t/a", "t/b"}) and warned == []
+
+
+# Pulsar accepts a window whose numSamples exceeds its maxSamples (TimeAverageMessageData's
+# setter; its own tests build such data): the window counts as full and the next sample caps the
+# count. A snapshot keeps the value as given and warns.
+def test_num_samples_above_max_samples_is_accepted_with_a_warning() -> None:
+    doc = _doc()
+    doc["bundleData"][B1]["shortTermData"] = {"maxSamples": 10, "numSamples": 25, "msgRateIn": 80.0}
+    warned: list[str] = []
+    view = parse_snapshot(doc, warn=warned.append)
+    window = view.bundle_data[B1].short_term_data
+    assert (window.num_samples, window.max_samples) == (25, 10)
+    assert warned == [
+        f"bundleData[{B1}].shortTermData.numSamples = 25 exceeds maxSamples 10: accepted as Pulsar does "
+        "(a full window; the next sample caps the count)"
+    ]
+    # worked example: the next sample of 100 msg/s gives (9 * 80 + 100) / 10 = 82 and 10 samples
+    window.update_values(0.0, 0.0, 100.0, 0.0)
+    assert (window.num_samples, window.msg_rate_in) == (10, 82.0)
+    assert snapshot_to_json(view)["bundleData"][B1]["shortTermData"]["numSamples"] == 10
+
+
+def test_planner_answers_carry_the_snapshot_warnings() -> None:
+    from brokerlb.loadbalance.planner import Planner
+
+    doc = _doc(config={"managedLedgerDefaultEnsembleSize": 3})
+    answer = Planner().run({"op": "shed", "snapshot": doc, "raw": True, "strategy": "ThresholdShedder"})
+    assert answer["warnings"] == [
+        "config.managedLedgerDefaultEnsembleSize: a Pulsar key brokerlb does not model; accepted and ignored"
+    ]
+    assert "warnings" not in Planner().run({"op": "shed", "snapshot": _doc(), "raw": True})

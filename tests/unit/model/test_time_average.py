@@ -94,7 +94,6 @@ def test_nan_sample_cannot_poison_the_average():
     [
         ({"max_samples": 0}, "maxSamples"),  # Pulsar would compute 0/0 = NaN
         ({"max_samples": -1}, "maxSamples"),
-        ({"max_samples": 2, "num_samples": 3}, "numSamples"),
         ({"max_samples": 2, "num_samples": -1}, "numSamples"),
         ({"max_samples": 2, "msg_rate_in": math.inf}, "msgRateIn"),
         ({"max_samples": 2.5}, "maxSamples"),
@@ -121,9 +120,16 @@ def test_window_json():
     with pytest.raises(InvalidLoadDataError) as err:
         TimeAverageMessageData.from_json({"numSamples": 1}, "shortTermData")  # maxSamples missing -> 0
     assert err.value.field == "shortTermData.maxSamples"
-    with pytest.raises(InvalidLoadDataError) as err:
-        TimeAverageMessageData.from_json({"maxSamples": 2, "numSamples": 5}, "x")
-    assert err.value.field == "x.numSamples"
+
+
+def test_more_samples_than_the_window_holds_is_pulsars_full_window():
+    # Pulsar rule: TimeAverageMessageData takes any numSamples (its setter, its tests); update()
+    # computes min(numSamples + 1, maxSamples), so such a window is full and the count is capped
+    # by the next sample: (1 * 10 + 40) / 2 = 25 with 2 samples
+    w = TimeAverageMessageData.from_json({"maxSamples": 2, "numSamples": 5, "msgRateIn": 10.0}, "x")
+    assert (w.num_samples, w.max_samples) == (5, 2) and w.to_json()["numSamples"] == 5
+    w.update_values(0.0, 0.0, 40.0, 0.0)
+    assert (w.num_samples, w.msg_rate_in) == (2, 25.0)
 
 
 def test_window_ordering_truncates_like_compare_util():
