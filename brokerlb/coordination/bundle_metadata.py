@@ -62,13 +62,14 @@ class BundleMetadata:
         *,
         default_num_bundles: int = 4,
         retry: RetryPolicy = BUNDLE_UPDATE_RETRY,
-        sleep: Sleep = asyncio.sleep,
+        sleep: Sleep | None = None,
     ) -> None:
         self.store = store
         #: ``defaultNumberOfNamespaceBundles``: bundles of a namespace created without a count.
         self.default_num_bundles = default_num_bundles
         self.retry = retry
-        self._sleep = sleep
+        #: Waits between retries: the store's clock unless given.
+        self._sleep = sleep if sleep is not None else store.clock.sleep
 
     # ------------------------------------------------------------------ namespaces
     async def create_namespace(

@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from brokerlb.coordination.paths import failure_domain_path, failure_domains_root, isolation_policies_path
 from brokerlb.coordination.records import FailureDomain, NamespaceIsolationData, NamespaceIsolationPolicies
 from brokerlb.coordination.retry import BUNDLE_UPDATE_RETRY, RetryPolicy, Sleep, retry_async
@@ -29,14 +27,15 @@ class ClusterPolicies:
         cluster: str,
         *,
         retry: RetryPolicy = BUNDLE_UPDATE_RETRY,
-        sleep: Sleep = asyncio.sleep,
+        sleep: Sleep | None = None,
     ) -> None:
         self.store = store
         self.cluster = cluster
         self._isolation_path = isolation_policies_path(cluster)
         self._domains_root = failure_domains_root(cluster)
         self.retry = retry
-        self._sleep = sleep
+        #: Waits between retries: the store's clock unless given.
+        self._sleep = sleep if sleep is not None else store.clock.sleep
 
     # ------------------------------------------------------------------ isolation
     async def isolation_policies(self) -> NamespaceIsolationPolicies:

@@ -27,6 +27,11 @@ losing their session, pain point 21): **leadership is a lease**.
 
 After a loss the candidate stays in the race: when the session is CONNECTED again
 it re-runs the election (and becomes leader again if its node is still there).
+
+Time is the store's :class:`~brokerlb.clock.Clock` unless another is given: lease
+deadlines, heartbeats, the heartbeat's timeout and the retry delay all run on it,
+so on the embedded store with a :class:`~brokerlb.clock.ManualClock` a test moves
+through a lease step by step.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from brokerlb.clock import SYSTEM_CLOCK, Clock
+from brokerlb.clock import Clock
 from brokerlb.coordination.paths import LEADER_PATH
 from brokerlb.coordination.records import LeaderBroker
 from brokerlb.coordination.store import MetadataStore, Node, SessionEvent, SessionState
@@ -119,7 +124,7 @@ class LeaderElection:
         candidate: LeaderBroker,
         *,
         path: str = LEADER_PATH,
-        clock: Clock = SYSTEM_CLOCK,
+        clock: Clock | None = None,
         lease_fraction: float = 0.8,
         heartbeat_fraction: float = 0.25,
         retry_delay: float = 5.0,
@@ -131,7 +136,7 @@ class LeaderElection:
         self.store = store
         self.candidate = candidate
         self.path = path
-        self.clock = clock
+        self.clock = clock if clock is not None else store.clock
         self._value = candidate.to_bytes()
         self._lease_span = store.session_timeout * lease_fraction
         self._heartbeat_every = store.session_timeout * heartbeat_fraction
@@ -228,7 +233,7 @@ class LeaderElection:
             self._remove_session_listener()
 
     async def wait_for_leadership(self, timeout: float | None = None) -> LeaderLease:
-        """Wait until this candidate leads; returns the lease."""
+        """Wait until this candidate leads (up to ``timeout`` s on the clock); returns the lease."""
 
         async def wait() -> LeaderLease:
             while (lease := self.lease) is None:
@@ -237,7 +242,7 @@ class LeaderElection:
             return lease
 
         try:
-            return await asyncio.wait_for(wait(), timeout)
+            return await self.clock.wait_for(wait(), timeout)
         except TimeoutError:
             raise OperationTimeoutError(
                 f"{self.candidate.broker_id} did not become leader within {timeout} s"
@@ -433,7 +438,7 @@ class LeaderElection:
                 return
             sent_at = self.clock.monotonic()
             try:  # never wait past the deadline: the lease must end on time even if the store hangs
-                stat = await asyncio.wait_for(
+                stat = await self.clock.wait_for(
                     self.store.exists(self.path), max(0.001, self._deadline - sent_at)
                 )
             except (MetadataStoreError, TimeoutError) as exc:

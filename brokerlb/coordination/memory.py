@@ -11,6 +11,10 @@ session, sequential names from the parent's ``cversion``, one-shot watches
 
 Deterministic: no threads, no randomness; session ids count up from
 ``0x100000001``; events are delivered on the event loop in the order they happen.
+Time is the server's :class:`~brokerlb.clock.Clock` (node ``ctime``/``mtime``, session
+expiry, the fault injection's delays, operation timeouts): on a
+:class:`~brokerlb.clock.ManualClock` a session expires exactly when the test moves
+the clock past its timeout, and nothing happens in between.
 
 Fault injection (per client):
 
@@ -38,7 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from brokerlb.clock import SYSTEM_CLOCK, Clock
+from brokerlb.clock import SYSTEM_CLOCK, Clock, TimerHandle
 from brokerlb.coordination.store import (
     ANY_VERSION,
     CheckOp,
@@ -103,7 +107,7 @@ class _Session:
     id: int
     timeout: float
     client: MemoryMetadataStore
-    expiry: asyncio.TimerHandle | None = None
+    expiry: TimerHandle | None = None
 
 
 #: (path, kind) with kind in created / changed / deleted / child.
@@ -111,7 +115,10 @@ _Notification = tuple[str, str]
 
 
 class MemoryServer:
-    """The shared tree and the session table. ``MemoryServer.named("x")`` is the one behind ``memory:x``."""
+    """The shared tree and the session table. ``MemoryServer.named("x")`` is the one behind ``memory:x``.
+
+    ``clock`` times the tree (``ctime``/``mtime``), session expiry and every client's waits.
+    """
 
     _registry: ClassVar[dict[str, MemoryServer]] = {}
 
@@ -163,7 +170,7 @@ class MemoryServer:
         session = self._sessions.get(sid)
         if session is None or session.expiry is not None:
             return
-        session.expiry = asyncio.get_running_loop().call_later(session.timeout, self.expire_session, sid)
+        session.expiry = self.clock.call_later(session.timeout, self.expire_session, sid)
 
     def cancel_expiry_timer(self, sid: int) -> None:
         session = self._sessions.get(sid)
@@ -332,8 +339,11 @@ class MemoryMetadataStore(MetadataStore):
         session_timeout: float = 10.0,
         operation_timeout: float = 30.0,
     ) -> None:
-        super().__init__(session_timeout=session_timeout, operation_timeout=operation_timeout)
-        self.server = server if isinstance(server, MemoryServer) else MemoryServer.named(server)
+        server = server if isinstance(server, MemoryServer) else MemoryServer.named(server)
+        super().__init__(
+            session_timeout=session_timeout, operation_timeout=operation_timeout, clock=server.clock
+        )
+        self.server = server
         self.url = f"memory:{self.server.name}"
         self._sid: int | None = None
         #: connected / disconnected / paused / crashed / closed
@@ -378,7 +388,7 @@ class MemoryMetadataStore(MetadataStore):
             self.server.expire_session(self._sid)
 
     def drop_connection(self, duration: float | None = None) -> None:
-        """Lose the connection (SUSPENDED); restore it after ``duration`` s if given."""
+        """Lose the connection (SUSPENDED); restore it after ``duration`` s (on the clock) if given."""
         if self._conn != "connected":
             return
         self._conn = "disconnected"
@@ -387,7 +397,7 @@ class MemoryMetadataStore(MetadataStore):
             self.server.start_expiry_timer(self._sid)
         self._set_session_state(SessionState.SUSPENDED)
         if duration is not None:
-            asyncio.get_running_loop().call_later(duration, self.restore_connection)
+            self.clock.call_later(duration, self.restore_connection)
 
     def restore_connection(self) -> None:
         """Reconnect: CONNECTED with the same session, or LOST then CONNECTED if it expired meanwhile."""
@@ -434,7 +444,7 @@ class MemoryMetadataStore(MetadataStore):
         self._resumed.set()
 
     def set_operation_delay(self, seconds: float) -> None:
-        """Make every following operation wait ``seconds`` before it runs (0 to stop)."""
+        """Make every following operation wait ``seconds`` (on the clock) before it runs (0 to stop)."""
         self._delay = max(0.0, float(seconds))
 
     def _reconnect(self) -> None:
@@ -515,7 +525,7 @@ class MemoryMetadataStore(MetadataStore):
         """Wait as the fault injection says; returns the session id the operation runs in."""
         self._check_open(path)
         if self._delay:
-            await asyncio.sleep(self._delay)
+            await self.clock.sleep(self._delay)
         sid = self._sid
         if not self._resumed.is_set():
             await self._resumed.wait()

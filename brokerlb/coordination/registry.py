@@ -130,14 +130,14 @@ class BrokerRegistry:
             on_lost=self._on_registration_lost,
             on_reacquired=self._on_reregistered,
         )
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_for_stale
+        clock = self.store.clock
+        deadline = clock.monotonic() + wait_for_stale
         while True:
             try:
                 await lock.acquire()
                 break
             except LockBusyError as exc:
-                remaining = deadline - loop.time()
+                remaining = deadline - clock.monotonic()
                 if remaining <= 0:
                     raise LockBusyError(
                         f"Broker {broker_id} is already registered by another session "
@@ -203,7 +203,7 @@ class BrokerRegistry:
             return self.available_brokers()
 
         try:
-            return await asyncio.wait_for(wait(), timeout)
+            return await self.store.clock.wait_for(wait(), timeout)
         except TimeoutError:
             raise OperationTimeoutError(
                 f"broker membership did not reach the expected state within {timeout} s "

@@ -22,13 +22,13 @@ policy. Which errors are retried is the caller's choice: a lost CAS means
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from brokerlb.clock import SYSTEM_CLOCK
 from brokerlb.errors import BadVersionError, BrokerLBError, InvalidConfigError
 
 __all__ = ["RetryPolicy", "BUNDLE_UPDATE_RETRY", "retry_async", "is_retriable"]
@@ -86,15 +86,18 @@ async def retry_async(
     *,
     policy: RetryPolicy = BUNDLE_UPDATE_RETRY,
     retry_on: tuple[type[BaseException], ...] | Callable[[BaseException], bool] = (BadVersionError,),
-    sleep: Sleep = asyncio.sleep,
+    sleep: Sleep | None = None,
     rng: random.Random | None = None,
     what: str = "metadata update",
 ) -> T:
     """Run ``attempt()`` until it succeeds, retrying errors ``retry_on`` accepts.
 
     After ``policy.max_retries`` retries the last error is raised, with a note
-    saying how many attempts were made. Other errors propagate at once.
+    saying how many attempts were made. Other errors propagate at once. The waits
+    between attempts are ``sleep(seconds)`` (default: the system clock's; the recipes
+    pass their store's ``clock.sleep``).
     """
+    pause = sleep if sleep is not None else SYSTEM_CLOCK.sleep
     should_retry: Callable[[BaseException], bool]
     if isinstance(retry_on, tuple):
         kinds = retry_on
@@ -115,4 +118,4 @@ async def retry_async(
             retry += 1
             wait = policy.delay(retry, rng)
             logger.debug("%s: %s; retry %d/%d in %.3f s", what, exc, retry, policy.max_retries, wait)
-            await sleep(wait)
+            await pause(wait)

@@ -54,6 +54,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.errors import (
     InvalidStoreOperationError,
     NodeExistsError,
@@ -255,16 +256,24 @@ class MetadataStore(abc.ABC):
     Subclasses implement the abstract operations and call :meth:`_set_session_state`
     when the session changes. Everything else (session listeners, persistent
     watches, helpers) is shared.
+
+    ``clock`` is what brokerlb waits on around this store: operation timeouts, and the
+    recipes built on it (election leases and heartbeats, watch retries, metadata-update
+    retries) take it from :attr:`clock`. The embedded store's sessions expire on its
+    server's clock; ZooKeeper's sessions are timed by ZooKeeper.
     """
 
     #: The URL the store was opened with (``memory:name``, ``zk:host:port``).
     url: str
 
-    def __init__(self, *, session_timeout: float, operation_timeout: float) -> None:
+    def __init__(
+        self, *, session_timeout: float, operation_timeout: float, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         if session_timeout <= 0:
             raise InvalidStoreOperationError(f"session_timeout must be positive, got {session_timeout}")
         self._session_timeout = float(session_timeout)
         self._operation_timeout = float(operation_timeout)
+        self.clock = clock
         self._session_state = SessionState.CLOSED
         self._session_listeners: list[SessionListener] = []
         self._state_changed: asyncio.Event | None = None
@@ -342,7 +351,7 @@ class MetadataStore(abc.ABC):
                 await self._state_changed.wait()
 
         try:
-            await asyncio.wait_for(wait(), timeout)
+            await self.clock.wait_for(wait(), timeout)
         except TimeoutError:
             raise OperationTimeoutError(
                 f"Metadata store {self.url} did not reach {state.value} within {timeout} s "
@@ -469,7 +478,7 @@ class MetadataStore(abc.ABC):
     # ------------------------------------------------------------------ for backends
     async def _with_timeout(self, awaitable: Awaitable[T], path: str | None) -> T:
         try:
-            return await asyncio.wait_for(awaitable, self._operation_timeout)
+            return await self.clock.wait_for(awaitable, self._operation_timeout)
         except TimeoutError:
             raise OperationTimeoutError(
                 f"Metadata operation did not complete within {self._operation_timeout} s", path

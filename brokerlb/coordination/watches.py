@@ -90,7 +90,7 @@ class _PersistentWatch(Generic[V]):
             self._first.cancel()
 
     async def wait_delivered(self, predicate: Callable[[V | None], bool], timeout: float = 10.0) -> V | None:
-        """Wait until the last delivered value satisfies ``predicate`` (for tests and tools)."""
+        """Wait until the last delivered value satisfies ``predicate``, up to ``timeout`` s on the store's clock."""
 
         async def wait() -> V | None:
             while not (self._last_key is not _UNSET and predicate(self._last_value)):
@@ -99,7 +99,7 @@ class _PersistentWatch(Generic[V]):
             return self._last_value
 
         try:
-            return await asyncio.wait_for(wait(), timeout)
+            return await self.store.clock.wait_for(wait(), timeout)
         except TimeoutError:
             raise OperationTimeoutError(
                 f"watch on {self.path} did not see the expected value within {timeout} s "
@@ -137,7 +137,7 @@ class _PersistentWatch(Generic[V]):
                     return
                 logger.debug("Watch on %s: %s; re-reading after reconnection", self.path, exc)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), retry_wait)
+                    await self.store.clock.wait_for(self._wake.wait(), retry_wait)
                 continue
             self._deliver(value)
             await self._wake.wait()

@@ -9,8 +9,9 @@ kill or freeze it::
         --broker-id b1:8080 --session-timeout 2 --namespace t/ns --bundles 16
 
 Each event is one JSON line on stdout, flushed at once, e.g.
-``{"event": "leader", "epoch": 1, "t": 1234.5}`` (``t`` is ``time.monotonic()``,
-which is one system-wide clock on Linux, so times from several processes compare).
+``{"event": "leader", "epoch": 1, "t": 1234.5}`` (``t`` is the member's clock's
+``monotonic()`` -- in the program, ``time.monotonic()``, which is one system-wide clock
+on Linux, so times from several processes compare).
 Leader work is ``{"event": "leader-work", "epoch": 1, "seq": 7, "t_checked": ...}``:
 emitted only after :meth:`LeaderLease.check` passed at ``t_checked``.
 
@@ -30,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from brokerlb.clock import SYSTEM_CLOCK, Clock
+from brokerlb.clock import Clock
 from brokerlb.coordination.bundle_metadata import BundleMetadata
 from brokerlb.coordination.election import LeaderElection, LeaderLease, LeadershipChange
 from brokerlb.coordination.factory import open_store
@@ -57,7 +58,7 @@ class Member:
         namespace: str | None = None,
         bundles: int = 0,
         leader_work_interval: float = 0.1,
-        clock: Clock = SYSTEM_CLOCK,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.broker_id = broker_id
@@ -65,11 +66,12 @@ class Member:
         self.namespace = namespace
         self.num_bundles = bundles
         self.leader_work_interval = leader_work_interval
-        self.clock = clock
+        #: The store's clock unless given: leader-work pauses and ``t_checked`` stamps.
+        self.clock = clock if clock is not None else store.clock
         host = broker_id.rsplit(":", 1)[0]
         self.web_url = f"http://{broker_id}"
         self.registry = BrokerRegistry(store)
-        self.election = LeaderElection(store, LeaderBroker(broker_id, self.web_url), clock=clock)
+        self.election = LeaderElection(store, LeaderBroker(broker_id, self.web_url), clock=self.clock)
         self.ownership = OwnershipManager(
             store, NamespaceEphemeralData(native_url=f"pulsar://{host}:6650", http_url=self.web_url)
         )
@@ -113,7 +115,7 @@ class Member:
         seq = 0
         while True:
             lease.check()  # raises LeadershipLostError once the lease ended: no action after that
-            checked = time.monotonic()
+            checked = self.clock.monotonic()
             self.emit({"event": "leader-work", "epoch": lease.epoch, "seq": seq, "t_checked": checked})
             seq += 1
             await self.clock.sleep(self.leader_work_interval)

@@ -4,6 +4,11 @@ Both kinds expose the same interface, so a failure scenario is written once:
 ``start()``, ``events``, ``wait_event(kind, ...)``, ``kill()`` (SIGKILL / crash),
 ``pause()`` / ``resume()`` (SIGSTOP / SIGCONT, or the store's pause), ``stop()``
 and ``cleanup()`` (never leaves a process behind).
+
+Events are stamped with ``t`` on the member's clock: ``time.monotonic()`` for child
+processes (one system-wide clock on Linux), the server's :class:`ManualClock` for
+in-process members, whose ``wait_event`` moves that clock from timer to timer until
+the event is there.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import brokerlb
+from brokerlb.clock import SYSTEM_CLOCK, Clock, ManualClock
 from brokerlb.coordination import MemoryMetadataStore, MemoryServer
 from brokerlb.coordination.tools.member import Member
 
@@ -26,13 +32,14 @@ _REPO = str(Path(brokerlb.__file__).resolve().parents[1])
 
 
 class _Events:
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
         self.events: list[dict[str, Any]] = []
         self.log: list[str] = []
         self._changed = asyncio.Event()
 
     def record(self, event: dict[str, Any]) -> None:
-        event.setdefault("t", time.monotonic())
+        event.setdefault("t", self.clock.monotonic())
         self.events.append(event)
         self._changed.set()
 
@@ -50,6 +57,8 @@ class _Events:
                     return e
             return None
 
+        if isinstance(self.clock, ManualClock):
+            return await self.clock.run_until(found, within=timeout, message=f"{self}: {kind} {match}")
         deadline = time.monotonic() + timeout
         while (event := found()) is None:
             remaining = deadline - time.monotonic()
@@ -168,7 +177,7 @@ class InProcessMember(_Events):
         namespace: str | None = None,
         bundles: int = 0,
     ) -> None:
-        super().__init__()
+        super().__init__(server.clock)
         self.broker_id = broker_id
         self.store = MemoryMetadataStore(server, session_timeout=session_timeout, operation_timeout=10)
         self.member = Member(self.store, broker_id, self.record, namespace=namespace, bundles=bundles)

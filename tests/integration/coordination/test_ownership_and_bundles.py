@@ -22,7 +22,6 @@ from brokerlb.coordination.paths import local_policies_path, ownership_path, pol
 from brokerlb.errors import BundleNotFoundError, ConflictError, InvalidSplitError, NamespaceNotFoundError
 from brokerlb.ring import NamespaceBundles
 from brokerlb.testing.coordination import check_coordination_invariants
-from brokerlb.testing.waiting import eventually
 
 NS = "acme/orders"
 
@@ -48,18 +47,18 @@ async def test_acquire_reports_the_current_owner(store, other):
     assert stored == broker_data(1)
 
 
-async def test_cache_follows_disable_and_release(store, other):
+async def test_cache_follows_disable_and_release(backend, store, other):
     cache = await OwnershipCache(other).start()
     mine = OwnershipManager(store, broker_data(1))
     bundle = f"{NS}/0x40000000_0x80000000"
     await mine.try_acquire(bundle)
-    await eventually(lambda: cache.get_owner(bundle), message="owner cached")
+    await backend.until(lambda: cache.get_owner(bundle), message="owner cached")
     assert cache.get_owner(bundle).broker_id == "broker-1:8080" and not cache.get_owner(bundle).disabled
     await mine.disable(bundle)
     assert not mine.is_owned(bundle) and mine.is_disabled(bundle)
-    await eventually(lambda: cache.get_owner(bundle).disabled, message="disabled flag seen")
+    await backend.until(lambda: cache.get_owner(bundle).disabled, message="disabled flag seen")
     await mine.release(bundle)
-    await eventually(lambda: cache.get_owner(bundle) is None, message="release seen")
+    await backend.until(lambda: cache.get_owner(bundle) is None, message="release seen")
     assert await cache.lookup_owner(bundle) is None
     assert cache.owned_by("broker-1:8080") == []
     cache.close()
@@ -79,16 +78,14 @@ async def test_ownership_is_reacquired_after_session_loss(backend, store, other)
     bundle = f"{NS}/0xc0000000_0xffffffff"
     await mine.try_acquire(bundle)
     await backend.expire(store)
-    await eventually(
-        lambda: OwnershipEventKind.REACQUIRED in [e.kind for e in events],
-        timeout=10,
-        message="ownership re-created",
+    await backend.until(
+        lambda: OwnershipEventKind.REACQUIRED in [e.kind for e in events], message="ownership re-created"
     )
     assert store.owns(await other.exists(ownership_path(bundle)))
     assert mine.is_owned(bundle)
 
 
-async def test_ownership_lost_when_another_broker_took_the_bundle(store, other):
+async def test_ownership_lost_when_another_broker_took_the_bundle(backend, store, other):
     mine = OwnershipManager(store, broker_data(1))
     events = []
     mine.add_listener(events.append)
@@ -101,7 +98,7 @@ async def test_ownership_lost_when_another_broker_took_the_bundle(store, other):
             CreateOp(ownership_path(bundle), broker_data(2).to_bytes(), ephemeral=True),
         ]
     )
-    await eventually(lambda: OwnershipEventKind.LOST in [e.kind for e in events], message="loss reported")
+    await backend.until(lambda: OwnershipEventKind.LOST in [e.kind for e in events], message="loss reported")
     assert not mine.is_owned(bundle) and mine.owned_bundles() == []
 
 
@@ -122,7 +119,7 @@ async def test_two_brokers_racing_for_1000_bundles_each_get_one_owner(backend, s
     for result in r1 + r2:
         if not result.acquired:
             assert result.owner.broker_id == ("broker-2:8080" if result.bundle in won2 else "broker-1:8080")
-    await eventually(lambda: len(cache.owners()) == 1000, timeout=20, message="cache sees all owners")
+    await backend.until(lambda: len(cache.owners()) == 1000, message="cache sees all owners")
     assert {b for b, info in cache.owners().items() if info.broker_id == "broker-1:8080"} == won1
     await check_coordination_invariants(
         store,

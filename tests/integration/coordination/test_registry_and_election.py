@@ -1,4 +1,9 @@
-"""Broker registry, ephemeral locks and leader election -- on the embedded store and on ZooKeeper."""
+"""Broker registry, ephemeral locks and leader election -- on the embedded store and on ZooKeeper.
+
+On the embedded store time is a ManualClock (see ``conftest.py``): lease deadlines and
+heartbeats are asserted at exact instants. Nothing here sleeps: tests wait for events
+or conditions (``backend.until``).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ from brokerlb.coordination import (
 from brokerlb.coordination.paths import BROKERS_ROOT, LEADER_PATH
 from brokerlb.errors import LeadershipLostError, LockBusyError
 from brokerlb.testing.waiting import eventually
+
+from .conftest import MemoryBackend, events_delivered
 
 
 def candidate(n: int) -> LeaderBroker:
@@ -60,7 +67,8 @@ async def test_live_twins_with_the_same_value_do_not_fight(store, other):
     second = EphemeralLock(other, "/locks/twin", b"same")
     await second.acquire()  # takes over by the stale-node rule
     await eventually(lambda: first.lost.is_set(), message="first yields")
-    await asyncio.sleep(0.2)
+    # A lost lock stops watching and never touches the node again, so there is nothing to wait for.
+    assert first.state.value == "released"
     assert second.held and other.owns(await other.exists("/locks/twin"))
 
 
@@ -103,16 +111,15 @@ async def test_second_registration_from_another_session_is_refused(store, other)
     assert first.is_registered and not second.is_registered
 
 
-async def test_restarted_broker_waits_for_its_stale_registration(backend, store, other):
+async def test_restarted_broker_waits_for_its_stale_registration(backend, store, other, caplog):
+    caplog.set_level(logging.WARNING, logger="brokerlb.coordination.registry")
     await (await BrokerRegistry(store).start()).register("r:8080", {"startTimestamp": 1})
     second = await BrokerRegistry(other).start()
-
-    async def old_process_dies():
-        await asyncio.sleep(0.1)
-        await store.close()
-
-    asyncio.create_task(old_process_dies())
-    await second.register("r:8080", {"startTimestamp": 2}, wait_for_stale=10)
+    registering = asyncio.create_task(second.register("r:8080", {"startTimestamp": 2}, wait_for_stale=10))
+    await eventually(lambda: "waiting up to" in caplog.text, message="the second registration waits")
+    assert not registering.done()
+    await store.close()  # the old process dies: its node goes with its session
+    await asyncio.wait_for(registering, 30)
     assert second.is_registered
 
 
@@ -123,10 +130,8 @@ async def test_registry_reregisters_after_session_loss(backend, store, other):
     await registry.register("s:8080", {"n": 1})
     observer = await BrokerRegistry(other).start()
     await backend.expire(store)
-    await eventually(
-        lambda: RegistryEventKind.REREGISTERED in [e.kind for e in events],
-        timeout=10,
-        message="re-registration",
+    await backend.until(
+        lambda: RegistryEventKind.REREGISTERED in [e.kind for e in events], message="re-registration"
     )
     stat = await other.exists(f"{BROKERS_ROOT}/s:8080")
     assert stat is not None and stat.ephemeral_owner == store.session_id
@@ -142,7 +147,7 @@ async def test_registration_lost_when_another_session_took_the_id(backend, store
     path = f"{BROKERS_ROOT}/t:8080"
     # The other session deletes our node and puts its own (an operator error, or a twin broker).
     await other.multi([DeleteOp(path), CreateOp(path, b'{"n": 2}', ephemeral=True)])
-    await eventually(
+    await backend.until(
         lambda: RegistryEventKind.REGISTRATION_LOST in [e.kind for e in events], message="registration lost"
     )
     assert not registry.is_registered
@@ -161,11 +166,21 @@ def leaders(elections):
     return [e for e in elections if e.is_leader]
 
 
+def settled(elections) -> bool:
+    """One leader, everyone else following it, nobody in the middle of an election."""
+    current = leaders(elections)
+    if len(current) != 1:
+        return False
+    leader = current[0]
+    return all(e.state in (ElectionState.LEADING, ElectionState.FOLLOWING) for e in elections) and all(
+        e.leader == leader.candidate for e in elections
+    )
+
+
 async def test_exactly_one_leader_and_everyone_knows_it(backend):
     stores, elections = await start_candidates(backend, 3)
-    await eventually(lambda: len(leaders(elections)) == 1, message="one leader")
+    await backend.until(lambda: settled(elections), message="one leader, known to all")
     leader = leaders(elections)[0]
-    await eventually(lambda: all(e.leader == leader.candidate for e in elections), message="leader known")
     node = await stores[0].get(LEADER_PATH)
     assert LeaderBroker.from_bytes(node.data) == leader.candidate
     assert {e.state for e in elections if e is not leader} == {ElectionState.FOLLOWING}
@@ -187,29 +202,28 @@ async def test_leader_losing_its_session_stops_leader_work_and_says_so(backend, 
     follower = [e for e in elections if e is not first][0]
     lease = first.lease
     lease.check()
-    work_cancelled = asyncio.Event()
+    work_started, work_cancelled = asyncio.Event(), asyncio.Event()
 
     async def leader_work(current):
+        current.check()
+        work_started.set()
         try:
-            while True:
-                current.check()
-                await asyncio.sleep(0.01)
+            await asyncio.Event().wait()  # leader work runs until leadership ends
         except asyncio.CancelledError:
             work_cancelled.set()
             raise
 
     first.run_while_leader(leader_work)
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(work_started.wait(), 30)
     caplog.set_level(logging.WARNING, logger="brokerlb.coordination.election")
     await backend.expire(stores[elections.index(first)])
-    await asyncio.wait_for(work_cancelled.wait(), 10)
+    await backend.until(work_cancelled.is_set, message="leader work cancelled")
     assert not lease.valid
     with pytest.raises(LeadershipLostError):
         lease.check()
     assert any("lost leadership" in r.getMessage() for r in caplog.records)
     # Someone leads again: the follower, or the old leader in its new session with a new epoch.
-    await eventually(lambda: len(leaders(elections)) == 1, timeout=10, message="a new leader")
-    await asyncio.sleep(0.2)
+    await backend.until(lambda: settled(elections), message="a new leader, known to all")
     (now,) = leaders(elections)
     assert now is follower or (now is first and first.epoch == 2)
     assert not lease.valid
@@ -232,10 +246,11 @@ async def test_live_twins_with_the_same_identity_settle_on_one_leader(backend, s
     caplog.set_level(logging.WARNING, logger="brokerlb.coordination.election")
     first = await LeaderElection(store, candidate(7)).start()
     twin = await LeaderElection(other, candidate(7)).start()
-    await eventually(lambda: len(leaders([first, twin])) == 1, timeout=10, message="one leader")
-    await asyncio.sleep(backend.session_timeout * 0.3)
-    assert len(leaders([first, twin])) == 1
+    await backend.until(lambda: settled([first, twin]), message="one leader, the twin following")
     (leader,) = leaders([first, twin])
+    await events_delivered(backend, first.store, twin.store)
+    await events_delivered(backend, twin.store, first.store)
+    assert settled([first, twin]) and leaders([first, twin]) == [leader]
     assert leader.store.owns(await leader.store.exists(LEADER_PATH))
     assert not any("kept changing" in r.getMessage() for r in caplog.records)
     losses = [r for r in caplog.records if "lost leadership" in r.getMessage()]
@@ -249,5 +264,39 @@ async def test_lease_has_a_deadline_renewed_by_heartbeats(backend):
     election = elections[0]
     lease = election.lease
     deadline = election._deadline
-    await asyncio.sleep(backend.session_timeout * 0.6)
-    assert lease.valid and election._deadline > deadline
+    await backend.until(lambda: election._deadline > deadline, message="a heartbeat renewed the lease")
+    assert lease.valid
+
+
+async def test_lease_deadline_and_heartbeats_at_exact_instants():
+    """On the manual clock: the lease lasts 0.8 x the session timeout from the confirming request,
+    a heartbeat every 0.25 x extends it, and a leader whose heartbeats go unanswered stops leading
+    exactly at its deadline -- before its session (and node) can expire at 1.0 x."""
+    backend = MemoryBackend()
+    try:
+        store, other = await backend.new_store(), await backend.new_store()
+        clock, timeout = backend.clock, backend.session_timeout
+        election = await LeaderElection(store, candidate(1)).start()
+        follower = await LeaderElection(other, candidate(2)).start()
+        t0 = clock.monotonic()
+        lease = election.lease
+        assert election._deadline == pytest.approx(t0 + 0.8 * timeout)
+        await clock.advance_and_settle(0.25 * timeout)  # the first heartbeat
+        assert election._deadline == pytest.approx(t0 + 0.25 * timeout + 0.8 * timeout)
+        await clock.advance_and_settle(2 * timeout)  # heartbeats keep it going well past 0.8 x
+        assert lease.valid and election._deadline == pytest.approx(clock.monotonic() + 0.8 * timeout)
+        store.pause()  # frozen: heartbeats go unanswered, the server hears nothing
+        paused_at, deadline = clock.monotonic(), election._deadline
+        await clock.advance_and_settle(deadline - clock.monotonic() - 0.001)
+        assert lease.valid and election.is_leader
+        await clock.advance_and_settle(0.001)
+        assert not lease.valid and not election.is_leader and "lease expired" in lease.lost_reason
+        assert not follower.is_leader  # the paused leader's session is still alive on the server
+        await clock.advance_and_settle(paused_at + timeout - clock.monotonic() - 0.001)
+        assert not follower.is_leader
+        await clock.advance_and_settle(0.001)  # the session expires: its node goes
+        assert follower.is_leader and follower.epoch == 1
+        await follower.close()
+        await election.close()
+    finally:
+        await backend.close()

@@ -22,7 +22,8 @@ from brokerlb.errors import (
     NotEmptyError,
     StoreClosedError,
 )
-from brokerlb.testing.waiting import eventually
+
+from .conftest import events_delivered
 
 
 class Recorder:
@@ -122,9 +123,8 @@ async def test_session_expiry_removes_ephemerals_and_opens_a_new_session(backend
     await store.create("/lease", b"", ephemeral=True)
     old_session = store.session_id
     await backend.expire(store)
-    await eventually(
+    await backend.until(
         lambda: store.connected and store.session_id not in (None, old_session),
-        timeout=10,
         message="reconnect with a new session",
     )
     states = [e.state for e in events]
@@ -135,7 +135,7 @@ async def test_session_expiry_removes_ephemerals_and_opens_a_new_session(backend
     assert store.owns(await other.exists("/lease"))
 
 
-async def test_one_shot_data_watches(store, other):
+async def test_one_shot_data_watches(backend, store, other):
     changed, created = Recorder(), Recorder()
     await store.create("/w", b"1")
     await store.get("/w", watch=changed)
@@ -143,20 +143,20 @@ async def test_one_shot_data_watches(store, other):
     await other.set("/w", b"2")
     await other.set("/w", b"3")  # the watch fired already: no second event
     await other.create("/w2", b"")
-    await eventually(lambda: changed.events and created.events, message="watch events")
-    await asyncio.sleep(0.1)
+    await backend.until(lambda: changed.events and created.events, message="watch events")
+    await events_delivered(backend, store, other)  # a second event would have arrived by now
     assert changed.types == [EventType.CHANGED] and changed.events[0].path == "/w"
     assert created.types == [EventType.CREATED]
 
 
-async def test_delete_fires_data_and_child_watches(store, other):
+async def test_delete_fires_data_and_child_watches(backend, store, other):
     await store.create("/dw/n", b"", make_parents=True)
     data_w, node_kids, parent_kids = Recorder(), Recorder(), Recorder()
     await store.get("/dw/n", watch=data_w)
     await store.children("/dw/n", watch=node_kids)
     await store.children("/dw", watch=parent_kids)
     await other.delete("/dw/n")
-    await eventually(
+    await backend.until(
         lambda: data_w.events and node_kids.events and parent_kids.events, message="watch events"
     )
     assert data_w.types == [EventType.DELETED]

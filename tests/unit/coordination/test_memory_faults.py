@@ -1,21 +1,30 @@
-"""Fault injection of the embedded store: what a broker sees when its session misbehaves."""
+"""Fault injection of the embedded store: what a broker sees when its session misbehaves.
+
+The server runs on a ManualClock: timeouts, delays and expiries happen exactly when the
+test moves the clock past them (a millisecond before, nothing has happened), and nothing
+sleeps.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 
 import pytest
 
+from brokerlb.clock import ManualClock
 from brokerlb.coordination import EventType, MemoryMetadataStore, MemoryServer, SessionState
 from brokerlb.errors import ConnectionLossError, OperationTimeoutError, StoreClosedError
-from brokerlb.testing.waiting import eventually
 
 
 @pytest.fixture
-def server():
-    return MemoryServer(f"faults-{uuid.uuid4().hex[:8]}")
+def clock():
+    return ManualClock(1_700_000_000_000)
+
+
+@pytest.fixture
+def server(clock):
+    return MemoryServer(f"faults-{uuid.uuid4().hex[:8]}", clock=clock)
 
 
 async def pair(server, timeout=0.3):
@@ -26,7 +35,7 @@ async def pair(server, timeout=0.3):
     return a, b
 
 
-async def test_short_drop_keeps_the_session(server):
+async def test_short_drop_keeps_the_session(server, clock):
     a, b = await pair(server)
     states = []
     a.add_session_listener(lambda e: states.append(e.state))
@@ -39,107 +48,117 @@ async def test_short_drop_keeps_the_session(server):
     with pytest.raises(ConnectionLossError) as err:
         await a.get("/e")
     assert err.value.retriable
-    await asyncio.sleep(0)
+    await clock.settle()
     assert [e.type for e in fired] == [EventType.NONE]  # watches are dropped with the connection
     a.restore_connection()
     assert states == [SessionState.SUSPENDED, SessionState.CONNECTED] and a.session_id == sid
     assert await b.exists("/e") is not None
 
 
-async def test_long_drop_expires_the_session(server):
+async def test_long_drop_expires_the_session(server, clock):
     a, b = await pair(server)
     await a.create("/e", b"", ephemeral=True)
     states = []
     a.add_session_listener(lambda e: states.append(e.state))
     a.drop_connection()
+    await clock.advance_and_settle(0.299)
     assert await b.exists("/e") is not None  # not yet: the server waits for the session timeout
-    await asyncio.sleep(0.45)
+    await clock.advance_and_settle(0.001)
     assert await b.exists("/e") is None  # the server expired a's session
     a.restore_connection()
     assert states == [SessionState.SUSPENDED, SessionState.LOST, SessionState.CONNECTED]
     assert a.connected and a.session_id in server.live_sessions()
 
 
-async def test_drop_with_duration_restores_by_itself(server):
+async def test_drop_with_duration_restores_by_itself(server, clock):
     a, _ = await pair(server, timeout=5)
+    sid = a.session_id
     a.drop_connection(duration=0.05)
-    await a.wait_connected(1.0)
+    await clock.advance_and_settle(0.049)
+    assert a.session_state is SessionState.SUSPENDED
+    await clock.advance_and_settle(0.001)
+    assert a.session_state is SessionState.CONNECTED and a.session_id == sid
 
 
-async def test_crash_is_noticed_after_the_session_timeout(server):
+async def test_crash_is_noticed_after_the_session_timeout(server, clock):
     a, b = await pair(server)
     await a.create("/broker", b"", ephemeral=True)
-    start = time.monotonic()
     a.crash()
     with pytest.raises(StoreClosedError):
         await a.get("/broker")
+    await clock.advance_and_settle(0.299)
     assert await b.exists("/broker") is not None
-    await eventually(_absent(b, "/broker"), timeout=2, message="ephemeral vanished")
-    assert time.monotonic() - start >= 0.3 - 0.02
+    await clock.advance_and_settle(0.001)
+    assert await b.exists("/broker") is None
 
 
-def _absent(store, path):
-    async def check():
-        return await store.exists(path) is None
-
-    return check
-
-
-async def test_pause_past_the_timeout_loses_the_session(server):
+async def test_pause_past_the_timeout_loses_the_session(server, clock):
     a, b = await pair(server)
     await a.create("/leader", b"", ephemeral=True)
     states = []
     a.add_session_listener(lambda e: states.append(e.state))
     a.pause()
     blocked = asyncio.create_task(a.get("/leader"))
-    await asyncio.sleep(0.45)
+    await clock.advance_and_settle(0.299)
+    assert await b.exists("/leader") is not None
+    await clock.advance_and_settle(0.001)
     assert not blocked.done()  # a paused process does nothing
     assert await b.exists("/leader") is None
+    assert states == []  # nor hears anything
     a.resume()
     with pytest.raises(ConnectionLossError):
         await blocked  # it was issued in the old session
     assert states == [SessionState.SUSPENDED, SessionState.LOST, SessionState.CONNECTED]
 
 
-async def test_short_pause_is_invisible(server):
+async def test_short_pause_is_invisible(server, clock):
     a, b = await pair(server, timeout=5)
     a.pause()
     task = asyncio.create_task(a.create("/x", b""))
-    await asyncio.sleep(0.05)
+    await clock.advance_and_settle(4.9)
+    assert not task.done() and await b.exists("/x") is None
     a.resume()
     assert await task == "/x"
     assert a.session_state is SessionState.CONNECTED
 
 
-async def test_events_wait_while_paused(server):
+async def test_events_wait_while_paused(server, clock):
     a, b = await pair(server, timeout=5)
     await a.create("/n", b"")
     fired = []
     await a.get("/n", watch=fired.append)
     a.pause()
     await b.set("/n", b"changed")
-    await asyncio.sleep(0.05)
+    await clock.advance_and_settle(1.0)
     assert fired == []
     a.resume()
-    await eventually(lambda: fired, message="held event")
-    assert fired[0].type is EventType.CHANGED
+    await clock.settle()
+    assert [e.type for e in fired] == [EventType.CHANGED]
 
 
-async def test_operation_delay(server):
+async def test_operation_delay(server, clock):
     a, _ = await pair(server, timeout=5)
     a.set_operation_delay(0.1)
-    start = time.monotonic()
-    await a.exists("/")
-    assert time.monotonic() - start >= 0.09
+    op = asyncio.create_task(a.exists("/"))
+    await clock.advance_and_settle(0.099)
+    assert not op.done()
+    await clock.advance_and_settle(0.001)
+    assert op.done() and await op is not None
     a.set_operation_delay(0)
+    assert await a.exists("/") is not None  # no delay: runs at once
+    assert clock.pending() == 0
 
 
-async def test_operations_time_out(server):
+async def test_operations_time_out(server, clock):
     a = MemoryMetadataStore(server, session_timeout=5, operation_timeout=0.05)
     await a.start()
     a.pause()
+    op = asyncio.create_task(a.exists("/"))
+    await clock.advance_and_settle(0.049)
+    assert not op.done()
+    await clock.advance_and_settle(0.001)
     with pytest.raises(OperationTimeoutError) as err:
-        await a.exists("/")
+        await op
     assert err.value.retriable
     a.resume()
 
@@ -164,7 +183,7 @@ async def test_session_ids_are_deterministic(server):
     assert (a.session_id, b.session_id) == (0x100000001, 0x100000002)
 
 
-async def test_a_suspended_leader_stops_at_once_and_leads_again_after_reconnecting(server):
+async def test_a_suspended_leader_stops_at_once_and_leads_again_after_reconnecting(server, clock):
     from brokerlb.coordination import LeaderBroker, LeaderElection
 
     a, b = await pair(server, timeout=5)
@@ -173,14 +192,14 @@ async def test_a_suspended_leader_stops_at_once_and_leads_again_after_reconnecti
     lease = election.lease
     a.drop_connection()
     assert not lease.valid and not election.is_leader
-    await asyncio.sleep(0.05)
+    await clock.advance_and_settle(4.999)
     assert not follower.is_leader  # the session (and its node) is still alive on the server
     a.restore_connection()
-    await eventually(lambda: election.is_leader, message="leads again")
-    assert election.epoch == 2
+    await clock.run_until(lambda: election.is_leader, message="leads again")
+    assert election.epoch == 2 and not follower.is_leader
 
 
-async def test_a_slow_twin_with_the_same_identity_follows_instead_of_fighting(server):
+async def test_a_slow_twin_with_the_same_identity_follows_instead_of_fighting(server, clock):
     """The race CI caught on ZooKeeper, made deterministic: a live twin whose store is slower deletes
     the leader's node by the stale-node rule, the leader re-creates it before the twin looks again.
     The twin must then follow; deleting again would take leadership away over and over until the
@@ -191,9 +210,10 @@ async def test_a_slow_twin_with_the_same_identity_follows_instead_of_fighting(se
     me = LeaderBroker("b7:8080", "http://b7:8080")
     first = await LeaderElection(a, me).start()
     b.set_operation_delay(0.02)
-    twin = await LeaderElection(b, me).start()
-    await eventually(lambda: first.is_leader, message="the fast twin leads again")
-    assert twin.state.value == "following" and not twin.is_leader
+    twin_started = asyncio.create_task(LeaderElection(b, me).start())
+    twin = await clock.run_until(lambda: twin_started.done() and twin_started.result(), message="twin starts")
+    await clock.run_until(lambda: first.is_leader and twin.state.value == "following", message="one leader")
+    assert not twin.is_leader
     assert first.epoch == 2  # lost once to the stale-node deletion, then led again
-    await asyncio.sleep(0.2)
-    assert first.is_leader and first.epoch == 2
+    await clock.advance_and_settle(2 * 5)  # two session timeouts of heartbeats: nobody fights
+    assert first.is_leader and first.epoch == 2 and twin.state.value == "following"
