@@ -1,4 +1,11 @@
-"""Bounded waiting for asynchronous tests: poll a condition until it holds or time runs out."""
+"""Bounded waiting for asynchronous tests: poll a condition until it holds or time runs out.
+
+:func:`eventually` waits in real time, for code on the system clock; its timeout only guards
+against hanging. Code on a :class:`~brokerlb.clock.ManualClock` is driven instead:
+``await clock.run_until(condition)`` moves the clock from timer to timer until the condition
+holds, and ``await clock.advance_and_settle(seconds)`` moves it by a given amount. Neither
+sleeps, and no test asserts how long something took on the wall clock.
+"""
 
 from __future__ import annotations
 

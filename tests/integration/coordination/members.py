@@ -50,27 +50,37 @@ class _Events:
         self, kind: str, timeout: float = 10.0, after: float = float("-inf"), **match: Any
     ) -> dict[str, Any]:
         """The first event of ``kind`` stamped after ``after`` whose fields match."""
+        matching = await self.wait_events(kind, 1, timeout, after, **match)
+        return matching[0]
 
-        def found() -> dict[str, Any] | None:
-            for e in self.events:
-                if e["event"] == kind and e["t"] >= after and all(e.get(k) == v for k, v in match.items()):
-                    return e
-            return None
+    async def wait_events(
+        self, kind: str, count: int, timeout: float = 10.0, after: float = float("-inf"), **match: Any
+    ) -> list[dict[str, Any]]:
+        """The first ``count`` events of ``kind`` stamped after ``after`` whose fields match, once there are."""
 
+        def found() -> list[dict[str, Any]] | None:
+            events = [
+                e
+                for e in self.events
+                if e["event"] == kind and e["t"] >= after and all(e.get(k) == v for k, v in match.items())
+            ]
+            return events[:count] if len(events) >= count else None
+
+        what = f"{count} x {kind} {match}"
         if isinstance(self.clock, ManualClock):
-            return await self.clock.run_until(found, within=timeout, message=f"{self}: {kind} {match}")
+            return await self.clock.run_until(found, within=timeout, message=f"{self}: {what}")
         deadline = time.monotonic() + timeout
-        while (event := found()) is None:
+        while (events := found()) is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AssertionError(
-                    f"{self} did not report {kind} {match} within {timeout} s; "
+                    f"{self} did not report {what} within {timeout} s; "
                     f"events: {[e['event'] for e in self.events][-30:]}"
                 )
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
-        return event
+        return events
 
 
 class ProcessMember(_Events):

@@ -172,8 +172,8 @@ async def test_paused_leader_knows_it_lost_leadership_and_does_no_leader_work(cl
     lost = await first.wait_event("lost-leadership", timeout=30)
     await first.wait_event("session", state="connected", after=resumed_at, timeout=30)  # its new session
     # Events arrive in the order they happen: a stray leader action after resuming would come before
-    # the bundles are re-acquired in the new session.
-    await first.wait_event("ownership-reacquired", after=resumed_at, timeout=30)
+    # the bundles are re-acquired in the new session -- all four of them.
+    await first.wait_events("ownership-reacquired", 4, after=resumed_at, timeout=30)
 
     work = first.of("leader-work")
     assert work, "the leader worked before it was paused"
