@@ -143,15 +143,18 @@ def is_blank(text: str) -> bool:
 
 
 def _partition_index(full: str) -> int:
-    """Pulsar's ``TopicName.getPartitionIndex``: -1 unless a canonical int follows the suffix."""
+    """Pulsar's static ``TopicName.getPartitionIndex``: -1 unless a canonical int follows the
+    last ``-partition-`` (no sign, no leading zero, at most ``2**31 - 1``). As Java's
+    ``Integer.parseInt``, any Unicode decimal digits count; "canonical" is Pulsar's check that
+    the text is as long as the number written out."""
     pos = full.rfind(PARTITIONED_TOPIC_SUFFIX)
     if pos < 0:
         return -1
     idx = full[pos + len(PARTITIONED_TOPIC_SUFFIX) :]
-    if not idx.isascii() or not idx.isdigit():
+    if not idx.isdecimal():
         return -1
     value = int(idx)
-    if str(value) != idx or value > 2**31 - 1:
+    if len(str(value)) != len(idx) or value > 2**31 - 1:
         return -1
     return value
 
@@ -240,6 +243,12 @@ class TopicName:
     @property
     def is_partitioned(self) -> bool:
         return self.partition_index != -1
+
+    @staticmethod
+    def partition_index_of(name: str) -> int:
+        """Pulsar's static ``TopicName.getPartitionIndex(String)`` on any string, unparsed:
+        ``"t-partition-4"`` → 4; ``"t-partition-01"``, ``"t-partition--1"``, ``"t"`` → -1."""
+        return _partition_index(name)
 
     @property
     def partitioned_topic_name(self) -> TopicName:

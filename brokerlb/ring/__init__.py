@@ -28,6 +28,7 @@ from brokerlb.ring.split_algorithms import (
     TopicRates,
     get_split_algorithm,
     resolve_split_algorithm,
+    split_boundaries,
 )
 
 __all__ = [
@@ -60,4 +61,5 @@ __all__ = [
     "TopicRates",
     "get_split_algorithm",
     "resolve_split_algorithm",
+    "split_boundaries",
 ]

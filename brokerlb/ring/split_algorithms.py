@@ -21,6 +21,13 @@ name                            rule
 >>> full = NamespaceBundles.create("t/ns", 1).bundles[0]
 >>> hex(RangeEquallyDivide().split_boundaries(BundleSplitOption(full))[0])
 '0x7fffffff'
+
+:func:`split_boundaries` is the one-call form: an algorithm by Pulsar's name, a bundle, the
+inputs as keywords.
+
+>>> [hex(b) for b in split_boundaries("specified_positions_divide", "t/ns/0x00000000_0xffffffff",
+...                                    topics=["a", "b"], positions=[0x40000000, 0x80000000])]
+['0x40000000', '0x80000000']
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ __all__ = [
     "FlowOrQpsEquallyDivide",
     "get_split_algorithm",
     "resolve_split_algorithm",
+    "split_boundaries",
 ]
 
 RANGE_EQUALLY_DIVIDE = "range_equally_divide"
@@ -257,3 +265,36 @@ def resolve_split_algorithm(
     if name in _ALGORITHMS:
         return _ALGORITHMS[name]
     return _ALGORITHMS.get(default, _ALGORITHMS[RANGE_EQUALLY_DIVIDE])
+
+
+def split_boundaries(
+    algorithm: str,
+    bundle: NamespaceBundle | str,
+    *,
+    topics: Sequence[str] = (),
+    positions: Sequence[int] = (),
+    topic_rates: Mapping[str, TopicRates] | None = None,
+    max_msg_rate: int = 30000,
+    max_bandwidth_mbytes: int = 100,
+    flow_or_qps_difference_threshold_percentage: int = 10,
+) -> list[int] | None:
+    """The boundaries ``algorithm`` (Pulsar's name: ``range_equally_divide``,
+    ``topic_count_equally_divide``, ``specified_positions_divide``,
+    ``specified_positions_divide_force``, ``flow_or_qps_equally_divide``) finds for ``bundle``
+    (a bundle or its full name) from the given inputs (:class:`BundleSplitOption`'s fields;
+    the limits default to Pulsar's broker.conf defaults). ``None``: no valid boundary. An
+    unknown name raises :class:`~brokerlb.errors.UnknownStrategyError`.
+    """
+    chosen = _ALGORITHMS.get(algorithm)
+    if chosen is None:
+        raise UnknownStrategyError(algorithm, "bundle split", list(_ALGORITHMS))
+    option = BundleSplitOption(
+        NamespaceBundle.parse(bundle) if isinstance(bundle, str) else bundle,
+        topics=topics,
+        positions=positions,
+        topic_rates=topic_rates or {},
+        max_msg_rate=max_msg_rate,
+        max_bandwidth_mbytes=max_bandwidth_mbytes,
+        flow_or_qps_difference_threshold_percentage=flow_or_qps_difference_threshold_percentage,
+    )
+    return chosen.split_boundaries(option)

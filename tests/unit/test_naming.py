@@ -197,3 +197,15 @@ def test_is_blank_is_commons_lang_is_blank():
     assert is_blank("") and is_blank(" ") and is_blank("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f")
     assert not is_blank("\xa0") and not is_blank("\u2007") and not is_blank("\u202f") and not is_blank("\x85")
     assert not is_blank(" x")
+
+
+def test_partition_index_of_any_string_as_pulsars_static_get_partition_index():
+    # Pulsar: substringAfterLast("-partition-"), Integer.parseInt, -1 when negative or when the
+    # text is longer than the number written out (a sign, leading zeros); parseInt takes any
+    # Unicode decimal digits, so an Arabic-Indic three is partition 3
+    of = TopicName.partition_index_of
+    assert of("persistent://myprop/myns/mytopic-partition-4") == 4
+    assert [of(n) for n in ("t-partition--1", "t-partition-00", "t-partition-012", "t-partition-+5")] == [
+        -1
+    ] * 4
+    assert of("t-partition-\u0663") == 3 and of("t-partition-2147483648") == -1 and of("t") == -1

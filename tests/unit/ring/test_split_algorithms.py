@@ -122,3 +122,15 @@ def test_lenient_resolution_like_pulsar():
         == "topic_count_equally_divide"
     )
     assert resolve_split_algorithm("nope", default="also-nope").name == "range_equally_divide"
+
+
+def test_split_boundaries_by_pulsar_name_with_the_inputs_as_keywords():
+    from brokerlb.ring import split_boundaries
+
+    full = "t/ns/0x00000000_0xffffffff"
+    assert split_boundaries("range_equally_divide", full) == [0x7FFFFFFF]
+    # the force variant skips the topic-count check, the plain one needs two topics
+    assert split_boundaries("specified_positions_divide", full, positions=[0x10]) is None
+    assert split_boundaries("specified_positions_divide_force", full, positions=[0x10]) == [0x10]
+    with pytest.raises(UnknownStrategyError, match="no_such_divide"):
+        split_boundaries("no_such_divide", full)
