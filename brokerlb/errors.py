@@ -39,6 +39,8 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     ├── ConflictError                            409  already exists / not empty
     │   ├── ConsumerBusyError                    409  exclusive subscription taken, consumer limit
     │   └── ConsumerAssignError                  409  Key_Shared hash range conflict / none left
+    ├── ForbiddenError                           403  the request is refused for what it names (a
+    │                                                   cluster a tenant does not allow)
     ├── PreconditionFailedError                  412
     ├── PipelineError                            500  a Spark job of the data pipeline failed
     ├── ServiceUnavailableError                  503  retriable
@@ -117,6 +119,7 @@ __all__ = [
     "ConsumerBusyError",
     "ConsumerAssignError",
     "PreconditionFailedError",
+    "ForbiddenError",
     "PipelineError",
     "ServiceUnavailableError",
     "NoBrokerAvailableError",
@@ -384,6 +387,12 @@ class ConsumerBusyError(ConflictError):
 
 class ConsumerAssignError(ConflictError):
     """Pulsar's ``ConsumerAssignException``: a Key_Shared consumer cannot be given hash ranges."""
+
+
+class ForbiddenError(BrokerLBError):
+    """403: refused for what the request names (e.g. a cluster the tenant does not allow)."""
+
+    http_status = 403
 
 
 class PreconditionFailedError(BrokerLBError):

@@ -107,7 +107,83 @@ class _Api:
             "PUT", f"{_ADMIN}/{TopicName.parse(topic).rest_path}/partitions", body=partitions, parse=_none
         )
 
+    def delete_partitioned_topic(self, topic: TopicName | str, *, force: bool = False) -> Any:
+        """``DELETE /admin/v2/{domain}/{tenant}/{ns}/{topic}/partitions``: the partitions, then the metadata."""
+        return self._call(
+            "DELETE",
+            f"{_ADMIN}/{TopicName.parse(topic).rest_path}/partitions",
+            params={"force": _flag(force)},
+            parse=_none,
+        )
+
+    # ------------------------------------------------------------------ topics
+    def get_topics(self, namespace: NamespaceName | str, domain: str = "persistent") -> Any:
+        """``GET /admin/v2/{domain}/{tenant}/{ns}``: the namespace's topics of that domain."""
+        return self._call("GET", f"{_ADMIN}/{_seg(domain)}/{_ns(namespace)}")
+
+    def get_partitioned_topics(self, namespace: NamespaceName | str, domain: str = "persistent") -> Any:
+        return self._call("GET", f"{_ADMIN}/{_seg(domain)}/{_ns(namespace)}/partitioned")
+
+    def create_topic(self, topic: TopicName | str, properties: dict[str, str] | None = None) -> Any:
+        """``PUT /admin/v2/{domain}/{tenant}/{ns}/{topic}``: a non-partitioned topic."""
+        return self._call("PUT", f"{_ADMIN}/{TopicName.parse(topic).rest_path}", body=properties, parse=_none)
+
+    def delete_topic(self, topic: TopicName | str, *, force: bool = False) -> Any:
+        return self._call(
+            "DELETE",
+            f"{_ADMIN}/{TopicName.parse(topic).rest_path}",
+            params={"force": _flag(force)},
+            parse=_none,
+        )
+
+    def get_topic_stats(self, topic: TopicName | str) -> Any:
+        """Pulsar's TopicStats (from the topic's owner; redirects followed)."""
+        return self._call("GET", f"{_ADMIN}/{TopicName.parse(topic).rest_path}/stats")
+
+    def get_partitioned_stats(self, topic: TopicName | str, *, per_partition: bool = True) -> Any:
+        return self._call(
+            "GET",
+            f"{_ADMIN}/{TopicName.parse(topic).rest_path}/partitioned-stats",
+            params={"perPartition": _flag(per_partition)},
+        )
+
+    def get_subscriptions(self, topic: TopicName | str) -> Any:
+        return self._call("GET", f"{_ADMIN}/{TopicName.parse(topic).rest_path}/subscriptions")
+
+    # ------------------------------------------------------------------ tenants
+    def get_tenants(self) -> Any:
+        return self._call("GET", f"{_ADMIN}/tenants")
+
+    def get_tenant(self, tenant: str) -> Any:
+        return self._call("GET", f"{_ADMIN}/tenants/{_seg(tenant)}")
+
+    def create_tenant(
+        self, tenant: str, *, allowed_clusters: Iterable[str], admin_roles: Iterable[str] = ()
+    ) -> Any:
+        body = {"adminRoles": sorted(admin_roles), "allowedClusters": sorted(allowed_clusters)}
+        return self._call("PUT", f"{_ADMIN}/tenants/{_seg(tenant)}", body=body, parse=_none)
+
+    def update_tenant(
+        self, tenant: str, *, allowed_clusters: Iterable[str], admin_roles: Iterable[str] = ()
+    ) -> Any:
+        body = {"adminRoles": sorted(admin_roles), "allowedClusters": sorted(allowed_clusters)}
+        return self._call("POST", f"{_ADMIN}/tenants/{_seg(tenant)}", body=body, parse=_none)
+
+    def delete_tenant(self, tenant: str, *, force: bool = False) -> Any:
+        return self._call(
+            "DELETE", f"{_ADMIN}/tenants/{_seg(tenant)}", params={"force": _flag(force)}, parse=_none
+        )
+
     # ------------------------------------------------------------------ namespaces
+    def get_namespace_policies(self, namespace: NamespaceName | str) -> Any:
+        """Pulsar's Policies JSON of the namespace."""
+        return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}")
+
+    def delete_namespace(self, namespace: NamespaceName | str, *, force: bool = False) -> Any:
+        return self._call(
+            "DELETE", f"{_ADMIN}/namespaces/{_ns(namespace)}", params={"force": _flag(force)}, parse=_none
+        )
+
     def get_namespaces(self, tenant: str) -> Any:
         return self._call("GET", f"{_ADMIN}/namespaces/{_seg(tenant)}")
 
@@ -226,6 +302,28 @@ class _Api:
     def health_check(self) -> Any:
         return self._call("GET", f"{_ADMIN}/brokers/health", parse=_text)
 
+    def get_version(self) -> Any:
+        return self._call("GET", f"{_ADMIN}/brokers/version", parse=_text)
+
+    def get_dynamic_config_names(self) -> Any:
+        return self._call("GET", f"{_ADMIN}/brokers/configuration")
+
+    def get_dynamic_config(self) -> Any:
+        """The stored dynamic configuration: key → value."""
+        return self._call("GET", f"{_ADMIN}/brokers/configuration/values")
+
+    def get_runtime_config(self) -> Any:
+        return self._call("GET", f"{_ADMIN}/brokers/configuration/runtime")
+
+    def update_dynamic_config(self, key: str, value: str) -> Any:
+        return self._call("POST", f"{_ADMIN}/brokers/configuration/{_seg(key)}/{_seg(value)}", parse=_none)
+
+    def delete_dynamic_config(self, key: str) -> Any:
+        return self._call("DELETE", f"{_ADMIN}/brokers/configuration/{_seg(key)}", parse=_none)
+
+    def get_internal_config(self) -> Any:
+        return self._call("GET", f"{_ADMIN}/brokers/internal-configuration")
+
     def get_load_report(self) -> Any:
         return self._call("GET", f"{_ADMIN}/broker-stats/load-report")
 
@@ -235,6 +333,18 @@ class _Api:
     # ------------------------------------------------------------------ clusters
     def get_clusters(self) -> Any:
         return self._call("GET", f"{_ADMIN}/clusters")
+
+    def get_cluster(self, cluster: str) -> Any:
+        """ClusterData: ``serviceUrl``, ``brokerServiceUrl``, ..."""
+        return self._call("GET", f"{_ADMIN}/clusters/{_seg(cluster)}")
+
+    def get_brokers_with_isolation_policies(self, cluster: str) -> Any:
+        return self._call("GET", f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies/brokers")
+
+    def get_broker_with_isolation_policies(self, cluster: str, broker: str) -> Any:
+        return self._call(
+            "GET", f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies/brokers/{_seg(broker)}"
+        )
 
     def get_isolation_policies(self, cluster: str) -> Any:
         return self._call("GET", f"{_ADMIN}/clusters/{_seg(cluster)}/namespaceIsolationPolicies")
@@ -277,10 +387,13 @@ class _Api:
         )
 
 
-def _request_kwargs(params: dict[str, Any] | None, body: Any) -> dict[str, Any]:
+def _request_kwargs(method: str, params: dict[str, Any] | None, body: Any) -> dict[str, Any]:
+    """A body goes as JSON; a POST declares JSON even without one (as pulsar-admin's client does, and as
+    the broker requires of every POST)."""
     kwargs: dict[str, Any] = {"params": params}
     if body is not None:
         kwargs["content"] = json.dumps(body).encode()
+    if body is not None or method == "POST":
         kwargs["headers"] = {"Content-Type": "application/json"}
     return kwargs
 
@@ -312,7 +425,7 @@ class AdminClient(_Api):
         parse: Parse = _json,
     ) -> Any:
         try:
-            response = self._client.request(method, path, **_request_kwargs(params, body))
+            response = self._client.request(method, path, **_request_kwargs(method, params, body))
         except self._httpx.HTTPError as exc:
             raise BrokerUnreachableError(f"{method} {self.url}{path} failed: {exc}") from exc
         _check(response, method)
@@ -351,7 +464,7 @@ class AsyncAdminClient(_Api):
         parse: Parse = _json,
     ) -> Any:
         try:
-            response = await self._client.request(method, self.url + path, **_request_kwargs(params, body))
+            response = await self._client.request(method, self.url + path, **_request_kwargs(method, params, body))
         except self._httpx.HTTPError as exc:
             raise BrokerUnreachableError(f"{method} {self.url}{path} failed: {exc}") from exc
         _check(response, method)

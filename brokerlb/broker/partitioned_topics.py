@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import unquote_plus
 
 from brokerlb.coordination import MetadataStore
-from brokerlb.coordination.paths import partitioned_topic_path, policies_path
+from brokerlb.coordination.paths import partitioned_topic_path, partitioned_topics_path, policies_path
 from brokerlb.errors import (
     ConflictError,
     CorruptMetadataError,
@@ -21,9 +22,10 @@ from brokerlb.errors import (
     InvalidTopicNameError,
     NamespaceNotFoundError,
     NodeExistsError,
+    NoNodeError,
     NotAcceptableError,
 )
-from brokerlb.naming import TopicName
+from brokerlb.naming import NamespaceName, TopicName
 
 __all__ = ["PartitionedTopics", "parse_partition_count"]
 
@@ -65,3 +67,20 @@ class PartitionedTopics:
         except (ValueError, KeyError, TypeError) as exc:
             raise CorruptMetadataError(f"Unreadable partitioned-topic metadata: {exc}", path) from exc
         return {"partitions": partitions}
+
+    async def names(self, namespace: NamespaceName | str, domain: str) -> list[str]:
+        """Full names of the namespace's partitioned topics of ``domain`` (sorted)."""
+        ns = NamespaceName.parse(namespace)
+        try:
+            encoded = await self.store.children(partitioned_topics_path(ns, domain))
+        except NoNodeError:
+            return []
+        return sorted(f"{domain}://{ns}/{unquote_plus(e)}" for e in encoded)
+
+    async def delete(self, topic: TopicName) -> bool:
+        """Remove the metadata; False when the topic was not partitioned."""
+        try:
+            await self.store.delete(partitioned_topic_path(topic))
+            return True
+        except NoNodeError:
+            return False

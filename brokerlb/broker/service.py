@@ -41,6 +41,7 @@ from brokerlb.broker.leader import LeaderTasks
 from brokerlb.broker.load_manager import LoadManager
 from brokerlb.broker.lookup import LookupService
 from brokerlb.broker.namespace_service import NamespaceService
+from brokerlb.broker.operations import BrokerOperations
 from brokerlb.broker.owner_actions import OwnerActions
 from brokerlb.broker.partitioned_topics import PartitionedTopics
 from brokerlb.broker.placement import Decide, PlacementService
@@ -224,6 +225,7 @@ class BrokerService:
             load_data=self.load_data_store,
             admin=self.admin,
         )
+        self.operations = BrokerOperations(self)
         factory = self._leader_tasks_factory or default_leader_tasks
         self.leader_tasks = factory(self)
         self._listeners += [
@@ -270,6 +272,7 @@ class BrokerService:
         return HostUsageCollector(override_nic_speed_gbps=conf.loadBalancerOverrideBrokerNicSpeedGbps)
 
     async def _join(self) -> None:
+        await self.operations.start()
         await self.registry.register(
             self.identity.broker_id,
             self.reporter.local_data.to_json(),
@@ -448,6 +451,7 @@ class BrokerService:
             remove()
         self._listeners.clear()
         await self.http.stop()
+        self.operations.close()
         await self.admin.aclose()
         history = getattr(self.leader_tasks, "history", None)
         if history is not None:

@@ -16,30 +16,46 @@
     brokerlb admin topics create-partitioned-topic persistent://public/demo/p --partitions 4
     brokerlb admin brokers list | leader | owned-namespaces [BROKER]
     brokerlb admin broker-stats load-report | topics
+    brokerlb admin namespaces list public | policies public/demo | delete public/demo [--force]
+
+More verbs: ``tenants`` (:mod:`.admin_tenants`), ``clusters`` and ``ns-isolation-policy``
+(:mod:`.admin_clusters`), topic administration (:mod:`.admin_topics`), broker version and
+dynamic configuration (:mod:`.admin_brokers`).
 
 Tables by default, ``--json`` for machines (before the area: ``brokerlb admin --json ...``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import typer
 from rich.table import Table
 
 from brokerlb.admin.client import DEFAULT_URL, AdminClient
-from brokerlb.cli.common import cli_errors, console, print_json
+from brokerlb.cli.admin_brokers import add_broker_verbs
+from brokerlb.cli.admin_clusters import clusters, isolation
+from brokerlb.cli.admin_common import kv_table, list_table, run
+from brokerlb.cli.admin_tenants import tenants
+from brokerlb.cli.admin_topics import add_topic_verbs
+from brokerlb.cli.common import console
 
 app = typer.Typer(no_args_is_help=True, help="pulsar-admin-style client of a broker's REST API.")
 namespaces = typer.Typer(no_args_is_help=True, help="Namespaces and bundles.")
-topics = typer.Typer(no_args_is_help=True, help="Topic lookup and partitioned topics.")
-brokers = typer.Typer(no_args_is_help=True, help="Active brokers, the leader, owned bundles.")
+topics = typer.Typer(no_args_is_help=True, help="Topics: lookup, create, delete, list, stats, subscriptions.")
+brokers = typer.Typer(
+    no_args_is_help=True, help="Active brokers, the leader, owned bundles, version, dynamic configuration."
+)
 broker_stats = typer.Typer(no_args_is_help=True, help="A broker's load report and topic stats.")
 app.add_typer(namespaces, name="namespaces")
 app.add_typer(topics, name="topics")
 app.add_typer(brokers, name="brokers")
 app.add_typer(broker_stats, name="broker-stats")
+app.add_typer(tenants, name="tenants")
+app.add_typer(clusters, name="clusters")
+app.add_typer(isolation, name="ns-isolation-policy")
+add_topic_verbs(topics)
+add_broker_verbs(brokers)
 
 
 _BOUNDARIES = typer.Option(
@@ -57,31 +73,6 @@ def _options(
     ctx.obj = {"url": url, "json": as_json}
 
 
-def _run(
-    ctx: typer.Context,
-    call: Callable[[AdminClient], Any],
-    table: Callable[[Any], None] | None = None,
-    done: str | None = None,
-) -> None:
-    with cli_errors(), AdminClient(ctx.obj["url"]) as admin:
-        result = call(admin)
-    if ctx.obj["json"]:
-        print_json(result if result is not None else {})
-    elif table is not None:
-        table(result)
-    elif done is not None:
-        console.print(done, highlight=False)
-
-
-def _kv_table(title: str, rows: dict[str, Any]) -> None:
-    t = Table(title=title)
-    t.add_column("key")
-    t.add_column("value")
-    for key, value in rows.items():
-        t.add_row(str(key), str(value))
-    console.print(t)
-
-
 # --------------------------------------------------------------------------- namespaces
 
 
@@ -92,7 +83,33 @@ def ns_create(
     bundles: int | None = typer.Option(None, "--bundles", "-b", help="number of bundles"),
 ) -> None:
     """Create a namespace (default bundle count: defaultNumberOfNamespaceBundles)."""
-    _run(ctx, lambda a: a.create_namespace(namespace, num_bundles=bundles), done=f"created {namespace}")
+    run(ctx, lambda a: a.create_namespace(namespace, num_bundles=bundles), done=f"created {namespace}")
+
+
+@namespaces.command("list")
+def ns_list(ctx: typer.Context, tenant: str) -> None:
+    """The tenant's namespaces."""
+    run(ctx, lambda a: a.get_namespaces(tenant), lambda names: list_table(tenant, "namespace", names))
+
+
+@namespaces.command("policies")
+def ns_policies(ctx: typer.Context, namespace: str) -> None:
+    """The namespace's policies (Pulsar's Policies JSON)."""
+    import json
+
+    run(ctx, lambda a: a.get_namespace_policies(namespace), lambda p: console.print_json(json.dumps(p)))
+
+
+@namespaces.command("delete")
+def ns_delete(
+    ctx: typer.Context,
+    namespace: str,
+    force: bool = typer.Option(
+        False, "--force", "-f", help="delete its topics too (forceDeleteNamespaceAllowed)"
+    ),
+) -> None:
+    """Delete a namespace (it must have no topics, unless --force)."""
+    run(ctx, lambda a: a.delete_namespace(namespace, force=force), done=f"deleted {namespace}")
 
 
 @namespaces.command("bundles")
@@ -107,7 +124,7 @@ def ns_bundles(ctx: typer.Context, namespace: str) -> None:
             t.add_row(f"{lo}_{hi}")
         console.print(t)
 
-    _run(ctx, lambda a: a.get_bundles(namespace), table)
+    run(ctx, lambda a: a.get_bundles(namespace), table)
 
 
 @namespaces.command("unload")
@@ -123,9 +140,9 @@ def ns_unload(
     if bundle is None and destination is not None:
         raise typer.BadParameter("--destination-broker needs --bundle")
     if bundle is None:
-        _run(ctx, lambda a: a.unload_namespace(namespace), done=f"unloaded {namespace}")
+        run(ctx, lambda a: a.unload_namespace(namespace), done=f"unloaded {namespace}")
     else:
-        _run(
+        run(
             ctx,
             lambda a: a.unload_bundle(namespace, bundle, destination_broker=destination),
             done=f"unloaded {namespace}/{bundle}" + (f" to {destination}" if destination else ""),
@@ -146,7 +163,7 @@ def ns_split(
     target = bundle or bundle_type
     if not target or (bundle and bundle_type):
         raise typer.BadParameter("give exactly one of --bundle and --bundle-type")
-    _run(
+    run(
         ctx,
         lambda a: a.split_bundle(
             namespace, target, unload=unload, algorithm=algorithm, boundaries=boundaries or None
@@ -158,7 +175,7 @@ def ns_split(
 @namespaces.command("merge-bundles")
 def ns_merge(ctx: typer.Context, namespace: str, bundles: list[str] = _MERGE_BUNDLES) -> None:
     """brokerlb extension: merge adjacent bundles into one."""
-    _run(ctx, lambda a: a.merge_bundles(namespace, bundles), lambda r: _kv_table("merged", r))
+    run(ctx, lambda a: a.merge_bundles(namespace, bundles), lambda r: kv_table("merged", r))
 
 
 @namespaces.command("set-anti-affinity-group")
@@ -167,17 +184,17 @@ def ns_set_group(
     namespace: str,
     group: str = typer.Option(..., "--group", "-g", help="anti-affinity group name"),
 ) -> None:
-    _run(ctx, lambda a: a.set_anti_affinity_group(namespace, group), done=f"{namespace}: group {group}")
+    run(ctx, lambda a: a.set_anti_affinity_group(namespace, group), done=f"{namespace}: group {group}")
 
 
 @namespaces.command("get-anti-affinity-group")
 def ns_get_group(ctx: typer.Context, namespace: str) -> None:
-    _run(ctx, lambda a: a.get_anti_affinity_group(namespace), lambda g: console.print(g or "(none)"))
+    run(ctx, lambda a: a.get_anti_affinity_group(namespace), lambda g: console.print(g or "(none)"))
 
 
 @namespaces.command("delete-anti-affinity-group")
 def ns_delete_group(ctx: typer.Context, namespace: str) -> None:
-    _run(ctx, lambda a: a.delete_anti_affinity_group(namespace), done=f"{namespace}: group removed")
+    run(ctx, lambda a: a.delete_anti_affinity_group(namespace), done=f"{namespace}: group removed")
 
 
 # --------------------------------------------------------------------------- topics
@@ -195,7 +212,7 @@ def _lookup_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
 @topics.command("lookup")
 def topics_lookup(ctx: typer.Context, topic: str) -> None:
     """The broker serving the topic."""
-    _run(ctx, lambda a: a.lookup_topic(topic), lambda d: _lookup_table([(topic, d)]))
+    run(ctx, lambda a: a.lookup_topic(topic), lambda d: _lookup_table([(topic, d)]))
 
 
 @topics.command("partitioned-lookup")
@@ -209,20 +226,20 @@ def topics_partitioned_lookup(ctx: typer.Context, topic: str) -> None:
         names = [name.partition(i) for i in range(partitions)] if partitions else [name]
         return {str(n): a.lookup_topic(n) for n in names}
 
-    _run(ctx, call, lambda d: _lookup_table(list(d.items())))
+    run(ctx, call, lambda d: _lookup_table(list(d.items())))
 
 
 @topics.command("bundle-range")
 def topics_bundle_range(ctx: typer.Context, topic: str) -> None:
     """The bundle range the topic belongs to."""
-    _run(ctx, lambda a: a.topic_bundle_range(topic), lambda r: console.print(r, highlight=False))
+    run(ctx, lambda a: a.topic_bundle_range(topic), lambda r: console.print(r, highlight=False))
 
 
 @topics.command("create-partitioned-topic")
 def topics_create_partitioned(
     ctx: typer.Context, topic: str, partitions: int = typer.Option(..., "--partitions", "-p")
 ) -> None:
-    _run(ctx, lambda a: a.create_partitioned_topic(topic, partitions), done=f"created {topic} ({partitions})")
+    run(ctx, lambda a: a.create_partitioned_topic(topic, partitions), done=f"created {topic} ({partitions})")
 
 
 # --------------------------------------------------------------------------- brokers
@@ -239,13 +256,13 @@ def brokers_list(ctx: typer.Context, cluster: str | None = typer.Argument(None))
             t.add_row(b)
         console.print(t)
 
-    _run(ctx, lambda a: a.get_active_brokers(cluster), table)
+    run(ctx, lambda a: a.get_active_brokers(cluster), table)
 
 
 @brokers.command("leader")
 def brokers_leader(ctx: typer.Context) -> None:
     """The leader broker."""
-    _run(ctx, lambda a: a.get_leader_broker(), lambda d: _kv_table("leader", d))
+    run(ctx, lambda a: a.get_leader_broker(), lambda d: kv_table("leader", d))
 
 
 @brokers.command("owned-namespaces")
@@ -269,7 +286,7 @@ def brokers_owned(
             t.add_row(bundle, s["broker_assignment"], str(s["is_controlled"]), str(s["is_active"]))
         console.print(t)
 
-    _run(ctx, call, table)
+    run(ctx, call, table)
 
 
 # --------------------------------------------------------------------------- broker-stats
@@ -297,9 +314,9 @@ def stats_load_report(ctx: typer.Context) -> None:
         for res in ("cpu", "memory", "bandwidthIn", "bandwidthOut"):
             if res in d:
                 rows[res] = f"{d[res]['usage']:.1f} / {d[res]['limit']:.1f}"
-        _kv_table("load report", rows)
+        kv_table("load report", rows)
 
-    _run(ctx, lambda a: a.get_load_report(), table)
+    run(ctx, lambda a: a.get_load_report(), table)
 
 
 @broker_stats.command("topics")
@@ -323,4 +340,4 @@ def stats_topics(ctx: typer.Context) -> None:
                         )
         console.print(t)
 
-    _run(ctx, lambda a: a.get_topics_stats(), table)
+    run(ctx, lambda a: a.get_topics_stats(), table)

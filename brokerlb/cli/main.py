@@ -29,7 +29,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
     (
         "admin",
         "brokerlb.cli.admin",
-        "pulsar-admin-style client of any broker: namespaces, topics, brokers, broker-stats.",
+        "pulsar-admin-style client of any broker: tenants, namespaces, topics, brokers, clusters, ns-isolation-policy.",
     ),
     (
         "plan",

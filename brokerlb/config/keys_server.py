@@ -154,6 +154,18 @@ class PolicyKeys(KeyGroup):
     defaultNumPartitions: int = key(
         INT, 1, "Partitions of an auto-created partitioned topic.", dynamic=True, ge=1
     )
+    forceDeleteTenantAllowed: bool = key(
+        BOOL,
+        False,
+        "Allow `DELETE /admin/v2/tenants/{tenant}?force=true` (deletes its namespaces and topics).",
+        dynamic=True,
+    )
+    forceDeleteNamespaceAllowed: bool = key(
+        BOOL,
+        False,
+        "Allow `DELETE /admin/v2/namespaces/{tenant}/{ns}?force=true` (deletes its topics).",
+        dynamic=True,
+    )
 
 
 class MetricsKeys(KeyGroup):
@@ -165,5 +177,10 @@ class MetricsKeys(KeyGroup):
         INT, 60, "How often topic and bundle statistics are recomputed.", ge=1, unit="seconds"
     )
     exposeBundlesMetricsInPrometheus: bool = key(
-        BOOL, False, "Export per-bundle load metrics (brk_bundle_*).", dynamic=True
+        BOOL, False, "Export per-bundle load metrics (pulsar_bundle_*) at /metrics.", dynamic=True
+    )
+    exposeTopicLevelMetricsInPrometheus: bool = key(
+        BOOL,
+        True,
+        "Export topic metrics (pulsar_rate_in, ...) per topic at /metrics; false = summed per namespace.",
     )

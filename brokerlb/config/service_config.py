@@ -155,6 +155,29 @@ class ServiceConfig(
         )
         return type(self)._create(merged, explicit)
 
+    def adopt_dynamic_values(self, updated: ServiceConfig) -> dict[str, tuple[Any, Any]]:
+        """Take ``updated``'s values of the dynamic keys, **in place**; returns ``{key: (old, new)}``.
+
+        The one mutation of a config, for Pulsar's dynamic configuration: every part of a running
+        broker holds this same object, so each reads the new value at its next use (the leader at
+        its next cycle). Only keys Pulsar can change at run time are taken; the others must be
+        equal (``updated`` is normally ``base.with_overrides(map, dynamic_only=True)``).
+        """
+        changed: dict[str, tuple[Any, Any]] = {}
+        for name, value in updated._values.items():
+            old = self._values[name]
+            if value == old and type(value) is type(old):
+                continue
+            if not REGISTRY.keys[name].dynamic:
+                raise InvalidConfigError(
+                    name, value, "not a dynamic configuration; it can only be set in broker.conf"
+                )
+            changed[name] = (old, value)
+        values = dict(self._values)
+        values.update({name: new for name, (_old, new) in changed.items()})
+        self._set_state(values, self._explicit | frozenset(changed))
+        return changed
+
     # ------------------------------------------------------------------ reading
 
     def get(self, name: str) -> Any:

@@ -10,11 +10,15 @@ path                                               content
 ``/loadbalance/broker-time-average/{brokerId}``    TimeAverageBrokerData
 ``/loadbalance/resource-quota/namespace/{bundle}`` legacy ResourceQuota
 ``/namespace/{tenant}/{ns}/{range}``               ephemeral NamespaceEphemeralData (ownership)
+``/admin/policies/{tenant}``                       TenantInfo (``adminRoles``, ``allowedClusters``)
 ``/admin/policies/{tenant}/{ns}``                  global Policies (``bundles``, ...)
 ``/admin/local-policies/{tenant}/{ns}``            LocalPolicies (``bundles``, anti-affinity group)
+``/admin/clusters/{cluster}``                      ClusterData (``serviceUrl``, ``brokerServiceUrl``, ...)
 ``/admin/clusters/{cluster}/namespaceIsolationPolicies``  map name → NamespaceIsolationData
 ``/admin/clusters/{cluster}/failureDomain/{domain}``      FailureDomain ``{"brokers": [...]}``
 ``/admin/partitioned-topics/{tenant}/{ns}/{domain}/{topic}``  PartitionedTopicMetadata
+``/admin/configuration``                           dynamic configuration: key → value (strings)
+``/managed-ledgers/{tenant}/{ns}/persistent/{topic}``  a created persistent topic
 =================================================  ===========================================
 
 v1 namespaces (``tenant/cluster/ns``) simply have one more segment.
@@ -60,6 +64,12 @@ __all__ = [
     "failure_domains_root",
     "failure_domain_path",
     "partitioned_topic_path",
+    "partitioned_topics_path",
+    "DYNAMIC_CONFIG_PATH",
+    "MANAGED_LEDGERS_ROOT",
+    "tenant_path",
+    "managed_ledger_path",
+    "managed_ledgers_path",
 ]
 
 LOADBALANCE_ROOT = "/loadbalance"
@@ -74,6 +84,9 @@ POLICIES_ROOT = "/admin/policies"
 LOCAL_POLICIES_ROOT = "/admin/local-policies"
 CLUSTERS_ROOT = "/admin/clusters"
 PARTITIONED_TOPICS_ROOT = "/admin/partitioned-topics"
+#: Pulsar's ``BROKER_SERVICE_CONFIGURATION_PATH``: the dynamic configuration, one JSON map.
+DYNAMIC_CONFIG_PATH = "/admin/configuration"
+MANAGED_LEDGERS_ROOT = "/managed-ledgers"
 
 _ISOLATION_POLICIES = "namespaceIsolationPolicies"
 _FAILURE_DOMAIN = "failureDomain"
@@ -134,6 +147,11 @@ def bundle_of_ownership_path(path: str) -> NamespaceBundle:
     return NamespaceBundle.parse(path[len(prefix) :])
 
 
+def tenant_path(tenant: str) -> str:
+    """``/admin/policies/{tenant}``: the tenant's TenantInfo; its children are its namespaces."""
+    return f"{POLICIES_ROOT}/{_segment(tenant, 'tenant name')}"
+
+
 def policies_path(namespace: NamespaceName | str) -> str:
     return f"{POLICIES_ROOT}/{NamespaceName.parse(namespace)}"
 
@@ -182,3 +200,19 @@ def partitioned_topic_path(topic: TopicName | str) -> str:
     """``/admin/partitioned-topics/{tenant}/{ns}/{domain}/{encodedLocalName}``."""
     t = TopicName.parse(topic)
     return f"{PARTITIONED_TOPICS_ROOT}/{t.namespace}/{t.domain}/{t.encoded_local_name}"
+
+
+def partitioned_topics_path(namespace: NamespaceName | str, domain: str) -> str:
+    """``/admin/partitioned-topics/{tenant}/{ns}/{domain}``: children are the encoded local names."""
+    return f"{PARTITIONED_TOPICS_ROOT}/{NamespaceName.parse(namespace)}/{domain}"
+
+
+def managed_ledger_path(topic: TopicName | str) -> str:
+    """``/managed-ledgers/{tenant}/{ns}/persistent/{encodedLocalName}`` -- where Pulsar keeps a persistent
+    topic's managed-ledger metadata; brokerlb's node marks a created persistent topic."""
+    t = TopicName.parse(topic)
+    return f"{MANAGED_LEDGERS_ROOT}/{t.namespace}/{t.domain}/{t.encoded_local_name}"
+
+
+def managed_ledgers_path(namespace: NamespaceName | str, domain: str = "persistent") -> str:
+    return f"{MANAGED_LEDGERS_ROOT}/{NamespaceName.parse(namespace)}/{domain}"

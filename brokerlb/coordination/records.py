@@ -40,6 +40,8 @@ __all__ = [
     "NamespaceIsolationData",
     "NamespaceIsolationPolicies",
     "FailureDomain",
+    "TenantInfo",
+    "ClusterData",
     "broker_id_of_url",
 ]
 
@@ -501,3 +503,76 @@ class FailureDomain(_Record):
     @classmethod
     def from_json(cls, data: Any) -> FailureDomain:
         return cls(frozenset(_str_list(_obj(data, "FailureDomain"), "brokers", "FailureDomain")))
+
+
+# --------------------------------------------------------------------------- tenants, clusters
+
+
+@dataclass(frozen=True, slots=True)
+class TenantInfo(_Record):
+    """``/admin/policies/{tenant}``: ``{"adminRoles": [...], "allowedClusters": [...]}`` (Pulsar's TenantInfo).
+
+    An empty node (a tenant node made as the parent of a namespace by an older brokerlb or by a
+    tool writing the store directly) reads as :attr:`implicit`: no roles, no cluster list.
+    """
+
+    _WHAT: ClassVar[str] = "TenantInfo"
+    _KNOWN: ClassVar[tuple[str, ...]] = ("adminRoles", "allowedClusters")
+
+    admin_roles: tuple[str, ...] = ()
+    allowed_clusters: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    implicit: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out = dict(self.extra)
+        out["adminRoles"] = sorted(set(self.admin_roles))
+        out["allowedClusters"] = sorted(set(self.allowed_clusters))
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> TenantInfo:
+        what = "TenantInfo"
+        obj = _obj(data, what)
+        return cls(
+            admin_roles=tuple(_str_list(obj, "adminRoles", what)),
+            allowed_clusters=tuple(_str_list(obj, "allowedClusters", what)),
+            extra={k: v for k, v in obj.items() if k not in cls._KNOWN},
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: str | None = None) -> TenantInfo:
+        if not data.strip():
+            return cls(implicit=True)
+        return super(TenantInfo, cls).from_bytes(data, path)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterData(_Record):
+    """``/admin/clusters/{cluster}``: Pulsar's ClusterData (the URLs brokerlb knows; the rest kept as is)."""
+
+    _WHAT: ClassVar[str] = "ClusterData"
+    _FIELDS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("service_url", "serviceUrl"),
+        ("service_url_tls", "serviceUrlTls"),
+        ("broker_service_url", "brokerServiceUrl"),
+        ("broker_service_url_tls", "brokerServiceUrlTls"),
+    )
+
+    service_url: str | None = None
+    service_url_tls: str | None = None
+    broker_service_url: str | None = None
+    broker_service_url_tls: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = dict(self.extra)
+        out.update(_without_nones({name: getattr(self, attr) for attr, name in self._FIELDS}))
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> ClusterData:
+        obj = _obj(data, "ClusterData")
+        known = {name for _attr, name in cls._FIELDS}
+        values = {attr: _opt_str(obj, name, "ClusterData") for attr, name in cls._FIELDS}
+        return cls(**values, extra={k: v for k, v in obj.items() if k not in known})

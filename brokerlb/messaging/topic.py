@@ -100,6 +100,11 @@ class Subscription:
         self.delivered += 1
         return consumer.consumer_id
 
+    def unacked_of(self, consumer: DispatchConsumer) -> int:
+        """Messages delivered to ``consumer`` and not acknowledged yet (its ``unackedMessages``)."""
+        attached = self._attached.get(consumer.consumer_id)
+        return 0 if attached is None else len(attached.unacked)
+
     def acknowledge(self, consumer: DispatchConsumer, message_id: str) -> bool:
         """An ack (or negative ack) from ``consumer``: its permit comes back. False if not outstanding."""
         attached = self._attached.get(consumer.consumer_id)

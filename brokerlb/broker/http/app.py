@@ -6,8 +6,8 @@
   (unless ``fast_lookup=False``);
 * WebSocket ``/ws/v2/producer|consumer/...`` → :class:`~brokerlb.broker.websocket.WebSocketEndpoint`
   (Pulsar's WebSocket API, when ``webSocketServiceEnabled``);
-* everything else → the FastAPI app: lookup, ``/admin/v2`` namespaces, brokers,
-  broker-stats, clusters, partitioned topics, and the OpenAPI document at
+* everything else → the FastAPI app: lookup, ``/admin/v2`` tenants, namespaces, topics,
+  brokers (and their configuration), broker-stats, clusters, and the OpenAPI document at
   ``/openapi.json`` (browsable at ``/docs``).
 
 Every error is Pulsar's body ``{"reason": "..."}`` with its status (see
@@ -25,11 +25,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from brokerlb import __version__
-from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router, topics_router
+from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router
 from brokerlb.broker.http.errors import error_body, error_headers, error_status, json_bytes
 from brokerlb.broker.http.guard import RequestGuard
 from brokerlb.broker.http.lookup_routes import LookupEndpoint, lookup_router
 from brokerlb.broker.http.namespaces_routes import namespaces_router
+from brokerlb.broker.http.operations_routes import operations_routers
 from brokerlb.broker.websocket import WebSocketEndpoint
 from brokerlb.errors import BrokerLBError
 from brokerlb.limits import InputLimits
@@ -56,11 +57,11 @@ def _fastapi(service: BrokerService, limits: InputLimits) -> FastAPI:
     app = FastAPI(title="brokerlb broker", version=__version__, description=_DESCRIPTION)
     app.state.limits = limits
     for router in (
+        *operations_routers(service),  # first: their fixed paths before the older {param} ones
         lookup_router(service),
         namespaces_router(service),
         brokers_router(service),
         clusters_router(service),
-        topics_router(service),
     ):
         app.include_router(router)
 

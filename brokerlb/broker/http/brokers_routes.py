@@ -1,4 +1,4 @@
-"""Admin v2 brokers and broker-stats, clusters (isolation policies, failure domains), partitioned topics."""
+"""Admin v2 brokers and broker-stats, clusters (isolation policies, failure domains)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from fastapi import APIRouter, Request, Response
 
 from brokerlb.broker.health import health, readiness
 from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content, request_limits
-from brokerlb.broker.http.lookup_routes import topic_from_segments
-from brokerlb.broker.partitioned_topics import parse_partition_count
 from brokerlb.broker.redirect import Redirect
 from brokerlb.coordination import FailureDomain, NamespaceIsolationData
 from brokerlb.errors import BrokerNotFoundError, NotFoundError, PreconditionFailedError
@@ -17,7 +15,7 @@ from brokerlb.errors import BrokerNotFoundError, NotFoundError, PreconditionFail
 if TYPE_CHECKING:
     from brokerlb.broker.service import BrokerService
 
-__all__ = ["brokers_router", "clusters_router", "topics_router"]
+__all__ = ["brokers_router", "clusters_router"]
 
 _B = "/admin/v2/brokers"
 _C = "/admin/v2/clusters"
@@ -172,34 +170,5 @@ def clusters_router(service: BrokerService) -> APIRouter:
         _check_cluster(service, cluster, status=412)
         await service.cluster_policies.delete_failure_domain(name)
         return no_content()
-
-    return router
-
-
-def topics_router(service: BrokerService) -> APIRouter:
-    router = APIRouter(tags=["topics"])
-    path = "/admin/v2/{domain}/{tenant}/{namespace}/{topic}/partitions"
-
-    @router.put(
-        path,
-        status_code=204,
-        summary="Create a partitioned topic",
-        description="Body: the number of partitions (a JSON integer > 0).",
-    )
-    async def create_partitioned_topic(
-        domain: str, tenant: str, namespace: str, topic: str, request: Request
-    ) -> Response:
-        name = topic_from_segments(domain, tenant, namespace, topic)
-        limits = request_limits(request)
-        limits.check_name("topic", name.local_name)
-        partitions = parse_partition_count(await json_body(request))
-        limits.check_partitions(partitions)
-        await service.partitioned_topics.create(name, partitions)
-        return no_content()
-
-    @router.get(path, summary='Partitioned-topic metadata ({"partitions": N}, 0 = not partitioned)')
-    async def partitioned_metadata(domain: str, tenant: str, namespace: str, topic: str) -> Response:
-        name = topic_from_segments(domain, tenant, namespace, topic)
-        return json_response(await service.partitioned_topics.metadata(name))
 
     return router

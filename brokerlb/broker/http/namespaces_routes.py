@@ -40,9 +40,12 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
     router = APIRouter(tags=["namespaces"])
     ext: list[str | Enum] = ["brokerlb extensions"]
 
+    tenants = service.operations.tenants
+
     @router.get(f"{_P}/{{tenant}}", summary="Namespaces of a tenant")
     async def list_namespaces(tenant: str) -> Response:
         NamespaceName.parse(f"{tenant}/x")
+        await tenants.require(tenant)
         return json_response(await service.namespaces.list_namespaces(tenant))
 
     @router.put(
@@ -59,6 +62,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         limits.check_name("namespace", namespace)
         body = await json_body(request)
         limits.check_policies_bundles(body, parse_boundary)
+        await tenants.check_namespace_allowed(tenant, service.identity.cluster)
         await service.namespaces.create_namespace(name, body)
         return no_content()
 

@@ -11,6 +11,7 @@ import httpx
 
 from brokerlb.admin import AsyncAdminClient
 from brokerlb.coordination import MetadataStore
+from brokerlb.errors import NoNodeError
 from brokerlb.naming import TopicName
 from brokerlb.ring import NamespaceBundles
 from brokerlb.testing.coordination import CoordinationSnapshot, check_coordination_invariants
@@ -77,3 +78,23 @@ def owned_counts(snap: CoordinationSnapshot) -> Counter[str]:
 async def admin_call(url: str, method: str, *args: Any, **kwargs: Any) -> Any:
     async with AsyncAdminClient(url) as admin:
         return await getattr(admin, method)(*args, **kwargs)
+
+
+async def store_tree(store: MetadataStore, root: str = "/admin") -> dict[str, bytes]:
+    """Every node under ``root`` (path → data): to check that a refused request changed nothing."""
+    out: dict[str, bytes] = {}
+
+    async def walk(path: str) -> None:
+        node = await store.get_or_none(path)
+        if node is None:
+            return
+        out[path] = node.data
+        try:
+            kids = await store.children(path)
+        except NoNodeError:
+            return
+        for kid in kids:
+            await walk(f"{path.rstrip('/')}/{kid}")
+
+    await walk(root)
+    return out

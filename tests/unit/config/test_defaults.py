@@ -39,6 +39,7 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "webSocketServiceEnabled": (False, False),
     "statsUpdateFrequencyInSecs": (60, False),
     "exposeBundlesMetricsInPrometheus": (False, True),
+    "exposeTopicLevelMetricsInPrometheus": (True, False),
     "metadataStoreSessionTimeoutMillis": (30000, False),
     "metadataStoreOperationTimeoutSeconds": (30, False),
     # policies
@@ -47,6 +48,8 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "allowAutoTopicCreationType": ("non-partitioned", True),
     "defaultNumPartitions": (1, True),
     "maxNumPartitionsPerPartitionedTopic": (0, True),
+    "forceDeleteTenantAllowed": (False, True),
+    "forceDeleteNamespaceAllowed": (False, True),
     # load manager
     "loadBalancerEnabled": (True, False),
     "loadManagerClassName": (f"{IMPL}.ModularLoadManagerImpl", True),

@@ -1,0 +1,34 @@
+"""The routers of :class:`~brokerlb.broker.operations.BrokerOperations`, each given only the part it uses.
+
+They are included in the app **before** the older routers: their fixed paths
+(``/admin/v2/brokers/version``, ``.../namespaceIsolationPolicies/brokers``) must match before the
+older parameterised ones (``/admin/v2/brokers/{cluster}``, ``.../namespaceIsolationPolicies/{name}``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fastapi import APIRouter
+
+from brokerlb.broker.http.broker_config_routes import broker_config_router
+from brokerlb.broker.http.cluster_routes import cluster_router
+from brokerlb.broker.http.namespace_admin_routes import namespace_admin_router
+from brokerlb.broker.http.tenants_routes import tenants_router
+from brokerlb.broker.http.topics_routes import topics_router
+
+if TYPE_CHECKING:
+    from brokerlb.broker.service import BrokerService
+
+__all__ = ["operations_routers"]
+
+
+def operations_routers(service: BrokerService) -> list[APIRouter]:
+    ops = service.operations
+    return [
+        broker_config_router(ops.dynamic, service.conf),
+        cluster_router(ops.store, ops.cluster, service.cluster_policies, service.registry.available_brokers),
+        tenants_router(ops.tenants, ops.namespaces),
+        namespace_admin_router(ops.namespaces),
+        topics_router(ops.topics, service.partitioned_topics),
+    ]
