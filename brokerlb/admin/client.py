@@ -464,7 +464,9 @@ class AsyncAdminClient(_Api):
         parse: Parse = _json,
     ) -> Any:
         try:
-            response = await self._client.request(method, self.url + path, **_request_kwargs(method, params, body))
+            response = await self._client.request(
+                method, self.url + path, **_request_kwargs(method, params, body)
+            )
         except self._httpx.HTTPError as exc:
             raise BrokerUnreachableError(f"{method} {self.url}{path} failed: {exc}") from exc
         _check(response, method)

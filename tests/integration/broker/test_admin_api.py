@@ -143,7 +143,9 @@ async def test_bad_admin_input_gets_pulsars_4xx_and_changes_nothing(cluster, sto
         for method, path, body, status, reason in bad:
             path, reason = path.replace("{u}", unique), reason.replace("{u}", unique)
             content = None if body is None else (body if isinstance(body, str) else json.dumps(body))
-            response = await client.request(method, path, content=content)
+            response = await client.request(
+                method, path, content=content, headers={"Content-Type": "application/json"}
+            )
             try:
                 got = response.json().get("reason", "")
             except (ValueError, AttributeError):
