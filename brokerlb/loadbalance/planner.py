@@ -217,6 +217,11 @@ class Planner:
             if isinstance(source, ClusterView)
             else parse_snapshot(source, now_ms=self._clock() if self._clock else None, warn=warn)
         )
+        if overrides and warn is not None:
+            ignored = view.config.registry.ignored
+            for key in overrides:
+                if str(key).strip() in ignored:
+                    warn(f"set.{key}: a Pulsar key brokerlb does not model; accepted and ignored")
         return view.with_overrides(overrides) if overrides else view
 
     def session(self, session_id: str | None, seed: int | None = None) -> PlannerSession:

@@ -285,3 +285,10 @@ def test_planner_answers_carry_the_snapshot_warnings() -> None:
         "config.managedLedgerDefaultEnsembleSize: a Pulsar key brokerlb does not model; accepted and ignored"
     ]
     assert "warnings" not in Planner().run({"op": "shed", "snapshot": _doc(), "raw": True})
+    # a request's "set" (--set) overrides warn the same way
+    answer = Planner().run(
+        {"op": "shed", "snapshot": _doc(), "raw": True, "set": {"tlsProtocols": "TLSv1.3"}}
+    )
+    assert answer["warnings"] == [
+        "set.tlsProtocols: a Pulsar key brokerlb does not model; accepted and ignored"
+    ]
