@@ -133,3 +133,19 @@ def test_shed_loop_gives_destinations_and_batch_sessions_remember() -> None:
     ]
     assert answers[0]["unload"][0]["reason"] == "HitCount"  # first cycle: one high hit, two needed
     assert any(u["label"] == "Success" for u in answers[1]["unload"])
+
+
+def test_snapshot_warnings_in_json_and_on_stderr_for_tables() -> None:
+    doc = json.loads(EXAMPLE.read_text())
+    doc.setdefault("config", {})["managedLedgerDefaultEnsembleSize"] = 3
+    warning = (
+        "config.managedLedgerDefaultEnsembleSize: a Pulsar key brokerlb does not model; accepted and ignored"
+    )
+    result = _plan("shed", "--raw", "--strategy", "OverloadShedder", input=json.dumps(doc))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == [warning]
+    result = _plan(
+        "shed", "--raw", "--strategy", "OverloadShedder", "--format", "table", input=json.dumps(doc)
+    )
+    assert result.exit_code == 0, result.output
+    assert warning in " ".join(result.stderr.split()) and warning not in result.stdout
