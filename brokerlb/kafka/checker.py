@@ -41,7 +41,13 @@ from brokerlb.kafka.assignors.result import GroupAssignment
 from brokerlb.kafka.assignors.snapshot import GroupSnapshot, TopicPartition
 from brokerlb.testing.invariants import InvariantViolation
 
-__all__ = ["BalanceKind", "check_assignment", "check_cooperative_round", "check_assignor_result"]
+__all__ = [
+    "BalanceKind",
+    "check_assignment",
+    "check_assignor_result",
+    "check_cooperative_round",
+    "check_reconciliation_step",
+]
 
 BalanceKind = Literal["none", "count", "global", "per_topic", "load"]
 
@@ -62,8 +68,13 @@ def check_assignment(
     complete: bool = True,
     rates: Mapping[TopicPartition, float] | None = None,
     tolerance: float = 0.0,
+    subscribed_only: bool = True,
 ) -> None:
-    """Raise :class:`InvariantViolation` unless ``assignment`` is valid for ``group``."""
+    """Raise :class:`InvariantViolation` unless ``assignment`` is valid for ``group``.
+
+    ``subscribed_only=False`` allows a member to hold partitions of topics it no
+    longer subscribes to (mid-reconciliation, before it has revoked them).
+    """
     listed: dict[str, list[TopicPartition]] = {m: list(tps) for m, tps in assignment.items()}
     assignment = listed
     owner: dict[TopicPartition, str] = {}
@@ -77,7 +88,7 @@ def check_assignment(
             owner[tp] = member
             if not group.exists(tp):
                 _fail(f"{member!r} owns {tp}, which does not exist", group, assignment)
-            if tp.topic not in subscribed:
+            if subscribed_only and tp.topic not in subscribed:
                 _fail(f"{member!r} owns {tp} but does not subscribe to {tp.topic!r}", group, assignment)
     if complete:
         missing = [tp for tp in group.all_partitions() if tp not in owner]
@@ -231,6 +242,30 @@ def check_cooperative_round(
                     group,
                     result.assignment,
                 )
+
+
+def check_reconciliation_step(
+    group: GroupSnapshot,
+    holdings: Mapping[str, Iterable[TopicPartition]],
+    *,
+    settled: bool,
+    assignor: PartitionAssignor | None = None,
+) -> None:
+    """One step of KIP-848 reconciliation: what each member holds (assigned or not yet revoked).
+
+    Always: members exist, partitions exist, no partition held by two members. Once
+    ``settled`` (every member stable at the target epoch): every partition of a
+    subscribed topic held, only by subscribers, and -- with ``assignor`` -- the
+    holdings are the assignor's answer for the group with its promised balance.
+    """
+    check_assignment(group, holdings, complete=settled, subscribed_only=settled)
+    if settled and assignor is not None:
+        result = assignor.assign(group)
+        check_assignor_result(assignor, group, result)
+        expected = {m: set(tps) for m, tps in result.target().items()}
+        held = {m: set(holdings.get(m, ())) for m in group.members}
+        if held != expected:
+            _fail(f"settled holdings differ from the {assignor.name} target", group, holdings)
 
 
 def check_assignor_result(assignor: PartitionAssignor, group: GroupSnapshot, result: GroupAssignment) -> None:
