@@ -24,13 +24,19 @@ from brokerlb.kafka.assignors import TopicPartition
 from brokerlb.kafka.group.common import read_owners, read_partitions
 from brokerlb.kafka.group.coordinated import CoordinatedGroupConsumer
 from brokerlb.kafka.group.layout import GroupPaths
+from brokerlb.kafka.group.reconciliation import (
+    GroupCoordinatorService,
+    Kip848Paths,
+    ReconcilingConsumer,
+    read_coordinator_state,
+)
 from brokerlb.kafka.group.tracker import FetchTracker, PauseStats
 from brokerlb.kafka.group.zk_consumer import ZkRebalancingConsumer
 from brokerlb.testing.invariants import InvariantViolation
 
 __all__ = ["GroupRun", "ChangeReport", "Consumer"]
 
-Consumer = ZkRebalancingConsumer | CoordinatedGroupConsumer
+Consumer = ZkRebalancingConsumer | CoordinatedGroupConsumer | ReconcilingConsumer
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,9 @@ class GroupRun:
     admin: MetadataStore | None = None
     #: every consumer that was ever a member (their rebalance records)
     everyone: list[Consumer] = field(default_factory=list)
+    #: KIP-848: ``make_coordinator(store, group)`` -- the group coordinator, started in ``setup``
+    make_coordinator: Callable[[MetadataStore, str], GroupCoordinatorService] | None = None
+    coordinator: GroupCoordinatorService | None = None
 
     @property
     def paths(self) -> GroupPaths:
@@ -92,6 +101,8 @@ class GroupRun:
                 await create_topic(self.admin, topic, count)
             except NodeExistsError:
                 await set_topic_partitions(self.admin, topic, count)
+        if self.make_coordinator is not None:
+            self.coordinator = await self.make_coordinator(await self.new_store(), self.group).start()
 
     async def join(self, consumer_id: str) -> ChangeReport:
         store = await self.new_store()
@@ -137,13 +148,44 @@ class GroupRun:
         return report
 
     async def ownership(self) -> dict[TopicPartition, str]:
+        """Who owns what according to the store: owner nodes, or (KIP-848) the coordinator's state."""
         assert self.admin is not None
+        if self.make_coordinator is not None:
+            return {
+                tp: m
+                for m, tps in (await self._kip848_holdings(stable_only=False) or {}).items()
+                for tp in tps
+            }
         counts = await read_partitions(self.admin, self.topics)
         return await read_owners(self.admin, self.paths, counts)
+
+    async def _kip848_holdings(self, stable_only: bool) -> dict[str, set[TopicPartition]] | None:
+        """Members' assigned partitions from the coordinator's state node (None: not stable)."""
+        assert self.admin is not None
+        paths = Kip848Paths(self.group)
+        node = await self.admin.get_or_none(paths.state)
+        if node is None:
+            return {} if not stable_only else None
+        doc = read_coordinator_state(node.data, paths.state)
+        members = doc["members"]
+        if stable_only and any(
+            m["state"] != "STABLE" or m["memberEpoch"] != doc["targetEpoch"] for m in members.values()
+        ):
+            return None
+        if stable_only and members and doc["targetEpoch"] != doc["groupEpoch"]:
+            return None
+        return {
+            mid: {TopicPartition(t, p) for t, ps in m["assigned"].items() for p in ps}
+            for mid, m in members.items()
+        }
 
     async def is_settled(self) -> bool:
         if not all(c.idle for c, _ in self.members.values()):
             return False
+        if self.coordinator is not None:
+            holdings = await self._kip848_holdings(stable_only=True)
+            if holdings is None or set(holdings) != set(self.members) or not self.coordinator.idle:
+                return False
         owners = await self.ownership()
         if not self.members:
             return not owners
@@ -191,6 +233,8 @@ class GroupRun:
             consumer, store = self.members.pop(cid)
             await consumer.stop()
             await store.close()
+        if self.coordinator is not None:
+            await self.coordinator.stop()
         if self.admin is not None:
             await self.admin.close()
 

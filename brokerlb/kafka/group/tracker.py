@@ -78,14 +78,15 @@ class FetchTracker:
             if current is None:
                 self._live[tp] = (member, now)
 
-    def stopped(self, member: str, partitions: Iterable[TopicPartition]) -> None:
-        now = self.clock()
+    def stopped(self, member: str, partitions: Iterable[TopicPartition], at: float | None = None) -> None:
+        """``member`` stopped using ``partitions`` now, or ``at`` an earlier time (its lease ended then)."""
+        now = self.clock() if at is None else at
         for tp in partitions:
             current = self._live.get(tp)
             if current is not None and current[0] == member:
-                self.last_change_at = now
+                self.last_change_at = max(self.last_change_at, now)
                 del self._live[tp]
-                self.intervals.append((tp, member, current[1], now))
+                self.intervals.append((tp, member, current[1], max(now, current[1])))
 
     def fetching(self) -> dict[TopicPartition, str]:
         return {tp: member for tp, (member, _) in self._live.items()}

@@ -56,8 +56,10 @@ STYLES = {
 }
 
 
-async def five_join_then_leave(service, make, group="grp") -> GroupRun:
-    run = GroupRun(group, TOPICS, service.new_store, make, settle_timeout_s=30.0)
+async def five_join_then_leave(service, make, group="grp", make_coordinator=None) -> GroupRun:
+    run = GroupRun(
+        group, TOPICS, service.new_store, make, settle_timeout_s=30.0, make_coordinator=make_coordinator
+    )
     await run.setup()
     try:
         for i in range(1, 6):
