@@ -371,72 +371,57 @@ class ConsumerGroupCoordinator:
 class MemberLease:
     """The member's side of fencing: until when it may use its partitions, by its own clock.
 
-    The coordinator fences a member ``session_timeout_s`` after the last heartbeat it
-    *received*, or ``rebalance_timeout_s`` after *processing* the heartbeat that asked
-    it to revoke, and then hands its partitions to others at once. The member counts
-    the same timeouts from when it *sent* those heartbeats -- never later than the
-    coordinator's times (one machine's monotonic clock, or clocks whose skew is
-    below the margin the timeouts leave) -- so it has stopped by then:
+    The coordinator fences a member -- and hands *all* its partitions to others at
+    once -- ``session_timeout_s`` after the last heartbeat it *received*, or
+    ``rebalance_timeout_s`` after *processing* the heartbeat that asked it to revoke.
+    The member counts the same timeouts from when it *sent* those heartbeats, never
+    later than the coordinator's times (one machine's monotonic clock, or clocks whose
+    skew is below the margin the timeouts leave), so it has stopped by then. It may
+    use its partitions until the earliest of:
 
-    * every owned partition: ``sent + session_timeout_s`` of the last answered heartbeat;
-    * a partition the answer leaves out (to revoke): ``sent + rebalance_timeout_s`` of
-      the earliest heartbeat that answer covers (any of them may have started the
-      coordinator's timer);
-    * every owned partition while a heartbeat is unanswered: ``sent + rebalance_timeout_s``
-      of the oldest unanswered one (its processing may have started a timer the member
-      has not heard of).
+    * ``sent + session_timeout_s`` of the last answered heartbeat;
+    * while a revocation is pending -- from the answer that asked for it until an
+      answer to a heartbeat that no longer reported the revoked partitions --
+      ``sent + rebalance_timeout_s`` of the earliest heartbeat that first answer
+      covers (any of them may have started the coordinator's timer);
+    * while a heartbeat is unanswered, ``sent + rebalance_timeout_s`` of the oldest
+      unanswered one (its processing may have started a timer it has not heard of).
     """
 
     session_timeout_s: float
     rebalance_timeout_s: float
     session_ends_at: float = float("-inf")
-    revoke_by: dict[TopicPartition, float] = field(default_factory=dict)
-    #: heartbeat sequence number -> send time, for the heartbeats not answered yet
-    unanswered: dict[int, float] = field(default_factory=dict)
+    revocation_ends_at: float = float("inf")
+    #: heartbeat sequence number -> (send time, partitions reported owned), not answered yet
+    unanswered: dict[int, tuple[float, frozenset[TopicPartition]]] = field(default_factory=dict)
 
-    def sending(self, seq: int, now: float) -> None:
-        self.unanswered[seq] = now
+    def sending(self, seq: int, now: float, owned: Iterable[TopicPartition]) -> None:
+        self.unanswered[seq] = (now, frozenset(owned))
 
-    def answered(
-        self, seq: int, assignment: Iterable[TopicPartition], owned: Iterable[TopicPartition]
-    ) -> None:
+    def answered(self, seq: int, assignment: Iterable[TopicPartition]) -> None:
         """The answer to heartbeat ``seq`` (and to every earlier one) arrived with ``assignment``."""
-        covered = [t for s, t in self.unanswered.items() if s <= seq]
+        covered = sorted(s for s in self.unanswered if s <= seq)
         if not covered:
             return  # an older answer than one already handled
-        for s in [s for s in self.unanswered if s <= seq]:
+        first_sent = self.unanswered[covered[0]][0]
+        last_sent, reported = self.unanswered[covered[-1]]
+        for s in covered:
             del self.unanswered[s]
-        self.session_ends_at = max(self.session_ends_at, max(covered) + self.session_timeout_s)
-        keep = set(assignment)
-        for tp in owned:
-            if tp not in keep:
-                self.revoke_by[tp] = min(
-                    self.revoke_by.get(tp, float("inf")), min(covered) + self.rebalance_timeout_s
-                )
-        for tp in list(self.revoke_by):
-            if tp in keep:
-                del self.revoke_by[tp]
+        self.session_ends_at = max(self.session_ends_at, last_sent + self.session_timeout_s)
+        if reported - frozenset(assignment):  # asked to revoke: the coordinator's timer runs
+            self.revocation_ends_at = min(self.revocation_ends_at, first_sent + self.rebalance_timeout_s)
+        else:  # it saw us without the revoked partitions and asked for nothing more
+            self.revocation_ends_at = float("inf")
 
-    def deadline(self, tp: TopicPartition) -> float:
-        oldest = min(self.unanswered.values(), default=float("inf"))
-        return min(
-            self.session_ends_at, self.revoke_by.get(tp, float("inf")), oldest + self.rebalance_timeout_s
-        )
+    def deadline(self) -> float:
+        oldest = min((sent for sent, _ in self.unanswered.values()), default=float("inf"))
+        return min(self.session_ends_at, self.revocation_ends_at, oldest + self.rebalance_timeout_s)
 
-    def expired(self, owned: Iterable[TopicPartition], now: float) -> dict[TopicPartition, float]:
-        """Owned partitions the member must no longer use at ``now``, with when their lease ended."""
-        return {tp: end for tp in owned if now >= (end := self.deadline(tp))}
-
-    def next_deadline(self, owned: Iterable[TopicPartition]) -> float:
-        return min((self.deadline(tp) for tp in owned), default=float("inf"))
-
-    def forget(self, partitions: Iterable[TopicPartition]) -> None:
-        """The member no longer owns these (revoked or dropped)."""
-        for tp in partitions:
-            self.revoke_by.pop(tp, None)
+    def expired(self, now: float) -> bool:
+        return now >= self.deadline()
 
     def reset(self) -> None:
         """A new membership (after fencing or leaving): nothing is leased."""
         self.session_ends_at = float("-inf")
-        self.revoke_by.clear()
+        self.revocation_ends_at = float("inf")
         self.unanswered.clear()

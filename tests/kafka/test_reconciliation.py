@@ -100,18 +100,21 @@ def test_session_timeout_fences_a_silent_member():
 def test_lease_counts_from_send_times():
     lease = MemberLease(session_timeout_s=SESSION, rebalance_timeout_s=REBALANCE)
     owned = tps("t-0", "t-1")
-    assert lease.deadline(T("t", 0)) == float("-inf")  # nothing answered yet: nothing leased
-    lease.sending(0, 9.0)
-    lease.answered(0, owned, frozenset())
-    assert lease.deadline(T("t", 0)) == 9.0 + SESSION
-    lease.sending(1, 10.0)
-    assert lease.deadline(T("t", 0)) == 10.0 + REBALANCE  # unanswered: a timer may have started
-    lease.sending(2, 10.5)
-    lease.answered(2, tps("t-0"), owned)  # covers 1 and 2: the revocation counts from 10.0
-    assert lease.deadline(T("t", 0)) == 10.5 + SESSION and lease.deadline(T("t", 1)) == 10.0 + REBALANCE
-    assert lease.expired(owned, 11.0) == {T("t", 1): 11.0}
-    lease.answered(1, owned, owned)  # an older answer changes nothing
-    assert lease.deadline(T("t", 1)) == 10.0 + REBALANCE
+    assert lease.deadline() == float("-inf")  # nothing answered yet: nothing leased
+    lease.sending(0, 9.0, frozenset())
+    lease.answered(0, owned)
+    assert lease.deadline() == 9.0 + SESSION
+    lease.sending(1, 10.0, owned)
+    assert lease.deadline() == 10.0 + REBALANCE  # unanswered: a timer may have started
+    lease.sending(2, 10.5, owned)
+    lease.answered(2, tps("t-0"))  # covers 1 and 2: the revocation counts from 10.0, for everything
+    assert lease.deadline() == 10.0 + REBALANCE and lease.expired(11.0) and not lease.expired(10.9)
+    lease.answered(1, owned)  # an older answer changes nothing
+    assert lease.deadline() == 10.0 + REBALANCE
+    lease.sending(3, 10.6, tps("t-0"))  # revoked t-1; the ack is unanswered: still bounded
+    assert lease.deadline() == 10.0 + REBALANCE
+    lease.answered(3, tps("t-0"))
+    assert lease.deadline() == 10.6 + SESSION
 
 
 # --------------------------------------------------------------------------- simulation
@@ -140,16 +143,16 @@ class Sim:
     used: list[tuple[TopicPartition, str, float, float]] = field(default_factory=list)
 
     def drop(self, m: SimMember, tps, ends: dict | None = None) -> None:
+        end = min(self.now, m.lease.deadline())  # nobody uses a partition past its lease
         for tp in list(tps):
             if tp in m.owned:
                 m.owned.discard(tp)
-                self.used.append((tp, m.member_id, m.since.pop(tp), (ends or {}).get(tp, self.now)))
-        m.lease.forget(tps)
+                start = m.since.pop(tp)
+                self.used.append((tp, m.member_id, start, max(end, start)))
 
     def check_lease(self, m: SimMember) -> None:
-        expired = m.lease.expired(m.owned, self.now)
-        if expired:  # lost its lease: it stopped using them when it ended; rejoin as a new member
-            self.drop(m, list(m.owned), expired)
+        if m.owned and m.lease.expired(self.now):  # lost its lease: stopped using them then; rejoin
+            self.drop(m, list(m.owned))
             m.epoch, m.inbox = JOIN_EPOCH, []
             m.lease.reset()
 
@@ -158,7 +161,7 @@ class Sim:
             return
         self.check_lease(m)
         m.seq += 1
-        m.lease.sending(m.seq, self.now)
+        m.lease.sending(m.seq, self.now, m.owned)
         sub = m.subscription if (m.epoch == JOIN_EPOCH or m.resubscribe) else None
         m.resubscribe = False
         request = HeartbeatRequest(m.member_id, m.epoch, sub, frozenset(m.owned), REBALANCE)
@@ -178,7 +181,7 @@ class Sim:
                 m.lease.reset()
                 continue
             before = frozenset(m.owned)
-            m.lease.answered(seq, r.assignment, before)
+            m.lease.answered(seq, r.assignment)
             m.epoch = r.member_epoch
             self.drop(m, before - r.assignment)
             for tp in sorted(r.assignment - before):
@@ -198,7 +201,7 @@ class Sim:
         users: dict[TopicPartition, list[str]] = {}
         for m in self.members.values():
             for tp in m.owned:
-                if m.lease.deadline(tp) > self.now:
+                if m.lease.deadline() > self.now:
                     users.setdefault(tp, []).append(m.member_id)
         return users
 
@@ -293,9 +296,9 @@ def test_random_event_sequences_keep_single_ownership_and_settle(assignor, event
                 sim.drop(m, list(m.owned))
                 c.heartbeat(HeartbeatRequest(m.member_id, LEAVE_EPOCH), sim.now)
             else:  # a crashed member: it stops using its partitions when its lease ends
-                ends = {tp: m.lease.deadline(tp) for tp in m.owned}
                 for tp in list(m.owned):
-                    sim.used.append((tp, m.member_id, m.since.pop(tp), ends[tp]))
+                    start = m.since.pop(tp)
+                    sim.used.append((tp, m.member_id, start, max(start, m.lease.deadline())))
             sim.check_coordinator()
         elif kind == "stall" and ids:
             sim.members[ids[arg % len(ids)]].stalled = True

@@ -482,7 +482,8 @@ class ReconcilingConsumer:
                 except MetadataStoreError as exc:
                     logger.info("%s: heartbeat failed: %s", self.consumer_id, exc)
                 next_beat = self.clock.monotonic() + self.heartbeat_interval_s
-            wait = min(next_beat, self.lease.next_deadline(self.owned)) - self.clock.monotonic()
+            lease_end = self.lease.deadline() if self.owned else float("inf")
+            wait = min(next_beat, lease_end) - self.clock.monotonic()
             self._wake.clear()
             if self._answer is None and wait > 0:
                 try:
@@ -500,7 +501,7 @@ class ReconcilingConsumer:
             "rebalanceTimeoutMs": int(self.rebalance_timeout_s * 1000),
         }
         if epoch != LEAVE_EPOCH:
-            self.lease.sending(self._seq, self.clock.monotonic())
+            self.lease.sending(self._seq, self.clock.monotonic(), self.owned)
         path = self.paths.heartbeat(self.consumer_id)
         try:
             await self.store.set(path, _dump(doc))
@@ -523,7 +524,7 @@ class ReconcilingConsumer:
             doc.get("sessionTimeoutMs", self.lease.session_timeout_s * 1000) / 1000.0
         )
         assignment = _tps(doc.get("assignment") or {})
-        self.lease.answered(seq, assignment, self.owned)
+        self.lease.answered(seq, assignment)
         self.member_epoch = int(doc["memberEpoch"])
         self.state = MemberState(doc["state"]) if doc.get("state") else None
         lose = self.owned - assignment
@@ -537,6 +538,9 @@ class ReconcilingConsumer:
             self.clock.monotonic(),
         )
         self._drop(lose, "revoked")
+        if self.owned and self.lease.expired(self.clock.monotonic()):  # the revocation hook took too long
+            self._rejoin("lease ended while revoking")
+            return True
         if gain:
             self.owned = self.owned | gain
             self.tracker.started(self.consumer_id, gain)
@@ -549,12 +553,8 @@ class ReconcilingConsumer:
         self.history.append(record)
         return True
 
-    def _drop(
-        self,
-        partitions: Iterable[TopicPartition],
-        why: str,
-        ends: Mapping[TopicPartition, float] | None = None,
-    ) -> None:
+    def _drop(self, partitions: Iterable[TopicPartition], why: str) -> None:
+        """Stop using ``partitions``: now, or when the lease ended if that was earlier (a stalled process)."""
         lose = frozenset(partitions) & self.owned
         if not lose:
             return
@@ -563,18 +563,17 @@ class ReconcilingConsumer:
             for tp in lose:
                 by.setdefault(tp.topic, set()).add(tp.partition)
             self.listener.before_releasing_partitions(by)
-        for end in sorted(set((ends or {}).get(tp, -1.0) for tp in lose)):
-            group = [tp for tp in lose if (ends or {}).get(tp, -1.0) == end]
-            self.tracker.stopped(self.consumer_id, group, at=end if end >= 0 else None)
+        now = self.clock.monotonic()
+        deadline = self.lease.deadline()
+        self.tracker.stopped(self.consumer_id, lose, at=deadline if deadline < now else None)
         self.owned = self.owned - lose
-        self.lease.forget(lose)
         logger.debug("%s: dropped %d partitions (%s)", self.consumer_id, len(lose), why)
 
     def _check_lease(self, now: float) -> None:
-        expired = self.lease.expired(self.owned, now)
-        if expired:
-            logger.info("%s: lease ended for %d partitions; rejoining", self.consumer_id, len(expired))
-            self._drop(self.owned, "lease ended", expired)
+        if self.owned and self.lease.expired(now):
+            logger.info(
+                "%s: lease ended; dropping %d partitions, rejoining", self.consumer_id, len(self.owned)
+            )
             self._rejoin("lease ended")
 
     def _rejoin(self, why: str) -> None:
