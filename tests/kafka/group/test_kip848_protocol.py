@@ -108,9 +108,7 @@ async def test_crashed_member_is_fenced_by_the_session_timeout(memory_service):
         consumer._task.cancel()
         store.crash()
         # a dead process uses nothing once its lease ends
-        ends = {tp: consumer.lease.deadline(tp) for tp in consumer.owned}
-        for tp, end in ends.items():
-            run.tracker.stopped("consumer-2", [tp], at=end)
+        run.tracker.stopped("consumer-2", consumer.owned, at=consumer.lease.deadline())
         await run.wait_settled()
         assert set((await run.ownership()).values()) == {"consumer-1", "consumer-3"}
         reasons = [reason for _, mid, reason in run.coordinator.fenced if mid == "consumer-2"]
