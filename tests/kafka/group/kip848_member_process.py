@@ -51,7 +51,9 @@ class StallOnce:
 
 async def main(args: argparse.Namespace) -> None:
     log = Log(args.log)
-    store = ZooKeeperMetadataStore(args.hosts, session_timeout=args.zk_session_timeout, operation_timeout=10.0)
+    store = ZooKeeperMetadataStore(
+        args.hosts, session_timeout=args.zk_session_timeout, operation_timeout=10.0
+    )
     await store.start()
     consumer = ReconcilingConsumer(
         store,

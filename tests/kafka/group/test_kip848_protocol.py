@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -152,3 +153,125 @@ def test_state_round_trip():
     d = ConsumerGroupCoordinator("g", session_timeout_s=SESSION, heartbeat_interval_s=INTERVAL)
     restore_state(d, read_coordinator_state(data, Kip848Paths("g").state), 5.0)
     assert encode_state(d) == data and d.holder == c.holder
+
+
+def overlaps(spans):
+    """(partition, member, start, end) spans -> the first two members using one partition at once."""
+    by_tp = {}
+    for tp, mid, start, end in spans:
+        by_tp.setdefault(tp, []).append((start, end, mid))
+    for tp, lst in by_tp.items():
+        reach, holder = float("-inf"), None
+        for start, end, mid in sorted(lst):
+            if start < reach and mid != holder:
+                return f"{tp}: {holder} (until {reach:.3f}) and {mid} (from {start:.3f})"
+            if end > reach:
+                reach, holder = end, mid
+    return None
+
+
+def child_spans(log_path, member):
+    spans, live = [], {}
+    for line in log_path.read_text().splitlines():
+        event = json.loads(line)
+        for t, p in event.get("tps", []):
+            tp = TopicPartition(t, p)
+            if event["ev"] == "start":
+                live[tp] = event["t"]
+            elif event["ev"] == "stop" and tp in live:
+                spans.append((tp, member, live.pop(tp), event["t"]))
+    return spans + [(tp, member, start, float("inf")) for tp, start in live.items()]
+
+
+@pytest.mark.zookeeper
+async def test_sigstopped_member_is_fenced_by_the_rebalance_timeout(zk_server, tmp_path):
+    """A member stuck in its revocation (SIGSTOPped by PID) past its rebalance timeout is fenced; its
+    partitions go to the others only after its lease ended; it rejoins when continued."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.kafka.group.conftest import ZooKeeperService
+
+    svc = ZooKeeperService(zk_server)
+    await svc.setup()
+    run = GroupRun(
+        "stall", TOPICS, svc.new_store, kip848(), make_coordinator=coordinator(), settle_timeout_s=60
+    )
+    await run.setup()
+    log = tmp_path / "child.jsonl"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.kafka.group.kip848_member_process",
+            f"{zk_server.hosts}{svc.chroot}",
+            "stall",
+            "child",
+            str(log),
+            "--topics",
+            ",".join(TOPICS),
+            "--stall-on-revoke",
+            "2.0",
+            "--rebalance-timeout",
+            str(REBALANCE),
+            "--session-timeout",
+            str(SESSION),
+            "--heartbeat-interval",
+            str(INTERVAL),
+        ],
+        cwd=os.getcwd(),
+    )
+    stopped = False
+    try:
+        c = run.coordinator.coordinator
+        total = sum(TOPICS.values())
+        await eventually(
+            lambda: (
+                c.is_stable() and len(c.members.get("child") and c.members["child"].assigned or ()) == total
+            ),
+            timeout=30.0,
+            message="the child owns everything",
+        )
+
+        async def stop_when_revoking():
+            nonlocal stopped
+            await eventually(
+                lambda: log.exists() and '"revoking"' in log.read_text(), timeout=30.0, message="revoking"
+            )
+            os.kill(child.pid, signal.SIGSTOP)
+            stopped = True
+
+        stopper = asyncio.create_task(stop_when_revoking())
+        await run.join("consumer-1")  # settles once the child is fenced and consumer-1 holds everything
+        await stopper
+        fenced = [reason for _, mid, reason in run.coordinator.fenced if mid == "child"]
+        assert fenced and fenced[0].startswith("rebalance timeout"), run.coordinator.fenced
+        assert set((await run.ownership()).values()) == {"consumer-1"}
+        os.kill(child.pid, signal.SIGCONT)
+        stopped = False
+        await eventually(
+            lambda: c.is_stable() and "child" in c.members and c.members["child"].assigned,
+            timeout=30.0,
+            message="the child rejoined and got its share",
+        )
+        await checked_state(run, settled=True)
+        child.send_signal(signal.SIGTERM)
+        child.wait(timeout=30)
+        await run.wait_settled()
+        spans = list(run.tracker.intervals) + [
+            (tp, m, since, float("inf")) for tp, (m, since) in run.tracker._live.items()
+        ]
+        spans += child_spans(log, "child")
+        assert not overlaps(spans), overlaps(spans)
+        assert not run.tracker.violations
+        assert '"left"' in log.read_text()
+    finally:
+        if stopped:
+            os.kill(child.pid, signal.SIGCONT)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        await run.close()
+        await svc.close()
