@@ -1,4 +1,4 @@
-"""Benchmark: seed 004's ZooKeeper-era rebalance vs the coordinator style, on a real ZooKeeper.
+"""Benchmark: the ZooKeeper-era eager rebalance vs the coordinator style vs KIP-848 reconciliation, on a real ZooKeeper.
 
 Five consumers (``--consumers``) join one by one, then leave in a shuffled order.
 After each change the group must settle (every partition owned, each member
@@ -12,8 +12,13 @@ change we report:
 * ``rebalances`` / ``attempts`` -- member rebalances and their attempts (retries after
   "owner node still exists").
 
-Styles: ``seed-004`` (range; every member rebalances itself), ``coordinator``
-(cooperative-sticky, incremental) and ``coordinator-eager`` (range, release all).
+Styles: ``seed-004`` (Kafka 0.8's ZooKeeper consumer, range; every member rebalances
+itself, eager), ``coordinator`` (cooperative-sticky, incremental), ``coordinator-eager``
+(range, release all) and ``kip-848`` (a group coordinator service computes the target with
+the server-side ``uniform`` assignor; members reconcile under member epochs; heartbeat
+interval ``--heartbeat-interval``, 0.1 s by default -- Kafka's default is 5 s, and a member
+waiting for a released partition learns of it at its next heartbeat, so settle times scale
+with it).
 The embedded store (``--store memory``) shows the protocol cost without network.
 
 Run: ``.venv/bin/python benchmarks/bench_group_protocols.py [--store zookeeper|memory] [--rounds 3]``
@@ -35,12 +40,18 @@ from collections.abc import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from brokerlb.coordination import MemoryMetadataStore, MemoryServer, MetadataStore  # noqa: E402
-from brokerlb.kafka.group import CoordinatedGroupConsumer, GroupRun, ZkRebalancingConsumer  # noqa: E402
+from brokerlb.kafka.group import (  # noqa: E402
+    CoordinatedGroupConsumer,
+    GroupCoordinatorService,
+    GroupRun,
+    ZkRebalancingConsumer,
+    reconciling_style,
+)
 
 TOPICS = {"orders": 24, "payments": 12, "clicks": 12}
 
 
-def styles(backoff: float) -> dict[str, Callable]:
+def styles(backoff: float, heartbeat: float) -> dict[str, tuple[Callable, Callable | None]]:
     def seed(store, group, cid, tracker):
         return ZkRebalancingConsumer(
             store,
@@ -63,15 +74,38 @@ def styles(backoff: float) -> dict[str, Callable]:
             store, group, cid, list(TOPICS), assignor="range", incremental=False, tracker=tracker
         )
 
+    def group_coordinator(store, group):
+        return GroupCoordinatorService(
+            store,
+            group,
+            assignor="uniform",
+            session_timeout_s=max(10.0, 20 * heartbeat),
+            heartbeat_interval_s=heartbeat,
+        )
+
+    kip848 = reconciling_style(
+        list(TOPICS),
+        rebalance_timeout_s=30.0,
+        session_timeout_s=max(10.0, 20 * heartbeat),
+        heartbeat_interval_s=heartbeat,
+    )
     return {
-        "seed-004 (range)": seed,
-        "coordinator (cooperative-sticky)": coordinator,
-        "coordinator-eager (range)": eager,
+        "seed-004 (range)": (seed, None),
+        "coordinator (cooperative-sticky)": (coordinator, None),
+        "coordinator-eager (range)": (eager, None),
+        "kip-848 (uniform)": (kip848, group_coordinator),
     }
 
 
-async def one_round(new_store, make, consumers: int, seed: int) -> list[dict]:
-    run = GroupRun(f"bench-{uuid.uuid4().hex[:6]}", TOPICS, new_store, make, settle_timeout_s=60.0)
+async def one_round(new_store, make, consumers: int, seed: int, make_coordinator=None) -> list[dict]:
+    run = GroupRun(
+        f"bench-{uuid.uuid4().hex[:6]}",
+        TOPICS,
+        new_store,
+        make,
+        settle_timeout_s=60.0,
+        make_coordinator=make_coordinator,
+    )
     await run.setup()
     try:
         ids = [f"consumer-{i}" for i in range(1, consumers + 1)]
@@ -120,8 +154,11 @@ async def main_async(args: argparse.Namespace) -> None:
             f"{'style':<34} {'change':<20} {'settle_s':>9} {'moved':>6} {'paused_p_s':>11} "
             f"{'max_pause':>10} {'stw_s':>8} {'rebal':>6} {'attempts':>8}"
         )
-        for name, make in styles(args.backoff).items():
-            rounds = [await one_round(new_store, make, args.consumers, seed) for seed in range(args.rounds)]
+        for name, (make, make_coordinator) in styles(args.backoff, args.heartbeat_interval).items():
+            rounds = [
+                await one_round(new_store, make, args.consumers, seed, make_coordinator)
+                for seed in range(args.rounds)
+            ]
             print(header)
             totals = {"settle_s": 0.0, "moved": 0, "paused_partition_s": 0.0, "stop_the_world_s": 0.0}
             for i, row in enumerate(rounds[0]):
@@ -165,6 +202,9 @@ def main() -> None:
     ap.add_argument("--consumers", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--backoff", type=float, default=0.2, help="seed-004 rebalance.backoff.ms, in seconds")
+    ap.add_argument(
+        "--heartbeat-interval", type=float, default=0.1, help="kip-848 heartbeat interval, in seconds"
+    )
     asyncio.run(main_async(ap.parse_args()))
 
 
