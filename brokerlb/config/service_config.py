@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from brokerlb.config.aliases import ALIASES, KNOWN_IGNORED_KEYS
+from brokerlb.config.keys_balancer import BalancerKeys
 from brokerlb.config.keys_brokerlb import BrokerlbKeys
 from brokerlb.config.keys_extensible import ExtensibleLoadManagerKeys
 from brokerlb.config.keys_load_balancer import (
@@ -62,6 +63,7 @@ KEY_GROUPS: tuple[type[KeyGroup], ...] = (
     BundleSplitKeys,
     ExtensibleLoadManagerKeys,
     BrokerlbKeys,
+    BalancerKeys,
 )
 
 #: Every key brokerlb models, its aliases and the Pulsar keys it ignores.
@@ -83,6 +85,7 @@ class ServiceConfig(
     BundleSplitKeys,
     ExtensibleLoadManagerKeys,
     BrokerlbKeys,
+    BalancerKeys,
 ):
     """The broker configuration: one read-only attribute per key, named like Pulsar's key.
 

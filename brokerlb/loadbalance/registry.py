@@ -12,7 +12,9 @@ only by its full class name
 Built-in strategies are listed in :data:`BUILTIN` (kind, Pulsar class name, module,
 attribute, short name); modules are imported only when a strategy is used. Plugins call
 :func:`register`. ``AvgShedder`` is registered twice (shedding and placement): both roles
-share its state entry, as Pulsar binds the two when it is configured as both.
+share its state entry, as Pulsar binds the two when it is configured as both. brokerlb's own
+balancer (:mod:`brokerlb.loadbalance.balancer`) is registered the same way under the short name
+``brokerlb`` (class name ``brokerlb.loadbalance.balancer.Balancer``, a modular strategy).
 
 >>> resolve(StrategyKind.SHEDDING, "ThresholdShedder").class_name
 'org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder'
@@ -34,6 +36,7 @@ __all__ = [
     "BUILTIN",
     "IMPL",
     "EXTENSIONS",
+    "BROKERLB_BALANCER",
     "register",
     "unregister",
     "resolve",
@@ -95,6 +98,10 @@ def _spec(kind: StrategyKind, class_name: str, module: str, short: bool = True) 
 
 
 _SHEDDING = "brokerlb.loadbalance.shedding"
+_BALANCER = "brokerlb.loadbalance.balancer.strategy"
+#: class name of brokerlb's own balancer (short name ``brokerlb``; both a shedding and a
+#: placement strategy, sharing one state entry)
+BROKERLB_BALANCER = "brokerlb.loadbalance.balancer.Balancer"
 _PLACEMENT = "brokerlb.loadbalance.placement.strategies"
 _SPLIT = "brokerlb.loadbalance.split"
 
@@ -123,6 +130,8 @@ BUILTIN: tuple[StrategySpec, ...] = (
         f"{_PLACEMENT}.extensible_least_resource_usage_with_weight",
         short=False,
     ),
+    StrategySpec(StrategyKind.SHEDDING, BROKERLB_BALANCER, _BALANCER, "Balancer", "brokerlb"),
+    StrategySpec(StrategyKind.PLACEMENT, BROKERLB_BALANCER, _BALANCER, "Balancer", "brokerlb"),
     _spec(StrategyKind.SPLIT, f"{IMPL}.BundleSplitterTask", _SPLIT),
     _spec(StrategyKind.SPLIT, f"{EXTENSIONS}.strategy.DefaultNamespaceBundleSplitStrategyImpl", _SPLIT),
 )

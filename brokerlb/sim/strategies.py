@@ -9,7 +9,8 @@ names both work (``ThresholdShedder``,
   ``ExtensibleLoadManagerImpl`` (placement is then the extensible
   ``LeastResourceUsageWithWeight``, split the extensible strategy);
 * ``AvgShedder`` is also made the placement strategy, as Pulsar requires (PIP-364),
-  unless the label names another one;
+  unless the label names another one; so is brokerlb's own balancer (``brokerlb``), which
+  plans destinations and places bundles with one model;
 * ``+PLACEMENT`` sets ``loadBalancerLoadPlacementStrategy``.
 
 >>> strategy_overrides("ThresholdShedder+LeastResourceUsageWithWeight")["loadBalancerLoadPlacementStrategy"]
@@ -57,8 +58,8 @@ def strategy_overrides(label: str) -> dict[str, str]:
     )
     if placement is not None:
         out["loadBalancerLoadPlacementStrategy"] = resolve(StrategyKind.PLACEMENT, placement).class_name
-    elif short_class_name(shed.class_name) == "AvgShedder":
-        out["loadBalancerLoadPlacementStrategy"] = resolve(StrategyKind.PLACEMENT, "AvgShedder").class_name
+    elif short_class_name(shed.class_name) == "AvgShedder" or shed.short_name == "brokerlb":
+        out["loadBalancerLoadPlacementStrategy"] = resolve(StrategyKind.PLACEMENT, shed.class_name).class_name
     return out
 
 
@@ -67,7 +68,8 @@ def strategy_label(label: str) -> str:
     from brokerlb.loadbalance.registry import StrategyKind, resolve
 
     shedder, placement = split_label(label)
-    name = short_class_name(resolve(StrategyKind.SHEDDING, shedder).class_name)
+    spec = resolve(StrategyKind.SHEDDING, shedder)
+    name = spec.short_name or short_class_name(spec.class_name)
     if placement is None:
         return name
     place = resolve(StrategyKind.PLACEMENT, placement)

@@ -40,6 +40,7 @@ under the limit.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any
 
 from brokerlb.loadbalance.decisions import PlacementDecision, Reason
@@ -53,7 +54,75 @@ from brokerlb.loadbalance.placement.filters import (
 from brokerlb.loadbalance.state import StrategyState
 from brokerlb.model import bundle_namespace
 
-__all__ = ["select_modular"]
+__all__ = ["select_modular", "modular_candidates", "ModularCandidates"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModularCandidates:
+    """What steps 3-8 leave for a bundle: ``candidates``, the policy ``base`` set they fall back
+    to, and a note per step."""
+
+    candidates: tuple[str, ...]
+    base: tuple[str, ...]
+    steps: tuple[str, ...]
+
+
+def modular_candidates(
+    context: PlacementContext,
+    bundle: str,
+    *,
+    non_persistent: bool = False,
+    even_spread: bool | None = None,
+) -> ModularCandidates:
+    """Steps 3-8 of the module docstring: the brokers the strategy may choose among for ``bundle``.
+
+    ``even_spread`` overrides ``loadBalancerDistributeBundlesEvenlyEnabled`` (a balancer that
+    plans load, not bundle counts, asks without it; every other filter applies as configured).
+    """
+    conf = context.config
+    steps: list[str] = []
+    namespace = bundle_namespace(bundle)
+    isolation = context.isolation(namespace, non_persistent, extensible=False)
+    base = list(isolation.candidates)
+    steps.append(f"isolation {isolation.describe()}: {len(base)}")
+    candidates = filter_brokers_with_large_topic_count(
+        base, context.total_topics, conf.loadBalancerBrokerMaxTopics
+    )
+    steps.append(f"max topics {conf.loadBalancerBrokerMaxTopics}: {len(candidates)}")
+
+    counts = context.anti_affinity_counts(namespace)
+    if counts is not None:
+        candidates = filter_anti_affinity_group_owned_brokers(
+            candidates,
+            counts,
+            broker_domain=context.broker_domain,
+            failure_domains_enabled=conf.failureDomainsEnabled,
+        )
+        steps.append(f"anti-affinity group '{context.group_of(namespace)}': {len(candidates)}")
+
+    spread = conf.loadBalancerDistributeBundlesEvenlyEnabled if even_spread is None else even_spread
+    if spread:
+        candidates = remove_most_servicing_brokers_for_namespace(
+            candidates, context.namespace_counts.get(namespace, {})
+        )
+        steps.append(f"even spread of {namespace}: {len(candidates)}")
+
+    running = context.brokers_running(context.running_load_manager(extensible=False))
+    candidates = [b for b in candidates if b in running]  # BrokerLoadManagerClassFilter
+    steps.append(f"load manager class: {len(candidates)}")
+    version = broker_version_filter(candidates, _version_of(context), conf.preferLaterVersions)
+    if version.failure is not None:
+        candidates = list(base)
+        steps.append(f"{version.failure}; back to the {len(base)} policy candidates")
+    else:
+        candidates = version.kept
+        if conf.preferLaterVersions:
+            steps.append(f"latest version: {len(candidates)}")
+
+    if not candidates:
+        candidates = list(base)
+        steps.append(f"none left, back to the {len(base)} policy candidates")
+    return ModularCandidates(tuple(candidates), tuple(base), tuple(steps))
 
 
 def _select(
@@ -80,7 +149,6 @@ def select_modular(
     non_persistent: bool = False,
 ) -> PlacementDecision:
     """Steps 1-10 of the module docstring (no preallocation: the caller decides)."""
-    conf = context.config
     steps: list[str] = []
     preallocated = context.preallocated_broker(bundle)
     if preallocated is not None:
@@ -91,49 +159,11 @@ def select_modular(
             Reason.PREALLOCATED,
             f"already preallocated to {preallocated}",
         )
-    namespace = bundle_namespace(bundle)
     if not context.modular_brokers:
         return PlacementDecision(bundle, None, (), Reason.NO_BROKERS, "no broker has a load report")
-
-    isolation = context.isolation(namespace, non_persistent, extensible=False)
-    base = list(isolation.candidates)
-    steps.append(f"isolation {isolation.describe()}: {len(base)}")
-    candidates = filter_brokers_with_large_topic_count(
-        base, context.total_topics, conf.loadBalancerBrokerMaxTopics
-    )
-    steps.append(f"max topics {conf.loadBalancerBrokerMaxTopics}: {len(candidates)}")
-
-    counts = context.anti_affinity_counts(namespace)
-    if counts is not None:
-        candidates = filter_anti_affinity_group_owned_brokers(
-            candidates,
-            counts,
-            broker_domain=context.broker_domain,
-            failure_domains_enabled=conf.failureDomainsEnabled,
-        )
-        steps.append(f"anti-affinity group '{context.group_of(namespace)}': {len(candidates)}")
-
-    if conf.loadBalancerDistributeBundlesEvenlyEnabled:
-        candidates = remove_most_servicing_brokers_for_namespace(
-            candidates, context.namespace_counts.get(namespace, {})
-        )
-        steps.append(f"even spread of {namespace}: {len(candidates)}")
-
-    running = context.brokers_running(context.running_load_manager(extensible=False))
-    candidates = [b for b in candidates if b in running]  # BrokerLoadManagerClassFilter
-    steps.append(f"load manager class: {len(candidates)}")
-    version = broker_version_filter(candidates, _version_of(context), conf.preferLaterVersions)
-    if version.failure is not None:
-        candidates = list(base)
-        steps.append(f"{version.failure}; back to the {len(base)} policy candidates")
-    else:
-        candidates = version.kept
-        if conf.preferLaterVersions:
-            steps.append(f"latest version: {len(candidates)}")
-
-    if not candidates:
-        candidates = list(base)
-        steps.append(f"none left, back to the {len(base)} policy candidates")
+    filtered = modular_candidates(context, bundle, non_persistent=non_persistent)
+    candidates, base = list(filtered.candidates), list(filtered.base)
+    steps.extend(filtered.steps)
     broker = _select(strategy, context, candidates, bundle, state, rng)
     name = type(strategy).__name__
     if broker is None:

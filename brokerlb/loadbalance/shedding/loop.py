@@ -15,7 +15,9 @@ One cycle, as the leader runs it every ``loadBalancerSheddingIntervalMinutes``:
      own the bundle under its namespace isolation policy (``IsolationPolicy``);
    * skip unless ``shouldAntiAffinityNamespaceUnload`` (``AntiAffinity``);
    * choose the destination with the placement pipeline (Pulsar 3.x+); none -> ``Failure``
-     ``NoDestination``; the owner itself -> ``Skip`` ``NoDestination``;
+     ``NoDestination``; the owner itself -> ``Skip`` ``NoDestination``. A decision that already
+     names its destination keeps it (a strategy that plans destinations itself, as brokerlb's
+     balancer does, after the same filters); Pulsar's modular shedders name none;
    * otherwise ``Success``: unload to that destination.
 
    The extensible ``TransferShedder`` applies its own policy checks and destinations
@@ -134,6 +136,9 @@ def _apply_modular_checks(
                     "unloading would not improve its anti-affinity group's spread",
                 )
             )
+            continue
+        if decision.destination is not None and decision.destination != broker:
+            decisions.append(decision)
             continue
         if context is None:
             context = PlacementContext(view)

@@ -1,0 +1,88 @@
+"""What the balancer remembers between cycles (one entry of the leader's ``StrategyState``).
+
+* **pending moves** -- a bundle moved by the balancer whose move the load reports do not show
+  yet. Brokers rewrite their report only when it changed by 10 % or every 15 minutes
+  (``needBrokerDataUpdate``), so after a move the leader's view can keep the bundle on its old
+  broker for a quarter of an hour; the balancer corrects the view by the bundle's demand until
+  the destination reports the bundle and the source no longer does (or the source reported it
+  again long after the move: the move did not happen; or ``2 x
+  loadBalancerReportUpdateMaxIntervalMinutes`` passed);
+* **last moved** -- when the balancer last moved a bundle, or first saw it (a split child, a
+  merged bundle): a bundle never moves twice within ``loadBalancerSheddingGracePeriodMinutes``;
+* **left** -- the brokers a bundle left and when: it is not moved back there within
+  ``brokerlbBalancerSwapBackBlockMinutes`` (no swap-backs);
+* **bindings** -- bundle -> broker the balancer's placement prefers (the broker a merge's
+  parts were on);
+* **seen** -- the bundles of the previous cycle (to notice new ones);
+* **base fraction** -- what an idle broker uses per unit of capacity (learnt from a broker that
+  reported no traffic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["PendingMove", "BalancerMemory", "MEMORY_KEY"]
+
+#: the ``StrategyState`` key of the balancer's memory (shared by its shedding and placement roles)
+MEMORY_KEY = "brokerlb.loadbalance.balancer.Balancer"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMove:
+    """A move the reports may not show yet: the bundle's demand per resource (absolute units of
+    the broker reports: cpu %, direct memory MB, bandwidth in/out) and its throughput (bytes/s)."""
+
+    bundle: str
+    source: str
+    destination: str
+    at_ms: int
+    demand: tuple[float, float, float, float]
+    throughput: float
+    topics: int = 0
+
+
+@dataclass(slots=True)
+class BalancerMemory:
+    """The balancer's memory (module docstring)."""
+
+    pending: dict[str, PendingMove] = field(default_factory=dict)
+    last_moved: dict[str, int] = field(default_factory=dict)
+    left: dict[str, dict[str, int]] = field(default_factory=dict)
+    bindings: dict[str, str] = field(default_factory=dict)
+    seen: set[str] | None = None
+    #: bundle -> when the balancer split it (its old report may still list it for a while)
+    split_at: dict[str, int] = field(default_factory=dict)
+    #: idle usage per unit of limit (cpu, direct memory, bandwidth in, out), learnt from brokers
+    #: that reported no traffic (see :mod:`~brokerlb.loadbalance.balancer.model`)
+    base_fraction: tuple[float, ...] | None = None
+
+    def forget_before(self, *, moved_cutoff_ms: int, left_cutoff_ms: int) -> None:
+        """Drop ``last_moved`` entries older than ``moved_cutoff_ms`` and ``left`` entries older
+        than ``left_cutoff_ms`` (memory stays bounded by what moved recently)."""
+        self.last_moved = {b: t for b, t in self.last_moved.items() if t >= moved_cutoff_ms}
+        self.split_at = {b: t for b, t in self.split_at.items() if t >= moved_cutoff_ms}
+        kept: dict[str, dict[str, int]] = {}
+        for bundle, brokers in self.left.items():
+            recent = {broker: t for broker, t in brokers.items() if t >= left_cutoff_ms}
+            if recent:
+                kept[bundle] = recent
+        self.left = kept
+
+    def record_move(self, move: PendingMove) -> None:
+        """Remember a move the balancer decides (pending until the reports show it)."""
+        self.pending[move.bundle] = move
+        self.last_moved[move.bundle] = move.at_ms
+        self.left.setdefault(move.bundle, {})[move.source] = move.at_ms
+        self.bindings[move.bundle] = move.destination
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pending": {
+                b: {"from": m.source, "to": m.destination, "at": m.at_ms} for b, m in sorted(self.pending.items())
+            },
+            "lastMoved": dict(sorted(self.last_moved.items())),
+            "left": {b: dict(sorted(v.items())) for b, v in sorted(self.left.items())},
+            "bindings": dict(sorted(self.bindings.items())),
+            "seenBundles": None if self.seen is None else len(self.seen),
+        }

@@ -1,0 +1,474 @@
+"""``brokerlb``: brokerlb's own shedding and placement strategy (one object, both roles).
+
+Goal: every broker's load -- its dominant resource relative to its own capacity -- inside a
+narrow band around the balanced load, reached with the least moved throughput, without
+flapping: each cycle's moves are planned together (:mod:`~brokerlb.loadbalance.balancer.plan`),
+each names its destination (a transfer), a bundle too hot for any broker is split, cold
+neighbours are merged (:mod:`~brokerlb.loadbalance.balancer.ring_changes`), and placement puts new
+bundles where they keep the band.
+
+Config keys read: ``brokerlbBalancerTargetTolerance`` (0.03), ``brokerlbBalancerUnderloadTolerance``
+(0.10), ``brokerlbBalancerMinImprovement`` (0.005), ``brokerlbBalancerMaxMovesPerCycle`` (50),
+``brokerlbBalancerMaxMovesPerBrokerPerCycle`` (10), ``brokerlbBalancerMaxMovedMbytesPerCycle``
+(2048), ``brokerlbBalancerMaxMovedMbytesPerBrokerPerCycle`` (512),
+``brokerlbBalancerSwapBackBlockMinutes`` (120), ``brokerlbBalancerSplitHotBundles``,
+``brokerlbBalancerMergeColdBundles``, ``brokerlbBalancerMergeMaxFill`` (0.1),
+``brokerlbBalancerMaxMergesPerCycle`` (2); Pulsar's ``loadBalancerSheddingGracePeriodMinutes``,
+``loadBalancerReportUpdateMaxIntervalMinutes``, the ``loadBalancer*ResourceWeight`` keys, the split
+thresholds and ``defaultNamespaceBundleSplitAlgorithm``, ``loadBalancerAutoUnloadSplitBundlesEnabled``,
+``defaultNumberOfNamespaceBundles``, and every key of the modular placement filters.
+
+Rules:
+
+* loads and demands: :mod:`~brokerlb.loadbalance.balancer.model` (reports, corrected by the
+  moves they do not show yet);
+* a bundle may move when it is not a system bundle, not moved (or first seen) within the grace
+  period, not waiting for its last move to show, and Pulsar's unload checks allow it
+  (``shouldNamespacePoliciesUnload``, ``shouldAntiAffinityNamespaceUnload``);
+* its destinations are what Pulsar's modular pipeline allows (isolation policies, broker topic
+  limit, anti-affinity with failure domains, load manager class, broker versions -- the
+  pipeline's own functions, each planned move counted as a preallocation), except the even
+  spread of bundle counts (``loadBalancerDistributeBundlesEvenlyEnabled``: a count rule that
+  fights load balance, apache/pulsar#16059), minus the brokers it left within
+  ``brokerlbBalancerSwapBackBlockMinutes``;
+* placement (a new, split, merged or orphaned bundle): the bundle the balancer bound to a broker
+  (a merge's broker) goes there if the pipeline allows it; otherwise the candidate whose load
+  after taking the bundle is lowest (its history's demand, placements of the same refresh
+  counted), ties by the seeded random source.
+
+Every move is an ``Unload`` with its destination, reason ``Overloaded`` (off an over-target
+broker) or ``Underloaded`` (onto an under-target one) and the numbers: loads before and after,
+the band, the objective gain, the budget used. A cycle that moves nothing says why (``Balanced``:
+every broker inside the band; otherwise the reason of the broker furthest outside it).
+
+Worked example: 3 brokers (8 cores) at 80 %, 60 %, 40 % cpu, bundles of 10 / 8 / 5 points on the
+first: balanced load 0.60, band [0.54, 0.618]; two transfers to the third broker (0.80 -> 0.62,
+0.40 -> 0.58), objective 0.322 -> 0.002, 2 moves of the budget's 50.
+"""
+
+from __future__ import annotations
+
+import random
+import weakref
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from brokerlb.loadbalance.balancer.memory import MEMORY_KEY, BalancerMemory, PendingMove
+from brokerlb.loadbalance.balancer.model import ClusterModel
+from brokerlb.loadbalance.balancer.plan import MB, Budget, MovePlan, PlannedMove, Targets, compute_targets, plan_moves
+from brokerlb.loadbalance.balancer.ring_changes import plan_merges, split_decision
+from brokerlb.loadbalance.decisions import (
+    Label,
+    MergeDecision,
+    Reason,
+    SheddingResult,
+    SplitDecision,
+    UnloadDecision,
+)
+from brokerlb.loadbalance.placement.context import PlacementContext
+from brokerlb.loadbalance.placement.modular_pipeline import modular_candidates
+from brokerlb.loadbalance.placement.unload_checks import (
+    should_anti_affinity_namespace_unload,
+    should_namespace_policies_unload,
+)
+from brokerlb.loadbalance.state import StrategyState
+from brokerlb.loadbalance.view import ClusterView
+
+__all__ = ["Balancer", "CLASS_NAME"]
+
+#: the registry's class name of the strategy (its short name is ``brokerlb``)
+CLASS_NAME = MEMORY_KEY
+
+
+class Balancer:
+    """brokerlb's balancer (module docstring): a shedding and a placement strategy."""
+
+    class_name: ClassVar[str] = CLASS_NAME
+
+    # ------------------------------------------------------------------ shedding
+
+    def find_bundles_for_unloading(
+        self, view: ClusterView, state: StrategyState, rng: random.Random
+    ) -> SheddingResult:
+        memory = state.get(MEMORY_KEY, BalancerMemory)
+        return _Cycle(view, memory).run()
+
+    # ------------------------------------------------------------------ placement
+
+    def select_broker(
+        self,
+        view: ClusterView,
+        candidates: Sequence[str],
+        bundle: str,
+        state: StrategyState,
+        rng: random.Random,
+    ) -> str | None:
+        return self.select_in_context(PlacementContext(view), candidates, bundle, state, rng)
+
+    def select_in_context(
+        self,
+        context: PlacementContext,
+        candidates: Sequence[str],
+        bundle: str,
+        state: StrategyState,
+        rng: random.Random,
+    ) -> str | None:
+        if not candidates:
+            return None
+        memory = state.get(MEMORY_KEY, BalancerMemory)
+        bound = memory.bindings.get(bundle)
+        if bound is not None and bound in candidates:
+            del memory.bindings[bundle]
+            _placements(context, memory).add(bound, bundle)
+            return bound
+        return _placements(context, memory).choose(candidates, bundle, rng)
+
+
+# ---------------------------------------------------------------------- placement model
+
+
+class _Placements:
+    """Loads of one placement context's brokers, with the placements made in it added."""
+
+    def __init__(self, context: PlacementContext, memory: BalancerMemory) -> None:
+        self.context = context
+        self.model = ClusterModel.build(context.view, memory)
+        self.loads = self.model.loads()
+        self.placed = np.zeros(len(self.model.brokers))
+        for broker, data in context.view.brokers.items():  # preallocations not reported yet
+            i = self.model.index[broker]
+            for name, bundle_data in data.preallocated_bundle_data.items():
+                if name not in self.model.bundle_index:
+                    self._add(i, self.model.demand_of_data(bundle_data))
+
+    def _add(self, i: int, demand: np.ndarray) -> None:
+        model = self.model
+        model.usage[i] += demand
+        self.loads[i] = model.load_of(model.usage[i], model.limit[i], float(model.floor[i]))
+        self.placed[i] += 1
+
+    def add(self, broker: str, bundle: str) -> None:
+        i = self.model.index.get(broker)
+        if i is not None:
+            self._add(i, self.model.demand_of_data(self.context.bundle_data(bundle)))
+
+    def choose(self, candidates: Sequence[str], bundle: str, rng: random.Random) -> str | None:
+        model = self.model
+        known = [b for b in sorted(candidates) if b in model.index]
+        if not known:
+            return sorted(candidates)[rng.randrange(len(candidates))]
+        idx = np.asarray([model.index[b] for b in known])
+        demand = model.demand_of_data(self.context.bundle_data(bundle))
+        usage = model.usage[idx] + demand
+        limit = model.limit[idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(limit > 0, usage / limit, 0.0)
+        after = np.maximum(model.floor[idx], (ratios * model.weights).max(axis=1))
+        # equal loads (nothing known yet): fewest placements per unit of capacity first
+        capacity = np.maximum(model.limit[idx, 0], 1e-9)
+        spread = (self.placed[idx] + 1) / capacity
+        order = np.lexsort((spread, np.round(after, 9)))
+        first = order[0]
+        ties = [int(j) for j in order if after[j] == after[first] and spread[j] == spread[first]]
+        pick = ties[rng.randrange(len(ties))] if len(ties) > 1 else int(first)
+        chosen = known[pick]
+        self._add(int(idx[pick]), demand)
+        return chosen
+
+
+_PLACEMENTS: weakref.WeakKeyDictionary[PlacementContext, _Placements] = weakref.WeakKeyDictionary()
+
+
+def _placements(context: PlacementContext, memory: BalancerMemory) -> _Placements:
+    found = _PLACEMENTS.get(context)
+    if found is None:
+        found = _PLACEMENTS[context] = _Placements(context, memory)
+    return found
+
+
+# ---------------------------------------------------------------------- one shedding cycle
+
+
+class _Cycle:
+    """One shedding cycle of the balancer."""
+
+    def __init__(self, view: ClusterView, memory: BalancerMemory) -> None:
+        self.view = view
+        self.memory = memory
+        conf = view.config
+        self.conf = conf
+        self.now = view.now_ms
+        self.grace_ms = int(conf.duration_seconds("loadBalancerSheddingGracePeriodMinutes") * 1000)
+        self.swap_ms = int(conf.duration_seconds("brokerlbBalancerSwapBackBlockMinutes") * 1000)
+        self.report_ms = int(conf.duration_seconds("loadBalancerReportUpdateMaxIntervalMinutes") * 1000)
+
+    def run(self) -> SheddingResult:
+        view, memory = self.view, self.memory
+        self._forget_settled_moves()
+        model = ClusterModel.build(view, memory)
+        self._notice_new_bundles(model)
+        stats: dict[str, Any] = {"brokers": len(model.brokers), "bundles": len(model.bundles)}
+        if len(model.brokers) < 2:
+            return SheddingResult.of([UnloadDecision.skip(Reason.SINGLE_BROKER, "fewer than two brokers report")], stats)
+        movable = self._movable(model)
+        contribution = _own_contribution(model)
+        plain = compute_targets(model, np.zeros(len(model.brokers)), 0.0, 0.0)
+        hot_limit = plain.balanced * (1 + self.conf.brokerlbBalancerTargetTolerance)
+        splits, fixed = self._hot_bundles(model, movable, contribution, hot_limit)
+        targets = compute_targets(
+            model,
+            fixed,
+            self.conf.brokerlbBalancerTargetTolerance,
+            self.conf.brokerlbBalancerUnderloadTolerance,
+        )
+        budget = Budget.from_config(self.conf)
+        context = PlacementContext(view)
+        destinations = _Destinations(self, model, context)
+        plan = plan_moves(
+            model,
+            targets,
+            movable=movable,
+            destinations=destinations,
+            budget=budget,
+            min_gain=self.conf.brokerlbBalancerMinImprovement * targets.balanced,
+            on_move=destinations.moved,
+        )
+        decisions = [self._unload(model, targets, plan, move, budget, i) for i, move in enumerate(plan.moves)]
+        for move in plan.moves:
+            self._remember(model, move)
+        merges: list[MergeDecision] = []
+        if not plan.moves and self.conf.brokerlbBalancerMergeColdBundles:
+            merges = plan_merges(
+                view, model, movable, limit=min(self.conf.brokerlbBalancerMaxMergesPerCycle, budget.moves), conf=self.conf
+            )
+            for merge in merges:
+                self._remember_merge(model, merge)
+        for split in splits:
+            if split.is_split:
+                memory.split_at[split.bundle] = self.now
+        stats.update(self._stats(model, targets, plan, budget))
+        if not decisions:
+            decisions.append(self._nothing_to_do(model, targets, plan))
+        return SheddingResult.of(decisions, stats, splits=splits, merges=merges)
+
+    # -------------------------------------------------------------- memory
+
+    def _forget_settled_moves(self) -> None:
+        view, memory = self.view, self.memory
+        for bundle, move in list(memory.pending.items()):
+            at_destination = bundle in view.reported_bundles(move.destination)
+            at_source = bundle in view.reported_bundles(move.source)
+            source = view.brokers.get(move.source)
+            stale_source = (
+                source is not None and at_source and source.local_data.last_update > move.at_ms + 60_000
+            )
+            if (
+                (at_destination and not at_source)
+                or move.destination not in view.brokers
+                or self.now - move.at_ms > 2 * self.report_ms
+                or (stale_source and not at_destination)
+            ):
+                del memory.pending[bundle]
+        memory.forget_before(moved_cutoff_ms=self.now - self.grace_ms, left_cutoff_ms=self.now - self.swap_ms)
+
+    def _notice_new_bundles(self, model: ClusterModel) -> None:
+        memory = self.memory
+        current = set(model.bundles)
+        if memory.seen is not None:
+            for bundle in current - memory.seen:
+                memory.last_moved.setdefault(bundle, self.now)
+        memory.seen = current
+
+    def _remember(self, model: ClusterModel, move: PlannedMove) -> None:
+        self.memory.record_move(
+            PendingMove(
+                bundle=model.bundles[move.bundle],
+                source=model.brokers[move.source],
+                destination=model.brokers[move.destination],
+                at_ms=self.now,
+                demand=move.demand,
+                throughput=move.throughput,
+                topics=int(model.topics[move.bundle]),
+            )
+        )
+
+    def _remember_merge(self, model: ClusterModel, merge: MergeDecision) -> None:
+        owner = model.brokers[int(model.owner[model.bundle_index[merge.bundles[0]]])]
+        self.memory.bindings[merge.merged] = owner
+        self.memory.last_moved[merge.merged] = self.now
+        for part in merge.bundles:
+            self.memory.last_moved[part] = self.now
+
+    # -------------------------------------------------------------- what may move
+
+    def _movable(self, model: ClusterModel) -> np.ndarray:
+        view, memory = self.view, self.memory
+        recently = view.recently_unloaded_bundles
+        cutoff = self.now - self.grace_ms
+        out = np.ones(len(model.bundles), dtype=bool)
+        for k, bundle in enumerate(model.bundles):
+            if (
+                bundle in memory.pending
+                or bundle in recently
+                or memory.last_moved.get(bundle, cutoff - 1) >= cutoff
+                or view.is_system_namespace(bundle.rpartition("/")[0])
+            ):
+                out[k] = False
+        return out
+
+    def _hot_bundles(
+        self, model: ClusterModel, movable: np.ndarray, contribution: np.ndarray, hot_limit: float
+    ) -> tuple[list[SplitDecision], np.ndarray]:
+        """Bundles above the target on every broker: split them (module docstring of
+        :mod:`~brokerlb.loadbalance.balancer.ring_changes`); their brokers' floor otherwise."""
+        fixed = np.zeros(len(model.brokers))
+        splits: list[SplitDecision] = []
+        if not len(model.bundles):
+            return splits, fixed
+        lightest = _lightest_contribution(model)
+        auto_unload = self.conf.loadBalancerAutoUnloadSplitBundlesEnabled
+        for k in np.flatnonzero(lightest > hot_limit):
+            k = int(k)
+            owner = int(model.owner[k])
+            name = model.bundles[k]
+            if self.conf.brokerlbBalancerSplitHotBundles and name not in self.memory.split_at and name not in self.memory.pending:
+                decision = split_decision(self.view, model, k, float(lightest[k]), hot_limit)
+                splits.append(decision)
+                if decision.is_split:
+                    movable[k] = False
+                    if auto_unload:  # its children leave the broker and are placed anew
+                        model.usage[owner] = np.maximum(model.usage[owner] - model.demand(k), 0.0)
+                        continue
+            fixed[owner] = max(fixed[owner], float(contribution[k]))
+        return splits, fixed
+
+    # -------------------------------------------------------------- decisions
+
+    def _unload(
+        self, model: ClusterModel, targets: Targets, plan: MovePlan, move: PlannedMove, budget: Budget, i: int
+    ) -> UnloadDecision:
+        used_bytes = sum(m.throughput for m in plan.moves[: i + 1])
+        reason = Reason.OVERLOADED if move.kind == "over" else Reason.UNDERLOADED
+        src, dst = model.brokers[move.source], model.brokers[move.destination]
+        detail = (
+            f"{src} load {move.source_before:.3f} -> {move.source_after:.3f} (target <= "
+            f"{targets.upper[move.source]:.3f}); {dst} {move.destination_before:.3f} -> "
+            f"{move.destination_after:.3f} (band [{targets.lower:.3f}, {targets.upper[move.destination]:.3f}]); "
+            f"objective gain {move.gain:.4f}; {move.throughput / MB:.2f} MB/s; budget used {i + 1}/"
+            f"{budget.moves} moves, {used_bytes / MB:.1f}"
+            + (f"/{budget.mbytes:g}" if budget.mbytes > 0 else "")
+            + " MB/s"
+        )
+        return UnloadDecision(src, model.bundles[move.bundle], dst, Label.SUCCESS, reason, detail)
+
+    def _nothing_to_do(self, model: ClusterModel, targets: Targets, plan: MovePlan) -> UnloadDecision:
+        if plan.budget_exhausted:
+            return UnloadDecision.skip(Reason.BELOW_THRESHOLD, plan.budget_exhausted)
+        if not plan.unresolved:
+            loads = model.loads()
+            return UnloadDecision.skip(
+                Reason.BALANCED,
+                f"every broker inside the band [{targets.lower:.3f}, {float(targets.upper.min()):.3f}] "
+                f"around the balanced load {targets.balanced:.3f} (busiest {float(loads.max()):.3f})",
+            )
+        loads = model.loads()
+        worst = max(plan.unresolved, key=lambda b: float(targets.violation(loads)[b]))
+        why = "; ".join(f"{model.brokers[b]} ({loads[b]:.3f}): {w}" for b, w in sorted(plan.unresolved.items()))
+        reason = Reason.NO_DESTINATION if "destination" in plan.unresolved[worst] else Reason.BELOW_THRESHOLD
+        if "may move" in plan.unresolved[worst]:
+            reason = Reason.RECENTLY_UNLOADED
+        return UnloadDecision.skip(reason, f"outside the band [{targets.lower:.3f}, {float(targets.upper.min()):.3f}]: {why}")
+
+    def _stats(self, model: ClusterModel, targets: Targets, plan: MovePlan, budget: Budget) -> dict[str, Any]:
+        return {
+            "balancedLoad": round(targets.balanced, 6),
+            "targetUpper": round(float(targets.upper.min()), 6) if len(targets.upper) else 0.0,
+            "targetLower": round(targets.lower, 6),
+            "busiestBefore": round(plan.busiest_before, 6),
+            "busiestAfter": round(plan.busiest_after, 6),
+            "objectiveBefore": round(plan.objective_before, 6),
+            "objectiveAfter": round(plan.objective_after, 6),
+            "moves": len(plan.moves),
+            "movedMbytes": round(plan.moved_bytes / MB, 3),
+            "budget": {
+                "moves": budget.moves,
+                "movesPerBroker": budget.moves_per_broker,
+                "mbytes": budget.mbytes,
+                "mbytesPerBroker": budget.mbytes_per_broker,
+            },
+            "pendingMoves": len(self.memory.pending),
+            "costPerTraffic": [float(c) for c in model.cost],
+            "baseFraction": [float(b) for b in model.base],
+            "unresolved": {model.brokers[b]: why for b, why in sorted(plan.unresolved.items())},
+        }
+
+
+class _Destinations:
+    """``destinations(k)`` for the planner: Pulsar's modular filters without the even spread of
+    bundle counts, the unload checks, and the swap-back rule; cached per namespace."""
+
+    def __init__(self, cycle: _Cycle, model: ClusterModel, context: PlacementContext) -> None:
+        self.cycle = cycle
+        self.model = model
+        self.context = context
+        self._by_namespace: dict[str, np.ndarray] = {}
+        self._unload_ok: dict[int, bool] = {}
+
+    def __call__(self, k: int) -> np.ndarray:
+        model, view = self.model, self.cycle.view
+        bundle = model.bundles[k]
+        owner = model.brokers[int(model.owner[k])]
+        ok = self._unload_ok.get(k)
+        if ok is None:
+            ok = self._unload_ok[k] = should_namespace_policies_unload(
+                view, bundle, owner
+            ) and should_anti_affinity_namespace_unload(view, bundle, owner)
+        if not ok:
+            return np.zeros(len(model.brokers), dtype=bool)
+        namespace = bundle.rpartition("/")[0]
+        mask = self._by_namespace.get(namespace)
+        if mask is None:
+            mask = np.zeros(len(model.brokers), dtype=bool)
+            for broker in modular_candidates(self.context, bundle, even_spread=False).candidates:
+                i = model.index.get(broker)
+                if i is not None:
+                    mask[i] = True
+            self._by_namespace[namespace] = mask
+        mask = mask.copy()
+        mask[int(model.owner[k])] = False
+        for broker, at in self.cycle.memory.left.get(bundle, {}).items():
+            i = model.index.get(broker)
+            if i is not None and self.cycle.now - at < self.cycle.swap_ms:
+                mask[i] = False
+        return mask
+
+    def moved(self, move: PlannedMove) -> None:
+        """Count a planned move as a preallocation (topic limits, anti-affinity counts)."""
+        model = self.model
+        bundle = model.bundles[move.bundle]
+        self.context.preallocate(bundle, model.brokers[move.destination])
+        namespace = bundle.rpartition("/")[0]
+        if self.context.group_of(namespace):
+            self._by_namespace.clear()  # the group's counts changed for every namespace of it
+        else:
+            self._by_namespace.pop(namespace, None)
+
+
+def _own_contribution(model: ClusterModel) -> np.ndarray:
+    """(m,) each bundle's load on its own broker."""
+    if not len(model.bundles):
+        return np.zeros(0)
+    limit = model.limit[model.owner]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(limit > 0, model.demands() / limit, 0.0)
+    return np.asarray((ratios * model.weights).max(axis=1))
+
+
+def _lightest_contribution(model: ClusterModel) -> np.ndarray:
+    """(m,) each bundle's load on the broker where it weighs least (the largest limits)."""
+    best = model.limit.max(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(best > 0, model.demands() / best, 0.0)
+    return np.asarray((ratios * model.weights).max(axis=1))
