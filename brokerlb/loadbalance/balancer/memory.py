@@ -13,7 +13,9 @@
   ``brokerlbBalancerSwapBackBlockMinutes`` (no swap-backs);
 * **bindings** -- bundle -> broker the balancer's placement prefers (the broker a merge's
   parts were on);
-* **seen** -- the bundles of the previous cycle (to notice new ones);
+* **seen** -- every bundle name seen in a report (a name never seen before whose range lies inside
+  a seen one of its namespace is a split or merge child, placed by the balancer's ring change: it
+  counts as moved; a bundle coming back after a restart keeps its name and does not);
 * **base fraction** -- what an idle broker uses per unit of capacity (learnt from a broker that
   reported no traffic).
 """
@@ -56,6 +58,8 @@ class BalancerMemory:
     #: idle usage per unit of limit (cpu, direct memory, bandwidth in, out), learnt from brokers
     #: that reported no traffic (see :mod:`~brokerlb.loadbalance.balancer.model`)
     base_fraction: tuple[float, ...] | None = None
+    #: bumped whenever moves or bindings are recorded (placement models built before are stale)
+    version: int = 0
 
     def forget_before(self, *, moved_cutoff_ms: int, left_cutoff_ms: int) -> None:
         """Drop ``last_moved`` entries older than ``moved_cutoff_ms`` and ``left`` entries older
@@ -71,6 +75,7 @@ class BalancerMemory:
 
     def record_move(self, move: PendingMove) -> None:
         """Remember a move the balancer decides (pending until the reports show it)."""
+        self.version += 1
         self.pending[move.bundle] = move
         self.last_moved[move.bundle] = move.at_ms
         self.left.setdefault(move.bundle, {})[move.source] = move.at_ms

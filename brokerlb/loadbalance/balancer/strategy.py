@@ -73,6 +73,7 @@ from brokerlb.loadbalance.placement.unload_checks import (
     should_anti_affinity_namespace_unload,
     should_namespace_policies_unload,
 )
+from brokerlb.loadbalance.split.thresholds import range_bounds
 from brokerlb.loadbalance.state import StrategyState
 from brokerlb.loadbalance.view import ClusterView
 
@@ -134,9 +135,11 @@ class _Placements:
 
     def __init__(self, context: PlacementContext, memory: BalancerMemory) -> None:
         self.context = context
+        self.version = memory.version
         self.model = ClusterModel.build(context.view, memory)
         self.loads = self.model.loads()
         self.placed = np.zeros(len(self.model.brokers))
+        self._ranges: dict[str, list[tuple[int, int, int]]] | None = None
         for broker, data in context.view.brokers.items():  # preallocations not reported yet
             i = self.model.index[broker]
             for name, bundle_data in data.preallocated_bundle_data.items():
@@ -154,8 +157,38 @@ class _Placements:
         if i is not None:
             self._add(i, self.model.demand_of_data(self.context.bundle_data(bundle)))
 
+    def parent_owner(self, bundle: str) -> str | None:
+        """The broker reporting the bundle whose range overlaps ``bundle``'s the most (a split's
+        parent, a merge's parts), when ``bundle`` itself is reported by nobody."""
+        model = self.model
+        if bundle in model.bundle_index:
+            return None
+        bounds = range_bounds(bundle)
+        if bounds is None:
+            return None
+        namespace = bundle.rpartition("/")[0]
+        if self._ranges is None:
+            self._ranges = {}
+            for k, name in enumerate(model.bundles):
+                found = range_bounds(name)
+                if found is not None:
+                    self._ranges.setdefault(name.rpartition("/")[0], []).append((found[0], found[1], k))
+        lower, upper = bounds
+        best, best_overlap = None, 0
+        for lo, up, k in self._ranges.get(namespace, ()):
+            overlap = min(up, upper) - max(lo, lower)
+            if overlap > best_overlap:
+                best, best_overlap = k, overlap
+        return None if best is None else model.brokers[int(model.owner[best])]
+
     def choose(self, candidates: Sequence[str], bundle: str, rng: random.Random) -> str | None:
         model = self.model
+        parent = self.parent_owner(bundle)
+        if parent is not None and parent in candidates:
+            # a split child or a merged bundle stays where its load already is; the balancer
+            # moves load from there with planned transfers if that broker is over target
+            self.placed[model.index[parent]] += 1
+            return parent
         known = [b for b in sorted(candidates) if b in model.index]
         if not known:
             return sorted(candidates)[rng.randrange(len(candidates))]
@@ -183,7 +216,8 @@ _PLACEMENTS: weakref.WeakKeyDictionary[PlacementContext, _Placements] = weakref.
 
 def _placements(context: PlacementContext, memory: BalancerMemory) -> _Placements:
     found = _PLACEMENTS.get(context)
-    if found is None:
+    if found is None or found.version != memory.version:
+        # built before the balancer's latest moves: those count on their destinations now
         found = _PLACEMENTS[context] = _Placements(context, memory)
     return found
 
@@ -274,12 +308,29 @@ class _Cycle:
         memory.forget_before(moved_cutoff_ms=self.now - self.grace_ms, left_cutoff_ms=self.now - self.swap_ms)
 
     def _notice_new_bundles(self, model: ClusterModel) -> None:
+        """Split and merge children count as just moved (module docstring of :mod:`.memory`)."""
         memory = self.memory
         current = set(model.bundles)
-        if memory.seen is not None:
-            for bundle in current - memory.seen:
-                memory.last_moved.setdefault(bundle, self.now)
-        memory.seen = current
+        if memory.seen is None:
+            memory.seen = current
+            return
+        new = current - memory.seen
+        if new:
+            seen_ranges: dict[str, list[tuple[int, int]]] = {}
+            for bundle in memory.seen:
+                bounds = range_bounds(bundle)
+                if bounds is not None:
+                    seen_ranges.setdefault(bundle.rpartition("/")[0], []).append(bounds)
+            for bundle in new:
+                bounds = range_bounds(bundle)
+                if bounds is None:
+                    continue
+                lower, upper = bounds
+                if any(
+                    lo < upper and lower < up for lo, up in seen_ranges.get(bundle.rpartition("/")[0], ())
+                ):
+                    memory.last_moved.setdefault(bundle, self.now)
+            memory.seen |= new
 
     def _remember(self, model: ClusterModel, move: PlannedMove) -> None:
         self.memory.record_move(
@@ -297,6 +348,7 @@ class _Cycle:
     def _remember_merge(self, model: ClusterModel, merge: MergeDecision) -> None:
         owner = model.brokers[int(model.owner[model.bundle_index[merge.bundles[0]]])]
         self.memory.bindings[merge.merged] = owner
+        self.memory.version += 1
         self.memory.last_moved[merge.merged] = self.now
         for part in merge.bundles:
             self.memory.last_moved[part] = self.now
