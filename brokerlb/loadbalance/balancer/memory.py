@@ -84,7 +84,8 @@ class BalancerMemory:
     def to_json(self) -> dict[str, object]:
         return {
             "pending": {
-                b: {"from": m.source, "to": m.destination, "at": m.at_ms} for b, m in sorted(self.pending.items())
+                b: {"from": m.source, "to": m.destination, "at": m.at_ms}
+                for b, m in sorted(self.pending.items())
             },
             "lastMoved": dict(sorted(self.last_moved.items())),
             "left": {b: dict(sorted(v.items())) for b, v in sorted(self.left.items())},

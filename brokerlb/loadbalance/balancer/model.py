@@ -190,20 +190,22 @@ class ClusterModel:
         """(n,) every broker's load."""
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios = np.where(self.limit > 0, self.usage / self.limit, 0.0)
-        return np.maximum(self.floor, (ratios * self.weights).max(axis=1)) if len(self.brokers) else np.zeros(0)
+        return (
+            np.maximum(self.floor, (ratios * self.weights).max(axis=1)) if len(self.brokers) else np.zeros(0)
+        )
 
     def demand(self, k: int) -> np.ndarray:
         """(4,) what moving bundle ``k`` moves, in the reports' units."""
-        return self.cost * self.traffic[k]
+        return np.asarray(self.cost * self.traffic[k])
 
     def demands(self) -> np.ndarray:
         """(m, 4) every bundle's demand."""
-        return self.traffic * self.cost
+        return np.asarray(self.traffic * self.cost)
 
     def demand_of_data(self, data: BundleData) -> np.ndarray:
         """(4,) the demand of a bundle known only by its history (a bundle being placed)."""
         short = data.short_term_data
-        return self.cost * np.asarray(
+        return self.cost * np.asarray(  # type: ignore[no-any-return]
             bundle_traffic(
                 short.msg_rate_in,
                 short.msg_rate_out,
@@ -248,7 +250,9 @@ def _base_fraction(
     return np.asarray(memory.base_fraction, dtype=float)
 
 
-def _fit_cost(limit: np.ndarray, usage: np.ndarray, broker_traffic: np.ndarray, base: np.ndarray) -> np.ndarray:
+def _fit_cost(
+    limit: np.ndarray, usage: np.ndarray, broker_traffic: np.ndarray, base: np.ndarray
+) -> np.ndarray:
     """Usage per unit of traffic per resource: ``sum(usage - base x limit) / sum(traffic)``."""
     cost = np.zeros(4)
     for r in range(4):

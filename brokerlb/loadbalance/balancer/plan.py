@@ -15,10 +15,11 @@ balanced.
 
 **Greedy, worst broker first**: repeatedly take the broker furthest outside the band. Over target:
 among its movable bundles and their allowed destinations, the move with the best objective
-gain per byte moved (bundles that fit the excess come first, the largest of them -- the fewest
-moves; then the smallest bundle covering the rest). Under target: the best such move onto it from
+gain per byte moved, the gain counted up to the load moved (bundles that fit the excess come first,
+the largest of them -- the fewest moves; then the smallest bundle covering the rest). Under target: the best such move onto it from
 the brokers above the balanced load. A move must gain at least ``minImprovement x L`` (hysteresis)
-and fit the budgets (moves and MB/s, per broker and per cycle); a broker no move helps is left
+and at least half the load it moves (a big bundle is not moved to fix a small excess), and fit
+the budgets (moves and MB/s, per broker and per cycle); a broker no move helps is left
 with the reason.
 
 Worked example: brokers of 8 cores at 0.80, 0.60, 0.40 (one resource, no floor), tolerance 0.03:
@@ -41,6 +42,8 @@ from brokerlb.loadbalance.balancer.model import ClusterModel
 __all__ = ["Budget", "Targets", "PlannedMove", "MovePlan", "plan_moves", "compute_targets", "MB"]
 
 MB = 1024 * 1024
+#: a move must gain at least this fraction of the load it moves (no big bundle for a small excess)
+USEFUL_FRACTION = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,7 @@ class Targets:
     lower: float
 
     def violation(self, loads: np.ndarray) -> np.ndarray:
-        return np.maximum(loads - self.upper, 0.0) + np.maximum(self.lower - loads, 0.0)
+        return np.asarray(np.maximum(loads - self.upper, 0.0) + np.maximum(self.lower - loads, 0.0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +231,9 @@ def plan_moves(
     return plan
 
 
-def _gain(targets: Targets, b: int | np.ndarray, before: np.ndarray | float, after: np.ndarray | float) -> Any:
+def _gain(
+    targets: Targets, b: int | np.ndarray, before: np.ndarray | float, after: np.ndarray | float
+) -> Any:
     upper = targets.upper[b]
     lower = targets.lower
 
@@ -279,10 +284,10 @@ def _best_out(
         gain = source_gain[i] + _gain(targets, cands, state.loads[cands], dest_after)
         j = int(np.lexsort((dest_after, -gain))[0])
         total = float(gain[j])
-        if total < min_gain:
+        moved = float(state.loads[a] - source_after[i])  # the load it takes off the source
+        if total < min_gain or total < USEFUL_FRACTION * moved:
             continue
-        tput = max(float(model.throughput[k]), 1.0)
-        score = total / tput
+        score = min(total, moved) / max(float(model.throughput[k]), 1.0)
         key = (score, total)
         if best is None or _better(key, (best[0], best[1])):
             best = (score, total, k, int(cands[j]), float(source_after[i]), float(dest_after[j]))
@@ -312,8 +317,8 @@ def _best_in(
     sources = np.flatnonzero((state.loads > targets.balanced) & room)
     sources = sources[np.argsort(-state.loads[sources], kind="stable")][:max_sources]
     best: tuple[float, float, int, int, float, float] | None = None
-    for a in sources:
-        a = int(a)
+    for source in sources:
+        a = int(source)
         ks = np.flatnonzero((state.owner == a) & movable)
         ks = ks[model.throughput[ks] <= min(limit_bytes, bytes_room[a])]
         if not len(ks):
@@ -326,9 +331,10 @@ def _best_in(
             if total < min_gain:
                 break
             k = int(ks[i])
-            if not destinations(k)[m]:
+            moved = float(dest_after[i] - state.loads[m])  # the load it puts on the destination
+            if total < USEFUL_FRACTION * moved or not destinations(k)[m]:
                 continue
-            score = total / max(float(model.throughput[k]), 1.0)
+            score = min(total, moved) / max(float(model.throughput[k]), 1.0)
             if best is None or _better((score, total), (best[0], best[1])):
                 best = (score, total, k, a, float(source_after[i]), float(dest_after[i]))
             break  # the best gain of this source that may go there

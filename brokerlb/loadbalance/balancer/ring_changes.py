@@ -30,20 +30,29 @@ import numpy as np
 
 from brokerlb.loadbalance.balancer.model import ClusterModel
 from brokerlb.loadbalance.decisions import Label, MergeDecision, Reason, SplitDecision
-from brokerlb.loadbalance.split.thresholds import SplitThresholds, parse_bundle, range_bounds, split_boundaries
+from brokerlb.loadbalance.split.thresholds import (
+    SplitThresholds,
+    parse_bundle,
+    range_bounds,
+    split_boundaries,
+)
 from brokerlb.loadbalance.view import ClusterView
 
 __all__ = ["split_decision", "plan_merges", "bundle_fill"]
 
 
-def split_decision(view: ClusterView, model: ClusterModel, k: int, load: float, target: float) -> SplitDecision:
+def split_decision(
+    view: ClusterView, model: ClusterModel, k: int, load: float, target: float
+) -> SplitDecision:
     """Split hot bundle ``k`` (``load`` on the lightest broker it may go to, above ``target``)."""
     conf = view.config
     name = model.bundles[k]
     detail = f"load {load:.3f} alone is above the target {target:.3f} on every broker it may go to"
     topics = int(model.topics[k])
     if topics < 2:
-        return SplitDecision(name, (), Label.SKIP, Reason.SINGLE_TOPIC, f"{detail}; {topics} topic: cannot split")
+        return SplitDecision(
+            name, (), Label.SKIP, Reason.SINGLE_TOPIC, f"{detail}; {topics} topic: cannot split"
+        )
     namespace = view.namespace_of(name)
     if view.bundle_count(namespace) >= conf.loadBalancerNamespaceMaximumBundles:
         return SplitDecision(
@@ -104,7 +113,9 @@ def plan_merges(
         needed = max(conf.defaultNumberOfNamespaceBundles, math.ceil(float(fill[ks].sum()) / max_fill))
         if count <= needed:
             continue
-        merges.extend(_merges_of(model, ks, fill, movable, max_fill, min(limit - len(merges), count - needed)))
+        merges.extend(
+            _merges_of(model, ks, fill, movable, max_fill, min(limit - len(merges), count - needed))
+        )
         if len(merges) >= limit:
             break
     return merges

@@ -31,10 +31,12 @@ Rules:
   spread of bundle counts (``loadBalancerDistributeBundlesEvenlyEnabled``: a count rule that
   fights load balance, apache/pulsar#16059), minus the brokers it left within
   ``brokerlbBalancerSwapBackBlockMinutes``;
-* placement (a new, split, merged or orphaned bundle): the bundle the balancer bound to a broker
-  (a merge's broker) goes there if the pipeline allows it; otherwise the candidate whose load
-  after taking the bundle is lowest (its history's demand, placements of the same refresh
-  counted), ties by the seeded random source.
+* placement (a new, split, merged or orphaned bundle), among the brokers the modular pipeline
+  allows (again without its even spread of bundle counts): the bundle the balancer bound to a
+  broker goes there; a split child or a merged bundle goes to the broker reporting the range it
+  came from (its load is already there; planned transfers move load from there if needed);
+  otherwise the candidate whose load after taking the bundle is lowest (its history's demand,
+  placements of the same refresh counted), ties by the seeded random source.
 
 Every move is an ``Unload`` with its destination, reason ``Overloaded`` (off an over-target
 broker) or ``Underloaded`` (onto an under-target one) and the numbers: loads before and after,
@@ -57,7 +59,15 @@ import numpy as np
 
 from brokerlb.loadbalance.balancer.memory import MEMORY_KEY, BalancerMemory, PendingMove
 from brokerlb.loadbalance.balancer.model import ClusterModel
-from brokerlb.loadbalance.balancer.plan import MB, Budget, MovePlan, PlannedMove, Targets, compute_targets, plan_moves
+from brokerlb.loadbalance.balancer.plan import (
+    MB,
+    Budget,
+    MovePlan,
+    PlannedMove,
+    Targets,
+    compute_targets,
+    plan_moves,
+)
 from brokerlb.loadbalance.balancer.ring_changes import plan_merges, split_decision
 from brokerlb.loadbalance.decisions import (
     Label,
@@ -118,6 +128,10 @@ class Balancer:
     ) -> str | None:
         if not candidates:
             return None
+        if context.config.loadBalancerDistributeBundlesEvenlyEnabled:
+            # the pipeline's even spread of bundle counts is not a rule of this strategy: choose
+            # among what every other filter allows (as the shedding destinations do)
+            candidates = modular_candidates(context, bundle, even_spread=False).candidates or candidates
         memory = state.get(MEMORY_KEY, BalancerMemory)
         bound = memory.bindings.get(bundle)
         if bound is not None and bound in candidates:
@@ -245,7 +259,9 @@ class _Cycle:
         self._notice_new_bundles(model)
         stats: dict[str, Any] = {"brokers": len(model.brokers), "bundles": len(model.bundles)}
         if len(model.brokers) < 2:
-            return SheddingResult.of([UnloadDecision.skip(Reason.SINGLE_BROKER, "fewer than two brokers report")], stats)
+            return SheddingResult.of(
+                [UnloadDecision.skip(Reason.SINGLE_BROKER, "fewer than two brokers report")], stats
+            )
         movable = self._movable(model)
         contribution = _own_contribution(model)
         plain = compute_targets(model, np.zeros(len(model.brokers)), 0.0, 0.0)
@@ -275,7 +291,11 @@ class _Cycle:
         merges: list[MergeDecision] = []
         if not plan.moves and self.conf.brokerlbBalancerMergeColdBundles:
             merges = plan_merges(
-                view, model, movable, limit=min(self.conf.brokerlbBalancerMaxMergesPerCycle, budget.moves), conf=self.conf
+                view,
+                model,
+                movable,
+                limit=min(self.conf.brokerlbBalancerMaxMergesPerCycle, budget.moves),
+                conf=self.conf,
             )
             for merge in merges:
                 self._remember_merge(model, merge)
@@ -381,11 +401,15 @@ class _Cycle:
             return splits, fixed
         lightest = _lightest_contribution(model)
         auto_unload = self.conf.loadBalancerAutoUnloadSplitBundlesEnabled
-        for k in np.flatnonzero(lightest > hot_limit):
-            k = int(k)
+        for hot in np.flatnonzero(lightest > hot_limit):
+            k = int(hot)
             owner = int(model.owner[k])
             name = model.bundles[k]
-            if self.conf.brokerlbBalancerSplitHotBundles and name not in self.memory.split_at and name not in self.memory.pending:
+            if (
+                self.conf.brokerlbBalancerSplitHotBundles
+                and name not in self.memory.split_at
+                and name not in self.memory.pending
+            ):
                 decision = split_decision(self.view, model, k, float(lightest[k]), hot_limit)
                 splits.append(decision)
                 if decision.is_split:
@@ -427,11 +451,15 @@ class _Cycle:
             )
         loads = model.loads()
         worst = max(plan.unresolved, key=lambda b: float(targets.violation(loads)[b]))
-        why = "; ".join(f"{model.brokers[b]} ({loads[b]:.3f}): {w}" for b, w in sorted(plan.unresolved.items()))
+        why = "; ".join(
+            f"{model.brokers[b]} ({loads[b]:.3f}): {w}" for b, w in sorted(plan.unresolved.items())
+        )
         reason = Reason.NO_DESTINATION if "destination" in plan.unresolved[worst] else Reason.BELOW_THRESHOLD
         if "may move" in plan.unresolved[worst]:
             reason = Reason.RECENTLY_UNLOADED
-        return UnloadDecision.skip(reason, f"outside the band [{targets.lower:.3f}, {float(targets.upper.min()):.3f}]: {why}")
+        return UnloadDecision.skip(
+            reason, f"outside the band [{targets.lower:.3f}, {float(targets.upper.min()):.3f}]: {why}"
+        )
 
     def _stats(self, model: ClusterModel, targets: Targets, plan: MovePlan, budget: Budget) -> dict[str, Any]:
         return {

@@ -1,0 +1,50 @@
+"""Views for the balancer's tests: brokers whose cpu is exactly their bundles' share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brokerlb.config import ServiceConfig
+from brokerlb.loadbalance import ClusterView, SheddingResult, StrategyState, new_rng
+from brokerlb.loadbalance.shedding.loop import run_shedding_cycle
+from brokerlb.model import ResourceUsage
+from brokerlb.testing import broker, bundle_stats, load_data
+
+MB = 1024 * 1024
+NOW = 1_700_000_000_000
+
+
+def node(name: str, bundles: dict[str, float], *, cores: float = 1.0, topics: int = 10, **kwargs: Any) -> Any:
+    """A broker whose cpu (percent of ``cores`` x 100) is the sum of its bundles' points; a
+    bundle of ``v`` points carries ``v`` MB/s (half in, half out) and ``v x 100`` msg/s."""
+    stats = {
+        b: bundle_stats(
+            msg_throughput_in=v * MB / 2,
+            msg_throughput_out=v * MB / 2,
+            msg_rate_in=v * 50,
+            msg_rate_out=v * 50,
+            topics=topics,
+        )
+        for b, v in bundles.items()
+    }
+    data = broker(name, bundles=stats, **kwargs)
+    data.cpu = ResourceUsage(sum(bundles.values()), 100.0 * cores)
+    return data
+
+
+def cluster(
+    brokers: list[Any], *, now: int = NOW, recently: dict[str, int] | None = None, **conf: Any
+) -> ClusterView:
+    return ClusterView(
+        config=ServiceConfig(**conf), now_ms=now, load_data=load_data(brokers, recently_unloaded=recently)
+    )
+
+
+def cycle(view: ClusterView, state: StrategyState | None = None, seed: int = 0) -> SheddingResult:
+    return run_shedding_cycle(
+        view, state if state is not None else StrategyState(), new_rng(seed), strategy="brokerlb"
+    )
+
+
+def moves(result: SheddingResult) -> list[tuple[str | None, str | None, str | None]]:
+    return [(d.broker, d.bundle, d.destination) for d in result.unloads]
