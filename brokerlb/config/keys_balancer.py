@@ -50,14 +50,14 @@ class BalancerKeys(KeyGroup):
     )
     brokerlbBalancerMaxMovesPerCycle: int = key(
         INT,
-        50,
+        100,
         "Move budget per shedding cycle for the whole cluster (unloads, merges).",
         ge=1,
         dynamic=True,
     )
     brokerlbBalancerMaxMovesPerBrokerPerCycle: int = key(
         INT,
-        10,
+        20,
         "Move budget per shedding cycle for one broker (bundles leaving plus bundles arriving).",
         ge=1,
         dynamic=True,

@@ -50,8 +50,8 @@ USEFUL_FRACTION = 0.5
 class Budget:
     """Per-cycle move budget (``0`` MB/s = no limit)."""
 
-    moves: int = 50
-    moves_per_broker: int = 10
+    moves: int = 100
+    moves_per_broker: int = 20
     mbytes: float = 0.0
     mbytes_per_broker: float = 0.0
 

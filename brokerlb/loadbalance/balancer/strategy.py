@@ -8,8 +8,8 @@ neighbours are merged (:mod:`~brokerlb.loadbalance.balancer.ring_changes`), and 
 bundles where they keep the band.
 
 Config keys read: ``brokerlbBalancerTargetTolerance`` (0.03), ``brokerlbBalancerUnderloadTolerance``
-(0.10), ``brokerlbBalancerMinImprovement`` (0.005), ``brokerlbBalancerMaxMovesPerCycle`` (50),
-``brokerlbBalancerMaxMovesPerBrokerPerCycle`` (10), ``brokerlbBalancerMaxMovedMbytesPerCycle``
+(0.10), ``brokerlbBalancerMinImprovement`` (0.005), ``brokerlbBalancerMaxMovesPerCycle`` (100),
+``brokerlbBalancerMaxMovesPerBrokerPerCycle`` (20), ``brokerlbBalancerMaxMovedMbytesPerCycle``
 (2048), ``brokerlbBalancerMaxMovedMbytesPerBrokerPerCycle`` (512),
 ``brokerlbBalancerSwapBackBlockMinutes`` (120), ``brokerlbBalancerSplitHotBundles``,
 ``brokerlbBalancerMergeColdBundles``, ``brokerlbBalancerMergeMaxFill`` (0.1),
@@ -45,7 +45,7 @@ every broker inside the band; otherwise the reason of the broker furthest outsid
 
 Worked example: 3 brokers (8 cores) at 80 %, 60 %, 40 % cpu, bundles of 10 / 8 / 5 points on the
 first: balanced load 0.60, band [0.54, 0.618]; two transfers to the third broker (0.80 -> 0.62,
-0.40 -> 0.58), objective 0.322 -> 0.002, 2 moves of the budget's 50.
+0.40 -> 0.58), objective 0.322 -> 0.002, 2 moves of the budget's 100.
 """
 
 from __future__ import annotations

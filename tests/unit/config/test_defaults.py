@@ -154,6 +154,19 @@ BROKERLB_DEFAULTS: dict[str, object] = {
     "brokerlbHostUsage": "measured",
     "brokerlbModelCores": 4.0,
     "brokerlbModelMsgRatePerCore": 50000.0,
+    # brokerlb's own balancer (docs/balancer.md)
+    "brokerlbBalancerTargetTolerance": 0.03,
+    "brokerlbBalancerUnderloadTolerance": 0.10,
+    "brokerlbBalancerMinImprovement": 0.005,
+    "brokerlbBalancerMaxMovesPerCycle": 100,
+    "brokerlbBalancerMaxMovesPerBrokerPerCycle": 20,
+    "brokerlbBalancerMaxMovedMbytesPerCycle": 2048.0,
+    "brokerlbBalancerMaxMovedMbytesPerBrokerPerCycle": 512.0,
+    "brokerlbBalancerSwapBackBlockMinutes": 120,
+    "brokerlbBalancerSplitHotBundles": True,
+    "brokerlbBalancerMergeColdBundles": True,
+    "brokerlbBalancerMergeMaxFill": 0.1,
+    "brokerlbBalancerMaxMergesPerCycle": 2,
 }
 
 

@@ -45,7 +45,7 @@ def test_worked_example_two_transfers_reach_the_band() -> None:
     first = result.unloads[0].detail
     assert "b1:8080 load 0.800 -> 0.700 (target <= 0.618)" in first
     assert "b3:8080 0.400 -> 0.500 (band [0.540, 0.618])" in first
-    assert "objective gain 0.2000" in first and "budget used 1/50 moves" in first
+    assert "objective gain 0.2000" in first and "budget used 1/100 moves" in first
     stats = result.stats
     assert stats["balancedLoad"] == pytest.approx(0.6)
     assert (stats["busiestBefore"], stats["busiestAfter"]) == (pytest.approx(0.8), pytest.approx(0.62))
