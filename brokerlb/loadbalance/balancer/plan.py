@@ -39,7 +39,16 @@ import numpy as np
 
 from brokerlb.loadbalance.balancer.model import ClusterModel
 
-__all__ = ["Budget", "Targets", "PlannedMove", "MovePlan", "plan_moves", "compute_targets", "MB"]
+__all__ = [
+    "Budget",
+    "Targets",
+    "PlannedMove",
+    "MovePlan",
+    "plan_moves",
+    "planned_loads",
+    "compute_targets",
+    "MB",
+]
 
 MB = 1024 * 1024
 #: a move must gain at least this fraction of the load it moves (no big bundle for a small excess)
@@ -395,3 +404,15 @@ def _apply(state: _State, move: PlannedMove, demands: np.ndarray) -> None:
     state.bytes += move.throughput
     state.bytes_of[move.source] += move.throughput
     state.bytes_of[move.destination] += move.throughput
+
+
+def planned_loads(model: ClusterModel, plan: MovePlan) -> np.ndarray:
+    """(n,) every broker's load once the plan's moves are made."""
+    usage = model.usage.copy()
+    demands = model.demands()
+    for move in plan.moves:
+        usage[move.source] = np.maximum(usage[move.source] - demands[move.bundle], 0.0)
+        usage[move.destination] += demands[move.bundle]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(model.limit > 0, usage / model.limit, 0.0)
+    return np.asarray(np.maximum(model.floor, (ratios * model.weights).max(axis=1)))

@@ -46,7 +46,9 @@ def clusters(draw):
     view = cluster(brokers, **conf)
     if draw(st.booleans()):  # pin one namespace to one or two brokers
         hosts = draw(st.lists(st.sampled_from([f"b{i}" for i in range(n)]), min_size=1, max_size=2))
-        pin = NamespaceIsolationData((draw(st.sampled_from(NAMESPACES)),), tuple(hosts), (), AutoFailoverPolicy(1))
+        pin = NamespaceIsolationData(
+            (draw(st.sampled_from(NAMESPACES)),), tuple(hosts), (), AutoFailoverPolicy(1)
+        )
         view = replace(view, isolation_policies={"pin": pin})
     if draw(st.booleans()):  # an anti-affinity group over two namespaces
         view = replace(view, namespace_policies={"t/c": NamespacePolicy("g"), "t/d": NamespacePolicy("g")})
