@@ -64,7 +64,7 @@ def test_planner_within_ten_percent_of_the_oracle_on_random_small_clusters() -> 
         # the oracle minimises moves under upper targets only: no under-target filling here
         targets = compute_targets(model, np.zeros(n), 0.03, 1.0)
         movable = np.ones(len(model.bundles), dtype=bool)
-        anywhere = lambda k: np.ones(n, dtype=bool)  # noqa: E731
+        anywhere = lambda k, n=n: np.ones(n, dtype=bool)  # noqa: E731
         plan = plan_moves(
             model,
             targets,
