@@ -198,9 +198,9 @@ class DataPath:
                 logger.warning("Could not update the stats of %s: %s", name, exc)
 
     async def run(self) -> None:
-        """Push stats every :data:`STATS_PERIOD` seconds (cancelled when the broker stops)."""
+        """Push stats every :data:`STATS_PERIOD` seconds on the clock (cancelled when the broker stops)."""
         while True:
-            await asyncio.sleep(STATS_PERIOD)
+            await self.clock.sleep(STATS_PERIOD)
             try:
                 self.push_stats()
             except Exception:

@@ -3,16 +3,16 @@
 A thin adapter over :class:`brokerlb.history.HistoryWriter` (the pipeline's format,
 ``docs/load-history.md``): each report becomes a ``BrokerSample`` in
 ``<dir>/broker-samples/``; a broker whose registration vanished becomes a removal
-sample. Files are rolled (published) every ``roll_every_s`` so the pipeline sees
-recent data before the day ends. The writer id is ``leader-<brokerId>``, so two
+sample. Files are rolled (published) every ``roll_every_s`` on the clock, so the
+pipeline sees recent data before the day ends. The writer id is ``leader-<brokerId>``, so two
 brokers that lead one after the other never write into the same file.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 
+from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.model import LocalBrokerData
 
 __all__ = ["HistoryWriterSink", "open_history_sink"]
@@ -21,13 +21,18 @@ logger = logging.getLogger(__name__)
 
 
 class HistoryWriterSink:
-    def __init__(self, directory: str, broker_id: str, *, roll_every_s: float = 300.0) -> None:
+    def __init__(
+        self, directory: str, broker_id: str, *, roll_every_s: float = 300.0, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         from brokerlb.history import HistoryWriter
 
         self.writer = HistoryWriter(directory, f"leader-{broker_id}")
         self._roll_every = roll_every_s
-        self._rolled_at = time.monotonic()
+        self._clock = clock
+        self._rolled_at = clock.monotonic()
         self.samples = 0
+        #: The report last written per broker (``None`` after its removal sample).
+        self.latest: dict[str, LocalBrokerData | None] = {}
 
     def report(self, now_ms: int, broker_id: str, data: LocalBrokerData | None) -> None:
         from brokerlb.history import BrokerSample
@@ -39,13 +44,14 @@ class HistoryWriterSink:
         )
         self.writer.write(sample)
         self.samples += 1
-        if time.monotonic() - self._rolled_at >= self._roll_every:
+        self.latest[broker_id] = data
+        if self._clock.monotonic() - self._rolled_at >= self._roll_every:
             self.writer.roll()
-            self._rolled_at = time.monotonic()
+            self._rolled_at = self._clock.monotonic()
 
     def close(self) -> None:
         self.writer.close()
 
 
-def open_history_sink(directory: str, broker_id: str) -> HistoryWriterSink:
-    return HistoryWriterSink(directory, broker_id)
+def open_history_sink(directory: str, broker_id: str, clock: Clock = SYSTEM_CLOCK) -> HistoryWriterSink:
+    return HistoryWriterSink(directory, broker_id, clock=clock)

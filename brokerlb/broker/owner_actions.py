@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.topics import LOST, UNLOAD, CloseCause, TopicRegistry
+from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import BundleMetadata, OwnershipManager, split_and_own
 from brokerlb.errors import BrokerLBError, InvalidBundlesError, InvalidSplitError, StaleBundleError
@@ -92,8 +92,11 @@ class OwnerActions:
         topics: TopicRegistry,
         hand_over: HandOver,
         report_changed: Callable[[], None],
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.conf = conf
+        #: Times the steps of an unload (for the log).
+        self.clock = clock
         self.ownership = ownership
         self.metadata = metadata
         self.bundles = bundles
@@ -138,7 +141,7 @@ class OwnerActions:
 
     async def _unload(self, bundle: NamespaceBundle, destination: str | None) -> bool:
         name = str(bundle)
-        started = time.monotonic()
+        started = self.clock.monotonic()
         if self.ownership.is_owned(bundle):
             await self.ownership.disable(bundle)
         timeout = self.conf.namespaceBundleUnloadingTimeoutMs / 1000
@@ -149,16 +152,16 @@ class OwnerActions:
             logger.info(
                 "Unloaded bundle %s in %.0f ms (%d topics closed)",
                 name,
-                (time.monotonic() - started) * 1e3,
+                (self.clock.monotonic() - started) * 1e3,
                 closed,
             )
             return True
         self.topics.fence_bundle(name)
-        fenced = time.monotonic()
+        fenced = self.clock.monotonic()
         cause = UNLOAD
         try:
             await self.ownership.release(bundle)
-            released = time.monotonic()
+            released = self.clock.monotonic()
             self._report_changed()
             try:
                 await self._hand_over(bundle, destination)
@@ -171,17 +174,17 @@ class OwnerActions:
                     exc,
                 )
         finally:
-            handed = time.monotonic()
+            handed = self.clock.monotonic()
             closed = await self.topics.close_bundle(name, timeout, cause)
         logger.info(
             "Unloaded bundle %s in %.0f ms (disable %.0f, release %.0f, hand over %.0f, close %.0f; "
             "%d topics closed), %s",
             name,
-            (time.monotonic() - started) * 1e3,
+            (self.clock.monotonic() - started) * 1e3,
             (fenced - started) * 1e3,
             (released - fenced) * 1e3,
             (handed - released) * 1e3,
-            (time.monotonic() - handed) * 1e3,
+            (self.clock.monotonic() - handed) * 1e3,
             closed,
             f"transferred to {destination}" if cause.destination else "clients look it up again",
         )

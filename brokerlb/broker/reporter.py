@@ -163,7 +163,10 @@ class LoadReporter:
 
     # ------------------------------------------------------------------ loop
     async def run(self) -> None:
-        """Report every ``loadBalancerReportUpdateMinIntervalMillis`` (woken early by :meth:`force_update`)."""
+        """Report every ``loadBalancerReportUpdateMinIntervalMillis`` (woken early by :meth:`force_update`).
+
+        Both waits -- the interval and the coalescing pause after a forced update -- are on the clock.
+        """
         while True:
             try:
                 await self.write_if_needed()
@@ -174,7 +177,7 @@ class LoadReporter:
             self._wake.clear()
             interval = self.conf.duration_seconds("loadBalancerReportUpdateMinIntervalMillis")
             try:
-                await asyncio.wait_for(self._wake.wait(), interval)
-                await asyncio.sleep(FORCE_COALESCE_S)  # a burst of ownership changes makes one write
+                await self._clock.wait_for(self._wake.wait(), interval)
+                await self._clock.sleep(FORCE_COALESCE_S)  # a burst of ownership changes makes one write
             except TimeoutError:
                 pass

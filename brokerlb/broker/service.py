@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -162,7 +161,7 @@ class BrokerService:
         self.cluster_policies = ClusterPolicies(store, ident.cluster)
         self.load_data_store = LoadDataStore(store)
         self.partitioned_topics = PartitionedTopics(store)
-        self.topics = TopicRegistry(self._bundle_of)
+        self.topics = TopicRegistry(self._bundle_of, clock=self.clock)
         self.data_path = self._data_path() if conf.webSocketServiceEnabled else None
         self.admin = AsyncAdminClient(ident.web_service_url or "")
         if self._host_usage is None:
@@ -209,6 +208,7 @@ class BrokerService:
             topics=self.topics,
             hand_over=self._hand_over,
             report_changed=self.reporter.force_update,
+            clock=self.clock,
         )
         self.namespaces = NamespaceService(
             ident,
@@ -397,7 +397,7 @@ class BrokerService:
             return
         self._closing = True
         self.ready = False
-        started = time.monotonic()
+        started = self.clock.monotonic()
         await self.election.close()
         await self._cancel_tasks()
         owned = self.ownership.owned_bundles()
@@ -416,7 +416,7 @@ class BrokerService:
         logger.info(
             "Broker %s stopped in %.2f s (%d bundles released)",
             self.identity.broker_id,
-            time.monotonic() - started,
+            self.clock.monotonic() - started,
             len(owned),
         )
 
@@ -476,7 +476,7 @@ def default_leader_tasks(service: BrokerService) -> LeaderTasks:
     if service.conf.brokerlbLoadHistoryDir:
         from brokerlb.broker.history_sink import open_history_sink
 
-        history = open_history_sink(service.conf.brokerlbLoadHistoryDir, service.broker_id)
+        history = open_history_sink(service.conf.brokerlbLoadHistoryDir, service.broker_id, service.clock)
     return LeaderTasks(service, service.load_manager, history=history)
 
 

@@ -27,12 +27,14 @@ topics of the parent are counted under the children without any re-keying (Pulsa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.errors import InvalidLoadDataError
 from brokerlb.model import NamespaceBundleStats
 from brokerlb.naming import TopicName
@@ -135,8 +137,10 @@ def _sum(stats: Iterable[TopicStats]) -> NamespaceBundleStats:
 class TopicRegistry:
     """Topics served by this broker, grouped by their current bundle (``bundle_of``)."""
 
-    def __init__(self, bundle_of: Callable[[TopicName], str]) -> None:
+    def __init__(self, bundle_of: Callable[[TopicName], str], *, clock: Clock = SYSTEM_CLOCK) -> None:
         self._bundle_of = bundle_of
+        #: Times the close of a bundle (its ``timeout``).
+        self._clock = clock
         self._topics: dict[str, _Topic] = {}
         self._bundle_hooks: dict[str, list[CloseHook]] = defaultdict(list)
 
@@ -223,14 +227,16 @@ class TopicRegistry:
         return len(names)
 
     async def close_bundle(self, bundle: str, timeout: float, cause: CloseCause = UNLOAD) -> int:
-        """Close every topic of ``bundle`` and run its hooks, within ``timeout`` s; returns the topics closed."""
+        """Close every topic of ``bundle`` and run its hooks, within ``timeout`` s on the clock; returns the
+        topics closed. Hooks still running at the timeout are cancelled (logged, not an error)."""
         names = self.topics_in(bundle)
         entries = [self._topics.pop(name) for name in names]
         hooks = [e.close for e in entries if e.close is not None] + self._bundle_hooks.pop(bundle, [])
         if hooks:
-            done, pending = await asyncio.wait(
-                [asyncio.ensure_future(_run(h, bundle, cause)) for h in hooks], timeout=timeout
-            )
+            tasks = [asyncio.ensure_future(_run(h, bundle, cause)) for h in hooks]
+            with contextlib.suppress(TimeoutError):  # cancelling asyncio.wait leaves the tasks running
+                await self._clock.wait_for(asyncio.wait(tasks), timeout)
+            pending = [task for task in tasks if not task.done()]
             for task in pending:
                 task.cancel()
             if pending:

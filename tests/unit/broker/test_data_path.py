@@ -132,3 +132,22 @@ async def test_close_all_closes_every_session() -> None:
     path.add_session(path.open(TOPIC), session)
     await path.close_all()
     assert session.closed_with is not None and session.closed_with.lookup and not path.topics
+
+
+async def test_stats_are_pushed_every_period_on_the_clock() -> None:
+    import asyncio
+
+    from brokerlb.broker.data_path import STATS_PERIOD
+
+    clock = ManualClock(0)
+    path, registry = data_path(Owned(BUNDLE), clock)
+    served = path.open(TOPIC)
+    path.add_session(served, Session())
+    pushing = asyncio.create_task(path.run())
+    for _ in range(10):
+        served.topic.publish(ProducerMessage("aGVsbG8=", 5))
+    await clock.advance_and_settle(STATS_PERIOD)  # the first push: the second is not complete yet
+    assert registry.stats_of(TOPIC).msg_rate_in == 10.0
+    await clock.advance_and_settle(3 * STATS_PERIOD)  # three more pushes: the window has slid past
+    assert registry.stats_of(TOPIC).msg_rate_in == 0.0
+    pushing.cancel()

@@ -119,3 +119,30 @@ async def test_idle_owned_bundles_can_be_left_out_as_in_pulsar() -> None:
     reporter.force_update()
     await reporter.write_if_needed()
     assert written[-1]["bundles"] == []
+
+
+async def test_the_report_loop_runs_on_the_clock() -> None:
+    """Every loadBalancerReportUpdateMinIntervalMillis (5 s) the rule is checked; a forced update wakes
+    the loop at once and is written FORCE_COALESCE_S later, so a burst of gains makes one write."""
+    import asyncio
+
+    from brokerlb.broker.reporter import FORCE_COALESCE_S
+
+    reporter, clock, host, _topics, written, _c = make([str(BUNDLES.bundles[0])])
+    loop = asyncio.create_task(reporter.run())
+    await clock.settle()
+    assert len(written) == 1  # the first report: 0 -> 1 bundle is an infinite change
+    host.usage = system_usage(cpu=60)
+    await clock.advance_and_settle(4.999)
+    assert len(written) == 1
+    await clock.advance_and_settle(0.001)  # the interval: the big change is written
+    assert len(written) == 2
+    reporter.force_update()
+    reporter.force_update()  # a burst: one write
+    await clock.advance_and_settle(FORCE_COALESCE_S - 0.001)
+    assert len(written) == 2
+    await clock.advance_and_settle(0.001)
+    assert len(written) == 3 and written[-1]["lastUpdate"] == clock.now_ms()
+    await clock.advance_and_settle(60)  # nothing changes: no writes until the max interval
+    assert len(written) == 3
+    loop.cancel()

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from brokerlb.broker.topics import CloseCause, TopicRegistry, TopicStats
+from brokerlb.clock import ManualClock
 from brokerlb.errors import InvalidLoadDataError
 from brokerlb.naming import TopicName
 from brokerlb.ring import NamespaceBundles
@@ -134,15 +135,24 @@ def test_fence_bundle_fences_only_that_bundles_topics_and_keeps_them() -> None:
 
 
 async def test_close_bundle_timeout_is_not_an_error() -> None:
-    reg = registry()
+    clock = ManualClock()
+    reg = TopicRegistry(lambda topic: str(BUNDLES.find_bundle(topic)), clock=clock)
     t = topic_in(0)
+    cancelled = asyncio.Event()
 
     async def stuck(_cause: CloseCause) -> None:
-        await asyncio.sleep(10)
+        try:
+            await asyncio.Event().wait()  # a client that never answers
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
 
     reg.attach(t, stuck)
-    assert await reg.close_bundle(str(BUNDLES.bundles[0]), timeout=0.05) == 1
-    assert t not in reg
+    closing = asyncio.create_task(reg.close_bundle(str(BUNDLES.bundles[0]), timeout=0.05))
+    await clock.advance_and_settle(0.049)
+    assert not closing.done() and t not in reg
+    await clock.advance_and_settle(0.001)
+    assert await closing == 1 and cancelled.is_set()
 
 
 async def test_a_failing_callback_does_not_stop_the_others() -> None:
