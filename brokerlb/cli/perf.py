@@ -148,6 +148,9 @@ def produce(
     seed: int | None = typer.Option(
         None, "--seed", help="seed of the topic and key choice (repeatable runs)"
     ),
+    num_messages: int = typer.Option(
+        0, "--num-messages", "-m", help="messages to publish in total (0 = until the duration ends)"
+    ),
     interval: float = _INTERVAL,
     as_json: bool = _JSON,
 ) -> None:
@@ -171,6 +174,7 @@ def produce(
                 max_pending=max_pending,
                 send_timeout=send_timeout,
                 seed=seed,
+                num_messages=num_messages,
             )
         )
         summary = _run_with_view(
@@ -208,6 +212,9 @@ def consume(
         "Exclusive", "--subscription-type", "-st", help="Exclusive, Shared, Failover or Key_Shared"
     ),
     receiver_queue_size: int = typer.Option(1000, "--receiver-queue-size", "-q", help="permits per consumer"),
+    num_messages: int = typer.Option(
+        0, "--num-messages", "-m", help="messages to consume in total (0 = until the duration ends)"
+    ),
     duration: float = _DURATION,
     interval: float = _INTERVAL,
     as_json: bool = _JSON,
@@ -225,6 +232,7 @@ def consume(
                 subscription_type=subscription_type,
                 receiver_queue_size=receiver_queue_size,
                 duration=duration,
+                num_messages=num_messages,
             )
         )
         summary = _run_with_view(

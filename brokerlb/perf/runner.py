@@ -66,12 +66,16 @@ class ProduceOptions:
     send_timeout: float = 30.0
     seed: int | None = None
     pause_keep_above: float = 0.05
+    #: ``pulsar-perf produce --num-messages``: stop after this many sends (0 = no limit).
+    num_messages: int = 0
 
     def check(self) -> None:
         if self.size < 0:
             raise InvalidInputError(f"--size must be >= 0, got {self.size}")
         if self.duration < 0:
             raise InvalidInputError(f"--test-duration must be >= 0 (0 = until stopped), got {self.duration}")
+        if self.num_messages < 0:
+            raise InvalidInputError(f"--num-messages must be >= 0 (0 = no limit), got {self.num_messages}")
         if self.key_skew not in ("none", "uniform", "zipf"):
             raise InvalidInputError(f"--key-skew must be none, uniform or zipf, got {self.key_skew!r}")
         if self.num_keys < 1:
@@ -87,6 +91,14 @@ class ConsumeOptions:
     subscription_type: str = "Exclusive"
     receiver_queue_size: int = 1000
     duration: float = 0.0
+    #: ``pulsar-perf consume --num-messages``: stop after receiving this many (0 = no limit).
+    num_messages: int = 0
+
+    def check(self) -> None:
+        if self.duration < 0:
+            raise InvalidInputError(f"--test-duration must be >= 0 (0 = until stopped), got {self.duration}")
+        if self.num_messages < 0:
+            raise InvalidInputError(f"--num-messages must be >= 0 (0 = no limit), got {self.num_messages}")
 
 
 @dataclass(frozen=True)
@@ -319,7 +331,8 @@ class ProduceRun:
         self._stop.set()
 
     async def run(self) -> ProduceSummary:
-        """Send until the duration is over (or :meth:`stop`), then account for every send."""
+        """Send until the duration is over, ``num_messages`` are sent, or :meth:`stop`; then account for
+        every send."""
         if not self.producers:
             await self.start()
         opts = self.options
@@ -336,11 +349,16 @@ class ProduceRun:
         self._pacer = Pacer(self.options.rate, start=self.started_at)
         producers, keys = self.producers, self._key_picker
         payload = self._payload
+        limit = self.options.num_messages
         while not self._stop.is_set():
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return
+            if limit and self.sent >= limit:
+                return
             due = self._pacer.due(now, cap=SEND_BURST)
+            if limit:
+                due = min(due, limit - self.sent)
             pick = self._topic_picker.pick
             for sent_now in range(due):
                 if sent_now and not sent_now % YIELD_EVERY:
@@ -425,6 +443,7 @@ class ConsumeRun:
     def __init__(
         self, options: ConsumeOptions, *, client: Client | None = None, topics: list[str] | None = None
     ) -> None:
+        options.check()
         self.options = options
         self.topics = list(topics) if topics is not None else topic_names(options.topic, options.num_topics)
         self._own_client = client is None
@@ -488,6 +507,8 @@ class ConsumeRun:
                 self.latency.record(latency)
                 window.latency.record(latency)
             await consumer.acknowledge(message)
+            if self.options.num_messages and self.received >= self.options.num_messages:
+                self._stop.set()  # all that was asked for is received and acknowledged
 
     async def run(self) -> ConsumeSummary:
         if not self.consumers:

@@ -66,3 +66,15 @@ def test_pacer_keeps_the_rate_without_drift_and_limits_catch_up_to_a_second() ->
     assert p.due(20.0) == 1000  # stalled for 10 s: only one second of backlog is sent
     assert p.due(20.0) == 0
     assert Pacer(0, start=0.0).due(5.0, cap=77) == 77  # unlimited: as many as allowed
+
+
+def test_negative_message_counts_and_durations_are_refused() -> None:
+    from brokerlb.perf.runner import ConsumeOptions, ProduceOptions
+
+    with pytest.raises(InvalidInputError, match="--num-messages"):
+        ProduceOptions("http://b:8080", "t", num_messages=-1).check()
+    with pytest.raises(InvalidInputError, match="--num-messages"):
+        ConsumeOptions("http://b:8080", "t", num_messages=-1).check()
+    with pytest.raises(InvalidInputError, match="--test-duration"):
+        ConsumeOptions("http://b:8080", "t", duration=-1).check()
+    ProduceOptions("http://b:8080", "t", num_messages=900).check()
