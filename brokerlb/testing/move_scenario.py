@@ -42,6 +42,7 @@ from brokerlb.perf.runner import (
 from brokerlb.perf.workload import skew_weights
 from brokerlb.ring import NamespaceBundles
 from brokerlb.testing.standalone_process import StandaloneProcess
+from brokerlb.testing.waiting import eventually
 
 __all__ = ["MoveScenario", "MoveScenarioResult", "run_move_scenario", "SCENARIO_OVERRIDES", "hottest_bundles"]
 
@@ -77,6 +78,8 @@ class MoveScenario:
     warmup: float = 4.0
     tail: float = 3.0
     shedding: bool = True
+    #: With shedding on, the tail lasts until the leader has shed at least once (up to this long).
+    shed_timeout: float = 120.0
     overrides: dict[str, Any] = field(default_factory=dict)
 
 
@@ -176,6 +179,8 @@ async def _run(cluster: StandaloneProcess, s: MoveScenario, log: Callable[[str],
                     )
                     await asyncio.sleep(s.move_gap)
         await asyncio.sleep(s.tail)
+        if s.shedding:
+            await _until_shed(produce, sum(len(m.topics) for m in moves), s.shed_timeout, log)
     finally:
         produce.stop()
         consume.stop()
@@ -185,6 +190,21 @@ async def _run(cluster: StandaloneProcess, s: MoveScenario, log: Callable[[str],
     admin_closes = sum(len(m.topics) for m in moves)
     shed = max(0, sum(produce_summary.closes.values()) - admin_closes)
     return MoveScenarioResult(produce_summary, consume_summary, moves, shed)
+
+
+async def _until_shed(
+    produce: ProduceRun, admin_closes: int, timeout: float, log: Callable[[str], None]
+) -> None:
+    """Keep the traffic going until a producer saw a close the admin moves do not explain (the
+    leader shed), so a loaded machine ends the scenario later rather than without shedding."""
+
+    def shed() -> bool:
+        return sum(sum(p.stats.closes.values()) for p in produce.producers) > admin_closes
+
+    try:
+        await eventually(shed, timeout=timeout, interval=0.1, message="a close by the leader's shedding")
+    except AssertionError:
+        log(f"the leader shed nothing within {timeout:.0f} s after the admin moves")
 
 
 async def _move(

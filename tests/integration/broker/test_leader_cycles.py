@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 
 import pytest
@@ -157,7 +156,17 @@ async def test_leader_appends_every_report_to_the_history_sink(tmp_path) -> None
         async with AsyncAdminClient(cluster.urls[0]) as admin:
             await admin.create_namespace(ns, num_bundles=2)
         await clients.add(f"persistent://{ns}/a", TopicStats(msg_rate_in=50))
-        await asyncio.sleep(1.0)
+        sink = leader_of(cluster).leader_tasks.history
+
+        def both_written_one_with_traffic() -> bool:
+            written = sink.latest
+            return set(written) == set(cluster.broker_ids) and any(
+                d is not None and d.msg_rate_in > 0 for d in written.values()
+            )
+
+        await eventually(
+            both_written_one_with_traffic, timeout=30, message="the leader's sink has the traffic"
+        )
         await clients.close()
     finally:
         await cluster.stop()

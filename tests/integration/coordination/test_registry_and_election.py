@@ -192,7 +192,7 @@ async def test_closing_the_leader_hands_over_at_once(backend):
     first = leaders(elections)[0]
     await first.close()
     second = [e for e in elections if e is not first][0]
-    await second.wait_for_leadership(timeout=5)
+    await second.wait_for_leadership(timeout=30)
     assert second.epoch == 1
 
 

@@ -29,14 +29,14 @@ def bundle_of(service: Any, topic: str) -> str:
 
 
 async def connect(url: str, path: str) -> Any:
-    return await websockets.connect(ws_url(url) + path, compression=None, open_timeout=10)
+    return await websockets.connect(ws_url(url) + path, compression=None, open_timeout=30)
 
 
-async def recv_json(ws: Any, timeout: float = 5.0) -> dict[str, Any]:
+async def recv_json(ws: Any, timeout: float = 30.0) -> dict[str, Any]:
     return json.loads(await asyncio.wait_for(ws.recv(), timeout))
 
 
-async def closed_with(ws: Any, timeout: float = 5.0) -> tuple[int, dict[str, Any]]:
+async def closed_with(ws: Any, timeout: float = 30.0) -> tuple[int, dict[str, Any]]:
     """Wait for the broker's close frame: ``(code, reason JSON)``."""
     try:
         while True:
@@ -44,11 +44,3 @@ async def closed_with(ws: Any, timeout: float = 5.0) -> tuple[int, dict[str, Any
     except websockets.ConnectionClosed as exc:
         assert exc.rcvd is not None, "the connection broke without a close frame"
         return exc.rcvd.code, json.loads(exc.rcvd.reason)
-
-
-async def wait_until(predicate: Any, timeout: float = 10.0, step: float = 0.05) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(step)

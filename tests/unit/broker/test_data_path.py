@@ -79,7 +79,7 @@ async def test_closing_the_bundle_closes_every_session_with_the_reason_of_the_mo
         path.add_session(served, s)
     registry.fence_bundle(BUNDLE)
     assert served.topic.fenced and served.topic.publish(ProducerMessage("aGk=", 2)) is None
-    await registry.close_bundle(BUNDLE, timeout=1, cause=CloseCause.transfer("b2:8080"))
+    await registry.close_bundle(BUNDLE, timeout=30, cause=CloseCause.transfer("b2:8080"))
     assert all(
         s.closed_with == CloseReason.transferred("http://b2:8080", "pulsar://b2:6650") for s in sessions
     )

@@ -20,6 +20,7 @@ from brokerlb.errors import (
     ServiceUnavailableError,
 )
 from brokerlb.ring import NamespaceBundle
+from brokerlb.testing.waiting import eventually
 
 
 def test_identity_follows_pulsar_keys() -> None:
@@ -62,22 +63,30 @@ def test_bad_advertised_listeners(text: str) -> None:
 async def test_single_flight_shares_one_run_and_its_failure() -> None:
     flights: SingleFlight[str, int] = SingleFlight()
     runs = 0
+    release = asyncio.Event()
 
     async def work() -> int:
         nonlocal runs
         runs += 1
-        await asyncio.sleep(0.01)
+        await release.wait()  # still running while the other callers arrive
         return 7
 
-    assert await asyncio.gather(*(flights.run("k", work) for _ in range(10))) == [7] * 10
+    callers = asyncio.gather(*(flights.run("k", work) for _ in range(10)))
+    await eventually(lambda: runs == 1 and len(flights) == 1, message="the first caller runs the work")
+    release.set()
+    assert await callers == [7] * 10
     assert runs == 1 and len(flights) == 0
 
     async def fail() -> int:
-        await asyncio.sleep(0.01)
+        await release.wait()
         raise ValueError("nope")
 
-    results = await asyncio.gather(*(flights.run("k", fail) for _ in range(3)), return_exceptions=True)
-    assert all(isinstance(r, ValueError) for r in results)
+    release.clear()
+    failing = asyncio.gather(*(flights.run("k", fail) for _ in range(3)), return_exceptions=True)
+    await eventually(lambda: len(flights) == 1, message="the failing work runs")
+    release.set()
+    results = await failing
+    assert len(results) == 3 and all(isinstance(r, ValueError) for r in results)
 
 
 BUNDLE = NamespaceBundle.parse("t/ns/0x00000000_0x80000000")

@@ -100,7 +100,7 @@ async def test_close_bundle_runs_callbacks_and_hooks_and_forgets_topics() -> Non
     reg.attach(other, closer(other))
     reg.add_bundle_hook(str(BUNDLES.bundles[0]), closer("hook"))
     cause = CloseCause.transfer("broker-2:8080")
-    assert await reg.close_bundle(str(BUNDLES.bundles[0]), timeout=1, cause=cause) == 2
+    assert await reg.close_bundle(str(BUNDLES.bundles[0]), timeout=30, cause=cause) == 2
     assert sorted(closed) == sorted([(t0, cause), (t1, cause), ("hook", cause)])
     assert t0 not in reg and other in reg
 
@@ -113,7 +113,7 @@ async def test_close_bundle_tells_an_unload_by_default() -> None:
         causes.append(cause)
 
     reg.attach(topic_in(0), close)
-    await reg.close_bundle(str(BUNDLES.bundles[0]), timeout=1)
+    await reg.close_bundle(str(BUNDLES.bundles[0]), timeout=30)
     assert causes == [CloseCause("unload")] and causes[0].destination is None
 
 
@@ -167,7 +167,7 @@ async def test_a_failing_callback_does_not_stop_the_others() -> None:
 
     reg.attach(topic_in(0, 0), boom)
     reg.attach(topic_in(0, 1), fine)
-    await reg.close_bundle(str(BUNDLES.bundles[0]), timeout=1)
+    await reg.close_bundle(str(BUNDLES.bundles[0]), timeout=30)
     assert done == ["ok"]
 
 
