@@ -302,6 +302,10 @@ class _Api:
     def health_check(self) -> Any:
         return self._call("GET", f"{_ADMIN}/brokers/health", parse=_text)
 
+    def get_balancer_status(self) -> Any:
+        """brokerlb extension: the balancer's state (off / ready / in_progress / stalled), from the leader."""
+        return self._call("GET", f"{_ADMIN}/brokers/balancer")
+
     def get_version(self) -> Any:
         return self._call("GET", f"{_ADMIN}/brokers/version", parse=_text)
 

@@ -8,7 +8,11 @@
 * tenants (:class:`~brokerlb.coordination.tenants.Tenants`), namespace policies and deletion
   (:class:`~brokerlb.broker.namespace_admin.NamespaceAdmin`), topics
   (:class:`~brokerlb.broker.topic_admin.TopicAdmin`);
-* dynamic configuration (:class:`~brokerlb.broker.dynamic_config.DynamicConfiguration`).
+* dynamic configuration (:class:`~brokerlb.broker.dynamic_config.DynamicConfiguration`);
+* what watches the leader -- the leader feed (:class:`~brokerlb.broker.leader_feed.LeaderFeed`, the
+  one adapter to the leader's announcements), metrics (:mod:`brokerlb.broker.metrics`: load
+  balancing, placements, lookups, bundles, topics, balance) and the balancer's status
+  (:class:`~brokerlb.broker.balancer_status.BalancerStatus`).
 
 Each route module gets only the part it uses (:mod:`brokerlb.broker.http.operations_routes`).
 """
@@ -16,15 +20,22 @@ Each route module gets only the part it uses (:mod:`brokerlb.broker.http.operati
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from brokerlb.broker.balancer_status import BalancerStatus
 from brokerlb.broker.dynamic_config import DynamicConfiguration
+from brokerlb.broker.leader_feed import LeaderFeed
+from brokerlb.broker.metrics import AssignmentMetrics, BrokerMetrics, LoadBalancingCounters, LookupMetrics
 from brokerlb.broker.namespace_admin import NamespaceAdmin
 from brokerlb.broker.served_topics import ServedTopics
 from brokerlb.broker.topic_admin import TopicAdmin
 from brokerlb.coordination.records import ClusterData
 from brokerlb.coordination.tenants import Tenants, ensure_cluster_metadata
 from brokerlb.coordination.topic_metadata import PersistentTopics
+from brokerlb.errors import InvalidLoadDataError
+from brokerlb.loadbalance.balance_score import load_stats
+from brokerlb.model import LocalBrokerData
 
 if TYPE_CHECKING:
     from brokerlb.broker.service import BrokerService
@@ -90,11 +101,79 @@ class BrokerOperations:
         )
         self.dynamic = DynamicConfiguration(service.conf, service.store)
 
+        def cluster_reports() -> dict[str, LocalBrokerData]:
+            """Each active broker's report as the registry holds it (unreadable ones left out)."""
+            out: dict[str, LocalBrokerData] = {}
+            for broker in registry.available_brokers():
+                raw = registry.broker_json(broker)
+                try:
+                    if isinstance(raw, dict):
+                        out[broker] = LocalBrokerData.from_json(raw)
+                except InvalidLoadDataError:
+                    continue
+            return out
+
+        def cluster_loads() -> dict[str, float]:
+            """Each active broker's reported max resource usage, in percent."""
+            return {b: r.max_resource_usage() * 100.0 for b, r in cluster_reports().items()}
+
+        self.cluster_reports = cluster_reports
+
+        self.cluster_loads = cluster_loads
+        clock = service.clock
+        self.lb_counters = LoadBalancingCounters()
+        self.assignments = AssignmentMetrics(clock.monotonic)
+        self.lookups = LookupMetrics(clock.monotonic)
+        self.metrics = BrokerMetrics(
+            cluster=ident.cluster,
+            broker_id=ident.broker_id,
+            conf=service.conf,
+            local_report=lambda: service.reporter.local_data,
+            cluster_reports=cluster_reports,
+            served=self.served,
+            counters=self.lb_counters,
+            assignments=self.assignments,
+            lookups=self.lookups,
+        )
+        self._service = service
+        self._leading_since: int | None = None
+        self.feed: LeaderFeed | None = None
+        self.status: BalancerStatus | None = None
+        self._removers: list[Callable[[], None]] = []
+
     async def start(self) -> None:
+        service = self._service
         written = await ensure_cluster_metadata(self.store, self.cluster, self.cluster_data)
         if written:
             logger.info("Broker %s wrote the cluster metadata %s", self.broker_id, ", ".join(written))
         await self.dynamic.start()
+        clock = service.clock
+        self.feed = LeaderFeed(service.leader_tasks, self.broker_id)
+        self.feed.add_listener(lambda cycle: self.lb_counters.record(cycle, self._load_avg_std))
+        service.reporter.add_write_listener(
+            lambda report: self.metrics.report_written(report, clock.now_ms())
+        )
+        self._removers.append(service.election.add_listener(self._on_leadership))
+        election = service.election
+        self.status = BalancerStatus(
+            conf=service.conf,
+            feed=self.feed,
+            leader_id=lambda: election.leader.broker_id if election.leader is not None else None,
+            leading_since_ms=lambda: self._leading_since,
+            owners=service.owners,
+            cluster_loads=self.cluster_loads,
+            now_ms=clock.now_ms,
+        )
 
     def close(self) -> None:
         self.dynamic.close()
+        for remove in self._removers:
+            remove()
+        self._removers.clear()
+
+    def _on_leadership(self, change: Any) -> None:
+        self._leading_since = self._service.clock.now_ms() if change.leading else None
+
+    def _load_avg_std(self) -> tuple[float, float]:
+        """The brokers' load average and spread as fractions (for strategies that report none)."""
+        return load_stats([v / 100.0 for v in self.cluster_loads().values()])

@@ -106,6 +106,11 @@ class LoadReporter:
         self._force = False
         self._wake = asyncio.Event()
         self.writes = 0
+        self._written: list[Callable[[LocalBrokerData], None]] = []
+
+    def add_write_listener(self, listener: Callable[[LocalBrokerData], None]) -> None:
+        """``listener(report)`` after each write of the report (metrics sample the extensible EMA there)."""
+        self._written.append(listener)
 
     # ------------------------------------------------------------------ refresh and write
     def refresh(self) -> LocalBrokerData:
@@ -150,6 +155,11 @@ class LoadReporter:
         await self._publish(self.local_data)
         self._force = False
         self.writes += 1
+        for listener in list(self._written):
+            try:
+                listener(self.local_data)
+            except Exception:
+                logger.exception("Load report write listener failed")
         self.last_data.update_from(self.local_data)
         self.last_data.last_update = self.local_data.last_update
         self.local_data.clean_deltas()

@@ -303,7 +303,7 @@ class BrokerService:
     async def select_broker(self, bundle: Any) -> str:
         if self._closing:
             raise ServiceUnavailableError(f"Broker {self.identity.broker_id} is shutting down")
-        return await self.placement.select_broker(bundle)
+        return await self.operations.assignments.observe(self.placement.select_broker(bundle))
 
     # ------------------------------------------------------------------ callbacks
     def _bundle_of(self, topic: TopicName) -> str:

@@ -9,11 +9,15 @@
     brokerlb admin brokers delete-dynamic-config --config loadBalancerSheddingEnabled
     brokerlb admin brokers get-runtime-config
     brokerlb admin brokers get-internal-config
+    brokerlb admin brokers balancer
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from rich.markup import escape
 
 from brokerlb.cli.admin_common import kv_table, list_table, run
 from brokerlb.cli.common import console
@@ -21,6 +25,33 @@ from brokerlb.cli.common import console
 __all__ = ["add_broker_verbs"]
 
 _KEY = typer.Option(..., "--config", "-c", help="config key (one that can change at run time)")
+
+
+def _balancer_table(status: dict[str, Any]) -> None:
+    colour = {"ready": "green", "in_progress": "yellow", "stalled": "red", "off": "dim"}.get(
+        status["state"], ""
+    )
+    console.print(
+        f"[bold {colour}]{status['state']}[/] {escape(str(status.get('reason', '')))}", highlight=False
+    )
+    rows: dict[str, Any] = {
+        key: status.get(key)
+        for key in (
+            "leader",
+            "strategy",
+            "lastCycleAtMs",
+            "movesInFlight",
+            "balancedness",
+            "busiestBroker",
+            "busiestDistanceFromLowerBound",
+        )  # fmt: skip
+        if key in status
+    }
+    last = status.get("lastCycle") or {}
+    if last:
+        rows["lastCycle decisions"] = ", ".join(f"{k}: {v}" for k, v in last.get("decisions", {}).items())
+        rows["lastCycle moves"] = len(last.get("moves", []))
+    kv_table("balancer", rows)
 
 
 def add_broker_verbs(brokers: typer.Typer) -> None:
@@ -59,6 +90,11 @@ def add_broker_verbs(brokers: typer.Typer) -> None:
     @brokers.command("get-runtime-config")
     def runtime(ctx: typer.Context) -> None:
         run(ctx, lambda a: a.get_runtime_config(), lambda d: kv_table("runtime configuration", d))
+
+    @brokers.command("balancer")
+    def balancer(ctx: typer.Context) -> None:
+        """brokerlb: the balancer's status -- off, ready, in_progress or stalled, and why."""
+        run(ctx, lambda a: a.get_balancer_status(), _balancer_table)
 
     @brokers.command("get-internal-config")
     def internal(ctx: typer.Context) -> None:

@@ -22,6 +22,7 @@ from fastapi import APIRouter, Request, Response
 
 from brokerlb.broker.http.errors import error_body, error_headers, error_status
 from brokerlb.broker.lookup import LookupAnswer, LookupService
+from brokerlb.broker.metrics.counters import LookupMetrics
 from brokerlb.errors import InvalidInputError, InvalidTopicNameError
 from brokerlb.naming import TopicName
 
@@ -73,6 +74,20 @@ async def lookup_answer(
     return await lookup.lookup(topic, authoritative=authoritative, listener=listener)
 
 
+async def observed_lookup(
+    metrics: LookupMetrics, lookup: LookupService, topic: TopicName, authoritative: bool, listener: str | None
+) -> LookupAnswer:
+    """:func:`lookup_answer`, timed and counted (answer, redirect, failure) for ``/metrics``."""
+    started = metrics.now()
+    try:
+        answer = await lookup_answer(lookup, topic, authoritative, listener)
+    except Exception:
+        metrics.failed(started)
+        raise
+    metrics.answered(started, answer.status)
+    return answer
+
+
 @lru_cache(maxsize=100_000)
 def _topic_of_path(rest: bytes) -> tuple[TopicName, bool]:
     """``domain/tenant/ns/topic[/bundle]`` (still encoded) -> (topic, bundle query?); errors are not cached."""
@@ -90,6 +105,7 @@ class LookupEndpoint:
 
     def __init__(self, service: BrokerService) -> None:
         self.service = service
+        self.metrics = service.operations.lookups
 
     @staticmethod
     def handles(scope: dict[str, Any]) -> bool:
@@ -122,7 +138,7 @@ class LookupEndpoint:
             for name, value in scope.get("headers", ()):
                 if name == b"x-pulsar-listenername":
                     listener = value.decode("latin-1")
-        answer = await lookup_answer(service.lookup, topic, authoritative, listener or None)
+        answer = await observed_lookup(self.metrics, service.lookup, topic, authoritative, listener or None)
         if answer.status == 307:
             return 307, [(b"location", (answer.location or "").encode())], b""
         return answer.status, _JSON, answer.body
@@ -154,8 +170,12 @@ def lookup_router(service: BrokerService) -> APIRouter:
     ) -> Response:
         listener = listenerName or request.headers.get("x-pulsar-listenername")
         name = topic_from_segments(domain, tenant, namespace, topic)
-        answer = await lookup_answer(
-            service.lookup, name, parse_bool(authoritative, "authoritative"), listener
+        answer = await observed_lookup(
+            service.operations.lookups,
+            service.lookup,
+            name,
+            parse_bool(authoritative, "authoritative"),
+            listener,
         )
         if answer.status == 307:
             return Response(status_code=307, headers={"location": answer.location or ""})

@@ -14,6 +14,7 @@ from fastapi import APIRouter
 from brokerlb.broker.http.broker_config_routes import broker_config_router
 from brokerlb.broker.http.cluster_routes import cluster_router
 from brokerlb.broker.http.namespace_admin_routes import namespace_admin_router
+from brokerlb.broker.http.observability_routes import balancer_router, metrics_router
 from brokerlb.broker.http.tenants_routes import tenants_router
 from brokerlb.broker.http.topics_routes import topics_router
 
@@ -25,7 +26,14 @@ __all__ = ["operations_routers"]
 
 def operations_routers(service: BrokerService) -> list[APIRouter]:
     ops = service.operations
+    election = service.election
     return [
+        metrics_router(ops.metrics),
+        balancer_router(
+            lambda: ops.status,
+            lambda: election.leader.service_url if election.leader is not None else None,
+            lambda: election.is_leader,
+        ),
         broker_config_router(ops.dynamic, service.conf),
         cluster_router(ops.store, ops.cluster, service.cluster_policies, service.registry.available_brokers),
         tenants_router(ops.tenants, ops.namespaces),

@@ -123,3 +123,10 @@ async def test_broker_version_and_dynamic_configuration_verbs(cluster) -> None:
     assert "non-dynamic" in refused
     ns = new_namespace("cliver")
     assert "does not exist" in await cli(url, "namespaces", "policies", ns, as_json=False, code=1)
+
+
+async def test_balancer_status_verb(cluster) -> None:
+    status = await cli(cluster.urls[0], "brokers", "balancer")
+    assert status["state"] in ("ready", "in_progress") and status["leader"] in cluster.broker_ids
+    table = await cli(cluster.urls[1], "brokers", "balancer", as_json=False)
+    assert status["state"] in table and "balancedness" in table

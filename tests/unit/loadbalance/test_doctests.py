@@ -10,6 +10,7 @@ MODULES = [
     "brokerlb.loadbalance.view",
     "brokerlb.loadbalance.state",
     "brokerlb.loadbalance.registry",
+    "brokerlb.loadbalance.balance_score",
 ]
 
 

@@ -1,0 +1,65 @@
+"""``/metrics`` (Prometheus text) and the balancer's status.
+
+| request | answer |
+|---|---|
+| ``GET /metrics``, ``GET /metrics/`` | every series of this broker (:mod:`brokerlb.broker.metrics.exporter`) |
+| ``GET /admin/v2/brokers/balancer`` | brokerlb extension: the balancer's status (:mod:`brokerlb.broker.balancer_status`), answered by the leader (307 from the others; answered here when no leader is known) |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import APIRouter, Request, Response
+
+from brokerlb.broker.balancer_status import BalancerStatus
+from brokerlb.broker.http.common import json_response, maybe_redirect
+from brokerlb.broker.metrics import CONTENT_TYPE_LATEST, BrokerMetrics
+from brokerlb.broker.redirect import Redirect
+
+__all__ = ["metrics_router", "balancer_router"]
+
+
+def metrics_router(metrics: BrokerMetrics) -> APIRouter:
+    router = APIRouter(tags=["metrics"])
+
+    async def scrape() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    for path in ("/metrics", "/metrics/"):
+        router.add_api_route(
+            path,
+            scrape,
+            methods=["GET"],
+            summary="Prometheus metrics of this broker",
+            response_class=Response,
+            operation_id=f"metrics{'_slash' if path.endswith('/') else ''}",
+        )
+    return router
+
+
+def balancer_router(
+    status: Callable[[], BalancerStatus | None],
+    leader_url: Callable[[], str | None],
+    is_leader: Callable[[], bool],
+) -> APIRouter:
+    router = APIRouter(tags=["brokerlb extensions"])
+
+    @router.get(
+        "/admin/v2/brokers/balancer",
+        summary="brokerlb: the balancer's status (off, ready, in_progress, stalled)",
+        description="State with its reason, the last shedding cycle, moves in flight, balancedness. "
+        "Answered by the leader; other brokers redirect to it.",
+    )
+    async def balancer(request: Request) -> Response:
+        url = leader_url()
+        if not is_leader() and url:
+            redirect = maybe_redirect(request, Redirect(url.rstrip("/"), False))
+            if redirect is not None:
+                return redirect
+        current = status()
+        if current is None:
+            return json_response({"state": "stalled", "reason": "the broker is starting"})
+        return json_response(current.status())
+
+    return router

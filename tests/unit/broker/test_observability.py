@@ -1,0 +1,223 @@
+"""The leader feed, the decision counters, the quantile window and the balancer's states, on hand-made input."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from brokerlb.broker.balancer_status import IN_PROGRESS, OFF, READY, STALLED, BalancerStatus
+from brokerlb.broker.leader import LeaderEvent
+from brokerlb.broker.leader_feed import LeaderFeed
+from brokerlb.broker.metrics import AssignmentMetrics, BrokerMetrics, LoadBalancingCounters, LookupMetrics
+from brokerlb.broker.metrics.quantiles import QuantileWindow
+from brokerlb.broker.served_topics import ServedTopics
+from brokerlb.broker.topics import TopicRegistry, TopicStats
+from brokerlb.clock import ManualClock
+from brokerlb.config import ServiceConfig
+from brokerlb.errors import NoBrokerAvailableError
+from brokerlb.loadbalance.decisions import Label, Reason, SheddingResult, UnloadDecision
+from brokerlb.model import LocalBrokerData
+
+
+class FakeLeader:
+    """Announces events the way LeaderTasks does."""
+
+    def __init__(self) -> None:
+        self.listeners: list = []
+        self.last_shedding: SheddingResult | None = None
+
+    def add_listener(self, listener) -> None:
+        self.listeners.append(listener)
+
+    def emit(
+        self, kind: str, bundle=None, source=None, destination=None, reason="", detail="", at=1000
+    ) -> None:
+        for listener in self.listeners:
+            listener(LeaderEvent(at, kind, bundle, source, destination, reason, detail))
+
+
+def _shedding() -> SheddingResult:
+    return SheddingResult.of(
+        [
+            UnloadDecision("b1", "t/n/0x00000000_0x80000000", "b2", Label.SUCCESS, Reason.OVERLOADED),
+            UnloadDecision("b1", "t/n/0x80000000_0xffffffff", None, Label.SUCCESS, Reason.OVERLOADED),
+            UnloadDecision.skip(Reason.COOL_DOWN, "b3 cooling down", broker="b3"),
+        ],
+        {"loadAvg": 0.4, "loadStd": 0.1},
+    )
+
+
+def test_the_feed_folds_events_into_cycles_and_the_counters_count_them() -> None:
+    leader = FakeLeader()
+    feed = LeaderFeed(leader, "b1")
+    counters = LoadBalancingCounters()
+    feed.add_listener(counters.record)
+    leader.last_shedding = _shedding()
+    leader.emit("unload", "t/n/0x00000000_0x80000000", "b1", "b2", "Overloaded")
+    leader.emit("failed", "t/n/0x80000000_0xffffffff", "b1", None, "unload", "owner gone")
+    leader.emit("shed-cycle", reason="2", at=2000)
+    leader.emit("split", "t/n/0x00000000_0x80000000", "b2", None, "Topics", "12 topics", at=3000)
+    leader.emit("failed", "t/n/0x80000000_0xffffffff", "b2", None, "split", "stale", at=3001)
+
+    shedding, split, failed_split = feed.recent
+    assert (shedding.kind, shedding.at_ms, shedding.leader, len(shedding.decisions)) == (
+        "shedding",
+        2000,
+        "b1",
+        3,
+    )
+    assert [(m.bundle, m.transfer, m.reason) for m in shedding.moves] == [
+        ("t/n/0x00000000_0x80000000", True, "Overloaded"),
+        ("t/n/0x80000000_0xffffffff", False, "Overloaded"),  # its reason from the cycle's decision
+    ]
+    assert shedding.moves_done == (True, False)
+    assert (split.kind, split.splits_done, str(split.splits[0].reason)) == ("split", (True,), "Topics")
+    assert failed_split.splits_done == (False,)
+    assert feed.last("shedding") is shedding
+
+    assert counters.unload_breakdown[("Success", "Overloaded")] == 2
+    assert counters.unload_breakdown[("Skip", "CoolDown")] == 1
+    assert (counters.unload_bundle, counters.unload_broker) == (1, 1)
+    assert counters.moves == {("transfer", "Overloaded"): 1, ("split", "Topics"): 1}
+    assert (counters.bundles_split, counters.split_breakdown[("Failure", "Unknown")]) == (1, 1)
+    assert counters.load_avg_std == (0.4, 0.1)
+    assert shedding.to_json()["moves"][1]["executed"] is False
+
+
+def test_a_leader_without_announcements_is_fine() -> None:
+    feed = LeaderFeed(object(), "b1")
+    assert feed.last("shedding") is None and not feed.recent
+
+
+def test_quantile_window_forgets_old_observations_but_keeps_totals() -> None:
+    clock = ManualClock()
+    window = QuantileWindow(clock.monotonic, max_age=60)
+    for v in range(1, 101):
+        window.observe(float(v))
+    q = window.quantiles()
+    assert (q[0.5], q[0.99], q[1.0]) == (50.0, 99.0, 100.0)
+    clock.advance(61)
+    window.observe(7.0)
+    assert window.quantiles()[0.5] == 7.0
+    assert (window.count, window.sum) == (101, 5057.0)
+    clock.advance(61)
+    assert all(math.isnan(v) for v in window.quantiles().values())
+
+
+async def test_placements_and_lookups_are_counted() -> None:
+    clock = ManualClock()
+    assignments = AssignmentMetrics(clock.monotonic)
+
+    async def placed() -> str:
+        clock.advance(0.002)
+        return "b1"
+
+    async def nobody() -> str:
+        raise NoBrokerAvailableError("none fits")
+
+    assert await assignments.observe(placed()) == "b1"
+    with pytest.raises(NoBrokerAvailableError):
+        await assignments.observe(nobody())
+    assert (assignments.results["Success"], assignments.results["Empty"], assignments.results["Failure"]) == (
+        1,
+        1,
+        0,
+    )
+    assert assignments.latency_ms.quantiles()[1.0] == pytest.approx(2.0)
+    lookups = LookupMetrics(clock.monotonic)
+    for status in (200, 307, 307, 503):
+        lookups.answered(clock.monotonic(), status)
+    lookups.failed(clock.monotonic())
+    assert lookups.snapshot() == {"answers": 1, "redirects": 2, "failures": 2}
+
+
+@dataclass
+class Owner:
+    data: SimpleNamespace
+
+
+class FakeOwners:
+    def __init__(self, disabled: list[str]) -> None:
+        self._owners = {b: Owner(SimpleNamespace(disabled=True)) for b in disabled}
+
+    def owners(self):
+        return self._owners
+
+
+def _status(conf: ServiceConfig, feed: LeaderFeed, *, now=10_000, leader="b1", since=0, disabled=()) -> dict:
+    return BalancerStatus(
+        conf=conf,
+        feed=feed,
+        leader_id=lambda: leader,
+        leading_since_ms=lambda: since,
+        owners=FakeOwners(list(disabled)),  # type: ignore[arg-type]
+        cluster_loads=lambda: {"b1": 90.0, "b2": 30.0, "b3": 30.0},
+        now_ms=lambda: now,
+    ).status()
+
+
+def test_balancer_states() -> None:
+    conf = ServiceConfig(clusterName="c", loadBalancerSheddingIntervalMinutes=1)
+    leader = FakeLeader()
+    feed = LeaderFeed(leader, "b1")
+    first = _status(conf, feed)
+    assert (first["state"], first["reason"]) == (READY, "waiting for the first shedding cycle")
+    assert first["balancedness"] == pytest.approx(55.556, abs=0.01) and first["busiestBroker"] == "b1"
+    assert _status(conf, feed, now=200_000)["state"] == STALLED  # no cycle in 2 intervals + 1 min
+    assert _status(conf, feed, leader=None)["reason"] == "no leader broker is elected"
+    assert _status(conf.with_overrides({"loadBalancerSheddingEnabled": False}), feed)["state"] == OFF
+    assert _status(conf.with_overrides({"loadBalancerEnabled": False}), feed)["state"] == OFF
+
+    leader.last_shedding = SheddingResult.of([UnloadDecision.skip(Reason.BALANCED, "spread 3% < 10%")])
+    leader.emit("shed-cycle", at=5000)
+    ready = _status(conf, feed)
+    assert (ready["state"], ready["reason"], ready["lastCycleAtMs"]) == (
+        READY,
+        "Balanced: spread 3% < 10%",
+        5000,
+    )
+    assert ready["lastCycle"]["decisions"] == {"Skip/Balanced": 1}
+    busy = _status(conf, feed, disabled=["t/n/0x00000000_0x80000000"])
+    assert (busy["state"], busy["movesInFlight"]) == (IN_PROGRESS, 1)
+
+    leader.last_shedding = SheddingResult.of([UnloadDecision.failure(Reason.NO_DESTINATION, "isolation")])
+    leader.emit("shed-cycle", at=6000)
+    assert _status(conf, feed)["reason"] == "NoDestination: isolation"
+
+    leader.last_shedding = _shedding()
+    leader.emit("unload", "t/n/0x00000000_0x80000000", "b1", "b2", "Overloaded", at=7000)
+    leader.emit("shed-cycle", at=7000)
+    assert _status(conf, feed)["state"] == IN_PROGRESS  # the last cycle moved a bundle
+
+
+def test_exporter_writes_parsable_families_with_pulsar_names() -> None:
+    registry = TopicRegistry(lambda topic: f"{topic.namespace}/0x00000000_0xffffffff")
+    registry.attach("persistent://t/n/a", stats=TopicStats(msg_rate_in=5, producer_count=2, consumer_count=1))
+    registry.attach("persistent://t/n/b", stats=TopicStats(msg_rate_in=7))
+    counters = LoadBalancingCounters()
+    report = LocalBrokerData()
+    conf = ServiceConfig(clusterName="c", exposeTopicLevelMetricsInPrometheus=False)
+    metrics = BrokerMetrics(
+        cluster="c",
+        broker_id="b1:8080",
+        conf=conf,
+        local_report=lambda: report,
+        cluster_reports=lambda: {"b1:8080": LocalBrokerData(num_bundles=3), "b2:8080": LocalBrokerData()},
+        served=ServedTopics(registry, None, "b1:8080"),
+        counters=counters,
+        assignments=AssignmentMetrics(),
+        lookups=LookupMetrics(),
+    )
+    families = {f.name: f for f in text_string_to_metric_families(metrics.render().decode())}
+    rate_in = families["pulsar_rate_in"].samples
+    assert [(s.labels, s.value) for s in rate_in] == [({"cluster": "c", "namespace": "t/n"}, 12.0)]
+    assert families["pulsar_producers_count"].samples[0].value == 2.0
+    assert families["brokerlb_balancedness"].samples[0].value == 100.0
+    assert families["pulsar_lb_unload_broker_breakdown"].type == "counter"
+    assert families["pulsar_broker_lookup"].type == "summary"
+    assert "pulsar_bundle_msg_rate_in" not in families
+    assert [s.value for s in families["brokerlb_broker_bundles"].samples] == [3.0, 0.0]
