@@ -46,6 +46,8 @@ async def test_every_series_the_dashboard_queries_is_exported() -> None:
     finally:
         await cluster.stop()
     exported = {
-        f.name + suffix for f in text_string_to_metric_families(text) for suffix in SUFFIXES.get(f.type, ("",))
+        f.name + suffix
+        for f in text_string_to_metric_families(text)
+        for suffix in SUFFIXES.get(f.type, ("",))
     }
     assert not queried - exported, f"queried but not exported: {sorted(queried - exported)}"
