@@ -24,7 +24,9 @@ should do (``--no-gc-freeze`` shows the cost of not doing it: full collections r
 millions of objects in the middle of a cycle). Wall times are for the machine as loaded at the
 time; CPU times (``time.process_time``) are the process's own work.
 
-Run: ``.venv/bin/python benchmarks/bench_decision_engine.py [--brokers 1000] [--bundles 100000]``
+Run: ``.venv/bin/python benchmarks/bench_decision_engine.py [--brokers 1000] [--bundles 100000]
+[--strategy brokerlb]`` (``--strategy`` times the leader cycle with another shedding strategy,
+e.g. brokerlb's balancer, docs/balancer.md).
 """
 
 from __future__ import annotations
@@ -142,6 +144,9 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=3, help="steady-state cycles to time (best is reported)")
     ap.add_argument("--wide", action="store_true", help="usage spread over 10-60 %% (mass shedding)")
     ap.add_argument("--no-gc-freeze", action="store_true", help="leave the leader's state to the cyclic GC")
+    ap.add_argument(
+        "--strategy", default=None, help="shedding strategy of the leader cycle (default: the configured one)"
+    )
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     print(
@@ -184,7 +189,7 @@ def main() -> None:
     for round_ in cycles[1:]:
         _, r_wall, r_cpu = timed(lambda rep=round_: refresh(leader, rep))
         view = leader.view(config, NOW, namespace_policies=policies)
-        shed, s_wall, s_cpu = timed(lambda v=view: run_shedding_cycle(v, state, rng))
+        shed, s_wall, s_cpu = timed(lambda v=view: run_shedding_cycle(v, state, rng, strategy=args.strategy))
         split, p_wall, p_cpu = timed(lambda v=view: find_bundles_to_split(v, state, None))
         for key, value in (
             ("refresh", (r_wall, r_cpu)),
@@ -199,7 +204,7 @@ def main() -> None:
     print(f"  steady-state leader cycle, best of {args.cycles}:")
     line("refresh (updateAll over 1,000 reports)", *best["refresh"], baseline)
     line(
-        "shedding loop (ThresholdShedder + checks + destinations)",
+        f"shedding loop ({args.strategy or 'ThresholdShedder'} + checks + destinations)",
         *best["shed"],
         baseline,
         f"{len(shed.unloads)} unloads",

@@ -2,6 +2,7 @@
 
 ``shed``, ``split`` and ``place`` read one snapshot (``--snapshot FILE``, ``-`` or nothing
 for stdin, or ``--load-reports DIR``) and print the answer as JSON (default) or tables;
+``optimize`` writes the plan brokerlb's balancer would carry out (docs/balancer.md);
 ``batch`` answers JSON Lines requests from stdin, one line per request, keeping strategy
 state per ``session``; ``snapshot`` prints the snapshot a ``--load-reports`` folder gives.
 """
@@ -143,6 +144,71 @@ def place_cmd(
 ) -> None:
     """Where the placement pipeline would put a bundle (--raw: the strategy alone)."""
     _answer("place", snapshot, load_reports, strategy, set_, seed, raw, bundle, output)
+
+
+@app.command("optimize")
+def optimize_cmd(
+    snapshot: str | None = _SNAPSHOT,
+    load_reports: str | None = _REPORTS,
+    target: float | None = typer.Option(
+        None,
+        "--target",
+        help="busiest broker's target as a ratio to the balanced load, e.g. 1.05 "
+        "(default: 1 + brokerlbBalancerTargetTolerance)",
+    ),
+    max_moves: int | None = typer.Option(
+        None, "--max-moves", help="moves the plan may hold (default: as many as the target needs)"
+    ),
+    exact: bool = typer.Option(
+        False, "--exact", help="solve exactly with the MIP oracle (small snapshots; needs brokerlb[optimize])"
+    ),
+    set_: list[str] | None = _SET,
+    out: str | None = typer.Option(None, "--out", "-o", help="write the plan to this file (default: stdout)"),
+    execute: bool = typer.Option(
+        False, "--execute", help="apply the plan through --url (default: a dry run that only writes the plan)"
+    ),
+    url: str | None = typer.Option(None, "--url", help="admin URL of any broker, for --execute"),
+    token: str | None = typer.Option(None, "--token", help="bearer token (default: $BROKERLB_ADMIN_TOKEN)"),
+) -> None:
+    """brokerlb's balancer offline: the moves (in waves under the per-cycle budgets), splits and
+    merges that bring the snapshot's cluster to its target, as a plan `brokerlb plan apply` runs."""
+    import os
+
+    from brokerlb.clock import SystemClock
+    from brokerlb.errors import InvalidInputError
+    from brokerlb.loadbalance.balancer.optimize import optimize, to_plan
+    from brokerlb.loadbalance.planner import Planner
+
+    with cli_errors():
+        if execute and not url:
+            raise InvalidInputError("--execute needs --url (the admin URL of a broker)")
+        planner = Planner(clock=SystemClock().now_ms)
+        view = planner.view_of(_snapshot_doc(snapshot, load_reports), _overrides(set_))
+        plan = to_plan(optimize(view, target=target, max_moves=max_moves, exact=exact), view)
+        if out is not None:
+            plan.save(out)
+            console.print(
+                f"wrote {len(plan.operations)} operation(s) to {out} "
+                f"({plan.source.get('moves', 0)} moves in {plan.source.get('waves', 0)} wave(s), "
+                f"busiest {plan.source.get('busiestBefore', 0):.3f} -> {plan.source.get('busiestAfter', 0):.3f})",
+                highlight=False,
+                soft_wrap=True,
+            )
+        else:
+            print_json(plan.to_json())
+        if not execute:
+            return
+        from brokerlb.plan.apply import apply_plan
+
+        assert url is not None
+        report = apply_plan(plan, url, token=token or os.environ.get("BROKERLB_ADMIN_TOKEN") or None)
+    for r in report.results:
+        console.print(
+            f"{r.status:9} #{r.index} {r.op} {r.target}" + (f" -- {r.detail}" if r.detail else ""),
+            highlight=False,
+        )
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 @app.command("batch")

@@ -53,6 +53,13 @@ __all__ = [
 MB = 1024 * 1024
 #: a move must gain at least this fraction of the load it moves (no big bundle for a small excess)
 USEFUL_FRACTION = 0.5
+#: bundles of an over-target broker evaluated per move, best source relief first (the largest
+#: that fit the excess come first; the rest could only relieve less)
+MAX_CANDIDATES = 24
+#: valid moves compared per over-target broker before the best of them is taken
+ENOUGH_MOVES = 6
+#: destinations evaluated per bundle: the least loaded allowed brokers
+MAX_DESTINATIONS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +161,21 @@ class _State:
         self.usage = model.usage.copy()
         self.loads = model.loads()
         self.owner = model.owner.copy()
+        order = np.argsort(self.owner, kind="stable")
+        starts = np.searchsorted(self.owner[order], np.arange(len(model.brokers) + 1))
+        #: broker -> its bundles (kept as moves are planned)
+        self.held: list[list[int]] = [
+            order[starts[b] : starts[b + 1]].tolist() for b in range(len(model.brokers))
+        ]
         self.budget = budget
         n = len(model.brokers)
+        #: weight / limit per broker and resource (0 where a resource has no limit)
+        self.scale = np.divide(
+            np.broadcast_to(model.weights, model.limit.shape),
+            model.limit,
+            out=np.zeros_like(model.limit),
+            where=model.limit > 0,
+        )
         self.moves = 0
         self.moves_of = np.zeros(n, dtype=np.int64)
         self.bytes = 0.0
@@ -163,12 +183,13 @@ class _State:
 
     def loads_with(self, delta: np.ndarray, brokers: np.ndarray | slice, sign: float) -> np.ndarray:
         """Loads of ``brokers`` with ``sign x delta`` added to their usage ((k, 4) or (4,))."""
-        model = self.model
         usage = np.maximum(self.usage[brokers] + sign * delta, 0.0)
-        limit = model.limit[brokers]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = np.where(limit > 0, usage / limit, 0.0)
-        return np.asarray(np.maximum(model.floor[brokers], (ratios * model.weights).max(axis=-1)))
+        return np.asarray(np.maximum(self.model.floor[brokers], (usage * self.scale[brokers]).max(axis=-1)))
+
+    def movable_of(self, broker: int, movable: np.ndarray) -> np.ndarray:
+        """The movable bundles ``broker`` holds now."""
+        held = np.asarray(self.held[broker], dtype=np.int64)
+        return held[movable[held]] if len(held) else held
 
     def broker_room(self) -> np.ndarray:
         """(n,) whether a broker may take part in one more move."""
@@ -265,7 +286,7 @@ def _best_out(
     model = state.model
     if state.moves_of[a] >= state.budget.moves_per_broker:
         return None, "its move budget for this cycle is used"
-    ks = np.flatnonzero((state.owner == a) & movable)
+    ks = state.movable_of(a, movable)
     if not len(ks):
         return None, "no bundle of it may move (recently moved, new, system or pinned by policy)"
     room_a = state.bytes_room()[a]
@@ -278,17 +299,22 @@ def _best_out(
     reason = "no destination can take any of its bundles within the band"
     room = state.broker_room()
     bytes_room = state.bytes_room()
+    by_load = np.argsort(state.loads, kind="stable")  # destinations, least loaded first
+    evaluated = found = 0
     for i in np.argsort(-source_gain, kind="stable"):
         k = int(ks[i])
+        if evaluated >= MAX_CANDIDATES or found >= ENOUGH_MOVES:
+            break
         if source_gain[i] < min_gain:
             if best is None:
                 reason = f"no move gains the minimum improvement {min_gain:.4f}"
             break
         allowed = destinations(k) & room & (bytes_room >= model.throughput[k])
         allowed[a] = False
-        cands = np.flatnonzero(allowed)
+        cands = by_load[allowed[by_load]][:MAX_DESTINATIONS]
         if not len(cands):
             continue
+        evaluated += 1
         dest_after = state.loads_with(demands[k], cands, 1.0)
         gain = source_gain[i] + _gain(targets, cands, state.loads[cands], dest_after)
         j = int(np.lexsort((dest_after, -gain))[0])
@@ -296,6 +322,7 @@ def _best_out(
         moved = float(state.loads[a] - source_after[i])  # the load it takes off the source
         if total < min_gain or total < USEFUL_FRACTION * moved:
             continue
+        found += 1
         score = min(total, moved) / max(float(model.throughput[k]), 1.0)
         key = (score, total)
         if best is None or _better(key, (best[0], best[1])):
@@ -328,7 +355,7 @@ def _best_in(
     best: tuple[float, float, int, int, float, float] | None = None
     for source in sources:
         a = int(source)
-        ks = np.flatnonzero((state.owner == a) & movable)
+        ks = state.movable_of(a, movable)
         ks = ks[model.throughput[ks] <= min(limit_bytes, bytes_room[a])]
         if not len(ks):
             continue
@@ -398,6 +425,8 @@ def _apply(state: _State, move: PlannedMove, demands: np.ndarray) -> None:
     state.loads[move.source] = move.source_after
     state.loads[move.destination] = move.destination_after
     state.owner[move.bundle] = move.destination
+    state.held[move.source].remove(move.bundle)
+    state.held[move.destination].append(move.bundle)
     state.moves += 1
     state.moves_of[move.source] += 1
     state.moves_of[move.destination] += 1

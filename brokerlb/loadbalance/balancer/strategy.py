@@ -53,7 +53,7 @@ from __future__ import annotations
 import random
 import weakref
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -87,7 +87,7 @@ from brokerlb.loadbalance.split.thresholds import range_bounds
 from brokerlb.loadbalance.state import StrategyState
 from brokerlb.loadbalance.view import ClusterView
 
-__all__ = ["Balancer", "CLASS_NAME"]
+__all__ = ["Balancer", "CLASS_NAME", "Cycle", "Prepared", "Destinations"]
 
 #: the registry's class name of the strategy (its short name is ``brokerlb``)
 CLASS_NAME = MEMORY_KEY
@@ -104,7 +104,7 @@ class Balancer:
         self, view: ClusterView, state: StrategyState, rng: random.Random
     ) -> SheddingResult:
         memory = state.get(MEMORY_KEY, BalancerMemory)
-        return _Cycle(view, memory).run()
+        return Cycle(view, memory).run()
 
     # ------------------------------------------------------------------ placement
 
@@ -239,7 +239,18 @@ def _placements(context: PlacementContext, memory: BalancerMemory) -> _Placement
 # ---------------------------------------------------------------------- one shedding cycle
 
 
-class _Cycle:
+class Prepared(NamedTuple):
+    """What a cycle plans on: the model, the movable bundles, the targets, the destination filter
+    and the splits of bundles too hot to move."""
+
+    model: ClusterModel
+    movable: np.ndarray
+    targets: Targets
+    destinations: Destinations
+    splits: list[SplitDecision]
+
+
+class Cycle:
     """One shedding cycle of the balancer."""
 
     def __init__(self, view: ClusterView, memory: BalancerMemory) -> None:
@@ -252,16 +263,14 @@ class _Cycle:
         self.swap_ms = int(conf.duration_seconds("brokerlbBalancerSwapBackBlockMinutes") * 1000)
         self.report_ms = int(conf.duration_seconds("loadBalancerReportUpdateMaxIntervalMinutes") * 1000)
 
-    def run(self) -> SheddingResult:
-        view, memory = self.view, self.memory
+    def prepare(self) -> Prepared | None:
+        """Memory upkeep, the model, what may move, ring-change splits and the targets (``None``
+        with fewer than two brokers)."""
         self._forget_settled_moves()
-        model = ClusterModel.build(view, memory)
+        model = ClusterModel.build(self.view, self.memory)
         self._notice_new_bundles(model)
-        stats: dict[str, Any] = {"brokers": len(model.brokers), "bundles": len(model.bundles)}
         if len(model.brokers) < 2:
-            return SheddingResult.of(
-                [UnloadDecision.skip(Reason.SINGLE_BROKER, "fewer than two brokers report")], stats
-            )
+            return None
         movable = self._movable(model)
         contribution = _own_contribution(model)
         plain = compute_targets(model, np.zeros(len(model.brokers)), 0.0, 0.0)
@@ -273,9 +282,20 @@ class _Cycle:
             self.conf.brokerlbBalancerTargetTolerance,
             self.conf.brokerlbBalancerUnderloadTolerance,
         )
+        destinations = Destinations(self, model, PlacementContext(self.view))
+        return Prepared(model, movable, targets, destinations, splits)
+
+    def run(self) -> SheddingResult:
+        view, memory = self.view, self.memory
+        prepared = self.prepare()
+        if prepared is None:
+            return SheddingResult.of(
+                [UnloadDecision.skip(Reason.SINGLE_BROKER, "fewer than two brokers report")],
+                {"brokers": len(view.brokers)},
+            )
+        model, movable, targets, destinations, splits = prepared
+        stats: dict[str, Any] = {"brokers": len(model.brokers), "bundles": len(model.bundles)}
         budget = Budget.from_config(self.conf)
-        context = PlacementContext(view)
-        destinations = _Destinations(self, model, context)
         plan = plan_moves(
             model,
             targets,
@@ -377,17 +397,21 @@ class _Cycle:
 
     def _movable(self, model: ClusterModel) -> np.ndarray:
         view, memory = self.view, self.memory
-        recently = view.recently_unloaded_bundles
         cutoff = self.now - self.grace_ms
         out = np.ones(len(model.bundles), dtype=bool)
+        index = model.bundle_index
+        blocked = [
+            *memory.pending,
+            *view.recently_unloaded_bundles,
+            *(b for b, at in memory.last_moved.items() if at >= cutoff),
+        ]
+        out[[index[b] for b in blocked if b in index]] = False
+        namespaces: dict[str, list[int]] = {}
         for k, bundle in enumerate(model.bundles):
-            if (
-                bundle in memory.pending
-                or bundle in recently
-                or memory.last_moved.get(bundle, cutoff - 1) >= cutoff
-                or view.is_system_namespace(bundle.rpartition("/")[0])
-            ):
-                out[k] = False
+            namespaces.setdefault(bundle.rpartition("/")[0], []).append(k)
+        for namespace, ks in namespaces.items():
+            if view.is_system_namespace(namespace):
+                out[ks] = False
         return out
 
     def _hot_bundles(
@@ -485,11 +509,11 @@ class _Cycle:
         }
 
 
-class _Destinations:
+class Destinations:
     """``destinations(k)`` for the planner: Pulsar's modular filters without the even spread of
     bundle counts, the unload checks, and the swap-back rule; cached per namespace."""
 
-    def __init__(self, cycle: _Cycle, model: ClusterModel, context: PlacementContext) -> None:
+    def __init__(self, cycle: Cycle, model: ClusterModel, context: PlacementContext) -> None:
         self.cycle = cycle
         self.model = model
         self.context = context
@@ -511,10 +535,13 @@ class _Destinations:
         mask = self._by_namespace.get(namespace)
         if mask is None:
             mask = np.zeros(len(model.brokers), dtype=bool)
-            for broker in modular_candidates(self.context, bundle, even_spread=False).candidates:
-                i = model.index.get(broker)
-                if i is not None:
-                    mask[i] = True
+            index = model.index
+            allowed = [
+                index[b]
+                for b in modular_candidates(self.context, bundle, even_spread=False).candidates
+                if b in index
+            ]
+            mask[allowed] = True
             self._by_namespace[namespace] = mask
         mask = mask.copy()
         mask[int(model.owner[k])] = False
@@ -530,9 +557,11 @@ class _Destinations:
         bundle = model.bundles[move.bundle]
         self.context.preallocate(bundle, model.brokers[move.destination])
         namespace = bundle.rpartition("/")[0]
-        if self.context.group_of(namespace):
-            self._by_namespace.clear()  # the group's counts changed for every namespace of it
-        else:
+        group = self.context.group_of(namespace)
+        if group:  # the group's counts changed for every namespace of it
+            for other in [ns for ns in self._by_namespace if self.context.group_of(ns) == group]:
+                del self._by_namespace[other]
+        else:  # its topics count on the destination now
             self._by_namespace.pop(namespace, None)
 
 
