@@ -407,16 +407,39 @@ def _check(response: Any, method: str) -> None:
         raise RemoteBrokerError(response.status_code, _reason(response), method, str(response.request.url))
 
 
-class AdminClient(_Api):
-    """Blocking client (httpx). Use as a context manager or call :meth:`close`."""
+def _bearer(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
 
-    def __init__(self, url: str = DEFAULT_URL, *, timeout: float = 30.0) -> None:
+
+class AdminClient(_Api):
+    """Blocking client (httpx). Use as a context manager or call :meth:`close`.
+
+    ``token``: sent as ``Authorization: Bearer`` on every request, redirects included (the
+    brokers of a cluster share one authentication). ``verify``: the CA file (or ``False``) for
+    ``https://`` URLs.
+    """
+
+    def __init__(
+        self, url: str = DEFAULT_URL, *, timeout: float = 30.0, token: str | None = None, verify: Any = True
+    ) -> None:
         import httpx
 
         self.url = url.rstrip("/")
         self._httpx = httpx
+        headers = _bearer(token)
+
+        def authorize(
+            request: Any,
+        ) -> None:  # on every hop: httpx drops Authorization on cross-origin redirects
+            request.headers.update(headers)
+
         self._client = httpx.Client(
-            base_url=self.url, timeout=timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS
+            base_url=self.url,
+            timeout=timeout,
+            follow_redirects=True,
+            max_redirects=MAX_REDIRECTS,
+            event_hooks={"request": [authorize]} if headers else {},
+            verify=verify,
         )
 
     def _call(
@@ -448,14 +471,31 @@ class AdminClient(_Api):
 class AsyncAdminClient(_Api):
     """``await``-able client (httpx.AsyncClient). Use ``async with`` or ``await aclose()``."""
 
-    def __init__(self, url: str = DEFAULT_URL, *, timeout: float = 30.0, client: Any = None) -> None:
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        timeout: float = 30.0,
+        client: Any = None,
+        token: str | None = None,
+        verify: Any = True,
+    ) -> None:
         import httpx
 
         self.url = url.rstrip("/")
         self._httpx = httpx
         self._owns_client = client is None
+        headers = _bearer(token)
+
+        async def authorize(request: Any) -> None:  # every hop, redirects included
+            request.headers.update(headers)
+
         self._client = client or httpx.AsyncClient(
-            timeout=timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS
+            timeout=timeout,
+            follow_redirects=True,
+            max_redirects=MAX_REDIRECTS,
+            event_hooks={"request": [authorize]} if headers else {},
+            verify=verify,
         )
 
     async def _call(

@@ -76,6 +76,7 @@ from brokerlb.model import LocalBrokerData
 from brokerlb.naming import NamespaceName, TopicName, heartbeat_namespace, heartbeat_namespace_v2
 from brokerlb.ring import NamespaceBundle, NamespaceBundles
 from brokerlb.safe_regex import fullmatch
+from brokerlb.security.client_auth import broker_client_token
 
 if TYPE_CHECKING:
     from brokerlb.broker.data_path import DataPath
@@ -163,7 +164,7 @@ class BrokerService:
         self.partitioned_topics = PartitionedTopics(store)
         self.topics = TopicRegistry(self._bundle_of, clock=self.clock)
         self.data_path = self._data_path() if conf.webSocketServiceEnabled else None
-        self.admin = AsyncAdminClient(ident.web_service_url or "")
+        self.admin = AsyncAdminClient(ident.web_service_url or "", token=broker_client_token(conf))
         if self._host_usage is None:
             self._host_usage = self._default_host_usage()
         self.reporter = LoadReporter(

@@ -26,7 +26,9 @@ import asyncio
 import collections
 import logging
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
+from brokerlb.broker.http.access import Access, Security
 from brokerlb.broker.http.errors import error_body, error_status
 from brokerlb.dispatch import DispatchConsumer
 from brokerlb.errors import BrokerLBError, BundleUnloadingError, DataPathProtocolError, NotFoundError
@@ -39,6 +41,7 @@ from brokerlb.messaging import (
     ProducerMessage,
     parse_endpoint,
 )
+from brokerlb.security.authentication import first_header
 
 if TYPE_CHECKING:
     from brokerlb.broker.data_path import DataPath, ServedTopic
@@ -216,9 +219,16 @@ class WebSocketEndpoint:
     """The ASGI handler for ``/ws/v2/...`` (module docstring)."""
 
     def __init__(
-        self, data_path: DataPath | None, bundles: Any, owners: Any = None, self_id: str | None = None
+        self,
+        data_path: DataPath | None,
+        bundles: Any,
+        owners: Any = None,
+        self_id: str | None = None,
+        *,
+        security: Security | None = None,
     ) -> None:
         self.data_path = data_path
+        self.security = security
         self.bundles = bundles
         self._owners = owners
         self._self_id = self_id
@@ -240,11 +250,28 @@ class WebSocketEndpoint:
                     "The WebSocket service is not enabled on this broker (webSocketServiceEnabled=false)"
                 )
             endpoint = parse_endpoint(scope["path"], scope.get("query_string", b""))
+            await self._authorize(scope, endpoint)
             await self.bundles.get(endpoint.topic.namespace)  # 404 unknown namespace; caches the ring
         except BrokerLBError as exc:
             await conn.deny(exc)
             return
         await self._serve(conn, endpoint, self.data_path)
+
+    async def _authorize(self, scope: Scope, endpoint: Endpoint) -> None:
+        """Pulsar's WebSocket service: the token from the ``token`` query parameter (or the
+        ``Authorization`` header); producers need ``produce``, consumers ``consume`` (401 / 403)."""
+        if self.security is None or not self.security.enabled:
+            return
+        query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
+        token = next(iter(query.get("token") or []), None)
+        needed = Access.TOPIC_PRODUCE if endpoint.kind == "producer" else Access.TOPIC_CONSUME
+        await self.security.check(
+            needed,
+            {"tenant": endpoint.topic.namespace.tenant},
+            first_header(scope.get("headers", ()), b"authorization"),
+            token,
+            topic=endpoint.topic,
+        )
 
     def _other_owner(self, bundle: str) -> str | None:
         """The broker that owns ``bundle`` now by this broker's ownership cache (enabled, not us)."""

@@ -69,8 +69,28 @@ def _options(
     ctx: typer.Context,
     url: str = typer.Option(DEFAULT_URL, "--url", "-u", envvar="BROKERLB_URL", help="any broker's web URL"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable JSON output"),
+    auth_plugin: str | None = typer.Option(
+        None,
+        "--auth-plugin",
+        envvar="BROKERLB_AUTH_PLUGIN",
+        help="as pulsar-admin: org.apache.pulsar.client.impl.auth.AuthenticationToken",
+    ),
+    auth_params: str | None = typer.Option(
+        None,
+        "--auth-params",
+        envvar="BROKERLB_AUTH_PARAMS",
+        help='as pulsar-admin: token:<token>, file:///path/to/token or {"token": ...}',
+    ),
+    tls_trust_certs_file_path: str | None = typer.Option(
+        None, "--tls-trust-cert-path", help="CA certificates (PEM) for https:// brokers"
+    ),
 ) -> None:
-    ctx.obj = {"url": url, "json": as_json}
+    ctx.obj = {
+        "url": url,
+        "json": as_json,
+        "auth": (auth_plugin, auth_params),
+        "verify": tls_trust_certs_file_path or True,
+    }
 
 
 # --------------------------------------------------------------------------- namespaces

@@ -20,9 +20,17 @@ def run(
     table: Callable[[Any], None] | None = None,
     done: str | None = None,
 ) -> None:
-    """Call the broker at ``--url``; print ``table(result)``, ``done``, or JSON with ``--json``."""
-    with cli_errors(), AdminClient(ctx.obj["url"]) as admin:
-        result = call(admin)
+    """Call the broker at ``--url``; print ``table(result)``, ``done``, or JSON with ``--json``.
+
+    Authenticates with ``--auth-plugin`` / ``--auth-params`` and trusts ``--tls-trust-cert-path``
+    as pulsar-admin does (set on ``brokerlb admin``, in ``ctx.obj``).
+    """
+    from brokerlb.security.client_auth import client_token
+
+    with cli_errors():
+        token = client_token(*ctx.obj.get("auth", (None, None)))
+        with AdminClient(ctx.obj["url"], token=token, verify=ctx.obj.get("verify", True)) as admin:
+            result = call(admin)
     if ctx.obj["json"]:
         print_json(result if result is not None else {})
     elif table is not None:

@@ -41,6 +41,7 @@ SUBCOMMANDS: list[tuple[str, str, str]] = [
         "brokerlb.cli.pipeline",
         "Spark jobs over load history: ingest, loaddata, recommend, backtest.",
     ),
+    ("tokens", "brokerlb.cli.tokens", "Keys and tokens for token authentication (as `pulsar tokens`)."),
     ("perf", "brokerlb.cli.perf", "Load over the data path, like pulsar-perf: produce | consume with skew."),
 ]
 

@@ -46,13 +46,17 @@ class Client:
         connect_timeout: float = 10.0,
         initial_backoff: float = 0.1,
         max_backoff: float = 30.0,
+        token: str | None = None,
     ) -> None:
         self.service_url = service_url.rstrip("/")
+        #: Token authentication: ``Authorization: Bearer`` on lookups, the ``token`` query parameter on
+        #: WebSocket connections (as Pulsar's WebSocket service reads it).
+        self.token = token
         self.operation_timeout = operation_timeout
         self.connect_timeout = connect_timeout
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
-        self._lookup = HttpLookup(self.service_url, timeout=operation_timeout)
+        self._lookup = HttpLookup(self.service_url, timeout=operation_timeout, token=token)
         self._links: set[Producer | Consumer] = set()
         self._timed: set[Producer] = set()
         self._timer: asyncio.Task[None] | None = None

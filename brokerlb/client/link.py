@@ -27,6 +27,7 @@ import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
@@ -48,6 +49,13 @@ logger = logging.getLogger(__name__)
 STABLE_AFTER = 1.0
 #: Close events remembered per link.
 MAX_CLOSE_EVENTS = 1000
+
+
+def with_token(path: str, token: str | None) -> str:
+    """``path`` with the ``token`` query parameter added (Pulsar's WebSocket authentication)."""
+    if not token:
+        return path
+    return f"{path}{'&' if '?' in path else '?'}{urlencode({'token': token})}"
 
 
 class LinkStats:
@@ -123,7 +131,7 @@ class TopicLink:
                     self.stats.lookups += 1
                     target = (await self.client.lookup(self.topic)).http_url
                 ws = await websockets.connect(
-                    ws_url(target) + self.path,
+                    ws_url(target) + with_token(self.path, self.client.token),
                     compression=None,
                     proxy=None,
                     open_timeout=self.client.connect_timeout,

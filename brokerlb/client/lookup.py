@@ -60,12 +60,14 @@ class HttpLookup:
         timeout: float = 30.0,
         max_redirects: int = MAX_REDIRECTS,
         max_concurrent: int = MAX_CONCURRENT_LOOKUPS,
+        token: str | None = None,
     ) -> None:
         self.service_url = service_url.rstrip("/")
         self.max_redirects = max_redirects
         self._http = httpx.AsyncClient(
             timeout=timeout,
             follow_redirects=False,
+            headers={"Authorization": f"Bearer {token}"} if token else None,
             limits=httpx.Limits(max_connections=max_concurrent, max_keepalive_connections=max_concurrent),
         )
         self._gate = asyncio.Semaphore(max_concurrent)

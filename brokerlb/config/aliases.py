@@ -25,7 +25,14 @@ from typing import Any
 from brokerlb.config.kinds import BOOL, INT, LONG, OPTIONAL_STRING
 from brokerlb.config.registry import Alias, ConfigKey
 
-__all__ = ["ALIASES", "KNOWN_IGNORED_KEYS", "non_default_new_wins", "positive_old_wins", "fallback"]
+__all__ = [
+    "ALIASES",
+    "KNOWN_IGNORED_KEYS",
+    "REFUSED_WHEN_SET",
+    "non_default_new_wins",
+    "positive_old_wins",
+    "fallback",
+]
 
 
 def non_default_new_wins(old: Any, current: Any, explicit: bool, target: ConfigKey) -> Any:
@@ -157,11 +164,11 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     strictTopicNameEnabled topicLevelPoliciesEnabled topicPoliciesServiceClassName
     brokerEntryMetadataInterceptors exposingBrokerEntryMetadataToClientEnabled
     enableNamespaceIsolationUpdateOnTime strictBookieAffinityEnabled tlsEnabled
-    tlsCertRefreshCheckDurationSec tlsCertificateFilePath tlsKeyFilePath tlsTrustCertsFilePath
+    tlsCertRefreshCheckDurationSec
     tlsAllowInsecureConnection tlsHostnameVerificationEnabled tlsProtocols tlsCiphers
-    tlsRequireTrustedClientCertOnConnect authenticationEnabled authenticationProviders
-    authenticationRefreshCheckSeconds authorizationEnabled authorizationProvider superUserRoles proxyRoles
-    authenticateOriginalAuthData authorizationAllowWildcardsMatching anonymousUserRole
+
+    authenticationRefreshCheckSeconds
+
     httpRequestsLimitEnabled httpRequestsMaxPerSecond httpRequestsFailOnUnknownPropertiesEnabled
     bookkeeperMetadataServiceUri bookkeeperClientAuthenticationPlugin
     bookkeeperClientAuthenticationParametersName bookkeeperClientAuthenticationParameters
@@ -209,7 +216,7 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     transactionCoordinatorEnabled transactionMetadataStoreProviderClassName
     transactionBufferProviderClassName transactionPendingAckStoreProviderClassName
     tlsEnabledWithKeyStore tlsProvider tlsKeyStoreType tlsKeyStore tlsKeyStorePassword tlsTrustStoreType
-    tlsTrustStore tlsTrustStorePassword brokerClientAuthenticationPlugin brokerClientAuthenticationParameters
+    tlsTrustStore tlsTrustStorePassword
     brokerClientTlsEnabled brokerClientTlsEnabledWithKeyStore brokerClientTrustCertsFilePath
     brokerClientKeyFilePath brokerClientCertificateFilePath enablePackagesManagement
     additionalServletDirectory additionalServlets delayedDeliveryEnabled delayedDeliveryTickTimeMillis
@@ -271,3 +278,34 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     webSocketPingDurationSeconds webSocketPulsarClientMemoryLimitInMB
 """.split()
 )
+
+#: Security-relevant Pulsar keys brokerlb does not implement: a broker.conf that turns one on is
+#: refused at load time (``InvalidConfigError`` naming the key) instead of running without it.
+#: key -> (the values that mean "off", why).
+_NO_TLS_CLIENT = "brokerlb brokers call each other over plain HTTP (set webServicePort); broker-client TLS is not implemented"
+_KEYSTORE = "brokerlb reads PEM files only (tlsCertificateFilePath, tlsKeyFilePath, tlsTrustCertsFilePath)"
+REFUSED_WHEN_SET: dict[str, tuple[frozenset[str], str]] = {
+    "tlsEnabled": (
+        frozenset({"", "false"}),
+        "deprecated in Pulsar and without effect; set webServicePortTls",
+    ),
+    "tlsAllowInsecureConnection": (frozenset({"", "false"}), "brokerlb always verifies client certificates"),
+    "tlsEnabledWithKeyStore": (frozenset({"", "false"}), _KEYSTORE),
+    "tlsKeyStore": (frozenset({""}), _KEYSTORE),
+    "tlsTrustStore": (frozenset({""}), _KEYSTORE),
+    "tlsProtocols": (frozenset({""}), "brokerlb uses the TLS versions of its Python/OpenSSL (1.2 and 1.3)"),
+    "tlsCiphers": (frozenset({""}), "brokerlb uses OpenSSL's default cipher suites"),
+    "webServiceTlsProtocols": (
+        frozenset({""}),
+        "brokerlb uses the TLS versions of its Python/OpenSSL (1.2 and 1.3)",
+    ),
+    "webServiceTlsCiphers": (frozenset({""}), "brokerlb uses OpenSSL's default cipher suites"),
+    "tlsHostnameVerificationEnabled": (frozenset({"", "false"}), _NO_TLS_CLIENT),
+    "brokerClientTlsEnabled": (frozenset({"", "false"}), _NO_TLS_CLIENT),
+    "brokerClientTlsEnabledWithKeyStore": (frozenset({"", "false"}), _NO_TLS_CLIENT),
+    "authenticateMetricsEndpoint": (
+        frozenset({"", "false"}),
+        "the metrics endpoint does not check credentials",
+    ),
+    "httpRequestsLimitEnabled": (frozenset({"", "false"}), "brokerlb has no HTTP request rate limit"),
+}

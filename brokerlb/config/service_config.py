@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from brokerlb.config.aliases import ALIASES, KNOWN_IGNORED_KEYS
+from brokerlb.config.aliases import ALIASES, KNOWN_IGNORED_KEYS, REFUSED_WHEN_SET
 from brokerlb.config.keys_balancer import BalancerKeys
 from brokerlb.config.keys_brokerlb import BrokerlbKeys
 from brokerlb.config.keys_extensible import ExtensibleLoadManagerKeys
@@ -36,6 +36,7 @@ from brokerlb.config.keys_load_balancer import (
     ResourceUsageKeys,
     SheddingKeys,
 )
+from brokerlb.config.keys_security import SecurityKeys, TlsKeys
 from brokerlb.config.keys_server import MetadataStoreKeys, MetricsKeys, PolicyKeys, ServerKeys
 from brokerlb.config.properties import format_properties
 from brokerlb.config.registry import Alias, ConfigKey, KeyGroup, KeyRegistry
@@ -55,6 +56,8 @@ KEY_GROUPS: tuple[type[KeyGroup], ...] = (
     MetadataStoreKeys,
     PolicyKeys,
     MetricsKeys,
+    SecurityKeys,
+    TlsKeys,
     LoadBalancerKeys,
     LoadReportKeys,
     ResourceUsageKeys,
@@ -77,6 +80,8 @@ class ServiceConfig(
     MetadataStoreKeys,
     PolicyKeys,
     MetricsKeys,
+    SecurityKeys,
+    TlsKeys,
     LoadBalancerKeys,
     LoadReportKeys,
     ResourceUsageKeys,
@@ -292,6 +297,7 @@ def _merge(
                 source,
             )
         elif accept_ignored and name in REGISTRY.ignored:
+            _refuse_if_set(name, raw)
             continue
         elif unknown == "error":
             raise UnknownConfigKeyError(name, REGISTRY.suggest(name))
@@ -321,6 +327,19 @@ def _apply_alias(alias: Alias, old_value: Any, raw: Any, values: dict[str, Any],
         raise InvalidConfigError(alias.old, raw, exc.why) from None
     values[alias.new] = resolved
     explicit.add(alias.new)
+
+
+def _refuse_if_set(name: str, raw: Any) -> None:
+    """A security-relevant Pulsar key brokerlb does not implement must not be silently ignored."""
+    refused = REFUSED_WHEN_SET.get(name)
+    if refused is None:
+        return
+    off, why = refused
+    text = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
+    if text.strip().lower() not in off:
+        raise InvalidConfigError(
+            name, raw, f"not implemented by brokerlb ({why}); refusing to start without it"
+        )
 
 
 def _check_dynamic(config_key: ConfigKey, name: str, raw: Any, dynamic_only: bool) -> None:

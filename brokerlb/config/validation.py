@@ -60,12 +60,23 @@ def _avg_shedder_thresholds(v: Values) -> None:
         )
 
 
+def _authorization_needs_authentication(v: Values) -> None:
+    if v["authorizationEnabled"] and not v["authenticationEnabled"]:
+        raise InvalidConfigError(
+            "authorizationEnabled",
+            True,
+            "authorization checks the authenticated role: set authenticationEnabled=true too "
+            "(Pulsar silently checks nothing in this case)",
+        )
+
+
 CROSS_KEY_CHECKS: tuple[Callable[[Values], None], ...] = (
     _default_split_algorithm,
     _tombstone_after_in_flight,
     _some_port("webServicePort", "webServicePortTls"),
     _some_port("brokerServicePort", "brokerServicePortTls"),
     _avg_shedder_thresholds,
+    _authorization_needs_authentication,
 )
 
 

@@ -19,18 +19,20 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from brokerlb import __version__
+from brokerlb.broker.http.access import Security, authorize
 from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router
 from brokerlb.broker.http.errors import error_body, error_headers, error_status, json_bytes
 from brokerlb.broker.http.guard import RequestGuard
 from brokerlb.broker.http.lookup_routes import LookupEndpoint, lookup_router
 from brokerlb.broker.http.namespaces_routes import namespaces_router
 from brokerlb.broker.http.operations_routes import operations_routers
+from brokerlb.broker.http.permissions_routes import permissions_router
 from brokerlb.broker.websocket import WebSocketEndpoint
 from brokerlb.errors import BrokerLBError
 from brokerlb.limits import InputLimits
@@ -53,13 +55,20 @@ bundles and the transfer-destination `acquire` call.
 """
 
 
-def _fastapi(service: BrokerService, limits: InputLimits) -> FastAPI:
-    app = FastAPI(title="brokerlb broker", version=__version__, description=_DESCRIPTION)
+def _fastapi(service: BrokerService, limits: InputLimits, security: Security) -> FastAPI:
+    app = FastAPI(
+        title="brokerlb broker",
+        version=__version__,
+        description=_DESCRIPTION,
+        dependencies=[Depends(authorize)],  # every route's declared access (http/access.py)
+    )
     app.state.limits = limits
+    app.state.security = security
     for router in (
         *operations_routers(service),  # first: their fixed paths before the older {param} ones
         lookup_router(service),
         namespaces_router(service),
+        permissions_router(service, security),
         brokers_router(service),
         clusters_router(service),
     ):
@@ -117,11 +126,16 @@ class BrokerApp:
 
     def __init__(self, service: BrokerService, *, fast_lookup: bool = True) -> None:
         self.limits = InputLimits.from_config(service.conf)
-        self.fastapi = _fastapi(service, self.limits)
+        self.security = Security.from_config(service.conf, service.store)
+        self.fastapi = _fastapi(service, self.limits, self.security)
         self.guarded = RequestGuard(self.fastapi, self.limits)
-        self.lookup = LookupEndpoint(service) if fast_lookup else None
+        self.lookup = LookupEndpoint(service, self.security) if fast_lookup else None
         self.websocket = WebSocketEndpoint(
-            getattr(service, "data_path", None), service.bundles, service.owners, service.identity.broker_id
+            getattr(service, "data_path", None),
+            service.bundles,
+            service.owners,
+            service.identity.broker_id,
+            security=self.security,
         )
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:

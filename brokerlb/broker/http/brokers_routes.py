@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Request, Response
 
 from brokerlb.broker.health import health, readiness
+from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content, request_limits
 from brokerlb.broker.redirect import Redirect
 from brokerlb.coordination import FailureDomain, NamespaceIsolationData
@@ -24,11 +25,11 @@ _C = "/admin/v2/clusters"
 def brokers_router(service: BrokerService) -> APIRouter:
     router = APIRouter(tags=["brokers"])
 
-    @router.get(_B, summary="Active brokers of this cluster")
+    @router.get(_B, openapi_extra=access(Access.SUPER_USER), summary="Active brokers of this cluster")
     async def active_brokers() -> Response:
         return json_response(service.registry.available_brokers())
 
-    @router.get(f"{_B}/leaderBroker", summary="The leader broker")
+    @router.get(f"{_B}/leaderBroker", openapi_extra=access(Access.SUPER_USER), summary="The leader broker")
     async def leader_broker() -> Response:
         leader = service.election.leader or await service.election.get_leader()
         if leader is None:
@@ -37,6 +38,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         f"{_B}/health",
+        openapi_extra=access(Access.SUPER_USER),
         summary="Health: ready, metadata session connected, registered, heartbeat bundles owned",
         response_class=Response,
         responses={200: {"content": {"text/plain": {}}}, 503: {"description": "What is wrong"}},
@@ -46,6 +48,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         f"{_B}/ready",
+        openapi_extra=access(Access.AUTHENTICATED),
         summary="Ready: started (registered, elected, heartbeat namespaces taken) and not stopping",
         response_class=Response,
         responses={200: {"content": {"text/plain": {}}}, 503: {"description": "What is missing"}},
@@ -53,12 +56,18 @@ def brokers_router(service: BrokerService) -> APIRouter:
     async def ready() -> Response:
         return _condition(readiness(service))
 
-    @router.get(f"{_B}/{{cluster}}", summary="Active brokers of a cluster")
+    @router.get(
+        f"{_B}/{{cluster}}", openapi_extra=access(Access.SUPER_USER), summary="Active brokers of a cluster"
+    )
     async def cluster_brokers(cluster: str) -> Response:
         _check_cluster(service, cluster, status=404)
         return json_response(service.registry.available_brokers())
 
-    @router.get(f"{_B}/{{cluster}}/{{broker}}/ownedNamespaces", summary="Bundles a broker owns")
+    @router.get(
+        f"{_B}/{{cluster}}/{{broker}}/ownedNamespaces",
+        openapi_extra=access(Access.SUPER_USER),
+        summary="Bundles a broker owns",
+    )
     async def owned_namespaces(cluster: str, broker: str, request: Request) -> Response:
         _check_cluster(service, cluster, status=404)
         if broker != service.identity.broker_id:
@@ -70,13 +79,17 @@ def brokers_router(service: BrokerService) -> APIRouter:
         return json_response(await service.owned_namespaces_status())
 
     @router.get(
-        "/admin/v2/broker-stats/load-report", tags=["broker-stats"], summary="This broker's load report"
+        "/admin/v2/broker-stats/load-report",
+        openapi_extra=access(Access.SUPER_USER),
+        tags=["broker-stats"],
+        summary="This broker's load report",
     )
     async def load_report() -> Response:
         return json_response(service.reporter.refresh().to_json())
 
     @router.get(
         "/admin/v2/broker-stats/topics",
+        openapi_extra=access(Access.SUPER_USER),
         tags=["broker-stats"],
         summary="Stats of the topics served here: namespace → bundle → domain → topic",
     )
@@ -101,16 +114,24 @@ def _check_cluster(service: BrokerService, cluster: str, status: int) -> None:
 def clusters_router(service: BrokerService) -> APIRouter:
     router = APIRouter(tags=["clusters"])
 
-    @router.get(_C, summary="Clusters")
+    @router.get(_C, openapi_extra=access(Access.AUTHENTICATED), summary="Clusters")
     async def clusters() -> Response:
         return json_response([service.identity.cluster])
 
-    @router.get(f"{_C}/{{cluster}}/namespaceIsolationPolicies", summary="Namespace isolation policies")
+    @router.get(
+        f"{_C}/{{cluster}}/namespaceIsolationPolicies",
+        openapi_extra=access(Access.SUPER_USER),
+        summary="Namespace isolation policies",
+    )
     async def isolation_policies(cluster: str) -> Response:
         _check_cluster(service, cluster, status=412)
         return json_response((await service.cluster_policies.isolation_policies()).to_json())
 
-    @router.get(f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}", summary="One isolation policy")
+    @router.get(
+        f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}",
+        openapi_extra=access(Access.SUPER_USER),
+        summary="One isolation policy",
+    )
     async def isolation_policy(cluster: str, name: str) -> Response:
         _check_cluster(service, cluster, status=412)
         policy = (await service.cluster_policies.isolation_policies()).policies.get(name)
@@ -120,6 +141,7 @@ def clusters_router(service: BrokerService) -> APIRouter:
 
     @router.post(
         f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}",
+        openapi_extra=access(Access.SUPER_USER),
         status_code=204,
         summary="Set an isolation policy",
     )
@@ -132,6 +154,7 @@ def clusters_router(service: BrokerService) -> APIRouter:
 
     @router.delete(
         f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}",
+        openapi_extra=access(Access.SUPER_USER),
         status_code=204,
         summary="Delete an isolation policy",
     )
@@ -140,13 +163,19 @@ def clusters_router(service: BrokerService) -> APIRouter:
         await service.cluster_policies.set_isolation_policy(name, None)
         return no_content()
 
-    @router.get(f"{_C}/{{cluster}}/failureDomains", summary="Failure domains")
+    @router.get(
+        f"{_C}/{{cluster}}/failureDomains", openapi_extra=access(Access.SUPER_USER), summary="Failure domains"
+    )
     async def failure_domains(cluster: str) -> Response:
         _check_cluster(service, cluster, status=412)
         domains = await service.cluster_policies.failure_domains()
         return json_response({name: d.to_json() for name, d in sorted(domains.items())})
 
-    @router.get(f"{_C}/{{cluster}}/failureDomains/{{name}}", summary="One failure domain")
+    @router.get(
+        f"{_C}/{{cluster}}/failureDomains/{{name}}",
+        openapi_extra=access(Access.SUPER_USER),
+        summary="One failure domain",
+    )
     async def failure_domain(cluster: str, name: str) -> Response:
         _check_cluster(service, cluster, status=412)
         domain = await service.cluster_policies.failure_domain(name)
@@ -154,7 +183,12 @@ def clusters_router(service: BrokerService) -> APIRouter:
             raise NotFoundError(f"Domain {name} for cluster {cluster} does not exist")
         return json_response(domain.to_json())
 
-    @router.post(f"{_C}/{{cluster}}/failureDomains/{{name}}", status_code=204, summary="Set a failure domain")
+    @router.post(
+        f"{_C}/{{cluster}}/failureDomains/{{name}}",
+        openapi_extra=access(Access.SUPER_USER),
+        status_code=204,
+        summary="Set a failure domain",
+    )
     async def set_failure_domain(cluster: str, name: str, request: Request) -> Response:
         _check_cluster(service, cluster, status=412)
         request_limits(request).check_name("failure domain", name)
@@ -164,7 +198,10 @@ def clusters_router(service: BrokerService) -> APIRouter:
         return no_content()
 
     @router.delete(
-        f"{_C}/{{cluster}}/failureDomains/{{name}}", status_code=204, summary="Delete a failure domain"
+        f"{_C}/{{cluster}}/failureDomains/{{name}}",
+        openapi_extra=access(Access.SUPER_USER),
+        status_code=204,
+        summary="Delete a failure domain",
     )
     async def delete_failure_domain(cluster: str, name: str) -> Response:
         _check_cluster(service, cluster, status=412)

@@ -20,11 +20,13 @@ from urllib.parse import parse_qs, unquote_plus
 
 from fastapi import APIRouter, Request, Response
 
+from brokerlb.broker.http.access import Access, Security, access
 from brokerlb.broker.http.errors import error_body, error_headers, error_status
 from brokerlb.broker.lookup import LookupAnswer, LookupService
 from brokerlb.broker.metrics.counters import LookupMetrics
 from brokerlb.errors import InvalidInputError, InvalidTopicNameError
 from brokerlb.naming import TopicName
+from brokerlb.security.authentication import first_header
 
 if TYPE_CHECKING:
     from brokerlb.broker.service import BrokerService
@@ -103,9 +105,10 @@ def _topic_of_path(rest: bytes) -> tuple[TopicName, bool]:
 class LookupEndpoint:
     """The raw ASGI lookup handler; :meth:`handles` says whether a request is ours."""
 
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: BrokerService, security: Security | None = None) -> None:
         self.service = service
         self.metrics = service.operations.lookups
+        self.security = security if security is not None and security.enabled else None
 
     @staticmethod
     def handles(scope: dict[str, Any]) -> bool:
@@ -124,6 +127,13 @@ class LookupEndpoint:
     async def _answer(self, scope: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         raw = scope.get("raw_path") or scope["path"].encode()
         topic, bundle_query = _topic_of_path(raw[len(_PREFIX) :])
+        if self.security is not None:  # the routes' declarations below: a bundle is the namespace's GET_BUNDLE
+            await self.security.check(
+                Access.NAMESPACE_USE if bundle_query else Access.TOPIC_LOOKUP,
+                {"tenant": topic.namespace.tenant, "namespace": topic.namespace.local_name},
+                first_header(scope.get("headers", ()), b"authorization"),
+                topic=topic,
+            )
         service = self.service
         if bundle_query:
             bundle = await service.lookup.bundle_of(topic)
@@ -150,6 +160,7 @@ def lookup_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
+        openapi_extra=access(Access.TOPIC_LOOKUP),
         summary="Look up the broker serving a topic",
         responses={
             200: {"description": "LookupData of the owner"},
@@ -183,6 +194,7 @@ def lookup_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
+        openapi_extra=access(Access.TOPIC_LOOKUP),
         summary="The bundle range a topic belongs to",
         response_class=Response,
         responses={200: {"content": {"text/plain": {}}}},

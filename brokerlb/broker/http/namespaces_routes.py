@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
+from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import (
     json_body,
     json_or_text_body,
@@ -42,7 +43,9 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     tenants = service.operations.tenants
 
-    @router.get(f"{_P}/{{tenant}}", summary="Namespaces of a tenant")
+    @router.get(
+        f"{_P}/{{tenant}}", openapi_extra=access(Access.TENANT_ADMIN), summary="Namespaces of a tenant"
+    )
     async def list_namespaces(tenant: str) -> Response:
         NamespaceName.parse(f"{tenant}/x")
         await tenants.require(tenant)
@@ -50,6 +53,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}",
+        openapi_extra=access(Access.TENANT_ADMIN),
         status_code=204,
         summary="Create a namespace",
         description='Body: optional Policies JSON, e.g. {"bundles": {"numBundles": 16}} or '
@@ -66,17 +70,27 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         await service.namespaces.create_namespace(name, body)
         return no_content()
 
-    @router.get(f"{_P}/{{tenant}}/{{namespace}}/bundles", summary="Bundles of a namespace (BundlesData)")
+    @router.get(
+        f"{_P}/{{tenant}}/{{namespace}}/bundles",
+        openapi_extra=access(Access.NAMESPACE_USE),
+        summary="Bundles of a namespace (BundlesData)",
+    )
     async def get_bundles(tenant: str, namespace: str) -> Response:
         return json_response(await service.namespaces.get_bundles(_ns(tenant, namespace)))
 
-    @router.put(f"{_P}/{{tenant}}/{{namespace}}/unload", status_code=204, summary="Unload every bundle")
+    @router.put(
+        f"{_P}/{{tenant}}/{{namespace}}/unload",
+        openapi_extra=access(Access.SUPER_USER),
+        status_code=204,
+        summary="Unload every bundle",
+    )
     async def unload_namespace(tenant: str, namespace: str) -> Response:
         await service.namespaces.unload_namespace(_ns(tenant, namespace))
         return no_content()
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/merge",
+        openapi_extra=access(Access.SUPER_USER),
         tags=ext,
         summary="brokerlb: merge adjacent bundles",
         description="Body: JSON list of two or more adjacent bundle ranges. The leader unloads them, "
@@ -94,7 +108,10 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         return maybe_redirect(request, result) or json_response(result.to_json())  # type: ignore[union-attr]
 
     @router.post(
-        f"{_P}/{{tenant}}/{{namespace}}/antiAffinity", status_code=204, summary="Set the anti-affinity group"
+        f"{_P}/{{tenant}}/{{namespace}}/antiAffinity",
+        openapi_extra=access(Access.TENANT_ADMIN),
+        status_code=204,
+        summary="Set the anti-affinity group",
     )
     async def set_anti_affinity(tenant: str, namespace: str, request: Request) -> Response:
         group = await json_or_text_body(request)
@@ -103,13 +120,18 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         await service.namespaces.set_anti_affinity_group(_ns(tenant, namespace), group)
         return no_content()
 
-    @router.get(f"{_P}/{{tenant}}/{{namespace}}/antiAffinity", summary="Get the anti-affinity group")
+    @router.get(
+        f"{_P}/{{tenant}}/{{namespace}}/antiAffinity",
+        openapi_extra=access(Access.TENANT_ADMIN),
+        summary="Get the anti-affinity group",
+    )
     async def get_anti_affinity(tenant: str, namespace: str) -> Response:
         group = await service.namespaces.get_anti_affinity_group(_ns(tenant, namespace))
         return no_content() if group is None else json_response(group)
 
     @router.delete(
         f"{_P}/{{tenant}}/{{namespace}}/antiAffinity",
+        openapi_extra=access(Access.TENANT_ADMIN),
         status_code=204,
         summary="Remove the anti-affinity group",
     )
@@ -117,12 +139,17 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         await service.namespaces.remove_anti_affinity_group(_ns(tenant, namespace))
         return no_content()
 
-    @router.get(f"{_P}/{{cluster}}/antiAffinity/{{group}}", summary="Namespaces in an anti-affinity group")
+    @router.get(
+        f"{_P}/{{cluster}}/antiAffinity/{{group}}",
+        openapi_extra=access(Access.SUPER_USER),
+        summary="Namespaces in an anti-affinity group",
+    )
     async def anti_affinity_namespaces(cluster: str, group: str) -> Response:
         return json_response(await service.namespaces.anti_affinity_namespaces(cluster, group))
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/unload",
+        openapi_extra=access(Access.SUPER_USER),
         status_code=204,
         summary="Unload a bundle (optionally to a destination broker)",
     )
@@ -144,6 +171,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/split",
+        openapi_extra=access(Access.SUPER_USER),
         status_code=204,
         summary="Split a bundle (range, LARGEST or HOT)",
         description="Body: optional JSON list of split positions (specified_positions_divide).",
@@ -169,6 +197,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/acquire",
+        openapi_extra=access(Access.SUPER_USER),
         status_code=204,
         tags=ext,
         summary="brokerlb: take an unowned bundle now (transfer destination)",
@@ -179,6 +208,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.get(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/topicHashPositions",
+        openapi_extra=access(Access.NAMESPACE_USE),
         summary="Hash positions of topics in a bundle",
     )
     async def topic_hash_positions(
@@ -191,7 +221,12 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         result = await service.namespaces.topic_hash_positions(_ns(tenant, namespace), bundle, topics or [])
         return maybe_redirect(request, result) or json_response(result)
 
-    @router.delete(f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}", status_code=204, summary="Delete a bundle")
+    @router.delete(
+        f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}",
+        openapi_extra=access(Access.TENANT_ADMIN),
+        status_code=204,
+        summary="Delete a bundle",
+    )
     async def delete_bundle(
         tenant: str,
         namespace: str,
