@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from brokerlb.config import ServiceConfig
+from brokerlb.config.aliases import REFUSED_WHEN_SET
 from brokerlb.errors import InvalidSnapshotError, SnapshotWarning
 from brokerlb.loadbalance import load_snapshot, parse_snapshot, snapshot_to_json
 from brokerlb.loadbalance.snapshot import snapshot_from_load_reports
@@ -226,12 +227,17 @@ def test_load_reports_errors(tmp_path: Path) -> None:
 
 # Every Pulsar key brokerlb does not model is accepted in a snapshot's config with a warning
 # (docs/snapshot.md); a key Pulsar does not have stays an error (a typo never goes unseen).
-IGNORED = sorted(ServiceConfig.registry.ignored)
+# security keys brokerlb does not implement are refused when turned on (brokerlb.config.aliases.REFUSED_WHEN_SET)
+IGNORED = sorted(ServiceConfig.registry.ignored - REFUSED_WHEN_SET.keys())
 
 
 def test_there_is_an_ignored_key_for_every_unmodelled_pulsar_area() -> None:
     assert len(IGNORED) > 400
-    for key in ("managedLedgerDefaultEnsembleSize", "bookkeeperClientTimeoutInSeconds", "tlsProtocols"):
+    for key in (
+        "managedLedgerDefaultEnsembleSize",
+        "bookkeeperClientTimeoutInSeconds",
+        "tlsCertRefreshCheckDurationSec",
+    ):
         assert key in IGNORED
 
 
@@ -241,6 +247,12 @@ def test_every_ignored_pulsar_key_is_accepted_with_a_warning(key: str) -> None:
     view = parse_snapshot(_doc(config={key: "1"}), warn=warned.append)
     assert warned == [f"config.{key}: a Pulsar key brokerlb does not model; accepted and ignored"]
     assert view.config == ServiceConfig()
+
+
+@pytest.mark.parametrize("key", sorted(REFUSED_WHEN_SET))
+def test_unimplemented_security_keys_turned_on_are_refused(key: str) -> None:
+    with pytest.raises(InvalidSnapshotError, match="not implemented by brokerlb"):
+        parse_snapshot(_doc(config={key: "1"}))
 
 
 def test_ignored_keys_warn_as_snapshot_warnings_without_a_callback() -> None:
