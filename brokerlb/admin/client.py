@@ -202,6 +202,19 @@ class _Api:
             body = {"bundles": {"numBundles": num_bundles}}
         return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}", body=body, parse=_none)
 
+    def get_permissions(self, namespace: NamespaceName | str) -> Any:
+        """Role -> actions granted on the namespace (``pulsar-admin namespaces permissions``)."""
+        return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/permissions")
+
+    def grant_permission(self, namespace: NamespaceName | str, role: str, actions: Iterable[str]) -> Any:
+        """Grant ``actions`` (produce, consume, ...) on the namespace to ``role``."""
+        path = f"{_ADMIN}/namespaces/{_ns(namespace)}/permissions/{_seg(role)}"
+        return self._call("POST", path, body=sorted(set(actions)), parse=_none)
+
+    def revoke_permission(self, namespace: NamespaceName | str, role: str) -> Any:
+        path = f"{_ADMIN}/namespaces/{_ns(namespace)}/permissions/{_seg(role)}"
+        return self._call("DELETE", path, parse=_none)
+
     def get_bundles(self, namespace: NamespaceName | str) -> Any:
         """BundlesData: ``{"boundaries": [...], "numBundles": N}``."""
         return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/bundles")

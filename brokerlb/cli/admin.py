@@ -17,6 +17,8 @@
     brokerlb admin brokers list | leader | owned-namespaces [BROKER]
     brokerlb admin broker-stats load-report | topics
     brokerlb admin namespaces list public | policies public/demo | delete public/demo [--force]
+    brokerlb admin namespaces grant-permission public/demo --role app --actions produce,consume
+    brokerlb admin namespaces permissions public/demo | revoke-permission public/demo --role app
 
 More verbs: ``tenants`` (:mod:`.admin_tenants`), ``clusters`` and ``ns-isolation-policy``
 (:mod:`.admin_clusters`), topic administration (:mod:`.admin_topics`), broker version and
@@ -35,7 +37,7 @@ from rich.table import Table
 from brokerlb.admin.client import DEFAULT_URL, AdminClient
 from brokerlb.cli.admin_brokers import add_broker_verbs
 from brokerlb.cli.admin_clusters import clusters, isolation
-from brokerlb.cli.admin_common import kv_table, list_table, run
+from brokerlb.cli.admin_common import kv_table, list_table, run, split_list
 from brokerlb.cli.admin_tenants import tenants
 from brokerlb.cli.admin_topics import add_topic_verbs
 from brokerlb.cli.common import console
@@ -61,6 +63,7 @@ add_broker_verbs(brokers)
 _BOUNDARIES = typer.Option(
     [], "--split-boundaries", "-sb", help="positions for specified_positions_divide (repeatable)"
 )
+_ACTIONS = typer.Option(..., "--actions", help="produce, consume, ... (repeatable or a,b)")
 _MERGE_BUNDLES = typer.Option(..., "--bundle", "-b", help="adjacent bundle ranges (2 or more)")
 
 
@@ -130,6 +133,38 @@ def ns_delete(
 ) -> None:
     """Delete a namespace (it must have no topics, unless --force)."""
     run(ctx, lambda a: a.delete_namespace(namespace, force=force), done=f"deleted {namespace}")
+
+
+@namespaces.command("permissions")
+def ns_permissions(ctx: typer.Context, namespace: str) -> None:
+    """Roles and the actions granted to them on the namespace."""
+    run(
+        ctx,
+        lambda a: a.get_permissions(namespace),
+        lambda p: kv_table(f"{namespace} permissions", {r: ", ".join(a) for r, a in p.items()}),
+    )
+
+
+@namespaces.command("grant-permission")
+def ns_grant(
+    ctx: typer.Context,
+    namespace: str,
+    role: str = typer.Option(..., "--role", help="the role (a token's subject)"),
+    actions: list[str] = _ACTIONS,
+) -> None:
+    """Grant actions on the namespace to a role (as pulsar-admin)."""
+    chosen = split_list(actions)
+    run(ctx, lambda a: a.grant_permission(namespace, role, chosen), done=f"granted {chosen} to {role}")
+
+
+@namespaces.command("revoke-permission")
+def ns_revoke(
+    ctx: typer.Context,
+    namespace: str,
+    role: str = typer.Option(..., "--role", help="the role"),
+) -> None:
+    """Revoke a role's permissions on the namespace."""
+    run(ctx, lambda a: a.revoke_permission(namespace, role), done=f"revoked {role} on {namespace}")
 
 
 @namespaces.command("bundles")

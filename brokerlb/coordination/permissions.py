@@ -1,8 +1,9 @@
 """Tenant admins and namespace permissions where Pulsar keeps them.
 
 * a tenant's ``TenantInfo`` is the data of ``/admin/policies/{tenant}``:
-  ``{"adminRoles": [...], "allowedClusters": [...]}`` (no data, or none readable: no admins
-  but the super-users);
+  ``{"adminRoles": [...], "allowedClusters": [...]}``, written by the tenants API
+  (``PUT``/``POST /admin/v2/tenants/{tenant}``, :mod:`brokerlb.coordination.tenants`); an empty or
+  unreadable node has no admins but the super-users;
 * a namespace's permissions are ``auth_policies`` of its ``Policies``
   (``/admin/policies/{tenant}/{namespace}``)::
 
@@ -19,12 +20,22 @@ on a lost race like every policies update.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from brokerlb.coordination.paths import POLICIES_ROOT
 from brokerlb.coordination.store import MetadataStore
-from brokerlb.errors import BadVersionError, InvalidInputError, NamespaceNotFoundError, NoNodeError
+from brokerlb.coordination.tenants import Tenants
+from brokerlb.errors import (
+    BadVersionError,
+    CorruptMetadataError,
+    InvalidInputError,
+    NamespaceNotFoundError,
+    NoNodeError,
+    NotFoundError,
+    PreconditionFailedError,
+)
 from brokerlb.naming import NamespaceName
 
 __all__ = ["AUTH_ACTIONS", "NamespacePermissions", "parse_actions"]
@@ -32,6 +43,8 @@ __all__ = ["AUTH_ACTIONS", "NamespacePermissions", "parse_actions"]
 #: Pulsar's ``AuthAction`` values, as its JSON writes them.
 AUTH_ACTIONS = ("produce", "consume", "functions", "sources", "sinks", "packages")
 _RETRIES = 7
+
+logger = logging.getLogger(__name__)
 
 
 def parse_actions(body: object) -> list[str]:
@@ -71,9 +84,21 @@ class NamespacePermissions:
         self.store = store
 
     async def tenant_admin_roles(self, tenant: str) -> list[str]:
-        node = await self.store.get_or_none(f"{POLICIES_ROOT}/{tenant}")
-        roles = _decode(node.data).get("adminRoles") if node is not None else None
-        return [r for r in roles if isinstance(r, str)] if isinstance(roles, list) else []
+        """The tenant's ``adminRoles`` (its TenantInfo, as the tenants API writes it).
+
+        An unknown tenant (or a name no tenant can have) is Pulsar's 404 "Tenant does not exist"
+        (``validateTenantAdminAccess``); an unreadable TenantInfo has no admins (logged).
+        """
+        try:
+            info = await Tenants(self.store).get(tenant)
+        except PreconditionFailedError:
+            info = None
+        except CorruptMetadataError as exc:
+            logger.warning("Tenant %s: unreadable TenantInfo, no tenant admins: %s", tenant, exc)
+            return []
+        if info is None:
+            raise NotFoundError(f"Tenant {tenant} does not exist")
+        return list(info.admin_roles)
 
     async def _policies(self, namespace: NamespaceName) -> tuple[dict[str, Any], int]:
         try:

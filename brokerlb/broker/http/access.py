@@ -154,6 +154,17 @@ async def authorize(request: Request) -> None:
     security = getattr(request.app.state, "security", None)
     if not isinstance(security, Security) or not security.enabled:
         return
-    needed = route_access(request.scope.get("route")) or Access.SUPER_USER
-    role = await security.check(needed, request.path_params, request.headers.get("authorization"))
+    route = request.scope.get("route")
+    needed = route_access(route) or Access.SUPER_USER
+    params = dict(request.path_params)
+    if "topic" in params and "domain" not in params:
+        params["domain"] = _domain_of(getattr(route, "path", ""))
+    role = await security.check(needed, params, request.headers.get("authorization"))
     request.state.role = role
+
+
+def _domain_of(template: str) -> str:
+    """The topic domain fixed in a route's path (``/admin/v2/persistent/{tenant}/...``): the segment
+    before ``{tenant}``."""
+    parts = template.split("/")
+    return parts[parts.index("{tenant}") - 1] if "{tenant}" in parts else "persistent"

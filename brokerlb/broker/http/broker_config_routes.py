@@ -20,6 +20,7 @@ from fastapi import APIRouter, Response
 
 from brokerlb import __version__
 from brokerlb.broker.dynamic_config import DynamicConfiguration, dynamic_config_names
+from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response, no_content
 from brokerlb.config import ServiceConfig
 
@@ -31,24 +32,42 @@ _B = "/admin/v2/brokers"
 def broker_config_router(dynamic: DynamicConfiguration, conf: ServiceConfig) -> APIRouter:
     router = APIRouter(tags=["brokers"])
 
-    @router.get(f"{_B}/version", summary="The broker's version", response_class=Response)
+    @router.get(
+        f"{_B}/version",
+        openapi_extra=access(Access.AUTHENTICATED),
+        summary="The broker's version",
+        response_class=Response,
+    )
     async def version() -> Response:
         return Response(__version__, media_type="text/plain")
 
-    @router.get(f"{_B}/configuration", summary="Keys that can be changed at run time")
+    @router.get(
+        f"{_B}/configuration",
+        openapi_extra=access(Access.SUPER_USER),
+        summary="Keys that can be changed at run time",
+    )
     async def dynamic_names() -> Response:
         return json_response(dynamic_config_names())
 
-    @router.get(f"{_B}/configuration/values", summary="The stored dynamic configuration")
+    @router.get(
+        f"{_B}/configuration/values",
+        openapi_extra=access(Access.SUPER_USER),
+        summary="The stored dynamic configuration",
+    )
     async def dynamic_values() -> Response:
         return json_response(await dynamic.stored_values())
 
-    @router.get(f"{_B}/configuration/runtime", summary="Every key's value on this broker now")
+    @router.get(
+        f"{_B}/configuration/runtime",
+        openapi_extra=access(Access.SUPER_USER),
+        summary="Every key's value on this broker now",
+    )
     async def runtime_values() -> Response:
         return json_response(dynamic.runtime_values())
 
     @router.post(
         f"{_B}/configuration/{{key}}/{{value}}",
+        openapi_extra=access(Access.SUPER_USER),
         status_code=204,
         summary="Set a dynamic configuration key for every broker",
         description="The leader uses the new value from its next cycle; every broker applies it.",
@@ -58,13 +77,20 @@ def broker_config_router(dynamic: DynamicConfiguration, conf: ServiceConfig) -> 
         return no_content()
 
     @router.delete(
-        f"{_B}/configuration/{{key}}", status_code=204, summary="Remove a dynamic configuration key"
+        f"{_B}/configuration/{{key}}",
+        openapi_extra=access(Access.SUPER_USER),
+        status_code=204,
+        summary="Remove a dynamic configuration key",
     )
     async def delete_dynamic(key: str) -> Response:
         await dynamic.delete(key)
         return no_content()
 
-    @router.get(f"{_B}/internal-configuration", summary="Metadata store URLs (InternalConfigurationData)")
+    @router.get(
+        f"{_B}/internal-configuration",
+        openapi_extra=access(Access.SUPER_USER),
+        summary="Metadata store URLs (InternalConfigurationData)",
+    )
     async def internal_configuration() -> Response:
         url = conf.metadataStoreUrl
         return json_response(

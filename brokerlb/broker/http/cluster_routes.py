@@ -17,16 +17,17 @@ policy, by name, whose primary or secondary regexes match the broker), ``namespa
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Response
 
+from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response
 from brokerlb.coordination import ClusterPolicies, MetadataStore, NamespaceIsolationPolicies
 from brokerlb.coordination.tenants import read_cluster_data
 from brokerlb.errors import NotFoundError, PreconditionFailedError
+from brokerlb.safe_regex import fullmatch
 
 __all__ = ["cluster_router", "broker_isolation_data"]
 
@@ -50,7 +51,7 @@ def broker_isolation_data(broker: str, policies: NamespaceIsolationPolicies) -> 
 
 
 def _matches(patterns: tuple[str, ...], broker: str, host: str) -> bool:
-    return any(re.fullmatch(p, broker) or re.fullmatch(p, host) for p in patterns)
+    return any(fullmatch(p, broker) or fullmatch(p, host) for p in patterns)
 
 
 def cluster_router(
@@ -62,7 +63,7 @@ def cluster_router(
         if name != cluster:
             raise PreconditionFailedError(f"Cluster {name} does not exist")
 
-    @router.get(f"{_C}/{{name}}", summary="A cluster's ClusterData")
+    @router.get(f"{_C}/{{name}}", openapi_extra=access(Access.SUPER_USER), summary="A cluster's ClusterData")
     async def cluster_data(name: str) -> Response:
         data = await read_cluster_data(store, name)
         if data is None:
@@ -71,6 +72,7 @@ def cluster_router(
 
     @router.get(
         f"{_C}/{{name}}/namespaceIsolationPolicies/brokers",
+        openapi_extra=access(Access.SUPER_USER),
         summary="Active brokers with the isolation policies that name them",
     )
     async def isolation_brokers(name: str) -> Response:
@@ -80,6 +82,7 @@ def cluster_router(
 
     @router.get(
         f"{_C}/{{name}}/namespaceIsolationPolicies/brokers/{{broker}}",
+        openapi_extra=access(Access.SUPER_USER),
         summary="The isolation policies that name a broker",
     )
     async def isolation_broker(name: str, broker: str) -> Response:

@@ -194,7 +194,7 @@ def lookup_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
-        openapi_extra=access(Access.TOPIC_LOOKUP),
+        openapi_extra=access(Access.NAMESPACE_USE),  # Pulsar: the namespace's GET_BUNDLE
         summary="The bundle range a topic belongs to",
         response_class=Response,
         responses={200: {"content": {"text/plain": {}}}},

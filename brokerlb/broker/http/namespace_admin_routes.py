@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response, no_content
 from brokerlb.broker.http.lookup_routes import parse_bool
 from brokerlb.broker.namespace_admin import NamespaceAdmin
@@ -26,12 +27,17 @@ _P = "/admin/v2/namespaces"
 def namespace_admin_router(namespaces: NamespaceAdmin) -> APIRouter:
     router = APIRouter(tags=["namespaces"])
 
-    @router.get(f"{_P}/{{tenant}}/{{namespace}}", summary="A namespace's policies")
+    @router.get(
+        f"{_P}/{{tenant}}/{{namespace}}",
+        openapi_extra=access(Access.TENANT_ADMIN),
+        summary="A namespace's policies",
+    )
     async def get_policies(tenant: str, namespace: str) -> Response:
         return json_response(await namespaces.policies(str(NamespaceName.parse(f"{tenant}/{namespace}"))))
 
     @router.delete(
         f"{_P}/{{tenant}}/{{namespace}}",
+        openapi_extra=access(Access.TENANT_ADMIN),
         status_code=204,
         summary="Delete a namespace (force: with its topics)",
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_body, json_response, no_content, request_limits
 from brokerlb.broker.http.lookup_routes import parse_bool
 from brokerlb.broker.namespace_admin import NamespaceAdmin
@@ -27,11 +28,11 @@ _T = "/admin/v2/tenants"
 def tenants_router(tenants: Tenants, namespaces: NamespaceAdmin) -> APIRouter:
     router = APIRouter(tags=["tenants"])
 
-    @router.get(_T, summary="Tenants")
+    @router.get(_T, openapi_extra=access(Access.SUPER_USER), summary="Tenants")
     async def list_tenants() -> Response:
         return json_response(await tenants.names())
 
-    @router.get(f"{_T}/{{tenant}}", summary="A tenant's TenantInfo")
+    @router.get(f"{_T}/{{tenant}}", openapi_extra=access(Access.SUPER_USER), summary="A tenant's TenantInfo")
     async def get_tenant(tenant: str) -> Response:
         info = await tenants.get(tenant)
         if info is None:
@@ -40,6 +41,7 @@ def tenants_router(tenants: Tenants, namespaces: NamespaceAdmin) -> APIRouter:
 
     @router.put(
         f"{_T}/{{tenant}}",
+        openapi_extra=access(Access.SUPER_USER),
         status_code=204,
         summary="Create a tenant",
         description='Body: TenantInfo, e.g. {"adminRoles": ["admin"], "allowedClusters": ["standalone"]}.',
@@ -49,13 +51,21 @@ def tenants_router(tenants: Tenants, namespaces: NamespaceAdmin) -> APIRouter:
         await tenants.create(tenant, parse_tenant_info(await json_body(request)))
         return no_content()
 
-    @router.post(f"{_T}/{{tenant}}", status_code=204, summary="Update a tenant's roles and clusters")
+    @router.post(
+        f"{_T}/{{tenant}}",
+        openapi_extra=access(Access.SUPER_USER),
+        status_code=204,
+        summary="Update a tenant's roles and clusters",
+    )
     async def update_tenant(tenant: str, request: Request) -> Response:
         await tenants.update(tenant, parse_tenant_info(await json_body(request)))
         return no_content()
 
     @router.delete(
-        f"{_T}/{{tenant}}", status_code=204, summary="Delete a tenant (force: with its namespaces)"
+        f"{_T}/{{tenant}}",
+        openapi_extra=access(Access.SUPER_USER),
+        status_code=204,
+        summary="Delete a tenant (force: with its namespaces)",
     )
     async def delete_tenant(tenant: str, force: str | None = None) -> Response:
         await namespaces.delete_tenant(tenant, force=parse_bool(force, "force"))

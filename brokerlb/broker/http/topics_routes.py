@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content, request_limits
 from brokerlb.broker.http.lookup_routes import parse_bool, topic_from_segments
 from brokerlb.broker.partitioned_topics import PartitionedTopics, parse_partition_count
@@ -138,20 +139,38 @@ def _domain_routes(
         await topics.delete_partitioned(name, force=parse_bool(force, "force"))
         return no_content()
 
-    routes: list[tuple[str, str, Any, str, int]] = [
-        ("GET", base, list_topics, "List the namespace's topics", 200),
-        ("GET", f"{base}/partitioned", list_partitioned, "List the namespace's partitioned topics", 200),
-        ("PUT", one, create_topic, "Create a non-partitioned topic", 204),
-        ("DELETE", one, delete_topic, "Delete a topic", 204),
-        ("GET", f"{one}/stats", topic_stats, "Topic stats (Pulsar's TopicStats)", 200),
-        ("GET", f"{one}/partitioned-stats", partitioned_stats, "Partitioned topic stats", 200),
-        ("GET", f"{one}/subscriptions", subscriptions, "Subscriptions of a topic", 200),
+    # Pulsar's checks: listing is the namespace's GET_TOPICS (produce or consume there); creating and
+    # deleting topics is CREATE_TOPIC / DELETE_TOPIC (tenant admins); stats and metadata are
+    # GET_STATS / LOOKUP (produce or consume on the topic); subscriptions GET_SUBSCRIPTIONS (consume).
+    routes: list[tuple[str, str, Any, str, int, Access]] = [
+        ("GET", base, list_topics, "List the namespace's topics", 200, Access.NAMESPACE_USE),
+        (
+            "GET",
+            f"{base}/partitioned",
+            list_partitioned,
+            "List the namespace's partitioned topics",
+            200,
+            Access.NAMESPACE_USE,
+        ),
+        ("PUT", one, create_topic, "Create a non-partitioned topic", 204, Access.TENANT_ADMIN),
+        ("DELETE", one, delete_topic, "Delete a topic", 204, Access.TENANT_ADMIN),
+        ("GET", f"{one}/stats", topic_stats, "Topic stats (Pulsar's TopicStats)", 200, Access.TOPIC_LOOKUP),
+        (
+            "GET",
+            f"{one}/partitioned-stats",
+            partitioned_stats,
+            "Partitioned topic stats",
+            200,
+            Access.TOPIC_LOOKUP,
+        ),
+        ("GET", f"{one}/subscriptions", subscriptions, "Subscriptions of a topic", 200, Access.TOPIC_CONSUME),
         (
             "PUT",
             f"{one}/partitions",
             create_partitioned,
             "Create a partitioned topic (body: partitions)",
             204,
+            Access.TENANT_ADMIN,
         ),
         (
             "GET",
@@ -159,14 +178,23 @@ def _domain_routes(
             partitioned_metadata,
             'Partitioned-topic metadata ({"partitions": N})',
             200,
+            Access.TOPIC_LOOKUP,
         ),
-        ("DELETE", f"{one}/partitions", delete_partitioned, "Delete a partitioned topic", 204),
+        (
+            "DELETE",
+            f"{one}/partitions",
+            delete_partitioned,
+            "Delete a partitioned topic",
+            204,
+            Access.TENANT_ADMIN,
+        ),
     ]
-    for method, path, endpoint, summary, status in routes:
+    for method, path, endpoint, summary, status, needed in routes:
         router.add_api_route(
             path,
             endpoint,
             methods=[method],
+            openapi_extra=access(needed),
             summary=f"{summary} ({domain})",
             status_code=status,
             operation_id=f"{endpoint.__name__}_{suffix}",
