@@ -206,7 +206,7 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     isSchemaValidationEnforced schemaRegistryStorageClassName schemaRegistryCompatibilityCheckers
     schemaCompatibilityStrategy systemTopicSchemaCompatibilityStrategy webSocketNumIoThreads
     webSocketConnectionsPerBroker webSocketSessionIdleTimeoutMillis webSocketMaxTextFrameSize
-    authenticateMetricsEndpoint exposeConsumerLevelMetricsInPrometheus
+    exposeConsumerLevelMetricsInPrometheus
     exposeProducerLevelMetricsInPrometheus exposeManagedLedgerMetricsInPrometheus
     exposeManagedCursorMetricsInPrometheus jvmGCMetricsLoggerClassName exposePreciseBacklogInPrometheus
     metricsServletTimeoutMs exposeSubscriptionBacklogSizeInPrometheus splitTopicAndPartitionLabelInPrometheus
@@ -303,9 +303,5 @@ REFUSED_WHEN_SET: dict[str, tuple[frozenset[str], str]] = {
     "tlsHostnameVerificationEnabled": (frozenset({"", "false"}), _NO_TLS_CLIENT),
     "brokerClientTlsEnabled": (frozenset({"", "false"}), _NO_TLS_CLIENT),
     "brokerClientTlsEnabledWithKeyStore": (frozenset({"", "false"}), _NO_TLS_CLIENT),
-    "authenticateMetricsEndpoint": (
-        frozenset({"", "false"}),
-        "the metrics endpoint does not check credentials",
-    ),
     "httpRequestsLimitEnabled": (frozenset({"", "false"}), "brokerlb has no HTTP request rate limit"),
 }

@@ -108,6 +108,11 @@ class SecurityKeys(KeyGroup):
         "Prefix of the token keys; brokerlb reads unprefixed keys only, so a value refuses start-up.",
         check=lambda v: "brokerlb reads the unprefixed token keys only (tokenSecretKey, ...)" if v else None,
     )
+    authenticateMetricsEndpoint: bool = key(
+        BOOL,
+        False,
+        "Require credentials on /metrics too (any authenticated role); false = Prometheus scrapes without.",
+    )
     brokerClientAuthenticationPlugin: str = key(
         STRING,
         AUTHENTICATION_DISABLED,

@@ -14,6 +14,7 @@ lookup fast path and the WebSocket endpoint call :meth:`Security.check` themselv
 ``Access``         who passes (with ``authenticationEnabled``; everyone passes without it)
 =================  ===========================================================================
 ``PUBLIC``         everyone, without credentials
+``METRICS``        everyone; any authenticated role with ``authenticateMetricsEndpoint`` (Pulsar)
 ``AUTHENTICATED``  any authenticated role (or ``anonymousUserRole``)
 ``SUPER_USER``     a role in ``superUserRoles``
 ``TENANT_ADMIN``   a super-user or an admin of the ``{tenant}`` in the path
@@ -50,6 +51,7 @@ ACCESS_KEY = "x-brokerlb-access"
 
 class Access(enum.Enum):
     PUBLIC = "public"
+    METRICS = "metrics"
     AUTHENTICATED = "authenticated"
     SUPER_USER = "super-user"
     TENANT_ADMIN = "tenant-admin"
@@ -84,12 +86,14 @@ class Security:
 
     authentication: AuthenticationService
     authorization: AuthorizationService
+    authenticate_metrics: bool = False
 
     @classmethod
     def from_config(cls, conf: Any, store: Any) -> Security:
         return cls(
             AuthenticationService.from_config(conf),
             AuthorizationService.from_config(conf, NamespacePermissions(store)),
+            bool(conf.authenticateMetricsEndpoint),
         )
 
     @classmethod
@@ -113,6 +117,8 @@ class Security:
         ``params`` are the route's path parameters (``tenant``, ``namespace`` ...); ``topic``
         the topic of a topic route when the caller has parsed it already.
         """
+        if needed is Access.METRICS:
+            needed = Access.AUTHENTICATED if self.authenticate_metrics else Access.PUBLIC
         if not self.enabled or needed is Access.PUBLIC:
             return None
         role = self.authentication.authenticate_http(authorization, query_token)
@@ -133,7 +139,11 @@ class Security:
         if needed is Access.TENANT_ADMIN:
             return await authz.is_tenant_admin(params["tenant"], role)
         if needed is Access.NAMESPACE_USE:
-            namespace = NamespaceName.parse(f"{params['tenant']}/{params['namespace']}")
+            namespace = (
+                topic.namespace
+                if topic is not None
+                else NamespaceName.parse(f"{params['tenant']}/{params['namespace']}")
+            )
             return await authz.can_use_namespace(namespace, role)
         if topic is None:
             from brokerlb.broker.http.lookup_routes import topic_from_segments

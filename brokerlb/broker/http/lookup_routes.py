@@ -127,7 +127,9 @@ class LookupEndpoint:
     async def _answer(self, scope: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         raw = scope.get("raw_path") or scope["path"].encode()
         topic, bundle_query = _topic_of_path(raw[len(_PREFIX) :])
-        if self.security is not None:  # the routes' declarations below: a bundle is the namespace's GET_BUNDLE
+        if (
+            self.security is not None
+        ):  # the routes' declarations below: a bundle is the namespace's GET_BUNDLE
             await self.security.check(
                 Access.NAMESPACE_USE if bundle_query else Access.TOPIC_LOOKUP,
                 {"tenant": topic.namespace.tenant, "namespace": topic.namespace.local_name},

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from fastapi import APIRouter, Request, Response
 
 from brokerlb.broker.balancer_status import BalancerStatus
+from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response, maybe_redirect
 from brokerlb.broker.metrics import CONTENT_TYPE_LATEST, BrokerMetrics
 from brokerlb.broker.redirect import Redirect
@@ -31,6 +32,7 @@ def metrics_router(metrics: BrokerMetrics) -> APIRouter:
             path,
             scrape,
             methods=["GET"],
+            openapi_extra=access(Access.METRICS),
             summary="Prometheus metrics of this broker",
             response_class=Response,
             operation_id=f"metrics{'_slash' if path.endswith('/') else ''}",
@@ -47,6 +49,7 @@ def balancer_router(
 
     @router.get(
         "/admin/v2/brokers/balancer",
+        openapi_extra=access(Access.SUPER_USER),  # as the other broker-wide admin reads
         summary="brokerlb: the balancer's status (off, ready, in_progress, stalled)",
         description="State with its reason, the last shedding cycle, moves in flight, balancedness. "
         "Answered by the leader; other brokers redirect to it.",

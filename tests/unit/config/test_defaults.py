@@ -61,6 +61,7 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "tokenSettingPrefix": (None, False),
     "brokerClientAuthenticationPlugin": ("org.apache.pulsar.client.impl.auth.AuthenticationDisabled", False),
     "brokerClientAuthenticationParameters": ("", False),
+    "authenticateMetricsEndpoint": (False, False),
     "tlsCertificateFilePath": (None, False),
     "tlsKeyFilePath": (None, False),
     "tlsTrustCertsFilePath": (None, False),

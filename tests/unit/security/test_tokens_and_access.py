@@ -128,7 +128,6 @@ def test_client_auth_params_as_pulsar_admin(tmp_path: Path) -> None:
         "tlsEnabledWithKeyStore=true",
         "tlsAllowInsecureConnection=true",
         "brokerClientTlsEnabled=true",
-        "authenticateMetricsEndpoint=true",
         "authorizationEnabled=true",
         "brokerClientAuthenticationPlugin=org.apache.pulsar.client.impl.auth.AuthenticationTls",
     ],
@@ -154,3 +153,35 @@ def test_every_route_declares_its_access() -> None:
     missing = [f"{m} {p}" for m, p, op in operations if ACCESS_KEY not in op]
     assert not missing, f"declare openapi_extra=access(Access....) on: {missing}"
     assert {Access(op[ACCESS_KEY]) for _m, _p, op in operations} <= set(Access)
+
+
+@pytest.mark.parametrize("authenticate_metrics", [False, True])
+def test_metrics_need_credentials_only_with_authenticate_metrics_endpoint(authenticate_metrics: bool) -> None:
+    """Pulsar serves /metrics without credentials unless ``authenticateMetricsEndpoint=true``; then
+    any authenticated role may scrape (no permission is checked)."""
+    import asyncio
+
+    from brokerlb.broker.http.access import Access, Security
+    from brokerlb.security.authorization import AuthorizationService
+
+    raw = create_secret_key()
+    conf = ServiceConfig(
+        authenticationEnabled=True,
+        authenticationProviders=TOKEN_PROVIDER,
+        tokenSecretKey="data:;base64," + base64.b64encode(raw).decode(),
+        authenticateMetricsEndpoint=authenticate_metrics,
+    )
+    security = Security(
+        AuthenticationService.from_config(conf),
+        AuthorizationService(True, frozenset({"admin"})),
+        authenticate_metrics,
+    )
+    scraper = f"Bearer {create_token(secret_key(raw), 'prometheus')}"
+    assert asyncio.run(security.check(Access.METRICS, {}, scraper)) == (
+        "prometheus" if authenticate_metrics else None
+    )
+    if authenticate_metrics:
+        with pytest.raises(AuthenticationError):
+            asyncio.run(security.check(Access.METRICS, {}, None))
+    else:
+        assert asyncio.run(security.check(Access.METRICS, {}, None)) is None
