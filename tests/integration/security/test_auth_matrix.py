@@ -9,6 +9,7 @@ isolation policies succeeded with no token, a garbage token or a fake JWT.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import uuid
@@ -252,3 +253,32 @@ async def test_websocket_takes_the_token_query_parameter(secured) -> None:
     assert info.value.response.status_code == 403
     async with websockets.connect(consumer.replace(ws_base, ws_owner), open_timeout=10):
         pass  # accepted: the app role may consume
+
+
+async def test_cli_takes_credentials_as_pulsar_admin(secured, tmp_path) -> None:
+    """``brokerlb admin --auth-plugin ... --auth-params token:...|file:///...`` (pulsar-admin's options):
+    the permission verbs as a tenant admin; without credentials the CLI reports the 401."""
+    from typer.testing import CliRunner
+
+    from brokerlb.cli.admin import app
+
+    cluster, ns = secured
+    token_file = tmp_path / "tenant-admin.token"
+    token_file.write_text(token("tenant-admin") + "\n")
+    plugin = ["--auth-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken"]
+
+    async def cli(*args: str) -> Any:
+        argv = ["--url", cluster.urls[1], "--json", *args]
+        return await asyncio.to_thread(CliRunner().invoke, app, argv, env={"COLUMNS": "200"})
+
+    by_file = [*plugin, "--auth-params", f"file://{token_file}"]
+    result = await cli(
+        *by_file, "namespaces", "grant-permission", ns, "--role", "cli-app", "--actions", "consume"
+    )
+    assert result.exit_code == 0, result.output
+    result = await cli("--auth-params", f"token:{token('tenant-admin')}", "namespaces", "permissions", ns)
+    assert result.exit_code == 0 and json.loads(result.output)["cli-app"] == ["consume"], result.output
+    result = await cli(*by_file, "namespaces", "revoke-permission", ns, "--role", "cli-app")
+    assert result.exit_code == 0, result.output
+    result = await cli("namespaces", "permissions", ns)
+    assert result.exit_code == 1 and "401" in result.output, result.output
