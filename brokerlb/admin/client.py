@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from brokerlb.errors import BrokerUnreachableError, RemoteBrokerError
 from brokerlb.naming import NamespaceName, TopicName
+from brokerlb.security.tls import trust
 
 __all__ = ["AdminClient", "AsyncAdminClient", "DEFAULT_URL", "MAX_REDIRECTS"]
 
@@ -428,8 +429,9 @@ class AdminClient(_Api):
     """Blocking client (httpx). Use as a context manager or call :meth:`close`.
 
     ``token``: sent as ``Authorization: Bearer`` on every request, redirects included (the
-    brokers of a cluster share one authentication). ``verify``: the CA file (or ``False``) for
-    ``https://`` URLs.
+    brokers of a cluster share one authentication). ``verify``: for ``https://`` URLs, the CA
+    file to trust (pulsar-admin's ``--tls-trust-cert-path``), an ``ssl.SSLContext``, ``True``
+    (the system's CAs) or ``False``.
     """
 
     def __init__(
@@ -452,7 +454,7 @@ class AdminClient(_Api):
             follow_redirects=True,
             max_redirects=MAX_REDIRECTS,
             event_hooks={"request": [authorize]} if headers else {},
-            verify=verify,
+            verify=trust(verify),
         )
 
     def _call(
@@ -508,7 +510,7 @@ class AsyncAdminClient(_Api):
             follow_redirects=True,
             max_redirects=MAX_REDIRECTS,
             event_hooks={"request": [authorize]} if headers else {},
-            verify=verify,
+            verify=trust(verify),
         )
 
     async def _call(

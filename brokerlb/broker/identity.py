@@ -98,17 +98,22 @@ class BrokerIdentity:
 
     @classmethod
     def from_config(
-        cls, conf: ServiceConfig, *, web_port: int | None = None, broker_port: int | None = None
+        cls,
+        conf: ServiceConfig,
+        *,
+        web_port: int | None = None,
+        broker_port: int | None = None,
+        web_tls_port: int | None = None,
     ) -> BrokerIdentity:
         """Build from ``clusterName``, ``advertisedAddress``, ``webServicePort(Tls)``, ``brokerServicePort(Tls)``.
 
-        ``web_port`` / ``broker_port`` replace configured ports (the real ones after
-        binding port 0).
+        ``web_port`` / ``broker_port`` / ``web_tls_port`` replace configured ports (the real ones
+        after binding port 0).
         """
         conf.check_complete()
         host = conf.advertisedAddress or socket.getfqdn()
         web = web_port if web_port is not None else conf.webServicePort
-        web_tls = conf.webServicePortTls
+        web_tls = web_tls_port if web_tls_port is not None else conf.webServicePortTls
         if not web and not web_tls:
             raise InvalidConfigError(
                 "webServicePort", conf.webServicePort, "a broker needs webServicePort or webServicePortTls"

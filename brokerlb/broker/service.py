@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.http.app import create_app
-from brokerlb.broker.http.server import HttpServer, bind_socket
+from brokerlb.broker.http.server import WebServers
 from brokerlb.broker.identity import BrokerIdentity
 from brokerlb.broker.leader import LeaderTasks
 from brokerlb.broker.load_manager import LoadManager
@@ -128,13 +128,13 @@ class BrokerService:
         )
         if self.store.session_state is SessionState.CLOSED:
             await self.store.start()
-        sock = bind_socket(conf.bindAddress, conf.webServicePort or 0)
+        web = WebServers.bind(conf)  # webServicePort, and webServicePortTls beside it when set
         try:
-            self.identity = BrokerIdentity.from_config(conf, web_port=sock.getsockname()[1])
+            self.identity = BrokerIdentity.from_config(conf, web_port=web.port, web_tls_port=web.tls_port)
             await self._wire()
-            self.http = HttpServer(create_app(self, fast_lookup=self._fast_lookup), sock)
+            self.http = web.serving(create_app(self, fast_lookup=self._fast_lookup))
         except BaseException:
-            sock.close()
+            web.close()
             raise
         await self.http.start()
         await self._join()

@@ -73,8 +73,10 @@ def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level
 
         async def start() -> None:
             await service.start()
+            tls = service.identity.web_service_url_tls
             console.print(
                 f"broker {service.broker_id} ready at {service.url} "
+                f"{f'and {tls} ' if tls else ''}"
                 f"(cluster {service.identity.cluster}, store {conf.metadataStoreUrl})",
                 highlight=False,
             )

@@ -12,7 +12,9 @@
 Settings with Pulsar's client names: ``operation_timeout`` (``operationTimeoutMs``,
 30 s: how long creating a producer or consumer may take), ``initial_backoff`` /
 ``max_backoff`` (``initialBackoffIntervalNanos`` 100 ms / ``maxBackoffIntervalNanos``;
-Pulsar's maximum is 60 s, 30 s here), ``connect_timeout`` (``connectionTimeoutMs``, 10 s).
+Pulsar's maximum is 60 s, 30 s here), ``connect_timeout`` (``connectionTimeoutMs``, 10 s),
+``token`` (``AuthenticationToken``), ``tls_trust_certs_file_path`` (``tlsTrustCertsFilePath``,
+for an ``https://`` service URL).
 One timer task expires the producers' sends past their ``send_timeout``.
 """
 
@@ -28,6 +30,7 @@ from brokerlb.client.lookup import HttpLookup, LookupResult
 from brokerlb.client.producer import Producer
 from brokerlb.errors import ClientClosedError
 from brokerlb.naming import TopicName
+from brokerlb.security.tls import client_context
 
 __all__ = ["Client"]
 
@@ -47,8 +50,14 @@ class Client:
         initial_backoff: float = 0.1,
         max_backoff: float = 30.0,
         token: str | None = None,
+        tls_trust_certs_file_path: str | None = None,
     ) -> None:
         self.service_url = service_url.rstrip("/")
+        #: TLS (Pulsar's rule: the service URL's scheme): lookups and data connections use the
+        #: brokers' TLS URLs (``httpUrlTls``), trusting ``tls_trust_certs_file_path`` (PEM CAs;
+        #: the system's CAs without one).
+        self.use_tls = self.service_url.startswith("https://")
+        self.ssl = client_context(tls_trust_certs_file_path) if self.use_tls else None
         #: Token authentication: ``Authorization: Bearer`` on lookups, the ``token`` query parameter on
         #: WebSocket connections (as Pulsar's WebSocket service reads it).
         self.token = token
@@ -56,7 +65,7 @@ class Client:
         self.connect_timeout = connect_timeout
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
-        self._lookup = HttpLookup(self.service_url, timeout=operation_timeout, token=token)
+        self._lookup = HttpLookup(self.service_url, timeout=operation_timeout, token=token, tls=self.ssl)
         self._links: set[Producer | Consumer] = set()
         self._timed: set[Producer] = set()
         self._timer: asyncio.Task[None] | None = None

@@ -122,11 +122,17 @@ class TopicLink:
         await self._connect(None, first=True)
         self._task = asyncio.create_task(self._run(), name=f"link {self.topic}")
 
+    def _tls_options(self) -> dict[str, Any]:
+        """``ssl=`` for a TLS client (websockets refuses it on a ``ws://`` URL)."""
+        return {"ssl": self.client.ssl} if self.client.ssl is not None else {}
+
     async def _connect(self, target: str | None, *, first: bool = False) -> None:
         deadline = time.monotonic() + self.client.operation_timeout
         while not self.closed:
             direct = target is not None
             try:
+                if target is not None and self.client.use_tls and not target.startswith("https://"):
+                    target = None  # a broker named its plain URL: look the topic up for the TLS one
                 if target is None:
                     self.stats.lookups += 1
                     target = (await self.client.lookup(self.topic)).http_url
@@ -136,6 +142,7 @@ class TopicLink:
                     proxy=None,
                     open_timeout=self.client.connect_timeout,
                     max_size=None,
+                    **self._tls_options(),
                 )
             except InvalidStatus as exc:
                 status = exc.response.status_code

@@ -14,6 +14,7 @@ status). Retrying is the caller's business (the producer and consumer back off).
 from __future__ import annotations
 
 import asyncio
+import ssl
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
@@ -61,11 +62,15 @@ class HttpLookup:
         max_redirects: int = MAX_REDIRECTS,
         max_concurrent: int = MAX_CONCURRENT_LOOKUPS,
         token: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.service_url = service_url.rstrip("/")
         self.max_redirects = max_redirects
+        #: With TLS (an ``https://`` service URL) the answer's ``httpUrlTls`` is the owner's URL.
+        self.tls = tls is not None
         self._http = httpx.AsyncClient(
             timeout=timeout,
+            verify=tls if tls is not None else True,
             follow_redirects=False,
             headers={"Authorization": f"Bearer {token}"} if token else None,
             limits=httpx.Limits(max_connections=max_concurrent, max_keepalive_connections=max_concurrent),
@@ -83,7 +88,7 @@ class HttpLookup:
                 response = await self._get(url)
                 if response.status_code == 200:
                     self.lookups += 1
-                    return _result(response, url)
+                    return _result(response, url, self.tls)
                 if response.status_code in (301, 302, 307, 308) and "location" in response.headers:
                     self.redirects += 1
                     url = urljoin(url, response.headers["location"])
@@ -101,11 +106,19 @@ class HttpLookup:
         await self._http.aclose()
 
 
-def _result(response: httpx.Response, url: str) -> LookupResult:
+def _result(response: httpx.Response, url: str, tls: bool = False) -> LookupResult:
     try:
         body = response.json()
+        if tls:
+            return LookupResult(str(body["httpUrlTls"]).rstrip("/"), body.get("brokerUrlTls"))
         return LookupResult(str(body["httpUrl"]).rstrip("/"), body.get("brokerUrl"))
-    except (ValueError, KeyError, TypeError) as exc:
+    except KeyError as exc:
+        if tls:
+            raise RemoteBrokerError(
+                502, f"The owner has no TLS web URL (httpUrlTls): {response.text[:200]}", "GET", url
+            ) from exc
+        raise RemoteBrokerError(502, f"Malformed lookup answer: {response.text[:200]}", "GET", url) from exc
+    except (ValueError, TypeError) as exc:
         raise RemoteBrokerError(502, f"Malformed lookup answer: {response.text[:200]}", "GET", url) from exc
 
 

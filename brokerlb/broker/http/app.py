@@ -33,6 +33,7 @@ from brokerlb.broker.http.lookup_routes import LookupEndpoint, lookup_router
 from brokerlb.broker.http.namespaces_routes import namespaces_router
 from brokerlb.broker.http.operations_routes import operations_routers
 from brokerlb.broker.http.permissions_routes import permissions_router
+from brokerlb.broker.http.redirects import TlsUrls, registered_brokers
 from brokerlb.broker.websocket import WebSocketEndpoint
 from brokerlb.errors import BrokerLBError
 from brokerlb.limits import InputLimits
@@ -64,6 +65,7 @@ def _fastapi(service: BrokerService, limits: InputLimits, security: Security) ->
     )
     app.state.limits = limits
     app.state.security = security
+    app.state.tls_urls = TlsUrls(registered_brokers(service.registry))  # redirects of https requests
     for router in (
         *operations_routers(service),  # first: their fixed paths before the older {param} ones
         lookup_router(service),

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import Request, Response
 
-from brokerlb.broker.http.redirects import redirect_location
+from brokerlb.broker.http.redirects import location_for_scheme, redirect_location
 from brokerlb.broker.redirect import Redirect
 from brokerlb.errors import InvalidInputError
 from brokerlb.limits import InputLimits
@@ -84,5 +84,7 @@ def maybe_redirect(request: Request, result: object) -> Response | None:
         location = redirect_location(
             result, request.scope.get("raw_path") or request.url.path, request.scope.get("query_string", b"")
         )
+        tls_urls = getattr(request.app.state, "tls_urls", None)  # an https request goes to https
+        location = location_for_scheme(location, request.scope.get("scheme", "http"), tls_urls)
         return Response(status_code=307, headers={"location": location})
     return None

@@ -22,6 +22,7 @@ from fastapi import APIRouter, Request, Response
 
 from brokerlb.broker.http.access import Access, Security, access
 from brokerlb.broker.http.errors import error_body, error_headers, error_status
+from brokerlb.broker.http.redirects import TlsUrls, location_for_scheme, registered_brokers
 from brokerlb.broker.lookup import LookupAnswer, LookupService
 from brokerlb.broker.metrics.counters import LookupMetrics
 from brokerlb.errors import InvalidInputError, InvalidTopicNameError
@@ -109,6 +110,7 @@ class LookupEndpoint:
         self.service = service
         self.metrics = service.operations.lookups
         self.security = security if security is not None and security.enabled else None
+        self.tls_urls = TlsUrls(registered_brokers(service.registry))
 
     @staticmethod
     def handles(scope: dict[str, Any]) -> bool:
@@ -152,7 +154,8 @@ class LookupEndpoint:
                     listener = value.decode("latin-1")
         answer = await observed_lookup(self.metrics, service.lookup, topic, authoritative, listener or None)
         if answer.status == 307:
-            return 307, [(b"location", (answer.location or "").encode())], b""
+            location = location_for_scheme(answer.location or "", scope.get("scheme", "http"), self.tls_urls)
+            return 307, [(b"location", location.encode())], b""
         return answer.status, _JSON, answer.body
 
 
@@ -191,7 +194,10 @@ def lookup_router(service: BrokerService) -> APIRouter:
             listener,
         )
         if answer.status == 307:
-            return Response(status_code=307, headers={"location": answer.location or ""})
+            location = location_for_scheme(
+                answer.location or "", request.url.scheme, getattr(request.app.state, "tls_urls", None)
+            )
+            return Response(status_code=307, headers={"location": location})
         return Response(answer.body, media_type="application/json")
 
     @router.get(

@@ -1,12 +1,21 @@
-"""307 answers: the same request, sent to another broker (Pulsar's redirect rule)."""
+"""307 answers: the same request, sent to another broker (Pulsar's redirect rule).
+
+A request that came over TLS is sent to the other broker's TLS URL (Pulsar's
+``isRequestHttps() ? webServiceUrlTls : webServiceUrl``): :class:`TlsUrls` finds a broker's
+``webServiceUrlTls`` from its ``webServiceUrl`` in the registrations; a broker without one
+cannot take the redirect (412, as Pulsar's "Redirected cluster's service url is not configured").
+"""
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from brokerlb.broker.redirect import Redirect
+from brokerlb.errors import PreconditionFailedError
 
-__all__ = ["redirect_location"]
+__all__ = ["redirect_location", "TlsUrls", "location_for_scheme", "registered_brokers"]
 
 
 def redirect_location(redirect: Redirect, raw_path: bytes | str, query_string: bytes | str) -> str:
@@ -16,3 +25,43 @@ def redirect_location(redirect: Redirect, raw_path: bytes | str, query_string: b
     params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "authoritative"]
     params.append(("authoritative", "true" if redirect.authoritative else "false"))
     return f"{redirect.url.rstrip('/')}{path}?{urlencode(params)}"
+
+
+class TlsUrls:
+    """``http://host:port`` of a registered broker → its ``https://`` web URL (module docstring).
+
+    ``brokers`` gives the registrations (broker id → its JSON: ``webServiceUrl``,
+    ``webServiceUrlTls``); read at each redirect, so a broker that registered since is known.
+    """
+
+    def __init__(self, brokers: Callable[[], Mapping[str, Any]]) -> None:
+        self._brokers = brokers
+
+    def __call__(self, url: str) -> str:
+        base = url.rstrip("/")
+        if base.startswith("https://"):
+            return base
+        for data in self._brokers().values():
+            if isinstance(data, Mapping) and str(data.get("webServiceUrl") or "").rstrip("/") == base:
+                tls = data.get("webServiceUrlTls")
+                if tls:
+                    return str(tls).rstrip("/")
+                break
+        raise PreconditionFailedError(
+            f"The broker at {base} has no TLS web URL (webServicePortTls unset): "
+            "it cannot answer this request over https; ask any broker over http instead"
+        )
+
+
+def location_for_scheme(location: str, scheme: str, tls_urls: Callable[[str], str] | None) -> str:
+    """``location`` for a request that came over ``scheme``: its broker's TLS URL when ``https``."""
+    if scheme != "https" or tls_urls is None:
+        return location
+    parts = urlsplit(location)
+    base = f"{parts.scheme}://{parts.netloc}"
+    return tls_urls(base) + location[len(base) :]
+
+
+def registered_brokers(registry: Any) -> Callable[[], dict[str, Any]]:
+    """The registrations of ``registry`` (a :class:`~brokerlb.coordination.registry.BrokerRegistry`)."""
+    return lambda: {b: registry.broker_json(b) for b in registry.available_brokers()}
