@@ -24,7 +24,7 @@ class BalancerKeys(KeyGroup):
 
     brokerlbBalancerTargetTolerance: float = key(
         DOUBLE,
-        0.03,
+        0.05,
         "A broker is over target when its load (dominant resource over its capacity) exceeds the "
         "balanced load by more than this fraction of it; the balancer moves load off such brokers.",
         ge=0,

@@ -7,7 +7,7 @@ each names its destination (a transfer), a bundle too hot for any broker is spli
 neighbours are merged (:mod:`~brokerlb.loadbalance.balancer.ring_changes`), and placement puts new
 bundles where they keep the band.
 
-Config keys read: ``brokerlbBalancerTargetTolerance`` (0.03), ``brokerlbBalancerUnderloadTolerance``
+Config keys read: ``brokerlbBalancerTargetTolerance`` (0.05), ``brokerlbBalancerUnderloadTolerance``
 (0.10), ``brokerlbBalancerMinImprovement`` (0.005), ``brokerlbBalancerMaxMovesPerCycle`` (100),
 ``brokerlbBalancerMaxMovesPerBrokerPerCycle`` (20), ``brokerlbBalancerMaxMovedMbytesPerCycle``
 (2048), ``brokerlbBalancerMaxMovedMbytesPerBrokerPerCycle`` (512),
@@ -43,8 +43,8 @@ broker) or ``Underloaded`` (onto an under-target one) and the numbers: loads bef
 the band, the objective gain, the budget used. A cycle that moves nothing says why (``Balanced``:
 every broker inside the band; otherwise the reason of the broker furthest outside it).
 
-Worked example: 3 brokers (8 cores) at 80 %, 60 %, 40 % cpu, bundles of 10 / 8 / 5 points on the
-first: balanced load 0.60, band [0.54, 0.618]; two transfers to the third broker (0.80 -> 0.62,
+Worked example (target tolerance 0.03): 3 one-core brokers at 80 %, 60 %, 40 % cpu, bundles of
+10 / 8 / 5 / 57 points on the first: balanced load 0.60, band [0.54, 0.618]; two transfers to the third broker (0.80 -> 0.62,
 0.40 -> 0.58), objective 0.322 -> 0.002, 2 moves of the budget's 100.
 """
 

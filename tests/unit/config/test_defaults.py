@@ -179,7 +179,7 @@ BROKERLB_DEFAULTS: dict[str, object] = {
     "brokerlbModelCores": 4.0,
     "brokerlbModelMsgRatePerCore": 50000.0,
     # brokerlb's own balancer (docs/balancer.md)
-    "brokerlbBalancerTargetTolerance": 0.03,
+    "brokerlbBalancerTargetTolerance": 0.05,
     "brokerlbBalancerUnderloadTolerance": 0.10,
     "brokerlbBalancerMinImprovement": 0.005,
     "brokerlbBalancerMaxMovesPerCycle": 100,

@@ -21,7 +21,9 @@ E1, E2 = "t/e/0x00000000_0x80000000", "t/e/0x80000000_0xffffffff"
 
 
 def three_brokers(**conf):
-    """The module docstring's example: 80 / 60 / 40 % cpu; b1 holds bundles of 10, 8, 5 and 57 points."""
+    """The module docstring's example: 80 / 60 / 40 % cpu; b1 holds bundles of 10, 8, 5 and 57 points
+    (target tolerance 0.03, as in the example)."""
+    conf.setdefault("brokerlbBalancerTargetTolerance", 0.03)
     return cluster(
         [
             node("b1:8080", {A1: 10, A2: 8, B1: 5, C1: 57}),
