@@ -424,7 +424,6 @@ class Cycle:
         if not len(model.bundles):
             return splits, fixed
         lightest = _lightest_contribution(model)
-        auto_unload = self.conf.loadBalancerAutoUnloadSplitBundlesEnabled
         for hot in np.flatnonzero(lightest > hot_limit):
             k = int(hot)
             owner = int(model.owner[k])
@@ -438,9 +437,7 @@ class Cycle:
                 splits.append(decision)
                 if decision.is_split:
                     movable[k] = False
-                    if auto_unload:  # its children leave the broker and are placed anew
-                        model.usage[owner] = np.maximum(model.usage[owner] - model.demand(k), 0.0)
-                        continue
+            # until the split shows in the reports, its load stays where it is
             fixed[owner] = max(fixed[owner], float(contribution[k]))
         return splits, fixed
 
