@@ -320,6 +320,14 @@ class _Api:
         """brokerlb extension: the balancer's state (off / ready / in_progress / stalled), from the leader."""
         return self._call("GET", f"{_ADMIN}/brokers/balancer")
 
+    def get_dashboard_state(self) -> Any:
+        """brokerlb: the live dashboard's state document (the leader's view)."""
+        return self._call("GET", "/dashboard/api/state")
+
+    def get_dashboard_bundle(self, bundle: str) -> Any:
+        """brokerlb: what the leader saw happen to one bundle (``tenant/ns/0x.._0x..``)."""
+        return self._call("GET", "/dashboard/api/bundle", params={"name": bundle})
+
     def get_version(self) -> Any:
         return self._call("GET", f"{_ADMIN}/brokers/version", parse=_text)
 

@@ -24,10 +24,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from brokerlb.broker.balancer_status import BalancerStatus
+from brokerlb.broker.dashboard import Dashboard
 from brokerlb.broker.dynamic_config import DynamicConfiguration
 from brokerlb.broker.leader_feed import LeaderFeed
 from brokerlb.broker.metrics import AssignmentMetrics, BrokerMetrics, LoadBalancingCounters, LookupMetrics
 from brokerlb.broker.namespace_admin import NamespaceAdmin
+from brokerlb.broker.ownership_log import OwnershipLog
 from brokerlb.broker.served_topics import ServedTopics
 from brokerlb.broker.topic_admin import TopicAdmin
 from brokerlb.coordination.records import ClusterData
@@ -139,6 +141,7 @@ class BrokerOperations:
         self._leading_since: int | None = None
         self.feed: LeaderFeed | None = None
         self.status: BalancerStatus | None = None
+        self.dashboard: Dashboard | None = None
         self._removers: list[Callable[[], None]] = []
 
     async def start(self) -> None:
@@ -162,6 +165,20 @@ class BrokerOperations:
             leading_since_ms=lambda: self._leading_since,
             owners=service.owners,
             cluster_loads=self.cluster_loads,
+            now_ms=clock.now_ms,
+        )
+        log = OwnershipLog(service.owners, clock.now_ms)
+        self._removers.append(log.close)
+        self.dashboard = Dashboard(
+            cluster=self.cluster,
+            broker_id=self.broker_id,
+            leader_id=lambda: election.leader.broker_id if election.leader is not None else None,
+            status=self.status,
+            feed=self.feed,
+            log=log,
+            reports=self.cluster_reports,
+            bundles=service.bundles,
+            owners=service.owners,
             now_ms=clock.now_ms,
         )
 

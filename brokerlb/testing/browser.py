@@ -16,13 +16,21 @@ import functools
 import os
 import shutil
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHROMIUM_ARGS", "chromium_path", "chromium_available", "serve_directory", "headless_chromium"]
+__all__ = [
+    "CHROMIUM_ARGS",
+    "chromium_path",
+    "chromium_available",
+    "serve_directory",
+    "headless_chromium",
+    "async_headless_chromium",
+    "artifacts_dir",
+]
 
 #: flags for a headless, offline, sandbox-less Chromium (as the setup notes verified)
 CHROMIUM_ARGS = (
@@ -90,3 +98,30 @@ def headless_chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+@asynccontextmanager
+async def async_headless_chromium() -> AsyncIterator[Any]:
+    """The same browser for tests that run servers on their own event loop (Playwright's async API)."""
+    from playwright.async_api import async_playwright
+
+    path = chromium_path()
+    if path is None:
+        raise RuntimeError("no chromium found: run scripts/setup.sh (apt-get install chromium)")
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=path, args=list(CHROMIUM_ARGS))
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+def artifacts_dir(name: str) -> Path:
+    """Where a test keeps what a person should be able to look at afterwards (screenshots):
+    ``$BROKERLB_TEST_ARTIFACTS/name``, else ``out/test-artifacts/name`` in the checkout (ignored by git)."""
+    root = os.environ.get("BROKERLB_TEST_ARTIFACTS") or str(
+        Path(__file__).resolve().parents[2] / "out" / "test-artifacts"
+    )
+    path = Path(root) / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -13,6 +13,7 @@ from fastapi import APIRouter
 
 from brokerlb.broker.http.broker_config_routes import broker_config_router
 from brokerlb.broker.http.cluster_routes import cluster_router
+from brokerlb.broker.http.dashboard_routes import dashboard_router
 from brokerlb.broker.http.namespace_admin_routes import namespace_admin_router
 from brokerlb.broker.http.observability_routes import balancer_router, metrics_router
 from brokerlb.broker.http.tenants_routes import tenants_router
@@ -33,6 +34,12 @@ def operations_routers(service: BrokerService) -> list[APIRouter]:
             lambda: ops.status,
             lambda: election.leader.service_url if election.leader is not None else None,
             lambda: election.is_leader,
+        ),
+        dashboard_router(
+            lambda: ops.dashboard,
+            lambda: election.leader.service_url if election.leader is not None else None,
+            lambda: election.is_leader,
+            service.admin,
         ),
         broker_config_router(ops.dynamic, service.conf),
         cluster_router(ops.store, ops.cluster, service.cluster_policies, service.registry.available_brokers),

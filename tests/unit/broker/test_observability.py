@@ -221,3 +221,83 @@ def test_exporter_writes_parsable_families_with_pulsar_names() -> None:
     assert families["pulsar_broker_lookup"].type == "summary"
     assert "pulsar_bundle_msg_rate_in" not in families
     assert [s.value for s in families["brokerlb_broker_bundles"].samples] == [3.0, 0.0]
+
+
+class FakeOwnershipCache:
+    def __init__(self) -> None:
+        self.listener = None
+
+    def owners(self):
+        return {}
+
+    def add_listener(self, listener):
+        self.listener = listener
+        return lambda: None
+
+
+def _info(broker: str, disabled: bool = False) -> SimpleNamespace:
+    return SimpleNamespace(broker_id=broker, disabled=disabled)
+
+
+def test_ownership_log_tells_moves_and_their_causes() -> None:
+    from brokerlb.broker.ownership_log import OwnershipLog, leader_moves_of
+
+    clock = ManualClock()
+    cache = FakeOwnershipCache()
+    log = OwnershipLog(cache, clock.now_ms)  # type: ignore[arg-type]
+    a, b = "t/n/0x00000000_0x80000000", "t/n/0x80000000_0xffffffff"
+    cache.listener(a, _info("b1"))
+    cache.listener(b, _info("b1"))
+    clock.advance(1)
+    cache.listener(a, _info("b1", disabled=True))
+    cache.listener(a, None)
+    cache.listener(a, _info("b2"))  # the leader's transfer
+    cache.listener(b, None)  # an operator's unload, nobody took it yet
+    leader = FakeLeader()
+    feed = LeaderFeed(leader, "b1")
+    leader.last_shedding = SheddingResult.of(
+        [UnloadDecision("b1", a, "b2", Label.SUCCESS, Reason.OVERLOADED)]
+    )
+    leader.emit("unload", a, "b1", "b2", "Overloaded")
+    leader.emit("shed-cycle")
+    causes = lambda: leader_moves_of(feed.recent)  # noqa: E731
+    moves = [(m.kind, m.bundle, m.broker, m.previous, m.cause) for m in log.recent_moves(causes)]
+    assert moves == [("moved", a, "b2", "b1", "Overloaded"), ("released", b, "b1", None, "Admin")]
+    story = [(c.kind, c.broker, c.cause) for c in log.entries(causes, bundle=a)]
+    assert story == [
+        ("assigned", "b1", ""),
+        ("unloading", "b1", "Overloaded"),
+        ("released", "b1", "Overloaded"),
+        ("moved", "b2", "Overloaded"),
+    ]
+    # a move more than MOVE_WINDOW_MS after the release is a new assignment
+    clock.advance(60)
+    cache.listener(b, _info("b3"))
+    assert log.entries(bundle=b)[-1].kind == "assigned"
+
+
+def test_dashboard_state_document() -> None:
+    from brokerlb.broker.dashboard_state import dashboard_state
+    from brokerlb.ring import NamespaceBundles
+
+    ring = NamespaceBundles.create("t/n", 2)
+    first = str(ring.bundles[0])
+    owners = {first: SimpleNamespace(broker_id="b1", disabled=True)}
+    state = dashboard_state(
+        cluster="c",
+        served_by="b2",
+        leader="b1",
+        balancer={"state": "ready"},
+        reports={"b1": LocalBrokerData(num_bundles=1, num_topics=3)},
+        namespaces=[("t/n", ring)],
+        owners=owners,  # type: ignore[arg-type]
+        cycles=[],
+        moves=[],
+        now_ms=5,
+    )
+    assert state["brokers"][0]["leader"] is True and state["brokers"][0]["topics"] == 3
+    assert [(b["owner"], b["unloading"]) for b in state["namespaces"][0]["bundles"]] == [
+        ("b1", True),
+        (None, False),
+    ]
+    assert state["namespaces"][0]["bundles"][1]["upper"] == 0xFFFFFFFF

@@ -1,0 +1,80 @@
+"""The live dashboard's data on one broker: the state document and a bundle's story, from what it watches.
+
+Routes (:mod:`brokerlb.broker.http.dashboard_routes`) ask the leader for these (the leader's view);
+a broker answers them itself when it leads or no leader is reachable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from brokerlb.broker.balancer_status import BalancerStatus
+from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.dashboard_state import dashboard_state
+from brokerlb.broker.leader_feed import LeaderFeed
+from brokerlb.broker.ownership_log import OwnershipLog, leader_moves_of
+from brokerlb.coordination import OwnershipCache
+from brokerlb.model import LocalBrokerData
+from brokerlb.naming import NamespaceName
+from brokerlb.ring import NamespaceBundles
+
+__all__ = ["Dashboard"]
+
+
+class Dashboard:
+    def __init__(
+        self,
+        *,
+        cluster: str,
+        broker_id: str,
+        leader_id: Callable[[], str | None],
+        status: BalancerStatus,
+        feed: LeaderFeed,
+        log: OwnershipLog,
+        reports: Callable[[], dict[str, LocalBrokerData]],
+        bundles: NamespaceBundlesCache,
+        owners: OwnershipCache,
+        now_ms: Callable[[], int],
+    ) -> None:
+        self.cluster = cluster
+        self.broker_id = broker_id
+        self.leader_id = leader_id
+        self.status = status
+        self.feed = feed
+        self.log = log
+        self.reports = reports
+        self.bundles = bundles
+        self.owners = owners
+        self.now_ms = now_ms
+
+    def _leader_moves(self) -> Any:
+        return leader_moves_of(self.feed.recent)
+
+    def namespaces(self) -> list[tuple[str, NamespaceBundles]]:
+        """Every namespace the bundle cache knows, and those with owned bundles (heartbeats included)."""
+        known = {ns: bundles for ns, bundles, _group in self.bundles.known_namespaces()}
+        for bundle in self.owners.owners():
+            ns = bundle.rsplit("/", 1)[0]
+            if ns not in known:
+                cached = self.bundles.cached(NamespaceName.parse(ns))
+                if cached is not None:
+                    known[ns] = cached
+        return sorted(known.items())
+
+    def state(self) -> dict[str, Any]:
+        return dashboard_state(
+            cluster=self.cluster,
+            served_by=self.broker_id,
+            leader=self.leader_id(),
+            balancer=self.status.status(),
+            reports=self.reports(),
+            namespaces=self.namespaces(),
+            owners=self.owners.owners(),
+            cycles=list(self.feed.recent)[-20:],
+            moves=self.log.recent_moves(self._leader_moves),
+            now_ms=self.now_ms(),
+        )
+
+    def bundle_story(self, bundle: str) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.log.entries(self._leader_moves, bundle=bundle)]
