@@ -12,6 +12,21 @@ let openSystem = false;
 
 function $(id) { return document.getElementById(id); }
 
+// With authentication on, the page is opened as /dashboard#token=<JWT>; the token stays in this tab.
+(function keepToken() {
+  const match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (match) {
+    sessionStorage.setItem("brokerlb-token", decodeURIComponent(match[1]));
+    history.replaceState(null, "", location.pathname);
+  }
+})();
+
+function api(url, options) {
+  const token = sessionStorage.getItem("brokerlb-token");
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  return fetch(url, { ...(options || {}), headers });
+}
+
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
@@ -153,7 +168,7 @@ async function showStory(bundle) {
   const url = `/admin/v2/namespaces/${parts.map(encodeURIComponent).join("/")}/${range}/story`;
   let items = null;
   try {
-    const response = await fetch(url);
+    const response = await api(url);
     if (response.ok) {
       const story = await response.json();
       const events = Array.isArray(story) ? story : (story.events || story.story || []);
@@ -161,7 +176,7 @@ async function showStory(bundle) {
     }
   } catch (e) { /* the story endpoint is optional; fall back to what the dashboard saw */ }
   if (items === null) {
-    const entries = await fetch(`/dashboard/api/bundle?name=${encodeURIComponent(bundle)}`).then(r => r.ok ? r.json() : []);
+    const entries = await api(`/dashboard/api/bundle?name=${encodeURIComponent(bundle)}`).then(r => r.ok ? r.json() : []);
     items = entries.map(e => el("li", {}, `${time(e.atMs)} ${e.kind}${e.broker ? " " + e.broker : ""}` +
       `${e.previous ? " (from " + e.previous + ")" : ""}${e.cause ? " · cause " + e.cause : ""}`));
   }
@@ -170,7 +185,7 @@ async function showStory(bundle) {
 
 async function refresh() {
   try {
-    const response = await fetch("/dashboard/api/state", { cache: "no-store" });
+    const response = await api("/dashboard/api/state", { cache: "no-store" });
     if (!response.ok) throw new Error(`${response.status} ${await response.text()}`);
     const s = await response.json();
     lastState = s;

@@ -9,6 +9,11 @@
 
 A broker that does not lead fetches the JSON from the leader and returns it, so the page talks to
 the one broker it was loaded from; with no leader reachable it answers its own view.
+
+Access: the page and its files are public (they hold no data); the JSON is for super-users, as the
+other broker-wide admin reads (brokers, load reports, the balancer's status). With authentication on,
+open ``/dashboard#token=<JWT>``: the page keeps the token for the tab and sends it as
+``Authorization: Bearer``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from fastapi import APIRouter, Response
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.dashboard import Dashboard
+from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response
 from brokerlb.errors import BrokerLBError, NotFoundError, ServiceUnavailableError
 
@@ -61,23 +67,25 @@ def dashboard_router(
                 logger.debug("Dashboard: the leader at %s did not answer (%s); answering here", url, exc)
         return json_response(answer())
 
-    @router.get("/dashboard")
-    @router.get("/dashboard/")
+    public, admin_only = access(Access.PUBLIC), access(Access.SUPER_USER)
+
+    @router.get("/dashboard", openapi_extra=public)
+    @router.get("/dashboard/", openapi_extra=public)
     async def index() -> Response:
         return Response(page, media_type="text/html; charset=utf-8")
 
-    @router.get("/dashboard/static/{name}")
+    @router.get("/dashboard/static/{name}", openapi_extra=public)
     async def static(name: str) -> Response:
         found = assets.get(name)
         if found is None:
             raise NotFoundError(f"No dashboard file {name}")
         return Response(found[0], media_type=found[1], headers={"cache-control": "no-cache"})
 
-    @router.get("/dashboard/api/state")
+    @router.get("/dashboard/api/state", openapi_extra=admin_only)
     async def state() -> Response:
         return await from_leader(lambda leader: leader.get_dashboard_state(), lambda: local().state())
 
-    @router.get("/dashboard/api/bundle")
+    @router.get("/dashboard/api/bundle", openapi_extra=admin_only)
     async def bundle(name: str) -> Response:
         return await from_leader(
             lambda leader: leader.get_dashboard_bundle(name), lambda: local().bundle_story(name)

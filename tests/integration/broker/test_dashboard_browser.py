@@ -94,7 +94,14 @@ async def test_dashboard_shows_the_leaders_decisions_with_reasons_and_numbers() 
             page = await browser.new_page(viewport={"width": 1500, "height": 1100})
             await page.goto(f"{cluster.urls[2]}/dashboard", wait_until="load")
             moved = page.locator("#moves tr[data-cause='Overloaded']").first
-            await moved.wait_for(timeout=30_000)
+            try:
+                await moved.wait_for(timeout=60_000)
+            except Exception as exc:
+                async with AsyncAdminClient(cluster.urls[2]) as admin:
+                    state = await admin.get_dashboard_state()
+                raise AssertionError(
+                    f"{exc}\nleader {state['leader']} moves {state['moves']}\ncycles {state['cycles'][:3]}"
+                ) from None
             assert hot in await moved.inner_text()
             cycle = page.locator("#cycles .cycle", has_text="Success/Overloaded").first
             await cycle.wait_for(timeout=WAIT_MS)
@@ -104,4 +111,28 @@ async def test_dashboard_shows_the_leaders_decisions_with_reasons_and_numbers() 
     finally:
         if clients is not None:
             await clients.close()
+        await cluster.stop()
+
+
+async def test_with_authentication_the_page_needs_a_super_users_token() -> None:
+    from tests.integration.security.test_auth_matrix import OVERRIDES, token
+
+    cluster = await InProcessCluster(2, OVERRIDES).start()
+    try:
+        leader = cluster.cluster.leader()
+        assert leader is not None
+        follower_url = next(s.url for s in cluster.services if s is not leader)
+        async with async_headless_chromium() as browser:
+            page = await browser.new_page()
+            await page.goto(f"{follower_url}/dashboard", wait_until="load")
+            await page.locator("#error").wait_for(state="visible", timeout=WAIT_MS)
+            assert "401" in await page.locator("#error").inner_text()
+            page = await browser.new_page()
+            await page.goto(f"{follower_url}/dashboard#token={token('admin')}", wait_until="load")
+            await page.wait_for_function(
+                "n => document.querySelectorAll('#brokers tbody tr').length === n", arg=2, timeout=WAIT_MS
+            )
+            assert page.url.endswith("/dashboard"), "the token leaves the address bar"
+            assert await page.locator("#leader").inner_text() == leader.broker_id
+    finally:
         await cluster.stop()
