@@ -1,7 +1,8 @@
 """``brokerlb pipeline``: the Spark jobs over load history (needs the ``pipeline`` extra).
 
 Each command starts a SparkSession (``--master``, default ``local[*]``), runs one job and
-prints a JSON summary on stdout. pyspark is imported only inside the commands.
+prints a JSON summary on stdout; on a terminal, stderr shows the job's running Spark stages and
+tasks meanwhile. pyspark is imported only inside the commands.
 """
 
 from __future__ import annotations
@@ -87,11 +88,19 @@ def _spark(master: str | None, conf: list[str]) -> Iterator[SparkSession]:
 
 
 def _run(job: str, fn: Callable[[], T]) -> T:
-    """Run a job; Spark's own errors become :class:`PipelineError` with their first line."""
+    """Run a job (its Spark stages' progress on stderr when it is a terminal; the JSON result goes to
+    stdout either way); Spark's own errors become :class:`PipelineError` with their first line."""
     from pyspark.errors import PySparkException
+    from pyspark.sql import SparkSession
 
+    from brokerlb.cli.progress import spark_progress
+
+    spark = SparkSession.getActiveSession()
     try:
-        return fn()
+        if spark is None:
+            return fn()
+        with spark_progress(spark, job):
+            return fn()
     except PySparkException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise PipelineError(f"{job} failed: {first}") from exc

@@ -33,20 +33,28 @@ def apply_cmd(
     as_json: bool = typer.Option(False, "--json", help="machine-readable JSON output"),
 ) -> None:
     """Apply a plan (splits, merges, unloads) through the admin REST API; exit 1 if an operation failed."""
+    from brokerlb.cli.progress import progress_bar
     from brokerlb.plan import Plan
-    from brokerlb.plan.apply import apply_plan
+    from brokerlb.plan.apply import OpResult, apply_plan
 
     with cli_errors():
         loaded = Plan.load(plan)
-        report = apply_plan(
-            loaded,
-            url,
-            token=token or os.environ.get("BROKERLB_ADMIN_TOKEN") or None,
-            dry_run=dry_run,
-            verify=not no_verify,
-            continue_on_error=continue_on_error,
-            timeout=timeout,
-        )
+        with progress_bar(quiet=as_json or dry_run, unit="operations") as progress:
+            task = progress.add_task(f"apply {plan.name}", total=len(loaded.operations))
+
+            def advance(result: OpResult) -> None:
+                progress.update(task, advance=1, description=f"{result.op} {result.target}"[:28])
+
+            report = apply_plan(
+                loaded,
+                url,
+                token=token or os.environ.get("BROKERLB_ADMIN_TOKEN") or None,
+                dry_run=dry_run,
+                verify=not no_verify,
+                continue_on_error=continue_on_error,
+                timeout=timeout,
+                on_result=advance,
+            )
     if as_json:
         print_json(report.to_json())
     else:

@@ -8,7 +8,8 @@ and the simulated cluster's load history and topic stats in the data pipeline's 
 format (``DIR/history/<strategy>/``).
 
 Which strategies run: ``--compare A,B,...``, else ``--strategy S``, else the scenario's
-``strategies`` list. A strategy is ``SHEDDER[+PLACEMENT]`` with Pulsar class names or short
+``strategies`` list. Progress (a bar per strategy) shows on stderr when it is a terminal, and
+never with ``--json``. A strategy is ``SHEDDER[+PLACEMENT]`` with Pulsar class names or short
 names (``ThresholdShedder+LeastResourceUsageWithWeight``).
 """
 
@@ -145,8 +146,6 @@ def _run(
     validate: bool,
     as_json: bool,
 ) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from brokerlb.config import parse_overrides
     from brokerlb.sim import RecordedWorkload, resolve_scenario
     from brokerlb.sim import compare as run_compare
@@ -166,16 +165,9 @@ def _run(
     recorded = RecordedWorkload.load(workload_path) if workload_path is not None else None
     history_dir = (report / "history") if report is not None and history and _history_available() else None
 
-    with Progress(
-        TextColumn("[bold]{task.description:<28}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("cycles"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=False,
-        disable=not err_console.is_terminal and jobs > 1,
-    ) as progress:
+    from brokerlb.cli.progress import progress_bar
+
+    with progress_bar(quiet=as_json, unit="cycles") as progress:
         tasks = {label: progress.add_task(label, total=prepared.cycles) for label in labels}
 
         def on_cycle(label: str, done: int, total: int) -> None:

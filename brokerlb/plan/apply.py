@@ -210,10 +210,12 @@ def apply_plan(
     continue_on_error: bool = False,
     timeout: float = 30.0,
     transport: httpx.BaseTransport | None = None,
+    on_result: Callable[[OpResult], None] | None = None,
 ) -> ApplyReport:
     """Run the plan's operations against the admin API at ``url`` (see the module docstring).
 
-    ``dry_run`` sends nothing and lists the requests each operation would send.
+    ``dry_run`` sends nothing and lists the requests each operation would send. ``on_result`` is
+    called after each operation (progress).
     """
     import httpx
 
@@ -236,6 +238,8 @@ def apply_plan(
             except _OpFailed as exc:
                 result.status, result.detail, result.http_status = exc.status, exc.detail, exc.http_status
             report.results.append(result)
+            if on_result is not None:
+                on_result(result)
             if not result.ok and not continue_on_error:
                 break
     return report

@@ -55,3 +55,28 @@ async def test_a_recommended_style_plan_is_applied_by_the_brokers() -> None:
         await clients.close()
     finally:
         await cluster.stop()
+
+
+async def test_plan_apply_shows_progress_on_a_terminal_and_is_quiet_with_json(tmp_path) -> None:
+    import json
+
+    from brokerlb.testing.terminal import run_with_terminal_stderr
+
+    cluster = await InProcessCluster(2).start()
+    try:
+        ns = "public/plan-progress"
+        async with AsyncAdminClient(cluster.urls[0]) as admin:
+            await admin.create_namespace(ns, num_bundles=4)
+        layout = NamespaceBundles.create(ns, 4)
+        plan_file = tmp_path / "plan.json"
+        plan_file.write_text(json.dumps(Plan(tuple(UnloadOp(ns, b.range) for b in layout.bundles)).to_json()))
+        args = ["-m", "brokerlb.cli.main", "plan", "apply", str(plan_file), "--url", cluster.urls[1]]
+        code, out, terminal = await asyncio.to_thread(run_with_terminal_stderr, args)
+        assert code == 0, terminal + out
+        assert "4/4" in terminal and "operations" in terminal and "━" in terminal
+        assert out.count("applied") == 4
+        code, out, terminal = await asyncio.to_thread(run_with_terminal_stderr, [*args, "--json"])
+        assert code == 0 and terminal.strip() == ""
+        assert json.loads(out)["ok"] is True
+    finally:
+        await cluster.stop()
