@@ -25,6 +25,7 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── NotAcceptableError                   406  a value out of range (e.g. partitions <= 0)
     │   ├── InvalidPlanError                     400  a bundle-operation plan file that does not parse
     │   ├── DataPathProtocolError                400  a data-path frame the broker cannot accept
+    │   ├── BinaryProtocolError                  400  a binary-protocol frame or command the broker refuses
     │   └── UnknownStrategyError                 400
     │       └── StrategyNotAvailableError        400  registered, but its module is missing
     ├── AuthenticationError                      401  no credentials, or credentials that do not verify
@@ -104,6 +105,7 @@ __all__ = [
     "NotAcceptableError",
     "InvalidPlanError",
     "DataPathProtocolError",
+    "BinaryProtocolError",
     "UnknownStrategyError",
     "StrategyNotAvailableError",
     "AuthenticationError",
@@ -304,6 +306,21 @@ class DataPathProtocolError(InvalidInputError):
         super().__init__(message)
         self.code = int(code)
         self.context = context
+
+
+class BinaryProtocolError(InvalidInputError):
+    """A binary-protocol frame or command that cannot be accepted.
+
+    ``server_error`` is the name of Pulsar's ``ServerError`` the broker answers with
+    (``UnknownError`` for a frame it cannot read, ``ChecksumError``, ``NotAllowedError``,
+    ``InvalidTopicName`` ...); ``fatal`` means the connection cannot go on (the byte stream
+    is no longer framed) and is closed after the error is sent.
+    """
+
+    def __init__(self, server_error: str, message: str, *, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.server_error = server_error
+        self.fatal = fatal
 
 
 class UnknownStrategyError(InvalidInputError):

@@ -8,5 +8,5 @@ scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy --strict brokerlb/naming.py brokerlb/ring brokerlb/model brokerlb/loadbalance brokerlb/ownership \
-  brokerlb/dispatch
+  brokerlb/dispatch brokerlb/messaging
 .venv/bin/mypy brokerlb

@@ -280,6 +280,18 @@ class _Api:
             parse=_none,
         )
 
+    def put_topic_state(self, namespace: NamespaceName | str, bundle: str, state: bytes) -> Any:
+        """brokerlb extension (planned moves): hand the addressed broker a bundle's topic state
+        (:mod:`brokerlb.messaging.handoff` bytes) before it takes the bundle."""
+        return self._call(
+            "PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/topicState", body=state, parse=_none
+        )
+
+    def bundle_placement(self, namespace: NamespaceName | str, bundle: str) -> Any:
+        """brokerlb extension: ``{"broker": id}`` -- where the leader's placement puts the bundle now
+        (redirected to the leader; nothing is owned by asking)."""
+        return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/placement")
+
     def topic_hash_positions(
         self, namespace: NamespaceName | str, bundle: str, topics: Iterable[str] = ()
     ) -> Any:
@@ -417,7 +429,10 @@ def _request_kwargs(method: str, params: dict[str, Any] | None, body: Any) -> di
     """A body goes as JSON; a POST declares JSON even without one (as pulsar-admin's client does, and as
     the broker requires of every POST)."""
     kwargs: dict[str, Any] = {"params": params}
-    if body is not None:
+    if isinstance(body, bytes):
+        kwargs["content"] = body
+        kwargs["headers"] = {"Content-Type": "application/octet-stream"}
+    elif body is not None:
         kwargs["content"] = json.dumps(body).encode()
     if body is not None or method == "POST":
         kwargs["headers"] = {"Content-Type": "application/json"}

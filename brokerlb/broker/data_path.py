@@ -1,22 +1,33 @@
-"""The topics a broker serves over WebSocket, their sessions, and their stats in the load report.
+"""The topics a broker serves (binary protocol and WebSocket), their sessions, hand-offs and stats.
 
-:class:`DataPath` is the broker side of the data path (``webSocketServiceEnabled``):
+:class:`DataPath` is the broker side of the data path; both shells -- the binary protocol on
+``brokerServicePort`` (:mod:`brokerlb.broker.binary`) and the WebSocket API
+(:mod:`brokerlb.broker.websocket`) -- serve their sessions on the same topics:
 
 * :meth:`DataPath.open` gives the :class:`ServedTopic` of a topic whose bundle this broker
-  owns, creating it on first use and attaching it to the broker's
-  :class:`~brokerlb.broker.topics.TopicRegistry` with a close and a fence callback; a
-  topic of a bundle it does not own (or is giving up) is refused with
-  :class:`~brokerlb.errors.BundleUnloadingError` -- the WebSocket shell closes the session
-  with :meth:`DataPath.refusal`: the owner's URL when another broker owns the bundle (the
-  client followed a stale lookup answer), else "look the topic up again";
-* when the registry closes a bundle (unload, transfer, loss), every session of its topics
-  is closed with the matching :class:`~brokerlb.messaging.CloseReason`; a transfer's
-  reason names the new owner's URLs (PIP-307), taken from its registration;
+  owns, creating it on first use (from a handed-over state when one was parked here, see
+  below) and attaching it to the broker's :class:`~brokerlb.broker.topics.TopicRegistry`
+  with a close and a fence callback; a topic of a bundle it does not own (or is giving up) is
+  refused with :class:`~brokerlb.errors.BundleUnloadingError` -- the shells then tell the
+  client to look the topic up again (:meth:`DataPath.refusal` names the owner when this
+  broker's ownership cache knows another one);
+* when the registry closes a bundle (unload, transfer, loss), every session of its topics is
+  closed with the matching :class:`~brokerlb.messaging.CloseReason`; a transfer's reason names
+  the new owner's URLs (PIP-307), taken from its registration;
+* **hand-off** (planned moves): :meth:`DataPath.export_bundle` fences the bundle's topics and
+  returns their states (retained entries, durable cursors); the owner sends them to the next
+  owner, whose :meth:`DataPath.import_states` parks them until the topic is opened there --
+  before any client reconnects, because the old owner closes its sessions only after the
+  hand-off. A parked state whose bundle this broker never comes to own is dropped after
+  :data:`PARKED_STATE_TTL` seconds (with a warning: that topic's retained messages are lost);
 * every ``STATS_PERIOD`` seconds it pushes each topic's sliding-window rates
-  (``statsUpdateFrequencyInSecs`` long, :mod:`brokerlb.messaging.stats`) into the
-  registry, so the reporter's ``NamespaceBundleStats`` and ``broker-stats/topics`` come
-  from real traffic; a topic without sessions is forgotten once its window has emptied
-  (Pulsar deletes inactive non-persistent topics the same way, later).
+  (``statsUpdateFrequencyInSecs`` long) into the registry; a topic with nothing to keep
+  (no producer, consumer, durable subscription or retained entry) is forgotten once its
+  window has emptied.
+
+Topic policies come from the broker's config: retention (``defaultRetentionTimeInMinutes``,
+``defaultRetentionSizeInMB``) and backlog quota (``backlogQuotaDefaultLimitBytes``,
+``backlogQuotaDefaultRetentionPolicy``).
 """
 
 from __future__ import annotations
@@ -25,24 +36,27 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from brokerlb.broker.topics import CloseCause, TopicRegistry, TopicStats
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.errors import BrokerLBError, BundleUnloadingError
-from brokerlb.messaging import CloseReason, Topic
+from brokerlb.messaging import BacklogQuota, CloseReason, Retention, Topic, TopicState
 from brokerlb.naming import TopicName
 
-__all__ = ["DataPath", "ServedTopic", "Session", "STATS_PERIOD"]
+__all__ = ["DataPath", "ServedTopic", "Session", "TopicPolicies", "STATS_PERIOD", "PARKED_STATE_TTL"]
 
 logger = logging.getLogger(__name__)
 
 #: Seconds between two pushes of the topics' rates into the topic registry.
 STATS_PERIOD = 1.0
+#: Seconds a handed-over topic state waits for its bundle to be owned here.
+PARKED_STATE_TTL = 300.0
 
 
 class Session(Protocol):
-    """A producer or consumer connection of a topic (the WebSocket shell's sessions)."""
+    """A producer or consumer of a topic (a WebSocket session, or one on a binary connection)."""
 
     async def close(self, reason: CloseReason) -> None: ...
 
@@ -51,11 +65,32 @@ class Ownership(Protocol):
     def is_owned(self, bundle: Any) -> bool: ...
 
 
-class ServedTopic:
-    """A topic served here: the in-memory topic and its open sessions."""
+@dataclass(frozen=True, slots=True)
+class TopicPolicies:
+    """Retention and backlog quota of the topics (from broker.conf)."""
 
-    def __init__(self, topic: Topic, now: float) -> None:
+    retention: Retention = Retention()
+    backlog_quota: BacklogQuota = BacklogQuota()
+
+    @classmethod
+    def from_config(cls, conf: Any) -> TopicPolicies:
+        minutes, megabytes = conf.defaultRetentionTimeInMinutes, conf.defaultRetentionSizeInMB
+        return cls(
+            Retention(
+                minutes * 60_000 if minutes > 0 else minutes,
+                megabytes * 1024 * 1024 if megabytes > 0 else megabytes,
+            ),
+            BacklogQuota(conf.backlogQuotaDefaultLimitBytes, conf.backlogQuotaDefaultRetentionPolicy),
+        )
+
+
+class ServedTopic:
+    """A topic served here: the engine's topic and its open sessions."""
+
+    def __init__(self, topic: Topic, now: float, now_ms: Callable[[], int] = lambda: 0) -> None:
         self.topic = topic
+        #: wall-clock milliseconds (publish times of messages built by the broker)
+        self.now_ms = now_ms
         self.sessions: set[Session] = set()
         self.closed = False
         #: Since when it has had no session (``None`` while it has some).
@@ -89,6 +124,7 @@ class DataPath:
         broker_urls: Callable[[str], tuple[str | None, str | None]],
         stats_window: int,
         clock: Clock = SYSTEM_CLOCK,
+        policies: TopicPolicies = TopicPolicies(),
     ) -> None:
         self.registry = registry
         self.ownership = ownership
@@ -96,13 +132,19 @@ class DataPath:
         self._broker_urls = broker_urls
         self.stats_window = max(1, int(stats_window))
         self.clock = clock
+        self.policies = policies
         self.topics: dict[str, ServedTopic] = {}
         # message ids: a fresh "ledger" per topic incarnation, unique across brokers and restarts
         self._ledgers = itertools.count(clock.now_ms() * 1000)
+        #: handed-over states waiting for their topic to be opened here: name -> (state, parked at)
+        self.parked: dict[str, tuple[TopicState, float]] = {}
         #: Closes by reason, for tests and operators: ``TopicUnloaded``, ``TopicTransferred``, ...
         self.closes: dict[str, int] = {}
+        #: Topic states handed to other brokers and received from them (counts of topics).
+        self.handed_off = 0
+        self.imported = 0
 
-    # ------------------------------------------------------------------ sessions
+    # ------------------------------------------------------------------ topics
     def open(self, topic: TopicName) -> ServedTopic:
         """The served topic for a new session; :class:`BundleUnloadingError` unless we own its bundle.
 
@@ -118,19 +160,43 @@ class DataPath:
         name = str(topic)
         served = self.topics.get(name)
         if served is None or served.closed:
-            served = ServedTopic(
-                Topic(
-                    topic,
-                    ledger_id=next(self._ledgers),
-                    window=self.stats_window,
-                    now=self.clock.monotonic,
-                    now_ms=self.clock.now_ms,
-                ),
-                self.clock.monotonic(),
-            )
+            served = ServedTopic(self._new_topic(topic), self.clock.monotonic(), self.clock.now_ms)
             self.topics[name] = served
             self.registry.attach(topic, close=self._closer(served), stats=TopicStats(), fence=served.fence)
         return served
+
+    def _new_topic(self, topic: TopicName) -> Topic:
+        parked = self.parked.pop(str(topic), None)
+        options: dict[str, Any] = {
+            "window": self.stats_window,
+            "now": self.clock.monotonic,
+            "now_ms": self.clock.now_ms,
+            "retention": self.policies.retention,
+            "backlog_quota": self.policies.backlog_quota,
+        }
+        if parked is not None:
+            engine = Topic.from_state(parked[0], **options)
+            logger.info(
+                "Topic %s starts from a handed-over state (ledger %d, entries %d..%d)",
+                topic,
+                engine.ledger_id,
+                engine.first_entry_id,
+                engine.next_entry_id - 1,
+            )
+        else:
+            ledger = max(next(self._ledgers), self.clock.now_ms() * 1000)
+            engine = Topic(topic, ledger_id=ledger, **options)
+            logger.info("Topic %s starts afresh (ledger %d)", topic, ledger)
+        # a publish held by the backlog quota carries its own receipt: ``token(topic, entry_id)``
+        engine.on_released = lambda token, entry_id: token(engine, entry_id)  # type: ignore[operator]
+        return engine
+
+    def bundle_of(self, topic: TopicName) -> str:
+        """The bundle ``topic`` hashes into now."""
+        return self._bundle_of(topic)
+
+    def served(self, topic: TopicName | str) -> ServedTopic | None:
+        return self.topics.get(str(topic))
 
     def add_session(self, served: ServedTopic, session: Session) -> None:
         served.sessions.add(session)
@@ -170,14 +236,72 @@ class DataPath:
                 return CloseReason.transferred(http_url, broker_url)
         return CloseReason.unloaded("bundle lost" if cause.kind == "lost" else "")
 
+    # ------------------------------------------------------------------ hand-off
+    def export_bundle(self, bundle: str) -> list[TopicState]:
+        """Fence every topic of ``bundle`` and return the states the next owner needs (served topics
+        and states parked here); nothing of them changes here afterwards."""
+        states: list[TopicState] = []
+        for served in list(self.topics.values()):
+            if self._bundle_of(served.topic.name) != bundle:
+                continue
+            served.fence()
+            topic = served.topic
+            if topic.persistent and (topic.entries or any(s.durable for s in topic.subscriptions.values())):
+                states.append(topic.export_state())
+        for name, (state, _at) in list(self.parked.items()):
+            if self._bundle_of(TopicName.parse(name)) == bundle:
+                del self.parked[name]
+                states.append(state)
+        self.handed_off += len(states)
+        return states
+
+    def import_states(self, states: list[TopicState]) -> None:
+        """Park handed-over states until their topics are opened here (module docstring)."""
+        now = self.clock.monotonic()
+        for state in states:
+            served = self.topics.get(state.name)
+            if served is not None and not served.closed and not served.topic.fenced:
+                logger.warning(
+                    "Topic %s is already served here; its handed-over state is dropped", state.name
+                )
+                continue
+            # a fenced topic here is on its way out (this broker handed the bundle to itself): the
+            # state is opened once the old topic is closed
+            self.parked[state.name] = (state, now)
+            logger.info(
+                "Parked the handed-over state of %s (ledger %d, %d entries, next %d)",
+                state.name,
+                state.ledger_id,
+                len(state.entries),
+                state.next_entry_id,
+            )
+        self.imported += len(states)
+
+    def _expire_parked(self, now: float) -> None:
+        for name, (state, at) in list(self.parked.items()):
+            if now - at > PARKED_STATE_TTL:
+                del self.parked[name]
+                logger.warning(
+                    "Dropping the handed-over state of %s (%d retained entries): its bundle was not "
+                    "owned here within %.0f s",
+                    name,
+                    len(state.entries),
+                    PARKED_STATE_TTL,
+                )
+
     # ------------------------------------------------------------------ stats
     def push_stats(self) -> None:
-        """Put every topic's current rates into the registry; forget topics idle for a whole window."""
+        """Put every topic's current rates into the registry; forget topics with nothing to keep."""
         now = self.clock.monotonic()
+        self._expire_parked(now)
         for name, served in list(self.topics.items()):
             if served.closed or name not in self.registry:
                 continue
-            if served.idle_since is not None and now - served.idle_since > self.stats_window:
+            if (
+                served.idle_since is not None
+                and now - served.idle_since > self.stats_window
+                and served.topic.idle
+            ):
                 del self.topics[name]
                 self.registry.detach(name)
                 continue

@@ -13,6 +13,13 @@
   acknowledged. If the destination cannot take the bundle, the close is a plain unload
   (clients look up; the next lookup places the bundle, the leader still prefers the
   destination);
+* **topic state** (lossless planned moves, when the broker has a data path): before the bundle
+  is released, its topics' retained messages and cursors go to the next owner
+  (:class:`~brokerlb.broker.handoff.TopicHandOff`): the transfer's destination, or for an
+  unload of a bundle with state, the broker the leader's placement chooses at that moment
+  (as Pulsar 3.x unloads with a destination) -- which then takes the bundle at once; the
+  clients of an unload are still told only to look the topic up again (no URL). The topics
+  are fenced first, so nothing acknowledged to a producer is missing from the state;
 * **split** (``NamespaceService.splitAndOwnBundle``): boundaries from the algorithm
   (none → nothing to do) → own the children → compare-and-set the boundaries →
   release the parent (:func:`~brokerlb.coordination.split_and_own`) → force a load
@@ -33,13 +40,20 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.topics import LOST, UNLOAD, CloseCause, TopicRegistry
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import BundleMetadata, OwnershipManager, split_and_own
-from brokerlb.errors import BrokerLBError, InvalidBundlesError, InvalidSplitError, StaleBundleError
+from brokerlb.errors import (
+    BrokerLBError,
+    ConflictError,
+    InvalidBundlesError,
+    InvalidSplitError,
+    StaleBundleError,
+)
 from brokerlb.ring import (
     BundleSplitOption,
     NamespaceBundle,
@@ -52,8 +66,27 @@ __all__ = ["OwnerActions", "SplitOutcome", "parse_split_boundaries"]
 
 logger = logging.getLogger(__name__)
 
+#: Attempts (and the first pause, doubling) to make the next owner take a bundle after the release.
+HAND_OVER_ATTEMPTS = 6
+HAND_OVER_FIRST_RETRY = 0.02
+
 #: ``hand_over(bundle, destination)``: ask the destination broker to take the bundle.
 HandOver = Callable[[NamespaceBundle, str], Awaitable[None]]
+
+
+class StateHandOff(Protocol):
+    """Moves a bundle's topic state to the next owner (:class:`~brokerlb.broker.handoff.TopicHandOff`)."""
+
+    #: this broker's id (a destination equal to it means "this broker re-owns the bundle")
+    self_id: str
+
+    def has_state(self, bundle: str) -> bool: ...
+
+    async def choose_destination(self, bundle: NamespaceBundle) -> str | None: ...
+
+    async def send(self, bundle: NamespaceBundle, destination: str) -> bool: ...
+
+    async def follow_owner(self, bundle: NamespaceBundle) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +126,7 @@ class OwnerActions:
         hand_over: HandOver,
         report_changed: Callable[[], None],
         clock: Clock = SYSTEM_CLOCK,
+        state_hand_off: StateHandOff | None = None,
     ) -> None:
         self.conf = conf
         #: Times the steps of an unload (for the log).
@@ -103,6 +137,7 @@ class OwnerActions:
         self.topics = topics
         self._hand_over = hand_over
         self._report_changed = report_changed
+        self.state_hand_off = state_hand_off
         self._background: set[asyncio.Task[None]] = set()
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
 
@@ -145,7 +180,11 @@ class OwnerActions:
         if self.ownership.is_owned(bundle):
             await self.ownership.disable(bundle)
         timeout = self.conf.namespaceBundleUnloadingTimeoutMs / 1000
-        if not destination:
+        target = destination
+        hand_off = self.state_hand_off
+        if not target and hand_off is not None and hand_off.has_state(name):
+            target = await hand_off.choose_destination(bundle)
+        if not target:
             closed = await self.topics.close_bundle(name, timeout, UNLOAD)
             await self.ownership.release(bundle)
             self._report_changed()
@@ -157,6 +196,8 @@ class OwnerActions:
             )
             return True
         self.topics.fence_bundle(name)
+        if hand_off is not None:
+            await hand_off.send(bundle, target)
         fenced = self.clock.monotonic()
         cause = UNLOAD
         try:
@@ -164,21 +205,24 @@ class OwnerActions:
             released = self.clock.monotonic()
             self._report_changed()
             try:
-                await self._hand_over(bundle, destination)
-                cause = CloseCause.transfer(destination)
+                await self._hand_over_retrying(bundle, target)
+                if destination:
+                    cause = CloseCause.transfer(destination)
             except BrokerLBError as exc:
                 logger.warning(
                     "Destination %s did not take %s (%s); the next lookup will place it",
-                    destination,
+                    target,
                     name,
                     exc,
                 )
+                if hand_off is not None:
+                    await hand_off.follow_owner(bundle)
         finally:
             handed = self.clock.monotonic()
             closed = await self.topics.close_bundle(name, timeout, cause)
         logger.info(
-            "Unloaded bundle %s in %.0f ms (disable %.0f, release %.0f, hand over %.0f, close %.0f; "
-            "%d topics closed), %s",
+            "Unloaded bundle %s in %.0f ms (disable and hand off %.0f, release %.0f, hand over %.0f, "
+            "close %.0f; %d topics closed), %s",
             name,
             (self.clock.monotonic() - started) * 1e3,
             (fenced - started) * 1e3,
@@ -186,9 +230,41 @@ class OwnerActions:
             (handed - released) * 1e3,
             (self.clock.monotonic() - handed) * 1e3,
             closed,
-            f"transferred to {destination}" if cause.destination else "clients look it up again",
+            f"transferred to {destination}"
+            if cause.destination
+            else f"placed on {target}, clients look it up",
         )
         return True
+
+    async def _hand_over_retrying(self, bundle: NamespaceBundle, target: str) -> None:
+        """Make ``target`` take the released bundle.
+
+        To this broker itself: acquire the ownership node directly (the lookup path reads the
+        ownership cache, which right after the release may still show our own node). To another
+        broker: ``hand_over``, retried a few times (doubling from 20 ms, about 1 s in all) while the
+        refusal is retriable or a conflict -- the target's cache may still show the node being
+        unloaded, or still show us as the owner, and giving up then would strand the topic state
+        handed to it.
+        """
+        if self.state_hand_off is not None and target == self.state_hand_off.self_id:
+            result = await self.ownership.try_acquire(bundle)
+            if not result.acquired:
+                raise ConflictError(
+                    f"Bundle {bundle} was taken by another broker before this one re-owned it"
+                )
+            self._report_changed()
+            return
+        delay = HAND_OVER_FIRST_RETRY
+        for attempt in range(HAND_OVER_ATTEMPTS):
+            try:
+                await self._hand_over(bundle, target)
+                return
+            except BrokerLBError as exc:
+                conflict = isinstance(exc, ConflictError) or getattr(exc, "status", None) == 409
+                if not (exc.retriable or conflict) or attempt == HAND_OVER_ATTEMPTS - 1:
+                    raise
+            await asyncio.sleep(delay)
+            delay *= 2
 
     async def close_lost(self, bundle: str) -> None:
         """The bundle was lost with the session: stop serving its topics."""

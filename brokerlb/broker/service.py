@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from brokerlb.admin.client import AsyncAdminClient
+from brokerlb.broker.binary import wiring as binary_wiring
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.http.app import create_app
 from brokerlb.broker.http.server import WebServers
@@ -79,6 +80,7 @@ from brokerlb.safe_regex import fullmatch
 from brokerlb.security.client_auth import broker_client_token
 
 if TYPE_CHECKING:
+    from brokerlb.broker.binary import BinaryServer
     from brokerlb.broker.data_path import DataPath
 
 __all__ = ["BrokerService"]
@@ -114,6 +116,7 @@ class BrokerService:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._listeners: list[Callable[[], None]] = []
         self._closing = False
+        self.binary: BinaryServer | None = None
         self.started = False
         #: Registered, elected (leader or follower) and serving.
         self.ready = False
@@ -129,14 +132,24 @@ class BrokerService:
         if self.store.session_state is SessionState.CLOSED:
             await self.store.start()
         web = WebServers.bind(conf)  # webServicePort, and webServicePortTls beside it when set
+        binary_sock = None
         try:
-            self.identity = BrokerIdentity.from_config(conf, web_port=web.port, web_tls_port=web.tls_port)
+            binary_sock = binary_wiring.bind_for(conf)
+            binary_port = binary_sock.getsockname()[1] if binary_sock is not None else None
+            self.identity = BrokerIdentity.from_config(
+                conf, web_port=web.port, web_tls_port=web.tls_port, broker_port=binary_port
+            )
             await self._wire()
             self.http = web.serving(create_app(self, fast_lookup=self._fast_lookup))
+            self.binary = binary_wiring.binary_server(self, binary_sock) if binary_sock is not None else None
         except BaseException:
             web.close()
+            if binary_sock is not None:
+                binary_sock.close()
             raise
         await self.http.start()
+        if self.binary is not None:
+            await self.binary.start()
         await self._join()
         self.started = True
         self.ready = True
@@ -163,7 +176,8 @@ class BrokerService:
         self.load_data_store = LoadDataStore(store)
         self.partitioned_topics = PartitionedTopics(store)
         self.topics = TopicRegistry(self._bundle_of, clock=self.clock)
-        self.data_path = self._data_path() if conf.webSocketServiceEnabled else None
+        serves_topics = conf.webSocketServiceEnabled or conf.brokerServicePort is not None
+        self.data_path = self._data_path() if serves_topics else None
         self.admin = AsyncAdminClient(ident.web_service_url or "", token=broker_client_token(conf))
         if self._host_usage is None:
             self._host_usage = self._default_host_usage()
@@ -211,6 +225,7 @@ class BrokerService:
             report_changed=self.reporter.force_update,
             clock=self.clock,
         )
+        self.actions.state_hand_off = binary_wiring.state_hand_off(self)
         self.namespaces = NamespaceService(
             ident,
             conf,
@@ -237,7 +252,7 @@ class BrokerService:
 
     def _data_path(self) -> DataPath:
         """The WebSocket produce/consume path (``webSocketServiceEnabled``); rates over ``statsUpdateFrequencyInSecs``."""
-        from brokerlb.broker.data_path import DataPath
+        from brokerlb.broker.data_path import DataPath, TopicPolicies
 
         return DataPath(
             registry=self.topics,
@@ -246,6 +261,7 @@ class BrokerService:
             broker_urls=self._broker_urls,
             stats_window=self.conf.statsUpdateFrequencyInSecs,
             clock=self.clock,
+            policies=TopicPolicies.from_config(self.conf),
         )
 
     def _broker_urls(self, broker_id: str) -> tuple[str | None, str | None]:
@@ -401,6 +417,8 @@ class BrokerService:
         started = self.clock.monotonic()
         await self.election.close()
         await self._cancel_tasks()
+        with contextlib.suppress(BrokerLBError):  # Pulsar's disableBroker: no placement picks us now
+            await self.registry.unregister()
         owned = self.ownership.owned_bundles()
         results = await asyncio.gather(
             *(self.actions.unload(NamespaceBundle.parse(b)) for b in owned), return_exceptions=True
@@ -451,6 +469,8 @@ class BrokerService:
         for remove in self._listeners:
             remove()
         self._listeners.clear()
+        if self.binary is not None:
+            await self.binary.stop()
         await self.http.stop()
         self.operations.close()
         await self.admin.aclose()

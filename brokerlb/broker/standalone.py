@@ -1,7 +1,8 @@
 """A standalone cluster: N brokers in this process on consecutive loopback ports.
 
 ``StandaloneCluster(brokers=3)`` starts brokers ``127.0.0.1:8080``, ``:8081``, ``:8082``
-(binary ports 6650, 6651, ...) over the embedded metadata store by default
+(Pulsar's binary protocol on 6650, 6651, ...; with ``web_port=0`` or ``broker_port=0`` the
+ports are free ones, printed at start) over the embedded metadata store by default
 (``memory:standalone``), or over ZooKeeper (``zk:host:port``). The namespace ``public/default``
 is created at start (as Pulsar's standalone does). Every broker is a full
 :class:`~brokerlb.broker.service.BrokerService` (its own store session, registration,
@@ -48,7 +49,9 @@ def standalone_config(
     values = {k: v for k, v in STANDALONE_DEFAULTS.items() if k not in base.explicit_keys}
     values["metadataStoreUrl"] = metadata_store
     values["webServicePort"] = web_port + index if web_port else 0
-    values["brokerServicePort"] = (broker_port or 6650) + index  # advertised only (no binary protocol yet)
+    if broker_port is None:  # consecutive binary ports beside consecutive web ports, else free ones
+        broker_port = 6650 if web_port else 0
+    values["brokerServicePort"] = broker_port + index if broker_port else 0
     return base.with_overrides(values)
 
 
@@ -61,7 +64,7 @@ class StandaloneCluster:
         *,
         metadata_store: str = "memory:standalone",
         web_port: int = 8080,
-        broker_port: int | None = 6650,
+        broker_port: int | None = None,
         config: ServiceConfig | None = None,
         overrides: Mapping[str, Any] | None = None,
     ) -> None:

@@ -1,7 +1,8 @@
-"""Pulsar's WebSocket API on the broker's web port: ``/ws/v2/producer/...`` and ``/ws/v2/consumer/...``.
+"""Pulsar's WebSocket API on the broker's web port: ``/ws/v2/producer|consumer|reader/...``.
 
-Frames, close codes and the reconnect convention are in :mod:`brokerlb.messaging.protocol`.
-Per connection:
+Frames, close codes and the reconnect convention are in :mod:`brokerlb.messaging.protocol`;
+the sessions serve the same topics as the binary protocol (the topic engine,
+:mod:`brokerlb.messaging.topic`). Per connection:
 
 1. parse the URL (400 / 412 on a bad topic or parameter) and load the namespace's bundles
    (404 unknown namespace) -- answered as HTTP errors to the upgrade request, as Pulsar's
@@ -10,11 +11,18 @@ Per connection:
    owned here → accept and close at once, with 4003 ``TopicRedirected`` and the owner's URL
    when this broker's ownership cache knows another owner, else 4002 ``ServiceNotReady``
    (look it up again);
-3. a consumer joins its subscription (409 when an Exclusive one is taken, or the types
-   differ);
-4. then serve: a producer's frames are published and acknowledged in order (a fenced
-   topic -- transfer in progress -- ignores them: no ack, the client re-sends after
-   reconnecting); a consumer receives its messages from a writer task and acks them.
+3. a producer registers its name (``producerName``; 409 when taken), a consumer joins its
+   subscription (409 when an Exclusive one is taken, or the types differ), a reader opens a
+   non-durable subscription at ``messageId`` (``earliest``, ``latest`` or an id; it receives
+   what comes after that id);
+4. then serve: a producer's frames are stored (as Pulsar message metadata and payload, so
+   binary-protocol consumers read them too) and acknowledged in order -- a fenced topic (a
+   move in progress) ignores them: no ack, the client re-sends after reconnecting; a
+   consumer receives its messages (``redeliveryCount`` included; a binary producer's batch
+   as one frame per message) from a writer task. Its acks and negative acks give a permit
+   back; a negative ack redelivers after ``negativeAckRedeliveryDelay`` ms (Pulsar's one
+   minute by default). With ``pullMode=true`` messages flow only against
+   ``{"type": "permit", "permitMessages": N}``.
 
 The broker closes a session when its bundle leaves (the topic's close callback, with
 the reason), and the session ends when the client goes away.
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -31,15 +40,28 @@ from urllib.parse import parse_qs
 from brokerlb.broker.http.access import Access, Security
 from brokerlb.broker.http.errors import error_body, error_status
 from brokerlb.dispatch import DispatchConsumer
-from brokerlb.errors import BrokerLBError, BundleUnloadingError, DataPathProtocolError, NotFoundError
+from brokerlb.errors import (
+    BrokerLBError,
+    BundleUnloadingError,
+    DataPathProtocolError,
+    InvalidInputError,
+    NotFoundError,
+)
 from brokerlb.messaging import (
     WS_PREFIX,
+    BacklogQuotaExceeded,
     CloseReason,
     ConsumerCommand,
     Endpoint,
+    Entry,
     ProducerAck,
     ProducerMessage,
+    WebSocketError,
+    consumer_frames,
+    encode_message_id,
     parse_endpoint,
+    parse_message_id,
+    publish_section,
 )
 from brokerlb.security.authentication import first_header
 
@@ -119,56 +141,147 @@ class Connection:
 
 
 class ProducerSession:
-    """A producer connection: publish each frame, answer with Pulsar's ``ProducerAck``."""
+    """A producer connection: each frame is stored and answered with Pulsar's ``ProducerAck``."""
 
-    def __init__(self, conn: Connection, served: ServedTopic) -> None:
-        self.conn = conn
-        self.served = served
-
-    async def close(self, reason: CloseReason) -> None:
-        await self.conn.close(reason)
-
-    async def serve(self) -> None:
-        topic = self.served.topic
-        topic.add_producer()
-        try:
-            while (text := await self.conn.receive_text()) is not None:
-                try:
-                    message = ProducerMessage.parse(text)
-                except DataPathProtocolError as exc:
-                    await self.conn.send_text(ProducerAck.error(exc.code, str(exc), exc.context).encode())
-                    continue
-                delivery = topic.publish(message)
-                if delivery is None:
-                    continue  # fenced for a transfer: ignored, the client re-sends to the new owner
-                await self.conn.send_text(ProducerAck.success_text(delivery.message_id, message.context))
-        finally:
-            topic.remove_producer()
-
-
-class ConsumerSession:
-    """A consumer connection: a writer task sends its messages; acks give permits back."""
+    _names = itertools.count()
 
     def __init__(self, conn: Connection, served: ServedTopic, endpoint: Endpoint) -> None:
         self.conn = conn
         self.served = served
-        self.subscription = endpoint.subscription or ""
-        self.subscription_type = endpoint.subscription_type
+        self.name = endpoint.producer_name or f"ws-producer-{next(self._names)}-{id(self):x}"
+        self.sequence = 0
+        self._late: set[asyncio.Task[bool]] = set()
+
+    def join(self) -> None:
+        """Register the producer's name on the topic (``ProducerBusyError`` when taken)."""
+        self.served.topic.add_producer(self.name, self)
+
+    async def close(self, reason: CloseReason) -> None:
+        await self.conn.close(reason)
+
+    def _released(self, context: str | None) -> Any:
+        """A held publish's ack (backlog quota ``producer_request_hold``), sent once it is stored."""
+
+        def ack(topic: Any, entry_id: int) -> None:
+            text = ProducerAck.success_text(
+                encode_message_id(topic.ledger_id, entry_id, topic.partition), context
+            )
+            task = asyncio.ensure_future(self.conn.send_text(text))
+            self._late.add(task)
+            task.add_done_callback(self._late.discard)
+
+        return ack
+
+    async def serve(self) -> None:
+        topic = self.served.topic
+        clock_ms = self.served.now_ms
+        try:
+            while (text := await self.conn.receive_text()) is not None:
+                try:
+                    message = ProducerMessage.parse(text)
+                    section = publish_section(
+                        message, producer_name=self.name, sequence_id=self.sequence, publish_time=clock_ms()
+                    )
+                    self.sequence += 1
+                    entry_id = topic.publish(section, 1, self._released(message.context))
+                except DataPathProtocolError as exc:
+                    await self.conn.send_text(ProducerAck.error(exc.code, str(exc), exc.context).encode())
+                    continue
+                except BacklogQuotaExceeded as exc:
+                    await self.conn.send_text(
+                        ProducerAck.error(WebSocketError.UNKNOWN_ERROR, str(exc), message.context).encode()
+                    )
+                    continue
+                if entry_id is None:
+                    continue  # fenced for a move (the client re-sends to the next owner) or held
+                await self.conn.send_text(
+                    ProducerAck.success_text(
+                        encode_message_id(topic.ledger_id, entry_id, topic.partition), message.context
+                    )
+                )
+        finally:
+            topic.remove_producer(self.name, self)
+
+
+class ConsumerSession:
+    """A consumer (or reader) connection: a writer task sends its messages; acks, negative acks and
+    ``permit`` commands come back (module docstring)."""
+
+    def __init__(self, conn: Connection, served: ServedTopic, endpoint: Endpoint) -> None:
+        self.conn = conn
+        self.served = served
+        self.reader = endpoint.kind == "reader"
+        self.subscription = endpoint.subscription or f"reader-{id(self):x}"
+        self.subscription_type = "Exclusive" if self.reader else endpoint.subscription_type
+        self.durable = not self.reader and endpoint.durable
+        self.pull_mode = not self.reader and endpoint.pull_mode
+        self.nack_delay = 0.0 if self.reader else endpoint.negative_ack_redelivery_delay_ms / 1000
         self.consumer = DispatchConsumer(
             endpoint.consumer_name or f"ws-{id(self):x}",
-            priority_level=endpoint.priority_level,
-            permits=endpoint.receiver_queue_size,
+            priority_level=0 if self.reader else endpoint.priority_level,
+            permits=0 if self.pull_mode else endpoint.receiver_queue_size,
         )
+        self.start: tuple[int, int] | str | None = None
+        #: a reader skips what is not after its start id (the engine starts at it, inclusively)
+        self._skip_through: tuple[int, int] | None = None
+        if self.reader:
+            value = endpoint.start_message_id
+            if value in ("earliest", "latest"):
+                self.start = value
+            else:
+                start = parse_message_id(value)
+                self.start = (start.ledgerId, start.entryId)
+                self._skip_through = (start.entryId, -1 if start.batch_index is None else start.batch_index)
         self._outbox: collections.deque[str] = collections.deque()
         self._ready = asyncio.Event()
+        self._timers: set[asyncio.TimerHandle] = set()
 
-    def deliver(self, message_id: str, frame: str, size: int) -> None:
-        self._outbox.append(frame)
+    # the engine's sink
+    def deliver(self, entry: Entry, redelivery_count: int, unacked_mask: int | None) -> None:
+        topic = self.served.topic
+        try:
+            frames = consumer_frames(
+                entry.section,
+                ledger_id=topic.ledger_id,
+                entry_id=entry.entry_id,
+                partition=topic.partition,
+                redelivery_count=redelivery_count,
+                unacked_mask=unacked_mask,
+            )
+        except BrokerLBError as exc:
+            logger.warning(
+                "Cannot pass entry %d of %s to a WebSocket consumer: %s", entry.entry_id, topic.name, exc
+            )
+            return
+        for message_id, frame in frames:
+            if self._skip_through is not None and self._before_start(message_id):
+                self.consumer.permits += 1
+                continue
+            self._outbox.append(frame)
         self._ready.set()
+
+    def _before_start(self, message_id: str) -> bool:
+        assert self._skip_through is not None
+        mid = parse_message_id(message_id)
+        position = (mid.entryId, -1 if mid.batch_index is None else mid.batch_index)
+        if position <= self._skip_through:
+            return True
+        self._skip_through = None
+        return False
+
+    def active_changed(self, is_active: bool) -> None:
+        pass  # Pulsar's WebSocket API has no frame for it
 
     def join(self) -> None:
         """Attach to the subscription (raises ConsumerBusyError / ConsumerAssignError)."""
-        self.served.topic.subscribe(self.subscription, self.subscription_type, self.consumer, self)
+        self.served.topic.subscribe(
+            self.subscription,
+            self.subscription_type,
+            self.consumer,
+            self,
+            durable=self.durable,
+            start=self.start,
+        )
 
     async def close(self, reason: CloseReason) -> None:
         await self.conn.close(reason)
@@ -182,20 +295,47 @@ class ConsumerSession:
                 if not await self.conn.send_text(self._outbox.popleft()):
                     return
 
+    def _command(self, command: ConsumerCommand) -> None:
+        topic = self.served.topic
+        if command.type == "permit":
+            if self.pull_mode:
+                topic.flow(self.subscription, self.consumer, command.permits)
+            return
+        mid = parse_message_id(command.message_id)
+        if mid.ledgerId != topic.ledger_id:
+            return  # a message of an earlier owner's incarnation that was not handed over
+        mask = None
+        if mid.batch_index is not None and mid.batch_size:
+            mask = ((1 << mid.batch_size) - 1) & ~(1 << mid.batch_index)
+        if command.type == "ack":
+            topic.acknowledge(self.subscription, self.consumer, [(mid.ledgerId, mid.entryId, mask)])
+        elif self.nack_delay > 0:
+            loop = asyncio.get_running_loop()
+            handle = loop.call_later(self.nack_delay, self._redeliver, mid.entryId)
+            self._timers.add(handle)
+        else:
+            self._redeliver(mid.entryId)
+        if not self.pull_mode:
+            topic.flow(self.subscription, self.consumer, 1)
+
+    def _redeliver(self, entry_id: int) -> None:
+        if not self.conn.closed:
+            self.served.topic.redeliver(self.subscription, self.consumer, [entry_id])
+
     async def serve(self) -> None:
         topic = self.served.topic
         writer = asyncio.create_task(self._write(), name=f"ws consumer writer {topic.name}")
         try:
             while (text := await self.conn.receive_text()) is not None:
                 try:
-                    command = ConsumerCommand.parse(text)
-                except DataPathProtocolError as exc:
+                    self._command(ConsumerCommand.parse(text))
+                except (DataPathProtocolError, InvalidInputError) as exc:
                     logger.debug("Ignoring a bad consumer frame on %s: %s", topic.name, exc)
-                    continue
-                topic.acknowledge(self.subscription, self.consumer, command.message_id)
         finally:
             writer.cancel()
-            topic.unsubscribe(self.subscription, self.consumer)
+            for handle in self._timers:
+                handle.cancel()
+            topic.detach(self.subscription, self.consumer)
             self._outbox.clear()
 
 
@@ -288,14 +428,14 @@ class WebSocketEndpoint:
             return
         session: ProducerSession | ConsumerSession
         if endpoint.kind == "producer":
-            session = ProducerSession(conn, served)
+            session = ProducerSession(conn, served, endpoint)
         else:
             session = ConsumerSession(conn, served, endpoint)
-            try:
-                session.join()
-            except BrokerLBError as exc:
-                await conn.deny(exc)
-                return
+        try:
+            session.join()
+        except BrokerLBError as exc:
+            await conn.deny(exc)
+            return
         data_path.add_session(served, session)
         try:
             await conn.accept()  # a no-op if the bundle left meanwhile (the session was closed)

@@ -74,8 +74,9 @@ def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level
         async def start() -> None:
             await service.start()
             tls = service.identity.web_service_url_tls
+            binary = service.identity.pulsar_service_url or "no binary protocol"
             console.print(
-                f"broker {service.broker_id} ready at {service.url} "
+                f"broker {service.broker_id} ready at {service.url} {binary} "
                 f"{f'and {tls} ' if tls else ''}"
                 f"(cluster {service.identity.cluster}, store {conf.metadataStoreUrl})",
                 highlight=False,
@@ -90,6 +91,12 @@ def standalone(
         "memory:standalone", "--metadata-store", help="memory:[name] (embedded) or zk:host:port[,...]"
     ),
     web_port: int = typer.Option(8080, "--web-port", help="web port of the first broker (0 = free ports)"),
+    broker_port: int = typer.Option(
+        None,
+        "--broker-port",
+        help="binary-protocol (pulsar://) port of the first broker; 0 = free ports "
+        "(default: 6650, or free ports with --web-port 0)",
+    ),
     config: Path | None = _CONFIG,
     overrides: list[str] = _SET,
     log_level: str = _LOG,
@@ -102,7 +109,7 @@ def standalone(
     with cli_errors():
         base = load_broker_conf(config, overrides)
         cluster = StandaloneCluster(
-            brokers, metadata_store=metadata_store, web_port=web_port, broker_port=6650, config=base
+            brokers, metadata_store=metadata_store, web_port=web_port, broker_port=broker_port, config=base
         )
 
         async def start() -> None:
@@ -110,7 +117,8 @@ def standalone(
             leader = await cluster.wait_for_leader()
             for b in cluster.brokers:
                 mark = " (leader)" if b is leader else ""
-                console.print(f"broker {b.broker_id} ready at {b.url}{mark}", highlight=False)
+                binary = b.identity.pulsar_service_url or "no binary protocol"
+                console.print(f"broker {b.broker_id} ready at {b.url} {binary}{mark}", highlight=False)
             console.print(
                 f"standalone cluster '{b.identity.cluster}' of {len(cluster.brokers)} brokers on "
                 f"{metadata_store}; Ctrl-C to stop",

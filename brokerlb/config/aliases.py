@@ -124,7 +124,7 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     maxHttpServerConnections httpServerGzipCompressionExcludedPaths
     isRunningStandalone maxTenants skipBrokerShutdownOnOOM topicLoadTimeoutSeconds topicFactoryClassName
     backlogQuotaCheckEnabled backlogQuotaCheckIntervalInSeconds backlogQuotaDefaultLimitGB
-    backlogQuotaDefaultLimitBytes backlogQuotaDefaultLimitSecond backlogQuotaDefaultRetentionPolicy
+    backlogQuotaDefaultLimitSecond
     ttlDurationDefaultInSeconds brokerDeleteInactiveTopicsEnabled brokerDeleteInactiveTopicsFrequencySeconds
     brokerDeleteInactiveTopicsMode brokerDeleteInactiveTopicsMaxInactiveDurationSeconds
     brokerDeleteInactivePartitionedTopicMetadataEnabled
@@ -155,7 +155,7 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     maxConcurrentNonPersistentMessagePerConnection numWorkerThreadsForNonPersistentTopic
     topicOrderedExecutorThreadNum enableRunBookieTogether enableRunBookieAutoRecoveryTogether
     maxProducersPerTopic maxSameAddressProducersPerTopic encryptionRequireOnProducer maxConsumersPerTopic
-    maxSameAddressConsumersPerTopic maxSubscriptionsPerTopic maxConsumersPerSubscription maxMessageSize
+    maxSameAddressConsumersPerTopic maxSubscriptionsPerTopic maxConsumersPerSubscription
     enableReplicatedSubscriptions replicatedSubscriptionsSnapshotFrequencyMillis
     replicatedSubscriptionsSnapshotTimeoutSeconds replicatedSubscriptionsSnapshotMaxCachedPerSubscription
     maxMessagePublishBufferSizeInMB lazyCursorRecovery retentionCheckIntervalInSeconds
@@ -200,7 +200,7 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     managedLedgerMinimumBacklogCursorsForCaching managedLedgerMinimumBacklogEntriesForCaching
     managedLedgerMaxBacklogBetweenCursorsForCaching replicationMetricsEnabled replicationConnectionsPerBroker
     replicatorPrefix replicationProducerQueueSize replicationPolicyCheckDurationSeconds
-    replicationTlsEnabled defaultRetentionTimeInMinutes defaultRetentionSizeInMB keepAliveIntervalSeconds
+    replicationTlsEnabled
     brokerServicePurgeInactiveFrequencyInSeconds bootstrapNamespaces lookupPropertyPrefix
     brokerServiceCompactionMonitorIntervalInSeconds brokerServiceCompactionThresholdInBytes
     isSchemaValidationEnforced schemaRegistryStorageClassName schemaRegistryCompatibilityCheckers

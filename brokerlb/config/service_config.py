@@ -36,6 +36,7 @@ from brokerlb.config.keys_load_balancer import (
     ResourceUsageKeys,
     SheddingKeys,
 )
+from brokerlb.config.keys_messaging import MessagingKeys
 from brokerlb.config.keys_security import SecurityKeys, TlsKeys
 from brokerlb.config.keys_server import MetadataStoreKeys, MetricsKeys, PolicyKeys, ServerKeys
 from brokerlb.config.properties import format_properties
@@ -58,6 +59,7 @@ KEY_GROUPS: tuple[type[KeyGroup], ...] = (
     MetricsKeys,
     SecurityKeys,
     TlsKeys,
+    MessagingKeys,
     LoadBalancerKeys,
     LoadReportKeys,
     ResourceUsageKeys,
@@ -82,6 +84,7 @@ class ServiceConfig(
     MetricsKeys,
     SecurityKeys,
     TlsKeys,
+    MessagingKeys,
     LoadBalancerKeys,
     LoadReportKeys,
     ResourceUsageKeys,

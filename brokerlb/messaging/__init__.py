@@ -1,7 +1,15 @@
-"""The data path's pure core: Pulsar's WebSocket frames, in-memory topics, traffic rates.
+"""The data path's pure core: Pulsar's binary protocol codec, WebSocket frames, the topic engine, rates.
 
-No sockets here: the broker's WebSocket shell (:mod:`brokerlb.broker.websocket`) and the
-client library (:mod:`brokerlb.client`) both build on these pieces.
+No sockets here: the broker's binary and WebSocket shells (:mod:`brokerlb.broker.binary`,
+:mod:`brokerlb.broker.websocket`) and the client library (:mod:`brokerlb.client`) build on
+these pieces.
+
+* :mod:`~brokerlb.messaging.wire` -- Pulsar's protocol-buffer messages and their codec;
+* :mod:`~brokerlb.messaging.frames` -- framing, CRC-32C, batches;
+* :mod:`~brokerlb.messaging.topic` -- the topic engine (retention, cursors, dispatch, redelivery);
+* :mod:`~brokerlb.messaging.handoff` -- a bundle's topic state in bytes, for planned moves;
+* :mod:`~brokerlb.messaging.protocol` -- Pulsar's WebSocket frames and brokerlb's close convention;
+* :mod:`~brokerlb.messaging.stats` -- sliding-window rates.
 """
 
 from brokerlb.messaging.protocol import (
@@ -16,41 +24,66 @@ from brokerlb.messaging.protocol import (
     ProducerAck,
     ProducerMessage,
     WebSocketError,
-    consumer_frame,
+    consumer_frames,
     consumer_path,
     decode_message_id,
     encode_message_id,
     format_publish_time,
     parse_endpoint,
+    parse_message_id,
     producer_path,
+    publish_section,
 )
 from brokerlb.messaging.stats import RateWindow, TopicCounters, TopicLoad
-from brokerlb.messaging.topic import ConsumerSink, Delivery, Subscription, Topic
+from brokerlb.messaging.topic import (
+    EARLIEST,
+    LATEST,
+    BacklogQuota,
+    BacklogQuotaExceeded,
+    ConsumerSink,
+    Entry,
+    ProducerBusyError,
+    Retention,
+    Subscription,
+    SubscriptionState,
+    Topic,
+    TopicState,
+)
 
 __all__ = [
+    "EARLIEST",
+    "LATEST",
     "MAX_CLOSE_REASON_BYTES",
     "MAX_RECEIVER_QUEUE_SIZE",
     "SUBSCRIPTION_TYPES",
     "WS_PREFIX",
+    "BacklogQuota",
+    "BacklogQuotaExceeded",
     "CloseCode",
     "CloseReason",
     "ConsumerCommand",
     "ConsumerSink",
-    "Delivery",
     "Endpoint",
+    "Entry",
     "ProducerAck",
+    "ProducerBusyError",
     "ProducerMessage",
     "RateWindow",
+    "Retention",
     "Subscription",
+    "SubscriptionState",
     "Topic",
     "TopicCounters",
     "TopicLoad",
+    "TopicState",
     "WebSocketError",
-    "consumer_frame",
+    "consumer_frames",
     "consumer_path",
     "decode_message_id",
     "encode_message_id",
     "format_publish_time",
     "parse_endpoint",
+    "parse_message_id",
     "producer_path",
+    "publish_section",
 ]

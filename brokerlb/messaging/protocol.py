@@ -61,11 +61,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, unquote_plus
 
-from brokerlb.errors import DataPathProtocolError, InvalidInputError
+from brokerlb.errors import BinaryProtocolError, DataPathProtocolError, InvalidInputError
+from brokerlb.messaging.frames import payload_section, read_payload, unpack_batch
+from brokerlb.messaging.wire import KeyValue, MessageIdData, MessageMetadata, decode
 from brokerlb.naming import TopicName
 
 __all__ = [
-    "MessageIds",
     "WS_PREFIX",
     "MAX_CLOSE_REASON_BYTES",
     "CloseCode",
@@ -83,7 +84,9 @@ __all__ = [
     "encode_message_id",
     "decode_message_id",
     "format_publish_time",
-    "consumer_frame",
+    "consumer_frames",
+    "publish_section",
+    "parse_message_id",
 ]
 
 WS_PREFIX = "/ws/v2"
@@ -223,7 +226,7 @@ def _str_or_none(value: object) -> str | None:
 class Endpoint:
     """A parsed data-path request: producer or consumer of a topic, with the query parameters."""
 
-    kind: str  # "producer" | "consumer"
+    kind: str  # "producer" | "consumer" | "reader"
     topic: TopicName
     subscription: str | None = None
     params: dict[str, str] = field(default_factory=dict)
@@ -248,7 +251,44 @@ class Endpoint:
 
     @property
     def consumer_name(self) -> str:
-        return self.params.get("consumerName", "")
+        return self.params.get("consumerName") or self.params.get("readerName") or ""
+
+    @property
+    def producer_name(self) -> str:
+        return self.params.get("producerName", "")
+
+    @property
+    def pull_mode(self) -> bool:
+        """``pullMode=true``: messages are sent only against ``permit`` commands."""
+        return _bool_param(self.params, "pullMode")
+
+    @property
+    def negative_ack_redelivery_delay_ms(self) -> int:
+        """``negativeAckRedeliveryDelay`` (ms; Pulsar's consumer default: one minute)."""
+        return _int_param(self.params, "negativeAckRedeliveryDelay", 60_000, minimum=0)
+
+    @property
+    def durable(self) -> bool:
+        """``subscriptionMode=Durable|NonDurable`` (default Durable)."""
+        mode = self.params.get("subscriptionMode", "Durable")
+        if mode not in ("Durable", "NonDurable"):
+            raise InvalidInputError(f"Invalid query params: Invalid subscriptionMode {mode}")
+        return mode == "Durable"
+
+    @property
+    def start_message_id(self) -> str:
+        """A reader's ``messageId``: ``earliest``, ``latest`` (default) or a base64 message id."""
+        value = self.params.get("messageId", "latest")
+        if value not in ("earliest", "latest"):
+            parse_message_id(value)
+        return value
+
+
+def _bool_param(params: dict[str, str], name: str) -> bool:
+    raw = params.get(name, "false").lower()
+    if raw not in ("true", "false"):
+        raise InvalidInputError(f"Invalid query params: {name} must be true or false, got {raw!r}")
+    return raw == "true"
 
 
 def _int_param(params: dict[str, str], name: str, default: int, *, minimum: int) -> int:
@@ -265,14 +305,18 @@ def _int_param(params: dict[str, str], name: str, default: int, *, minimum: int)
 
 
 def parse_endpoint(path: str, query_string: bytes | str = b"") -> Endpoint:
-    """``/ws/v2/{producer|consumer}/{domain}/{tenant}/{ns}/{topic}[/{subscription}]`` → :class:`Endpoint`."""
+    """``/ws/v2/{producer|consumer|reader}/{domain}/{tenant}/{ns}/{topic}[/{subscription}]`` → :class:`Endpoint`."""
     if not path.startswith(WS_PREFIX + "/"):
-        raise InvalidInputError(f"Not a data-path URL: {path} (expected {WS_PREFIX}/producer|consumer/...)")
+        raise InvalidInputError(
+            f"Not a data-path URL: {path} (expected {WS_PREFIX}/producer|consumer|reader/...)"
+        )
     parts = path[len(WS_PREFIX) + 1 :].split("/")
     kind = parts[0]
-    expected = {"producer": 5, "consumer": 6}.get(kind)
+    expected = {"producer": 5, "consumer": 6, "reader": 5}.get(kind)
     if expected is None:
-        raise InvalidInputError(f"Unknown data-path endpoint '{kind}' (expected producer or consumer)")
+        raise InvalidInputError(
+            f"Unknown data-path endpoint '{kind}' (expected producer, consumer or reader)"
+        )
     if len(parts) != expected or not all(parts):
         shape = "{domain}/{tenant}/{namespace}/{topic}" + ("/{subscription}" if kind == "consumer" else "")
         raise InvalidInputError(f"Invalid topic name format: {path} (expected {WS_PREFIX}/{kind}/{shape})")
@@ -286,6 +330,9 @@ def parse_endpoint(path: str, query_string: bytes | str = b"") -> Endpoint:
     endpoint = Endpoint(kind, topic, subscription, params)
     if kind == "consumer":  # validate the parameters up front (400 rather than a late failure)
         _ = endpoint.subscription_type, endpoint.receiver_queue_size, endpoint.priority_level
+        _ = endpoint.pull_mode, endpoint.negative_ack_redelivery_delay_ms, endpoint.durable
+    elif kind == "reader":
+        _ = endpoint.receiver_queue_size, endpoint.start_message_id
     return endpoint
 
 
@@ -426,19 +473,29 @@ class ProducerAck:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerCommand:
-    """What a consumer sends: an ack (no ``type``, or ``"ack"``) or a negative ack."""
+    """What a consumer (or reader) sends: an ack (no ``type``, or ``"ack"``), a negative ack
+    (``"negativeAcknowledge"``), or ``{"type": "permit", "permitMessages": N}`` in pull mode."""
 
     type: str
     message_id: str
+    permits: int = 0
 
     @classmethod
     def parse(cls, text: str | bytes) -> ConsumerCommand:
         body = _json_object(text, "a command")
         kind = body.get("type") or "ack"
-        if kind not in ("ack", "negativeAcknowledge"):
+        if kind not in ("ack", "negativeAcknowledge", "permit"):
             raise DataPathProtocolError(
                 WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, f"Unsupported command type {kind!r}"
             )
+        if kind == "permit":
+            permits = body.get("permitMessages")
+            if isinstance(permits, bool) or not isinstance(permits, int) or permits <= 0:
+                raise DataPathProtocolError(
+                    WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON,
+                    "permitMessages must be a positive integer",
+                )
+            return cls(kind, "", permits)
         message_id = body.get("messageId")
         if not isinstance(message_id, str) or not message_id:
             raise DataPathProtocolError(
@@ -450,80 +507,36 @@ class ConsumerCommand:
 # --------------------------------------------------------------------------- message ids
 
 
-class MessageIds:
-    """Consecutive message ids of one topic incarnation: :func:`encode_message_id` with the
-    ledger's bytes computed once (the broker's hot path)."""
-
-    __slots__ = ("_prefix", "_suffix", "next_entry")
-
-    def __init__(self, ledger_id: int, partition: int = -1) -> None:
-        self._prefix = b"\x08" + _varint(ledger_id) + b"\x10"
-        self._suffix = b"\x18" + _varint(partition) if partition >= 0 else b""
-        self.next_entry = 0
-
-    def next(self) -> str:
-        entry = self.next_entry
-        self.next_entry = entry + 1
-        data = self._prefix + (_SMALL_VARINTS[entry] if entry < 128 else _varint(entry)) + self._suffix
-        return _b64(data, newline=False).decode()
+def encode_message_id(
+    ledger_id: int, entry_id: int, partition: int = -1, batch_index: int = -1, batch_size: int = 0
+) -> str:
+    """Base64 of Pulsar's ``MessageIdData`` (partition, batch index and size only when set)."""
+    msg = MessageIdData(
+        ledger_id,
+        entry_id,
+        partition if partition >= 0 else None,
+        batch_index if batch_index >= 0 else None,
+        batch_size=batch_size if batch_index >= 0 and batch_size else None,
+    )
+    return base64.b64encode(msg.encode()).decode()
 
 
-def _varint(value: int) -> bytes:
-    if value < 0:
-        value += 1 << 64  # protobuf encodes negative int32/int64 as 10-byte two's complement
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def encode_message_id(ledger_id: int, entry_id: int, partition: int = -1) -> str:
-    """Base64 of ``MessageIdData{ledgerId=1, entryId=2, partition=3}`` (partition only when >= 0)."""
-    data = b"\x08" + _varint(ledger_id) + b"\x10" + _varint(entry_id)
-    if partition >= 0:
-        data += b"\x18" + _varint(partition)
-    return base64.b64encode(data).decode()
-
-
-def decode_message_id(text: str) -> tuple[int, int, int]:
-    """``(ledger_id, entry_id, partition)`` of an id made by :func:`encode_message_id` (unknown fields skipped)."""
+def parse_message_id(text: str) -> MessageIdData:
+    """The ``MessageIdData`` in a base64 message id (:class:`InvalidInputError` naming what is wrong)."""
     try:
         data = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise InvalidInputError(f"Invalid message id {text!r}: {exc}") from None
-    fields = {1: None, 2: None, 3: -1}
-    pos = 0
-    while pos < len(data):
-        tag, pos = _read_varint(data, pos, text)
-        number, wire = tag >> 3, tag & 7
-        if wire != 0:
-            raise InvalidInputError(f"Invalid message id {text!r}: unsupported field {number}")
-        value, pos = _read_varint(data, pos, text)
-        if value >= 1 << 63:
-            value -= 1 << 64
-        fields[number] = value
-    ledger, entry = fields[1], fields[2]
-    if ledger is None or entry is None:
-        raise InvalidInputError(f"Invalid message id {text!r}: ledgerId and entryId are required")
-    return int(ledger), int(entry), int(fields[3] if fields[3] is not None else -1)
+    try:
+        return decode(MessageIdData, data)
+    except BinaryProtocolError as exc:
+        raise InvalidInputError(f"Invalid message id {text!r}: {exc}") from None
 
 
-def _read_varint(data: bytes, pos: int, text: str) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise InvalidInputError(f"Invalid message id {text!r}: truncated")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, pos
+def decode_message_id(text: str) -> tuple[int, int, int]:
+    """``(ledger_id, entry_id, partition)`` of a base64 message id (unknown fields skipped)."""
+    msg = parse_message_id(text)
+    return msg.ledgerId, msg.entryId, -1 if msg.partition is None else msg.partition
 
 
 _second_cache: list[Any] = [None, ""]
@@ -537,21 +550,65 @@ def format_publish_time(epoch_ms: int) -> str:
     return f"{_second_cache[1]}.{millis:03d}Z"
 
 
-def consumer_frame(message_id: str, message: ProducerMessage, publish_time: str) -> str:
-    """The frame every consumer of a message receives (encoded once per message)."""
-    body: dict[str, Any] = {
-        "messageId": message_id,
-        "payload": message.payload,
-        "properties": message.properties or {},
-        "publishTime": publish_time,
-    }
-    if message.key is not None:
-        body["key"] = message.key
-    if message.event_time is not None:
-        body["eventTime"] = message.event_time
-    return json.dumps(body, separators=(",", ":"))
+def publish_section(
+    message: ProducerMessage, *, producer_name: str, sequence_id: int, publish_time: int
+) -> bytes:
+    """The payload section a WebSocket send is stored as (Pulsar's ``MessageMetadata`` + payload, CRC-32C)."""
+    metadata = MessageMetadata(
+        producer_name,
+        sequence_id,
+        publish_time,
+        [KeyValue(k, v) for k, v in (message.properties or {}).items()],
+        partition_key=message.key,
+    )
+    if message.event_time is not None and message.event_time.isdigit():
+        metadata.event_time = int(message.event_time)
+    return payload_section(metadata, base64.b64decode(message.payload))
 
 
-_b64 = binascii.b2a_base64
-_json_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
-_SMALL_VARINTS = [bytes([i]) for i in range(128)]
+def consumer_frames(
+    section: bytes,
+    *,
+    ledger_id: int,
+    entry_id: int,
+    partition: int,
+    redelivery_count: int = 0,
+    unacked_mask: int | None = None,
+) -> list[tuple[str, str]]:
+    """``(message id, frame)`` per message of an entry, as Pulsar's WebSocket ``ConsumerMessage``:
+    ``{"messageId", "payload", "properties", "publishTime", "redeliveryCount", "key", "eventTime"}``.
+
+    A batch gives one frame per message (ids with the batch index), skipping the indexes
+    already acknowledged (``unacked_mask``: set bits = still unacknowledged). A payload the
+    broker cannot read (LZ4 / ZSTD / SNAPPY compression) raises
+    :class:`~brokerlb.errors.BinaryProtocolError`.
+    """
+    metadata, payload = read_payload(section)
+    messages = unpack_batch(metadata, payload)
+    publish_time = format_publish_time(metadata.publish_time)
+    batched = metadata.num_messages_in_batch is not None
+    out: list[tuple[str, str]] = []
+    for index, (single, data) in enumerate(messages):
+        if batched and unacked_mask is not None and not unacked_mask >> index & 1:
+            continue
+        message_id = encode_message_id(
+            ledger_id, entry_id, partition, index if batched else -1, len(messages) if batched else 0
+        )
+        source = single if single is not None else metadata
+        body: dict[str, Any] = {
+            "messageId": message_id,
+            "payload": base64.b64encode(data).decode(),
+            "properties": {kv.key: kv.value for kv in source.properties},
+            "publishTime": publish_time,
+            "redeliveryCount": redelivery_count,
+        }
+        if source.partition_key is not None:
+            body["key"] = source.partition_key
+        event_time = source.event_time or 0
+        if event_time:
+            body["eventTime"] = str(event_time)
+        out.append((message_id, json.dumps(body, separators=(",", ":"))))
+    return out
+
+
+_json_str = json.encoder.encode_basestring_ascii

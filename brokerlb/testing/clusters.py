@@ -42,7 +42,7 @@ TEST_OVERRIDES: dict[str, Any] = {
     "loadBalancerSheddingIntervalMinutes": 10,  # no shedding unless a test asks for it
 }
 
-_READY = re.compile(r"ready at (http://\S+)")
+_READY = re.compile(r"ready at (http://\S+)(?: (pulsar://\S+))?")
 
 
 class InProcessCluster:
@@ -78,6 +78,11 @@ class InProcessCluster:
     def broker_ids(self) -> list[str]:
         return [b.broker_id for b in self.cluster.brokers]
 
+    @property
+    def binary_urls(self) -> list[str]:
+        """The brokers' ``pulsar://`` URLs (binary protocol), in start order."""
+        return [b.identity.pulsar_service_url or "" for b in self.cluster.brokers]
+
     async def kill(self, index: int) -> None:
         await self.cluster.brokers[index].kill()
 
@@ -112,6 +117,8 @@ class ProcessCluster:
         self.start_timeout = start_timeout
         self.processes: list[subprocess.Popen[bytes]] = []
         self.urls: list[str] = []
+        #: the brokers' ``pulsar://`` URLs (binary protocol), in start order
+        self.binary_urls: list[str] = []
         self._logs: list[Path] = []
         self._tmp = tempfile.TemporaryDirectory(prefix="brokerlb-e2e-")
 
@@ -129,8 +136,8 @@ class ProcessCluster:
         return self
 
     async def _start_one(self, index: int) -> None:
-        web, binary = free_port(), free_port()
-        settings = {**self.overrides, "webServicePort": web, "brokerServicePort": binary}
+        web = free_port()
+        settings = {**self.overrides, "webServicePort": web, "brokerServicePort": 0}  # the port is printed
         args = [self.python, "-m", "brokerlb.cli.main", "broker", "--log-level", "info"]
         for key, value in settings.items():
             args += ["--set", f"{key}={value}"]
@@ -150,11 +157,16 @@ class ProcessCluster:
             match = _READY.search(log.read_text(errors="replace"))
             if match:
                 self.urls.append(match.group(1))
+                self.binary_urls.append(match.group(2) or "")
                 return
             if proc.poll() is not None:
                 raise RuntimeError(f"broker {index} exited with {proc.returncode}:\n{self.log_tail(index)}")
             await asyncio.sleep(0.1)
         raise TimeoutError(f"broker {index} not ready within {self.start_timeout} s:\n{self.log_tail(index)}")
+
+    def log_path(self, index: int) -> Path:
+        """Broker ``index``'s log file (deleted by :meth:`stop`)."""
+        return self._logs[index]
 
     def log_tail(self, index: int, lines: int = 40) -> str:
         try:

@@ -5,6 +5,7 @@ process and the brokers here, so the two do not share one CPU (and one event loo
 
     async with StandaloneProcess(3, {"loadBalancerSheddingIntervalMinutes": 0.05}) as cluster:
         cluster.urls        # the brokers' web URLs, in start order
+        cluster.binary_urls # their pulsar:// URLs
         cluster.broker_ids  # host:port ids
 
 ``stop()`` sends SIGTERM (graceful: bundles released, brokers deregistered) and SIGKILL
@@ -27,7 +28,7 @@ from typing import Any
 
 __all__ = ["StandaloneProcess"]
 
-_READY = re.compile(r"broker (\S+) ready at (http://\S+)")
+_READY = re.compile(r"broker (\S+) ready at (http://\S+)(?: (pulsar://\S+))?")
 _STARTED = re.compile(r"standalone cluster '.*' of (\d+) brokers")
 
 
@@ -48,6 +49,8 @@ class StandaloneProcess:
         self.log_level = log_level
         self.process: subprocess.Popen[bytes] | None = None
         self.urls: list[str] = []
+        #: the brokers' ``pulsar://`` URLs (binary protocol), in start order
+        self.binary_urls: list[str] = []
         self.broker_ids: list[str] = []
         self._tmp = tempfile.TemporaryDirectory(prefix="brokerlb-standalone-")
         self.log = Path(self._tmp.name) / "standalone.log"
@@ -61,6 +64,8 @@ class StandaloneProcess:
             "--brokers",
             str(self.count),
             "--web-port",
+            "0",
+            "--broker-port",
             "0",
             "--log-level",
             self.log_level,
@@ -81,8 +86,9 @@ class StandaloneProcess:
                 text = self.log.read_text(errors="replace")
                 if _STARTED.search(text):
                     found = _READY.findall(text)
-                    self.broker_ids = [b for b, _ in found]
-                    self.urls = [u for _, u in found]
+                    self.broker_ids = [b for b, _, _ in found]
+                    self.urls = [u for _, u, _ in found]
+                    self.binary_urls = [p for _, _, p in found]
                     return self
                 if self.process.poll() is not None:
                     raise RuntimeError(

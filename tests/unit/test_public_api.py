@@ -68,6 +68,7 @@ OPTIONAL_PURE = [
     "brokerlb.kafka.assignors",
     "brokerlb.kafka.hashing",
     "brokerlb.history",
+    "brokerlb.messaging",
 ]
 FORBIDDEN = [
     "asyncio",

@@ -29,6 +29,7 @@ from brokerlb.broker.http.access import Security, authorize
 from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router
 from brokerlb.broker.http.errors import error_body, error_headers, error_status, json_bytes
 from brokerlb.broker.http.guard import RequestGuard
+from brokerlb.broker.http.handoff_routes import handoff_router
 from brokerlb.broker.http.lookup_routes import LookupEndpoint, lookup_router
 from brokerlb.broker.http.namespaces_routes import namespaces_router
 from brokerlb.broker.http.operations_routes import operations_routers
@@ -73,6 +74,7 @@ def _fastapi(service: BrokerService, limits: InputLimits, security: Security) ->
         permissions_router(service, security),
         brokers_router(service),
         clusters_router(service),
+        handoff_router(service),
     ):
         app.include_router(router)
 
@@ -132,8 +134,9 @@ class BrokerApp:
         self.fastapi = _fastapi(service, self.limits, self.security)
         self.guarded = RequestGuard(self.fastapi, self.limits)
         self.lookup = LookupEndpoint(service, self.security) if fast_lookup else None
+        data_path = getattr(service, "data_path", None) if service.conf.webSocketServiceEnabled else None
         self.websocket = WebSocketEndpoint(
-            getattr(service, "data_path", None),
+            data_path,
             service.bundles,
             service.owners,
             service.identity.broker_id,

@@ -9,13 +9,16 @@ from brokerlb.broker.topics import CloseCause, TopicRegistry
 from brokerlb.clock import ManualClock
 from brokerlb.dispatch import DispatchConsumer
 from brokerlb.errors import BundleUnloadingError
-from brokerlb.messaging import CloseCode, CloseReason, ProducerMessage
+from brokerlb.messaging import CloseCode, CloseReason
+from brokerlb.messaging.frames import payload_section
+from brokerlb.messaging.wire import MessageMetadata
 from brokerlb.naming import TopicName
 from brokerlb.ring import NamespaceBundles
 
 BUNDLES = NamespaceBundles.create("t/ns", 4)
 TOPIC = TopicName.parse("persistent://t/ns/orders")
 BUNDLE = str(BUNDLES.find_bundle(TOPIC))
+SECTION = payload_section(MessageMetadata("p", 0, 1), b"hello")
 URLS = {"b2:8080": ("http://b2:8080", "pulsar://b2:6650")}
 
 
@@ -78,7 +81,7 @@ async def test_closing_the_bundle_closes_every_session_with_the_reason_of_the_mo
     for s in sessions:
         path.add_session(served, s)
     registry.fence_bundle(BUNDLE)
-    assert served.topic.fenced and served.topic.publish(ProducerMessage("aGk=", 2)) is None
+    assert served.topic.fenced and served.topic.publish(SECTION) is None
     await registry.close_bundle(BUNDLE, timeout=30, cause=CloseCause.transfer("b2:8080"))
     assert all(
         s.closed_with == CloseReason.transferred("http://b2:8080", "pulsar://b2:6650") for s in sessions
@@ -89,32 +92,68 @@ async def test_closing_the_bundle_closes_every_session_with_the_reason_of_the_mo
     assert path.close_reason(CloseCause("lost")).message == "bundle lost"
 
 
-def test_rates_reach_the_registry_and_idle_topics_are_forgotten() -> None:
+class Sink:
+    def __init__(self) -> None:
+        self.got: list[int] = []
+
+    def deliver(self, entry: object, redelivery_count: int, unacked_mask: int | None) -> None:
+        self.got.append(entry.entry_id)  # type: ignore[attr-defined]
+
+    def active_changed(self, is_active: bool) -> None:
+        pass
+
+
+def test_rates_reach_the_registry_and_topics_with_nothing_to_keep_are_forgotten() -> None:
     owned, clock = Owned(BUNDLE), ManualClock(0)
     path, registry = data_path(owned, clock)
     served = path.open(TOPIC)
     session = Session()
     path.add_session(served, session)
-    served.topic.add_producer()
+    producer = object()
+    served.topic.add_producer("p", producer)
     consumer = DispatchConsumer("c", permits=100)
-    served.topic.subscribe("s", "Shared", consumer, type("Sink", (), {"deliver": lambda *a: None})())
+    served.topic.subscribe("s", "Shared", consumer, Sink())
     for _ in range(2):
         for _ in range(10):
-            served.topic.publish(ProducerMessage("aGVsbG8=", 5))
+            served.topic.publish(SECTION)
         clock.advance(1.0)
     path.push_stats()
     stats = registry.stats_of(TOPIC)
     assert stats is not None
-    assert (stats.msg_rate_in, stats.msg_throughput_in, stats.msg_rate_out) == (10.0, 50.0, 10.0)
+    size = len(SECTION)
+    assert (stats.msg_rate_in, stats.msg_throughput_in, stats.msg_rate_out) == (10.0, 10.0 * size, 10.0)
     assert (stats.producer_count, stats.consumer_count) == (1, 1)
     assert registry.bundle_stats()[BUNDLE].msg_rate_in == 10.0
-    path.remove_session(served, session)  # idle from now on
+    served.topic.remove_producer("p", producer)
+    served.topic.detach("s", consumer)
+    path.remove_session(served, session)  # idle from now on, but the durable subscription keeps 20 messages
+    clock.advance(5.0)
+    path.push_stats()
+    assert TOPIC in registry and served.topic.backlog("s") == 20
+    served.topic.unsubscribe("s", consumer)
     clock.advance(1.0)
     path.push_stats()
-    assert TOPIC in registry  # idle for less than a window
-    clock.advance(2.5)
-    path.push_stats()
     assert TOPIC not in registry and str(TOPIC) not in path.topics
+
+
+def test_a_bundle_hand_off_carries_messages_and_cursors_to_the_next_owner() -> None:
+    clock = ManualClock(0)
+    old, old_registry = data_path(Owned(BUNDLE), clock)
+    served = old.open(TOPIC)
+    consumer = DispatchConsumer("c", permits=100)
+    served.topic.subscribe("s", "Shared", consumer, Sink())
+    for _ in range(3):
+        served.topic.publish(SECTION)
+    served.topic.acknowledge("s", consumer, [(served.topic.ledger_id, 0, None)])
+    states = old.export_bundle(BUNDLE)
+    assert served.topic.fenced and served.topic.publish(SECTION) is None  # nothing changes after the export
+    new, _ = data_path(Owned(BUNDLE), clock)
+    new.import_states(states)
+    moved = new.open(TOPIC).topic
+    sink = Sink()
+    moved.subscribe("s", "Shared", DispatchConsumer("c2", permits=100), sink)
+    assert sink.got == [1, 2] and moved.ledger_id == served.topic.ledger_id
+    assert moved.publish(SECTION) == 3
 
 
 def test_a_topic_whose_first_session_never_started_is_forgotten_too() -> None:
@@ -145,7 +184,7 @@ async def test_stats_are_pushed_every_period_on_the_clock() -> None:
     path.add_session(served, Session())
     pushing = asyncio.create_task(path.run())
     for _ in range(10):
-        served.topic.publish(ProducerMessage("aGVsbG8=", 5))
+        served.topic.publish(SECTION)
     await clock.advance_and_settle(STATS_PERIOD)  # the first push: the second is not complete yet
     assert registry.stats_of(TOPIC).msg_rate_in == 10.0
     await clock.advance_and_settle(3 * STATS_PERIOD)  # three more pushes: the window has slid past

@@ -38,6 +38,13 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "maxConcurrentTopicLoadRequest": (5000, True),
     "webSocketServiceEnabled": (False, False),
     "statsUpdateFrequencyInSecs": (60, False),
+    # messaging
+    "maxMessageSize": (5242880, False),
+    "keepAliveIntervalSeconds": (30, False),
+    "defaultRetentionTimeInMinutes": (0, False),
+    "defaultRetentionSizeInMB": (0, False),
+    "backlogQuotaDefaultLimitBytes": (-1, False),
+    "backlogQuotaDefaultRetentionPolicy": ("producer_request_hold", False),
     "exposeBundlesMetricsInPrometheus": (False, True),
     "exposeTopicLevelMetricsInPrometheus": (True, False),
     "metadataStoreSessionTimeoutMillis": (30000, False),

@@ -18,14 +18,17 @@ from brokerlb.messaging import (
     ProducerAck,
     ProducerMessage,
     WebSocketError,
-    consumer_frame,
+    consumer_frames,
     consumer_path,
     decode_message_id,
     encode_message_id,
     format_publish_time,
     parse_endpoint,
     producer_path,
+    publish_section,
 )
+from brokerlb.messaging.frames import payload_section
+from brokerlb.messaging.wire import KeyValue, MessageMetadata, SingleMessageMetadata
 from brokerlb.naming import is_blank
 
 # ------------------------------------------------------------------ URLs
@@ -51,7 +54,9 @@ def test_producer_and_consumer_urls_parse_with_pulsars_shape() -> None:
         ("/ws/v2/producer/persistent/t/ns", b"", "Invalid topic name format"),
         ("/ws/v2/consumer/persistent/t/ns/topic", b"", "Invalid topic name format"),
         ("/ws/v2/consumer/persistent/t/ns/topic/", b"", "Invalid topic name format"),
-        ("/ws/v2/reader/persistent/t/ns/topic", b"", "Unknown data-path endpoint"),
+        ("/ws/v2/reader/persistent/t/ns/topic", b"messageId=nope", "Invalid message id"),
+        ("/ws/v2/watcher/persistent/t/ns/topic", b"", "Unknown data-path endpoint"),
+        ("/ws/v2/consumer/persistent/t/ns/topic/s", b"pullMode=maybe", "true or false"),
         ("/ws/v2/producer/durable/t/ns/topic", b"", "Invalid domain"),
         ("/ws/v2/consumer/persistent/t/ns/topic/s", b"subscriptionType=Fancy", "Invalid subscriptionType"),
         ("/ws/v2/consumer/persistent/t/ns/topic/s", b"receiverQueueSize=many", "must be an integer"),
@@ -130,22 +135,49 @@ def test_consumer_commands() -> None:
         ConsumerCommand.parse('{"type": "negativeAcknowledge", "messageId": "x"}').type
         == "negativeAcknowledge"
     )
-    for bad in ('{"type": "permit", "permitMessages": 10}', '{"messageId": ""}', "[]", "nope"):
+    assert ConsumerCommand.parse('{"type": "permit", "permitMessages": 10}').permits == 10
+    for bad in (
+        '{"type": "permit", "permitMessages": 0}',
+        '{"type": "x"}',
+        '{"messageId": ""}',
+        "[]",
+        "nope",
+    ):
         with pytest.raises(DataPathProtocolError):
             ConsumerCommand.parse(bad)
 
 
-def test_consumer_frame_is_pulsars_consumer_message() -> None:
+def test_consumer_frames_are_pulsars_consumer_messages() -> None:
     m = ProducerMessage("aGk=", 2, "c", "key-1", {"p": "v"})
-    body = json.loads(consumer_frame("CAEQAg==", m, format_publish_time(1_700_000_000_123)))
-    assert body == {
-        "messageId": "CAEQAg==",
+    section = publish_section(m, producer_name="p", sequence_id=0, publish_time=1_700_000_000_123)
+    [(message_id, frame)] = consumer_frames(
+        section, ledger_id=1, entry_id=2, partition=-1, redelivery_count=3
+    )
+    assert json.loads(frame) == {
+        "messageId": message_id,
         "payload": "aGk=",
         "properties": {"p": "v"},
-        "publishTime": "2023-11-14T22:13:20.123Z",
+        "publishTime": format_publish_time(1_700_000_000_123),
+        "redeliveryCount": 3,
         "key": "key-1",
     }
-    assert "key" not in json.loads(consumer_frame("x", ProducerMessage("aGk=", 2), "t"))
+    assert decode_message_id(message_id) == (1, 2, -1)
+
+
+def test_a_batch_gives_one_frame_per_message_and_skips_acknowledged_indexes() -> None:
+    payload = b""
+    for i, data in enumerate([b"a", b"bb", b"ccc"]):
+        single = SingleMessageMetadata(
+            [KeyValue("i", str(i))], partition_key=f"k{i}", payload_size=len(data)
+        ).encode()
+        payload += len(single).to_bytes(4, "big") + single + data
+    section = payload_section(MessageMetadata("p", 0, 1, num_messages_in_batch=3), payload)
+    frames = consumer_frames(section, ledger_id=1, entry_id=0, partition=-1)
+    bodies = [json.loads(f) for _, f in frames]
+    assert [base64.b64decode(b["payload"]) for b in bodies] == [b"a", b"bb", b"ccc"]
+    assert [b["key"] for b in bodies] == ["k0", "k1", "k2"]
+    left = consumer_frames(section, ledger_id=1, entry_id=0, partition=-1, unacked_mask=0b100)
+    assert [base64.b64decode(json.loads(f)["payload"]) for _, f in left] == [b"ccc"]
 
 
 # ------------------------------------------------------------------ message ids

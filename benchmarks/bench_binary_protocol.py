@@ -1,0 +1,386 @@
+"""Pulsar's official client through brokerlb's binary protocol: throughput and the pause of planned moves.
+
+    .venv/bin/python benchmarks/bench_binary_protocol.py [--seconds 10] [--size 100] [--moves 10] [--json]
+
+What runs where (all on 127.0.0.1; every party in its own process):
+
+* the **broker**: ``brokerlb standalone --brokers 1`` (throughput) or ``--brokers 3`` (moves);
+* the **load generator**: Apache Pulsar's official Python client (``pulsar-client``, C++ core) in
+  processes of their own (:data:`LOADGEN`; ``--loadgens``, default 2, at once -- one process is
+  limited by the client's Python side to ~30,000 msg/s), producers on 4 topics each, as fast as
+  1000 pending messages per producer allow; batching on (the client's defaults: up to 1000
+  messages / 128 KB / 10 ms per batch) and off;
+* **baselines of the same run**: the **null broker** (:mod:`brokerlb.testing.null_broker`: the
+  same protocol code acking every SEND without storing it -- the protocol's own cost) driven by
+  the same load generator; and the **WebSocket path** of the same broker driven by
+  ``brokerlb perf produce`` (brokerlb's WebSocket client).
+
+Phases:
+
+1. **throughput** -- messages/s acknowledged to the producers and the broker's CPU µs per
+   message, batching off and on, broker vs null broker; the WebSocket path for comparison;
+2. **with a consumer** -- the same producers plus an official-client consumer per topic
+   acknowledging everything: messages/s acknowledged and received;
+3. **pause per planned move** -- one official-client producer at ``--pause-rate`` msg/s on a
+   topic of a 3-broker cluster; the topic's bundle is unloaded and transferred ``--moves``
+   times each, alternately; the pause of a move is the longest gap between two consecutive
+   acknowledgements from the move's start to 3 s after it (p50 / p90 / max per kind).
+
+On this 2-core box broker and load generator each get about one core, and the figures move
+with other load on the machine: compare each against the baseline of the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TOPICS = 4
+BROKER_SETTINGS = {
+    "clusterName": "bench",
+    "webSocketServiceEnabled": True,
+    "statsUpdateFrequencyInSecs": 5,
+    "loadBalancerSheddingEnabled": False,
+    "metadataStoreSessionTimeoutMillis": 10000,
+}
+
+#: The load generator (its own process): official-client producers (and consumers), JSON out.
+LOADGEN = r"""
+import json, sys, threading, time, logging
+import pulsar
+
+spec = json.loads(sys.argv[1])
+logger = logging.getLogger("pulsar"); logger.setLevel(logging.ERROR)
+client = pulsar.Client(spec["url"], operation_timeout_seconds=60, logger=logger,
+                       io_threads=1, message_listener_threads=1)
+topics = [f"{spec['topic']}-{i}" for i in range(spec["topics"])]
+payload = b"x" * spec["size"]
+lock = threading.Lock()
+acked = [0]
+errors = [0]
+received = [0]
+ack_times = []
+
+def on_ack(res, _mid):
+    with lock:
+        if res == pulsar.Result.Ok:
+            acked[0] += 1
+            if spec.get("ack_times"):
+                ack_times.append(time.monotonic())
+        else:
+            errors[0] += 1
+
+consumers = []
+if spec.get("consume"):
+    def listener(consumer, message):
+        with lock:
+            received[0] += 1
+        consumer.acknowledge(message)
+    for t in topics:
+        consumers.append(client.subscribe(t, "bench", consumer_type=pulsar.ConsumerType.Shared,
+                                          message_listener=listener))
+producers = [client.create_producer(t, batching_enabled=spec["batching"], block_if_queue_full=True,
+                                    max_pending_messages=spec.get("pending", 1000),
+                                    send_timeout_millis=0) for t in topics]
+print("ready", flush=True)
+sys.stdin.readline()  # go
+start = time.monotonic()
+deadline = start + spec["seconds"]
+rate = spec.get("rate") or 0
+n = 0
+while time.monotonic() < deadline:
+    producers[n % len(producers)].send_async(payload, on_ack)
+    n += 1
+    if rate:
+        delay = start + n / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+with lock:
+    window_acked = acked[0]
+elapsed = time.monotonic() - start
+for p in producers:
+    p.flush()
+drain = time.monotonic() + 10
+while spec.get("consume") and time.monotonic() < drain and received[0] < acked[0]:
+    time.sleep(0.05)
+out = {"sent": n, "acked": acked[0], "ackedInWindow": window_acked, "seconds": elapsed,
+       "rate": window_acked / elapsed, "errors": errors[0], "received": received[0]}
+if spec.get("ack_times"):
+    out["ackTimes"] = ack_times
+print(json.dumps(out), flush=True)
+client.close()
+"""
+
+
+def cpu_seconds(pid: int) -> float:
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+class LoadGen:
+    """The official-client load generator in its own process: started, told to go, its JSON read."""
+
+    def __init__(self, **spec: Any) -> None:
+        self.spec = spec
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def ready(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            LOADGEN,
+            json.dumps(self.spec),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 120)
+        if line.strip() != b"ready":
+            err = await self.proc.stderr.read() if self.proc.stderr else b""
+            raise RuntimeError(f"load generator did not start: {line!r} {err.decode()[-2000:]}")
+
+    async def run(self) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(b"go\n")
+        await self.proc.stdin.drain()
+        line = await self.proc.stdout.readline()
+        await self.proc.wait()
+        if not line:
+            err = await self.proc.stderr.read() if self.proc.stderr else b""
+            raise RuntimeError(f"load generator failed: {err.decode()[-2000:]}")
+        return dict(json.loads(line))
+
+
+async def produce(
+    url: str, topic: str, seconds: float, size: int, batching: bool, pid: int, loadgens: int = 1, **extra: Any
+) -> dict[str, Any]:
+    """``loadgens`` load-generator processes at once (each with its own topics), their sums."""
+    gens = [
+        LoadGen(
+            url=url,
+            topic=f"{topic}-g{i}",
+            topics=TOPICS,
+            seconds=seconds,
+            size=size,
+            batching=batching,
+            **extra,
+        )
+        for i in range(loadgens)
+    ]
+    for gen in gens:
+        await gen.ready()
+    before = cpu_seconds(pid)
+    parts = await asyncio.gather(*(gen.run() for gen in gens))
+    used = cpu_seconds(pid) - before
+    result: dict[str, Any] = {
+        key: sum(p[key] for p in parts)
+        for key in ("sent", "acked", "ackedInWindow", "rate", "errors", "received")
+    }
+    result["loadgens"] = loadgens
+    result["seconds"] = max(p["seconds"] for p in parts)
+    result["serverCpuUsPerMsg"] = round(used / max(1, result["acked"]) * 1e6, 1)
+    result["serverCpuSeconds"] = round(used, 2)
+    if extra.get("ack_times"):
+        result["ackTimes"] = parts[0]["ackTimes"]
+    return result
+
+
+async def websocket_path(url: str, topic: str, seconds: float, size: int, pid: int) -> dict[str, Any]:
+    args = [
+        sys.executable, "-m", "brokerlb.cli.main", "perf", "produce", topic, "--service-url", url,
+        "--num-topics", str(TOPICS), "--test-duration", str(seconds), "--rate", "0", "--size", str(size),
+        "--max-outstanding", "1000", "--json",
+    ]  # fmt: skip
+    before = cpu_seconds(pid)
+    proc = await asyncio.create_subprocess_exec(
+        *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"perf produce failed: {err.decode()[-2000:]}")
+    result = dict(json.loads(out))
+    used = cpu_seconds(pid) - before
+    result["serverCpuUsPerMsg"] = round(used / max(1, result["acked"]) * 1e6, 1)
+    return result
+
+
+async def throughput(args: argparse.Namespace) -> dict[str, Any]:
+    from brokerlb.admin import AsyncAdminClient
+    from brokerlb.testing.standalone_process import StandaloneProcess
+
+    results: dict[str, Any] = {}
+    secs, size = args.seconds, args.size
+    async with StandaloneProcess(1, BROKER_SETTINGS) as broker:
+        pid = broker.process.pid if broker.process is not None else 0
+        async with AsyncAdminClient(broker.urls[0]) as admin:
+            await admin.create_namespace("public/bench", num_bundles=4)
+        url = broker.binary_urls[0]
+        ns = "persistent://public/bench"
+        await produce(url, f"{ns}/warmup", 3, size, True, pid)
+        gens = args.loadgens
+        results["unbatched"] = await produce(url, f"{ns}/plain", secs, size, False, pid, gens)
+        results["batched"] = await produce(url, f"{ns}/batched", secs, size, True, pid, gens)
+        results["unbatchedWithConsumers"] = await produce(
+            url, f"{ns}/plain-c", secs, size, False, pid, gens, consume=True
+        )
+        results["batchedWithConsumers"] = await produce(
+            url, f"{ns}/batched-c", secs, size, True, pid, gens, consume=True
+        )
+        results["websocket"] = await websocket_path(broker.urls[0], f"{ns}/ws", secs, size, pid)
+    null = subprocess.Popen(
+        [sys.executable, "-m", "brokerlb.testing.null_broker"], stdout=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        assert null.stdout is not None
+        line = (await asyncio.to_thread(null.stdout.readline)).decode()
+        null_url = line.split("ready at ", 1)[1].strip()
+        results["nullUnbatched"] = await produce(
+            null_url, "persistent://public/bench/null", secs, size, False, null.pid, args.loadgens
+        )
+        results["nullBatched"] = await produce(
+            null_url, "persistent://public/bench/null-b", secs, size, True, null.pid, args.loadgens
+        )
+    finally:
+        null.terminate()
+        null.wait(10)
+    return results
+
+
+def _pause(ack_times: list[float], start: float, window: float = 3.0) -> float:
+    times = [t for t in ack_times if start - 0.05 <= t <= start + window]
+    if len(times) < 2:
+        return float("nan")
+    return max(b - a for a, b in zip(times, times[1:], strict=False))
+
+
+async def move_pauses(args: argparse.Namespace) -> dict[str, Any]:
+    from brokerlb.admin import AsyncAdminClient
+    from brokerlb.testing.standalone_process import StandaloneProcess
+
+    async with StandaloneProcess(3, BROKER_SETTINGS) as cluster:
+        async with AsyncAdminClient(cluster.urls[0]) as admin:
+            await admin.create_namespace("public/moves", num_bundles=4)
+        url = "pulsar://" + ",".join(u.removeprefix("pulsar://") for u in cluster.binary_urls)
+        topic = "persistent://public/moves/paused"
+        seconds = 4.0 + args.moves * 2 * 1.5
+        gen = LoadGen(
+            url=url, topic=topic, topics=1, seconds=seconds, size=args.size, batching=False,
+            rate=args.pause_rate, ack_times=True, pending=10000,
+        )  # fmt: skip
+        await gen.ready()
+        task = asyncio.create_task(gen.run())
+        await asyncio.sleep(2.0)  # pacing of the benchmark's own schedule, not synchronisation
+        moves: list[tuple[str, float]] = []
+        async with AsyncAdminClient(cluster.urls[0]) as admin:
+            for i in range(args.moves * 2):
+                data = await admin.lookup_topic(f"{topic}-0")
+                bundle = await admin.topic_bundle_range(f"{topic}-0")
+                owner = data["httpUrl"].removeprefix("http://")
+                kind = "unload" if i % 2 == 0 else "transfer"
+                destination = None
+                if kind == "transfer":
+                    destination = next(b for b in cluster.broker_ids if b != owner)
+                started = time.monotonic()
+                async with AsyncAdminClient(data["httpUrl"]) as owner_admin:
+                    await owner_admin.unload_bundle("public/moves", bundle, destination_broker=destination)
+                moves.append((kind, started))
+                await asyncio.sleep(1.5)
+        result = await task
+    out: dict[str, Any] = {"rate": args.pause_rate, "errors": result["errors"]}
+    for kind in ("unload", "transfer"):
+        pauses = sorted(_pause(result["ackTimes"], t) * 1000 for k, t in moves if k == kind)
+        pauses = [p for p in pauses if p == p]
+        out[kind] = {
+            "moves": len(pauses),
+            "p50Ms": round(statistics.median(pauses), 1) if pauses else None,
+            "p90Ms": round(pauses[int(0.9 * (len(pauses) - 1))], 1) if pauses else None,
+            "maxMs": round(max(pauses), 1) if pauses else None,
+            "allMs": [round(p, 1) for p in pauses],
+        }
+    return out
+
+
+def report(r: dict[str, Any]) -> None:
+    t = r["throughput"]
+
+    def line(name: str, p: dict[str, Any]) -> str:
+        extra = f", received {p['received']:,}" if p.get("received") else ""
+        return (
+            f"  {name:34s} {p['rate']:>9,.0f} msg/s  broker CPU {p['serverCpuUsPerMsg']:>6.1f} µs/msg"
+            f"  (acked {p['acked']:,}, errors {p['errors']}{extra})"
+        )
+
+    print(f"machine: {r['machine']['cpus']} CPUs, load {r['machine']['loadavg'][0]:.2f} at start")
+    print(
+        f"throughput through one broker (official client, {t['unbatched']['loadgens']} load-generator "
+        "processes x 4 topics, 1000 pending each):"
+    )
+    print(line("binary, batching off", t["unbatched"]))
+    print(line("binary, batching on", t["batched"]))
+    print(line("binary, batching off + consumers", t["unbatchedWithConsumers"]))
+    print(line("binary, batching on + consumers", t["batchedWithConsumers"]))
+    print(line("null broker, batching off", t["nullUnbatched"]))
+    print(line("null broker, batching on", t["nullBatched"]))
+    ws = t["websocket"]
+    ws_rate = ws["acked"] / max(ws.get("seconds", 1), 1e-9)
+    print(
+        f"  {'WebSocket path (brokerlb perf)':34s} {ws_rate:>9,.0f} msg/s  broker CPU {ws['serverCpuUsPerMsg']:>6.1f} µs/msg"
+    )
+    for kind in ("unbatched", "batched"):
+        null = t["null" + kind.capitalize()]
+        print(f"  broker / null broker ({kind}): {t[kind]['rate'] / max(null['rate'], 1e-9):.2f}")
+    m = r["moves"]
+    print(f"publish pause per planned move (official client at {m['rate']:.0f} msg/s):")
+    for kind in ("unload", "transfer"):
+        k = m[kind]
+        print(
+            f"  {kind:9s} p50 {k['p50Ms']} ms, p90 {k['p90Ms']} ms, max {k['maxMs']} ms over {k['moves']} moves"
+        )
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
+        "seconds": args.seconds,
+        "size": args.size,
+        "topics": TOPICS,
+    }
+    results["throughput"] = await throughput(args)
+    results["moves"] = await move_pauses(args)
+    return results
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--moves", type=int, default=10, help="unloads and transfers, each")
+    parser.add_argument("--pause-rate", type=float, default=200.0)
+    parser.add_argument(
+        "--loadgens",
+        type=int,
+        default=2,
+        help="load-generator processes at once (the client's Python side is the limit)",
+    )
+    parser.add_argument("--json", action="store_true")
+    arguments = parser.parse_args()
+    outcome = asyncio.run(main(arguments))
+    report(outcome)
+    if arguments.json:
+        print(json.dumps(outcome, indent=2))

@@ -1,0 +1,809 @@
+"""One binary-protocol connection: Pulsar's commands on top of the topic engine.
+
+:class:`BinaryConnection` is an :class:`asyncio.Protocol`: bytes in, frames cut and checked by
+:class:`~brokerlb.messaging.frames.FrameDecoder`, one handler per command, frames out in one
+write per event-loop turn. Commands (Pulsar's ``ServerCnx``):
+
+* ``CONNECT`` → authentication (:mod:`~brokerlb.broker.binary.context`) → ``CONNECTED`` with the
+  negotiated protocol version and ``maxMessageSize``; any other command first is refused and
+  the connection closed;
+* ``PING`` → ``PONG``; the broker pings a quiet connection every ``keepAliveIntervalSeconds`` and
+  closes it when the previous ping is still unanswered (any frame counts as an answer);
+* ``LOOKUP`` → the broker's lookup service (the HTTP lookup's resolution): ``Connect`` with the
+  owner's ``pulsarServiceUrl``, ``Redirect`` to the leader or the chosen broker (with
+  ``authoritative``), ``Failed`` with the error; ``PARTITIONED_METADATA``;
+  ``GET_TOPICS_OF_NAMESPACE`` (partitioned topics of the namespace and the topics served here);
+* ``PRODUCER`` (``ServiceNotReady`` when this broker does not own the topic's bundle, so the
+  client looks it up again; ``ProducerBusy`` when the name is taken on the topic), ``SEND``
+  (the payload section is stored as received -- batches included; ``ChecksumError`` when its
+  CRC-32C does not match; no receipt while the topic is fenced for a move), ``CLOSE_PRODUCER``;
+* ``SUBSCRIBE`` (the four subscription types, durable or not, initial position, start message
+  id; ``ConsumerBusy``), ``FLOW``, ``ACK`` (individual, cumulative, batch ack sets, with an
+  ``ACK_RESPONSE`` when the client asks), ``REDELIVER_UNACKNOWLEDGED_MESSAGES``, ``UNSUBSCRIBE``,
+  ``SEEK`` (the subscription's consumers are closed afterwards, as Pulsar does, and come back at
+  the new position), ``GET_LAST_MESSAGE_ID``, ``CLOSE_CONSUMER``; the broker sends ``MESSAGE``
+  (the producer's payload section unchanged, with ``redelivery_count``) and
+  ``ACTIVE_CONSUMER_CHANGE``;
+* a command brokerlb does not serve (transactions, schemas, topic watchers ...) gets
+  ``ERROR{NotAllowedError}`` naming it when it carries a request id.
+
+When a bundle moves, the data path closes the topic's sessions: each producer and consumer gets
+``CLOSE_PRODUCER`` / ``CLOSE_CONSUMER`` -- with ``assignedBrokerServiceUrl`` for a transfer
+(PIP-307: the client connects straight there), without for an unload (it looks the topic up).
+
+Bad input never takes the listener down: a frame that cannot be read gets ``ERROR`` and the
+connection is closed (the byte stream cannot be trusted any more); a bad command gets its
+error and the connection goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import socket
+from collections.abc import Callable
+from typing import Any, cast
+from urllib.parse import parse_qs, urlsplit
+
+from brokerlb.broker.binary.context import BinaryContext, web_base
+from brokerlb.broker.binary.errors import server_error_of
+from brokerlb.broker.data_path import ServedTopic
+from brokerlb.dispatch import DispatchConsumer, HashRange, KeySharedMode
+from brokerlb.errors import BinaryProtocolError, BrokerLBError
+from brokerlb.messaging import EARLIEST, LATEST, CloseReason, Entry
+from brokerlb.messaging.frames import (
+    Frame,
+    FrameDecoder,
+    checksum_ok,
+    crc32c,
+    message_frame,
+    read_metadata,
+    send_receipt_frame,
+    simple_frame,
+)
+from brokerlb.messaging.topic import BacklogQuotaExceeded
+from brokerlb.messaging.wire import (
+    CommandAck,
+    CommandAckResponse,
+    CommandActiveConsumerChange,
+    CommandCloseConsumer,
+    CommandCloseProducer,
+    CommandConnect,
+    CommandConnected,
+    CommandError,
+    CommandFlow,
+    CommandGetLastMessageId,
+    CommandGetLastMessageIdResponse,
+    CommandGetTopicsOfNamespace,
+    CommandGetTopicsOfNamespaceResponse,
+    CommandLookupTopic,
+    CommandLookupTopicResponse,
+    CommandPartitionedTopicMetadata,
+    CommandPartitionedTopicMetadataResponse,
+    CommandPing,
+    CommandPong,
+    CommandProducer,
+    CommandProducerSuccess,
+    CommandRedeliverUnacknowledgedMessages,
+    CommandSeek,
+    CommandSend,
+    CommandSendError,
+    CommandSubscribe,
+    CommandSuccess,
+    CommandType,
+    CommandUnsubscribe,
+    FeatureFlags,
+    Message,
+    MessageIdData,
+    ServerError,
+)
+from brokerlb.naming import NamespaceName, TopicName
+
+__all__ = ["BinaryConnection", "PROTOCOL_VERSION", "SUBSCRIPTION_TYPE_NAMES"]
+
+logger = logging.getLogger(__name__)
+
+#: The newest protocol version brokerlb speaks (``ProtocolVersion.v21``).
+PROTOCOL_VERSION = 21
+#: ``CommandSubscribe.SubType`` -> brokerlb's subscription type names.
+SUBSCRIPTION_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_Shared"}
+#: request id of broker-initiated CLOSE_PRODUCER / CLOSE_CONSUMER (Pulsar sends -1)
+_NO_REQUEST = -1
+_WORD = (1 << 64) - 1
+
+
+def _mask_of(words: list[int]) -> int | None:
+    """Pulsar's ``ack_set`` (BitSet long words, set bits = still unacknowledged) as one integer."""
+    if not words:
+        return None
+    mask = 0
+    for i, word in enumerate(words):
+        mask |= (word & _WORD) << (64 * i)
+    return mask
+
+
+def _words_of(mask: int | None) -> tuple[int, ...]:
+    if mask is None:
+        return ()
+    words = []
+    while True:
+        word = mask & _WORD
+        words.append(word - (1 << 64) if word >= 1 << 63 else word)
+        mask >>= 64
+        if not mask:
+            return tuple(words)
+
+
+class BinaryProducer:
+    """A producer on a connection: its topic and name; closed by the broker on a move."""
+
+    __slots__ = ("conn", "producer_id", "served", "name")
+
+    def __init__(self, conn: BinaryConnection, producer_id: int, served: ServedTopic, name: str) -> None:
+        self.conn = conn
+        self.producer_id = producer_id
+        self.served = served
+        self.name = name
+
+    async def close(self, reason: CloseReason) -> None:
+        """The bundle moved: tell the client (with the new owner's URL on a transfer)."""
+        if self.conn.producers.get(self.producer_id) is not self:
+            return
+        self.conn.drop_producer(self)
+        self.conn.send(
+            simple_frame(
+                CommandCloseProducer(
+                    self.producer_id,
+                    _NO_REQUEST,
+                    assignedBrokerServiceUrl=None if reason.lookup else reason.broker_url,
+                )
+            )
+        )
+
+
+class BinaryConsumer:
+    """A consumer on a connection: the engine's sink (its MESSAGE frames) and its session."""
+
+    __slots__ = ("conn", "consumer_id", "served", "subscription", "dispatch")
+
+    def __init__(
+        self,
+        conn: BinaryConnection,
+        consumer_id: int,
+        served: ServedTopic,
+        subscription: str,
+        dispatch: DispatchConsumer,
+    ) -> None:
+        self.conn = conn
+        self.consumer_id = consumer_id
+        self.served = served
+        self.subscription = subscription
+        self.dispatch = dispatch
+
+    def deliver(self, entry: Entry, redelivery_count: int, unacked_mask: int | None) -> None:
+        topic = self.served.topic
+        self.conn.send(
+            message_frame(
+                self.consumer_id,
+                topic.ledger_id,
+                entry.entry_id,
+                topic.partition,
+                entry.section,
+                redelivery_count,
+                _words_of(unacked_mask),
+            )
+        )
+
+    def active_changed(self, is_active: bool) -> None:
+        self.conn.send(simple_frame(CommandActiveConsumerChange(self.consumer_id, is_active)))
+
+    async def close(self, reason: CloseReason) -> None:
+        self.close_now(reason)
+
+    def close_now(self, reason: CloseReason) -> None:
+        if self.conn.consumers.get(self.consumer_id) is not self:
+            return
+        self.conn.drop_consumer(self)
+        self.conn.send(
+            simple_frame(
+                CommandCloseConsumer(
+                    self.consumer_id,
+                    _NO_REQUEST,
+                    assignedBrokerServiceUrl=None if reason.lookup else reason.broker_url,
+                )
+            )
+        )
+
+
+class BinaryConnection(asyncio.Protocol):
+    """One client connection (module docstring)."""
+
+    def __init__(self, context: BinaryContext, on_closed: Callable[[BinaryConnection], None]) -> None:
+        self.ctx = context
+        self._on_closed = on_closed
+        self.decoder = FrameDecoder(context.max_message_size)
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.connected = False  # CONNECT answered
+        self.closed = False
+        self.role: str | None = None
+        self.protocol_version = 0
+        self.producers: dict[int, BinaryProducer] = {}
+        self.consumers: dict[int, BinaryConsumer] = {}
+        self._pending_producers: set[int] = set()
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._waiting_for_pong = False
+        self._keep_alive: asyncio.TimerHandle | None = None
+        self._handlers: dict[int, Callable[[Any], None]] = {
+            CommandType.PING: self._on_ping,
+            CommandType.PONG: self._on_pong,
+            CommandType.FLOW: self._on_flow,
+            CommandType.ACK: self._on_ack,
+            CommandType.LOOKUP: self._on_lookup,
+            CommandType.PARTITIONED_METADATA: self._on_partitioned_metadata,
+            CommandType.GET_TOPICS_OF_NAMESPACE: self._on_topics_of_namespace,
+            CommandType.PRODUCER: self._on_producer,
+            CommandType.SUBSCRIBE: self._on_subscribe,
+            CommandType.REDELIVER_UNACKNOWLEDGED_MESSAGES: self._on_redeliver,
+            CommandType.UNSUBSCRIBE: self._on_unsubscribe,
+            CommandType.CLOSE_PRODUCER: self._on_close_producer,
+            CommandType.CLOSE_CONSUMER: self._on_close_consumer,
+            CommandType.GET_LAST_MESSAGE_ID: self._on_get_last_message_id,
+            CommandType.SEEK: self._on_seek,
+            CommandType.CONNECT: self._on_connect,
+        }
+
+    # ------------------------------------------------------------------ transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not subclasses
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        self._schedule_keep_alive()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self.decoder.feed(data)
+        except BinaryProtocolError as exc:
+            self._fatal(exc)
+            return
+        for frame in frames:
+            if self.closed:
+                break
+            self._waiting_for_pong = False
+            try:
+                self._dispatch(frame)
+            except BinaryProtocolError as exc:
+                if exc.fatal:
+                    self._fatal(exc)
+                    return
+                self._error(_request_id(frame), server_error_of(exc), str(exc))
+            except Exception as exc:  # a bug must cost one command, never the listener
+                logger.exception("Command %s from %s failed", _type_name(frame.type), self.peer)
+                self._error(_request_id(frame), ServerError.UnknownError, f"{type(exc).__name__}: {exc}")
+        self.flush()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._teardown()
+
+    def send(self, frame: bytes) -> None:
+        """Queue a frame; everything queued in one event-loop turn goes out in one write."""
+        if self.closed:
+            return
+        self._out.append(frame)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_scheduled = False
+        if self._out and self.transport is not None and not self.closed:
+            out, self._out = self._out, []
+            self.transport.write(b"".join(out) if len(out) > 1 else out[0])
+
+    def close(self) -> None:
+        """Close the connection (after sending what is queued)."""
+        if self.closed:
+            return
+        self.flush()
+        self._teardown()
+        if self.transport is not None:
+            self.transport.close()
+
+    def _teardown(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._out.clear()
+        if self._keep_alive is not None:
+            self._keep_alive.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        for producer in list(self.producers.values()):
+            self.drop_producer(producer)
+        for consumer in list(self.consumers.values()):
+            self.drop_consumer(consumer)
+        self._on_closed(self)
+
+    def _fatal(self, exc: BinaryProtocolError) -> None:
+        logger.warning("Closing connection from %s: %s", self.peer, exc)
+        self._error(0, server_error_of(exc), str(exc))
+        self.close()
+
+    def _error(self, request_id: int, error: ServerError, message: str) -> None:
+        self.send(simple_frame(CommandError(request_id, int(error), message)))
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ keep-alive
+    def _schedule_keep_alive(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._keep_alive = loop.call_later(self.ctx.keep_alive_seconds, self._keep_alive_check)
+
+    def _keep_alive_check(self) -> None:
+        if self.closed:
+            return
+        if not self.connected or self._waiting_for_pong:
+            logger.info("Closing connection from %s: no answer within keepAliveIntervalSeconds", self.peer)
+            self.close()
+            return
+        self._waiting_for_pong = True
+        self.send(simple_frame(CommandPing()))
+        self._schedule_keep_alive()
+
+    # ------------------------------------------------------------------ dispatch
+    def _dispatch(self, frame: Frame) -> None:
+        if not self.connected and frame.type != CommandType.CONNECT:
+            raise BinaryProtocolError(
+                "NotAllowedError",
+                f"{_type_name(frame.type)} before CONNECT: the first command must be CONNECT",
+                fatal=True,
+            )
+        if frame.type == CommandType.SEND and frame.command is not None:
+            self._on_send(frame)
+            return
+        handler = self._handlers.get(frame.type)
+        if handler is None or frame.command is None:
+            if frame.request_id is None and frame.command is None:
+                logger.info("Ignoring %s from %s (not served by brokerlb)", _type_name(frame.type), self.peer)
+                return
+            raise BinaryProtocolError(
+                "NotAllowedError", f"{_type_name(frame.type)} is not supported by this broker (brokerlb)"
+            )
+        handler(frame.command)
+
+    # ------------------------------------------------------------------ connection
+    def _on_connect(self, cmd: CommandConnect) -> None:
+        if self.connected:
+            raise BinaryProtocolError("NotAllowedError", "CONNECT was already received on this connection")
+        try:
+            self.role = self.ctx.authenticator.authenticate(cmd.auth_method_name, cmd.auth_data)
+        except BrokerLBError as exc:
+            self._error(0, server_error_of(exc), str(exc))
+            self.close()
+            return
+        self.protocol_version = min(cmd.protocol_version or 0, PROTOCOL_VERSION)
+        self.connected = True
+        self.send(
+            simple_frame(
+                CommandConnected(
+                    self.ctx.server_version,
+                    self.protocol_version,
+                    self.ctx.max_message_size,
+                    FeatureFlags(supports_get_partitioned_metadata_without_auto_creation=True),
+                )
+            )
+        )
+
+    def _on_ping(self, _cmd: CommandPing) -> None:
+        self.send(simple_frame(CommandPong()))
+
+    def _on_pong(self, _cmd: CommandPong) -> None:
+        self._waiting_for_pong = False
+
+    # ------------------------------------------------------------------ lookups
+    def _on_lookup(self, cmd: CommandLookupTopic) -> None:
+        self._spawn(self._lookup(cmd))
+
+    async def _lookup(self, cmd: CommandLookupTopic) -> None:
+        try:
+            topic = TopicName.parse(cmd.topic)
+            answer = await self.ctx.lookup.lookup(
+                topic, authoritative=bool(cmd.authoritative), listener=cmd.advertised_listener_name or None
+            )
+            if answer.status == 200:
+                data = json.loads(answer.body)
+                response = CommandLookupTopicResponse(
+                    data.get("brokerUrl"),
+                    data.get("brokerUrlTls"),
+                    response=1,  # Connect
+                    request_id=cmd.request_id,
+                    authoritative=True,
+                )
+                if not response.brokerServiceUrl and not response.brokerServiceUrlTls:
+                    raise BinaryProtocolError(
+                        "ServiceNotReady", f"The owner of {topic} advertises no pulsar:// URL"
+                    )
+            else:
+                response = self._redirect(cmd, answer.location or "")
+        except (BrokerLBError, ValueError) as exc:
+            response = CommandLookupTopicResponse(
+                response=2, request_id=cmd.request_id, error=int(server_error_of(exc)), message=str(exc)
+            )
+        self.send(simple_frame(response))
+
+    def _redirect(self, cmd: CommandLookupTopic, location: str) -> CommandLookupTopicResponse:
+        """A 307 of the HTTP lookup as a binary Redirect to the same broker's pulsar:// URL."""
+        url = self.ctx.pulsar_url_of(web_base(location))
+        if not url:
+            raise BinaryProtocolError(
+                "ServiceNotReady", f"No pulsar:// URL is known for {web_base(location)}"
+            )
+        query = parse_qs(urlsplit(location).query)
+        authoritative = query.get("authoritative", ["false"])[-1] == "true"
+        return CommandLookupTopicResponse(
+            url, response=0, request_id=cmd.request_id, authoritative=authoritative
+        )
+
+    def _on_partitioned_metadata(self, cmd: CommandPartitionedTopicMetadata) -> None:
+        self._spawn(self._partitioned_metadata(cmd))
+
+    async def _partitioned_metadata(self, cmd: CommandPartitionedTopicMetadata) -> None:
+        try:
+            topic = TopicName.parse(cmd.topic)
+            await self.ctx.namespace_bundles(topic.namespace)
+            partitions = await self.ctx.partitions(topic)
+            response = CommandPartitionedTopicMetadataResponse(partitions, cmd.request_id, response=0)
+        except (BrokerLBError, ValueError) as exc:
+            response = CommandPartitionedTopicMetadataResponse(
+                request_id=cmd.request_id, response=1, error=int(server_error_of(exc)), message=str(exc)
+            )
+        self.send(simple_frame(response))
+
+    def _on_topics_of_namespace(self, cmd: CommandGetTopicsOfNamespace) -> None:
+        self._spawn(self._topics_of_namespace(cmd))
+
+    async def _topics_of_namespace(self, cmd: CommandGetTopicsOfNamespace) -> None:
+        try:
+            namespace = NamespaceName.parse(cmd.namespace)
+            await self.ctx.namespace_bundles(namespace)
+            names = set(await self.ctx.partitioned_topics(namespace))
+            for served in list(self.ctx.data_path.topics.values()):
+                if served.topic.name.namespace == namespace:
+                    names.add(str(served.topic.name))
+            mode = cmd.mode or 0
+            domains = {0: ("persistent",), 1: ("non-persistent",)}.get(mode, ("persistent", "non-persistent"))
+            topics = sorted(n for n in names if TopicName.parse(n).domain in domains)
+            filtered = False
+            if cmd.topics_pattern:
+                pattern = re.compile(cmd.topics_pattern.split("://", 1)[-1])
+                topics = [t for t in topics if pattern.fullmatch(t.split("://", 1)[-1])]
+                filtered = True
+            digest = str(crc32c("".join(topics).encode()))
+            changed = digest != cmd.topics_hash
+            self.send(
+                simple_frame(
+                    CommandGetTopicsOfNamespaceResponse(
+                        cmd.request_id, topics if changed else [], filtered, digest, changed
+                    )
+                )
+            )
+        except (BrokerLBError, ValueError, re.error) as exc:
+            self._error(cmd.request_id, server_error_of(exc), str(exc))
+
+    # ------------------------------------------------------------------ producers
+    def _on_producer(self, cmd: CommandProducer) -> None:
+        existing = self.producers.get(cmd.producer_id)
+        if existing is not None:  # the client retried: answer again
+            self.send(
+                simple_frame(CommandProducerSuccess(cmd.request_id, existing.name, -1, producer_ready=True))
+            )
+            return
+        if cmd.producer_id in self._pending_producers:
+            return
+        self._pending_producers.add(cmd.producer_id)
+        self._spawn(self._producer(cmd))
+
+    async def _producer(self, cmd: CommandProducer) -> None:
+        try:
+            topic = TopicName.parse(cmd.topic)
+            await self.ctx.namespace_bundles(topic.namespace)
+            if self.closed:
+                return
+            served = self.ctx.data_path.open(topic)
+            engine = served.topic
+            name = cmd.producer_name or self.ctx.next_producer_name()
+            if (
+                engine.persistent
+                and engine.quota_exceeded()
+                and engine.backlog_quota.policy == "producer_exception"
+            ):
+                raise BacklogQuotaExceeded(
+                    f"Cannot create producer on topic {topic}: the backlog quota of "
+                    f"{engine.backlog_quota.limit_bytes} bytes is exceeded (producer_exception)"
+                )
+            producer = BinaryProducer(self, cmd.producer_id, served, name)
+            stale = engine.producers.get(name)
+            if isinstance(stale, BinaryProducer) and stale.conn.closed:
+                engine.remove_producer(name, stale)
+            engine.add_producer(name, producer)
+            self.producers[cmd.producer_id] = producer
+            self.ctx.data_path.add_session(served, producer)
+            self.send(simple_frame(CommandProducerSuccess(cmd.request_id, name, -1, producer_ready=True)))
+        except (BrokerLBError, ValueError) as exc:
+            self._error(cmd.request_id, server_error_of(exc), str(exc))
+        finally:
+            self._pending_producers.discard(cmd.producer_id)
+            self.flush()
+
+    def drop_producer(self, producer: BinaryProducer) -> None:
+        if self.producers.get(producer.producer_id) is producer:
+            del self.producers[producer.producer_id]
+        producer.served.topic.remove_producer(producer.name, producer)
+        self.ctx.data_path.remove_session(producer.served, producer)
+
+    def _on_send(self, frame: Frame) -> None:
+        cmd = frame.command
+        assert isinstance(cmd, CommandSend)
+        producer = self.producers.get(cmd.producer_id)
+        if producer is None:
+            return  # closed meanwhile (a move): the client re-sends to the next owner
+        section = frame.payload
+        if not section:
+            raise BinaryProtocolError("UnknownError", "SEND without a payload", fatal=True)
+        if not checksum_ok(section):
+            self.send(
+                simple_frame(
+                    CommandSendError(
+                        cmd.producer_id,
+                        cmd.sequence_id,
+                        ServerError.ChecksumError,
+                        "Checksum failed on the broker",
+                    )
+                )
+            )
+            return
+        if len(section) > self.ctx.max_message_size:
+            self.send(
+                simple_frame(
+                    CommandSendError(
+                        cmd.producer_id,
+                        cmd.sequence_id,
+                        ServerError.NotAllowedError,
+                        f"Message of {len(section)} bytes exceeds maxMessageSize {self.ctx.max_message_size}",
+                    )
+                )
+            )
+            return
+        topic = producer.served.topic
+        highest = cmd.highest_sequence_id or 0
+        try:
+            entry_id = topic.publish(
+                section, cmd.num_messages or 1, _Receipt(self, cmd.producer_id, cmd.sequence_id, highest)
+            )
+        except BacklogQuotaExceeded as exc:
+            self.send(
+                simple_frame(
+                    CommandSendError(
+                        cmd.producer_id,
+                        cmd.sequence_id,
+                        ServerError.ProducerBlockedQuotaExceededException,
+                        str(exc),
+                    )
+                )
+            )
+            return
+        if entry_id is not None:
+            self.send(
+                send_receipt_frame(
+                    cmd.producer_id, cmd.sequence_id, topic.ledger_id, entry_id, topic.partition, highest
+                )
+            )
+
+    # ------------------------------------------------------------------ consumers
+    def _on_subscribe(self, cmd: CommandSubscribe) -> None:
+        if cmd.consumer_id in self.consumers:
+            self.send(simple_frame(CommandSuccess(cmd.request_id)))
+            return
+        self._spawn(self._subscribe(cmd))
+
+    async def _subscribe(self, cmd: CommandSubscribe) -> None:
+        try:
+            topic = TopicName.parse(cmd.topic)
+            await self.ctx.namespace_bundles(topic.namespace)
+            if self.closed:
+                return
+            kind = SUBSCRIPTION_TYPE_NAMES.get(cmd.subType)
+            if kind is None:
+                raise BinaryProtocolError("NotAllowedError", f"Unknown subscription type {cmd.subType}")
+            if not cmd.subscription:
+                raise BinaryProtocolError("NotAllowedError", "Empty subscription name")
+            served = self.ctx.data_path.open(topic)
+            meta = cmd.keySharedMeta
+            mode = (
+                KeySharedMode.STICKY
+                if meta is not None and meta.keySharedMode == 1
+                else KeySharedMode.AUTO_SPLIT
+            )
+            ranges = tuple(HashRange(r.start, r.end) for r in meta.hashRanges) if meta is not None else ()
+            dispatch = DispatchConsumer(
+                cmd.consumer_name or f"consumer-{cmd.consumer_id}",
+                priority_level=max(0, cmd.priority_level or 0),
+                hash_ranges=ranges if mode is KeySharedMode.STICKY else (),
+            )
+            consumer = BinaryConsumer(self, cmd.consumer_id, served, cmd.subscription, dispatch)
+            durable = cmd.durable is not False
+            start: tuple[int, int] | str | None = None
+            if not durable:
+                start = EARLIEST if cmd.initialPosition == 1 else LATEST
+                if cmd.start_message_id is not None:
+                    start = (cmd.start_message_id.ledgerId, cmd.start_message_id.entryId)
+            self.consumers[cmd.consumer_id] = consumer
+            try:
+                served.topic.subscribe(
+                    cmd.subscription,
+                    kind,
+                    dispatch,
+                    consumer,
+                    durable=durable,
+                    initial_position=EARLIEST if cmd.initialPosition == 1 else LATEST,
+                    start=start,
+                    key_shared_mode=mode,
+                )
+            except BaseException:
+                del self.consumers[cmd.consumer_id]
+                raise
+            self.ctx.data_path.add_session(served, consumer)
+            self.send(simple_frame(CommandSuccess(cmd.request_id)))
+        except (BrokerLBError, ValueError) as exc:
+            self._error(cmd.request_id, server_error_of(exc), str(exc))
+        finally:
+            self.flush()
+
+    def drop_consumer(self, consumer: BinaryConsumer) -> None:
+        if self.consumers.get(consumer.consumer_id) is consumer:
+            del self.consumers[consumer.consumer_id]
+        consumer.served.topic.detach(consumer.subscription, consumer.dispatch)
+        self.ctx.data_path.remove_session(consumer.served, consumer)
+
+    def _consumer(self, consumer_id: int) -> BinaryConsumer | None:
+        return self.consumers.get(consumer_id)
+
+    def _on_flow(self, cmd: CommandFlow) -> None:
+        consumer = self._consumer(cmd.consumer_id)
+        if consumer is not None:
+            consumer.served.topic.flow(consumer.subscription, consumer.dispatch, cmd.messagePermits)
+
+    def _on_ack(self, cmd: CommandAck) -> None:
+        consumer = self._consumer(cmd.consumer_id)
+        if consumer is not None:
+            consumer.served.topic.acknowledge(
+                consumer.subscription,
+                consumer.dispatch,
+                [(m.ledgerId, m.entryId, _mask_of(m.ack_set)) for m in cmd.message_id],
+                cumulative=cmd.ack_type == 1,
+            )
+        if cmd.request_id is not None:
+            response = CommandAckResponse(cmd.consumer_id, request_id=cmd.request_id)
+            if consumer is None:
+                response.error, response.message = int(ServerError.ConsumerNotFound), "Consumer not found"
+            self.send(simple_frame(response))
+
+    def _on_redeliver(self, cmd: CommandRedeliverUnacknowledgedMessages) -> None:
+        consumer = self._consumer(cmd.consumer_id)
+        if consumer is None:
+            return
+        topic = consumer.served.topic
+        ids = (
+            [m.entryId for m in cmd.message_ids if m.ledgerId == topic.ledger_id] if cmd.message_ids else None
+        )
+        topic.redeliver(consumer.subscription, consumer.dispatch, ids)
+
+    def _on_unsubscribe(self, cmd: CommandUnsubscribe) -> None:
+        consumer = self._consumer(cmd.consumer_id)
+        if consumer is None:
+            raise BinaryProtocolError("ConsumerNotFound", f"Consumer {cmd.consumer_id} not found")
+        consumer.served.topic.unsubscribe(consumer.subscription, consumer.dispatch, force=bool(cmd.force))
+        self.drop_consumer(consumer)
+        self.send(simple_frame(CommandSuccess(cmd.request_id)))
+
+    def _on_close_producer(self, cmd: CommandCloseProducer) -> None:
+        producer = self.producers.get(cmd.producer_id)
+        if producer is not None:
+            self.drop_producer(producer)
+        self.send(simple_frame(CommandSuccess(cmd.request_id)))
+
+    def _on_close_consumer(self, cmd: CommandCloseConsumer) -> None:
+        consumer = self._consumer(cmd.consumer_id)
+        if consumer is not None:
+            self.drop_consumer(consumer)
+        self.send(simple_frame(CommandSuccess(cmd.request_id)))
+
+    def _on_get_last_message_id(self, cmd: CommandGetLastMessageId) -> None:
+        consumer = self._consumer(cmd.consumer_id)
+        if consumer is None:
+            raise BinaryProtocolError("ConsumerNotFound", f"Consumer {cmd.consumer_id} not found")
+        topic = consumer.served.topic
+        last = topic.last_entry_id
+        last_id = MessageIdData(topic.ledger_id, last, topic.partition if topic.partition >= 0 else None)
+        entry = topic.entry(last) if last >= 0 else None
+        if entry is not None:
+            try:
+                batch = read_metadata(entry.section).num_messages_in_batch
+            except BrokerLBError:
+                batch = None
+            if batch is not None:
+                last_id.batch_index = batch - 1
+        sub = topic.subscriptions.get(consumer.subscription)
+        mark = None
+        if sub is not None:
+            mark = MessageIdData(
+                topic.ledger_id, sub.mark_delete, topic.partition if topic.partition >= 0 else None
+            )
+        self.send(simple_frame(CommandGetLastMessageIdResponse(last_id, cmd.request_id, mark)))
+
+    def _on_seek(self, cmd: CommandSeek) -> None:
+        consumer = self._consumer(cmd.consumer_id)
+        if consumer is None:
+            raise BinaryProtocolError("ConsumerNotFound", f"Consumer {cmd.consumer_id} not found")
+        topic = consumer.served.topic
+        if cmd.message_id is None and cmd.message_publish_time is None:
+            raise BinaryProtocolError("NotAllowedError", "SEEK needs a message id or a publish time")
+        # As Pulsar: the subscription's consumers are disconnected first (acks still in flight from
+        # them are ignored from now on), the cursor moves, and they come back at the new position.
+        sub = topic.subscriptions.get(consumer.subscription)
+        attached = set(sub.attached) if sub is not None else set()
+        for session in list(consumer.served.sessions):
+            if isinstance(session, BinaryConsumer) and session.dispatch.consumer_id in attached:
+                session.close_now(CloseReason.unloaded("seek"))
+        if cmd.message_id is not None:
+            topic.seek(consumer.subscription, (cmd.message_id.ledgerId, cmd.message_id.entryId))
+        else:
+            topic.seek(consumer.subscription, publish_time=cmd.message_publish_time)
+        self.send(simple_frame(CommandSuccess(cmd.request_id)))
+
+
+class _Receipt:
+    """A held publish's receipt (backlog quota ``producer_request_hold``): sent once it is stored."""
+
+    __slots__ = ("conn", "producer_id", "sequence_id", "highest")
+
+    def __init__(self, conn: BinaryConnection, producer_id: int, sequence_id: int, highest: int) -> None:
+        self.conn = conn
+        self.producer_id = producer_id
+        self.sequence_id = sequence_id
+        self.highest = highest
+
+    def __call__(self, topic: Any, entry_id: int) -> None:
+        self.conn.send(
+            send_receipt_frame(
+                self.producer_id, self.sequence_id, topic.ledger_id, entry_id, topic.partition, self.highest
+            )
+        )
+
+
+def _request_id(frame: Frame) -> int:
+    if frame.request_id is not None:
+        return frame.request_id
+    cmd: Message | None = frame.command
+    value = getattr(cmd, "request_id", None)
+    return value if isinstance(value, int) else 0
+
+
+def _type_name(command_type: int) -> str:
+    try:
+        return CommandType(command_type).name
+    except ValueError:
+        return f"command type {command_type}"

@@ -1,0 +1,78 @@
+"""What a binary-protocol connection needs from its broker, and the authentication seam.
+
+:class:`BinaryContext` is the narrow view the listener gets (no service locator): the data
+path, the lookup service (the same resolution as the HTTP lookup), the namespace bundles, the
+partitioned-topic metadata, the brokers' URLs, the limits from broker.conf, and an
+:class:`Authenticator`.
+
+**Authentication seam.** ``CONNECT`` carries ``auth_method_name`` and ``auth_data``; the
+connection asks ``authenticator.authenticate(method, data)`` for the client's role before it
+answers ``CONNECTED``. :class:`AnonymousAuthenticator` (the default) accepts everyone as
+``anonymous``; an authenticator that refuses raises
+:class:`~brokerlb.errors.BinaryProtocolError` with ``"AuthenticationError"`` and the
+connection answers ``ERROR{AuthenticationError}`` and closes, as Pulsar does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from brokerlb.naming import NamespaceName
+
+if TYPE_CHECKING:
+    from brokerlb.broker.data_path import DataPath
+
+__all__ = ["Authenticator", "AnonymousAuthenticator", "BinaryContext", "ANONYMOUS_ROLE"]
+
+ANONYMOUS_ROLE = "anonymous"
+
+
+class Authenticator(Protocol):
+    """Turns CONNECT's credentials into a role (raises to refuse the connection)."""
+
+    def authenticate(self, auth_method: str | None, auth_data: bytes | None) -> str: ...
+
+
+class AnonymousAuthenticator:
+    """Everyone is :data:`ANONYMOUS_ROLE` (Pulsar with ``authenticationEnabled=false``)."""
+
+    def authenticate(self, auth_method: str | None, auth_data: bytes | None) -> str:
+        return ANONYMOUS_ROLE
+
+
+@dataclass
+class BinaryContext:
+    """The broker as a binary-protocol connection sees it (module docstring)."""
+
+    data_path: DataPath
+    #: the broker's lookup service: ``lookup(topic, authoritative=, listener=)`` -> LookupAnswer
+    lookup: Any
+    #: ``await namespace_bundles(namespace)`` -- raises NamespaceNotFoundError for an unknown namespace
+    namespace_bundles: Callable[[NamespaceName], Awaitable[Any]]
+    #: ``await partitions(topic)`` -> number of partitions (0 = not partitioned)
+    partitions: Callable[[Any], Awaitable[int]]
+    #: ``await partitioned_topics(namespace)`` -> the namespace's partitioned topics (full names)
+    partitioned_topics: Callable[[NamespaceName], Awaitable[list[str]]]
+    #: the ``pulsarServiceUrl`` of the broker whose ``webServiceUrl`` is given (None if unknown)
+    pulsar_url_of: Callable[[str], str | None]
+    cluster: str
+    #: makes producer names unique across brokers: ``{cluster}-{name_prefix}-{n}``
+    name_prefix: str
+    max_message_size: int = 5 * 1024 * 1024
+    keep_alive_seconds: float = 30.0
+    authenticator: Authenticator = field(default_factory=AnonymousAuthenticator)
+    server_version: str = "brokerlb"
+    _names: int = 0
+
+    def next_producer_name(self) -> str:
+        self._names += 1
+        return f"{self.cluster}-{self.name_prefix}-{self._names - 1}"
+
+
+def web_base(url: str) -> str:
+    """``scheme://host:port`` of a URL (what the registry's ``webServiceUrl`` holds)."""
+    match = re.match(r"^([a-z+]+://[^/?#]+)", url)
+    return match.group(1) if match else url

@@ -1,0 +1,83 @@
+"""brokerlb extensions for lossless planned moves (tag ``brokerlb extensions``).
+
+* ``PUT /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/topicState`` -- body: a bundle's
+  topic states (:mod:`brokerlb.messaging.handoff` bytes, ``application/octet-stream``); the
+  broker parks them until it serves those topics (204; 400 when the body does not parse or
+  names another bundle; 404 when this broker has no data path);
+* ``GET /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/placement`` -- ``{"broker": id}``:
+  where the leader's placement puts the bundle now (307 to the leader from other brokers,
+  503 when there is none). Nothing is owned by asking; the choice is kept as the bundle's
+  one-shot affinity, so a lookup during the hand-off follows it.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Request, Response
+
+from brokerlb.broker.http.access import Access, access
+from brokerlb.broker.http.common import json_response, maybe_redirect, no_content, raw_body
+from brokerlb.broker.redirect import Redirect
+from brokerlb.errors import InvalidInputError, NoBrokerAvailableError, NotFoundError
+from brokerlb.messaging.handoff import decode_bundle_state
+from brokerlb.naming import NamespaceName
+
+if TYPE_CHECKING:
+    from brokerlb.broker.service import BrokerService
+
+__all__ = ["handoff_router", "place_for_hand_off"]
+
+_P = "/admin/v2/namespaces"
+
+
+async def place_for_hand_off(placement: Any, bundle: Any) -> str:
+    """The placement's choice for ``bundle``, kept as its one-shot affinity: a lookup that comes in
+    while the owner hands the bundle over (between its release and the chosen broker taking it)
+    is then placed on the broker that holds the handed-over state, not on another one."""
+    broker = str(await placement.select_broker(bundle))
+    placement.set_bundle_affinity(str(bundle), broker)
+    return broker
+
+
+def handoff_router(service: BrokerService) -> APIRouter:
+    router = APIRouter(tags=["namespaces"])
+    ext: list[str | Enum] = ["brokerlb extensions"]
+
+    @router.put(
+        f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/topicState",
+        status_code=204,
+        tags=ext,
+        summary="brokerlb: receive a bundle's topic state before taking the bundle (planned moves)",
+        openapi_extra=access(Access.SUPER_USER),  # brokers call each other with their client token
+    )
+    async def put_topic_state(tenant: str, namespace: str, bundle: str, request: Request) -> Response:
+        name = f"{NamespaceName.parse(f'{tenant}/{namespace}')}/{bundle}"
+        if service.data_path is None:
+            raise NotFoundError("This broker serves no topics (no binary protocol, no WebSocket service)")
+        sent_for, states = decode_bundle_state(await raw_body(request))
+        if sent_for != name:
+            raise InvalidInputError(f"The topic state is for bundle {sent_for}, not {name}")
+        service.data_path.import_states(states)
+        return no_content()
+
+    @router.get(
+        f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/placement",
+        tags=ext,
+        summary="brokerlb: the broker the leader's placement chooses for the bundle now",
+        openapi_extra=access(Access.SUPER_USER),
+    )
+    async def placement(tenant: str, namespace: str, bundle: str, request: Request) -> Response:
+        ns = str(NamespaceName.parse(f"{tenant}/{namespace}"))
+        target = await service.namespaces.bundle(ns, bundle)
+        if not service.is_leader:
+            leader = service.election.leader
+            if leader is None or leader.broker_id == service.broker_id:
+                raise NoBrokerAvailableError("No leader is elected; try again")
+            redirect = maybe_redirect(request, Redirect(leader.service_url.rstrip("/"), False))
+            assert redirect is not None
+            return redirect
+        return json_response({"broker": await place_for_hand_off(service.placement, target)})
+
+    return router

@@ -1,0 +1,194 @@
+"""Bundles move under the official client's traffic: unload, transfer, split, a leader change (the leader
+stops gracefully), a crashed broker. Planned moves lose nothing acknowledged to a producer; a crash
+loses only what the crashed broker alone held, and the clients go on with the new owner."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from brokerlb.admin import AsyncAdminClient
+from brokerlb.testing.clusters import InProcessCluster
+from brokerlb.testing.official_client import ConsumerLoad, ProducerLoad, delivery_report, quiet_logger
+from brokerlb.testing.waiting import eventually
+
+from .conftest import BINARY, off_loop, pulsar, service_urls
+
+pytestmark = pytest.mark.asyncio(loop_scope="function")
+
+GUARD = 60.0
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def fresh_cluster() -> AsyncIterator[InProcessCluster]:
+    c = await InProcessCluster(3, BINARY).start()
+    try:
+        yield c
+    finally:
+        await c.stop()
+
+
+async def owner_of(cluster: InProcessCluster, topic: str) -> tuple[Any, str]:
+    """``(service, bundle range)`` of the topic's owner (asked of a broker that is up)."""
+    alive = next(s for s in cluster.services if s.started)
+    async with AsyncAdminClient(alive.url) as admin:
+        url = (await admin.lookup_topic(topic))["httpUrl"]
+        bundle = await admin.topic_bundle_range(topic)
+    return next(s for s in cluster.services if s.url == url), bundle
+
+
+async def traffic_through(
+    cluster: InProcessCluster,
+    namespace: str,
+    move: Callable[[str], Awaitable[None]],
+    *,
+    batching: bool = False,
+    lossless: bool = True,
+) -> tuple[ProducerLoad, ConsumerLoad]:
+    """Start a producer and a Shared consumer on one topic, run ``move(topic)`` while they run, then
+    stop the producer and wait for the consumer to catch up with everything acknowledged (with
+    ``lossless=False``, a crash: until it received 100 messages published after the move -- the
+    crashed broker's subscription state is gone, so the new owner's subscription starts when the
+    consumer comes back)."""
+    topic = f"persistent://{namespace}/moving"
+    client = await off_loop(
+        pulsar.Client, service_urls(cluster)["pulsar"], operation_timeout_seconds=60, logger=quiet_logger()
+    )
+    consumer = ConsumerLoad(
+        client, topic, "audit", consumer_options={"consumer_type": pulsar.ConsumerType.Shared}
+    )
+    consumer.start()
+    await off_loop(consumer.started.wait, GUARD)
+    producer = ProducerLoad(client, topic, "m", rate=300, batching=batching)
+    producer.start()
+    try:
+        await off_loop(producer.started.wait, GUARD)
+        assert producer.failure is None and consumer.failure is None
+        await eventually(lambda: len(producer.acked) >= 100, GUARD, message="acks before the move")
+        await move(topic)
+        before = set(producer.acked)
+        await eventually(
+            lambda: len(producer.acked) >= len(before) + 200, GUARD, message="acks after the move"
+        )
+        if not lossless:
+            await eventually(
+                lambda: len(consumer.snapshot().keys() - before) >= 100,
+                GUARD,
+                message="deliveries after the move",
+            )
+    finally:
+        producer.finish()
+        await off_loop(producer.join, GUARD)
+    if lossless:
+        await eventually(
+            lambda: producer.acked <= consumer.snapshot().keys(), GUARD, message="consumer caught up"
+        )
+    consumer.finish()
+    await off_loop(consumer.join, GUARD)
+    await off_loop(client.close)
+    return producer, consumer
+
+
+def assert_nothing_lost(producer: ProducerLoad, consumer: ConsumerLoad) -> None:
+    report = delivery_report(producer.acked, consumer.received, producer.sent)
+    assert producer.failure is None and consumer.failure is None
+    assert not producer.errors, producer.errors[:5]
+    assert report.ok, report
+
+
+@pytest.mark.parametrize("batching", [False, True])
+async def test_unload_loses_nothing(
+    fresh_cluster: InProcessCluster, namespace_in: Any, batching: bool
+) -> None:
+    namespace = await namespace_in(fresh_cluster)
+
+    async def unload(topic: str) -> None:
+        owner, bundle = await owner_of(fresh_cluster, topic)
+        async with AsyncAdminClient(owner.url) as admin:
+            await admin.unload_bundle(namespace, bundle)
+
+    assert_nothing_lost(*await traffic_through(fresh_cluster, namespace, unload, batching=batching))
+
+
+async def test_transfer_loses_nothing_and_clients_follow_the_new_owner(
+    fresh_cluster: InProcessCluster, namespace_in: Any
+) -> None:
+    namespace = await namespace_in(fresh_cluster)
+    moved_to: list[str] = []
+
+    async def transfer(topic: str) -> None:
+        owner, bundle = await owner_of(fresh_cluster, topic)
+        destination = next(s for s in fresh_cluster.services if s is not owner)
+        async with AsyncAdminClient(owner.url) as admin:
+            await admin.unload_bundle(namespace, bundle, destination_broker=destination.broker_id)
+        moved_to.append(destination.broker_id)
+
+    producer, consumer = await traffic_through(fresh_cluster, namespace, transfer)
+    assert_nothing_lost(producer, consumer)
+    owner, _ = await owner_of(fresh_cluster, f"persistent://{namespace}/moving")
+    assert owner.broker_id == moved_to[0] and owner.data_path.imported >= 1
+
+
+async def test_split_keeps_each_topics_state_with_its_child(
+    fresh_cluster: InProcessCluster, namespace_in: Any
+) -> None:
+    namespace = await namespace_in(fresh_cluster)
+
+    async def split(topic: str) -> None:
+        owner, bundle = await owner_of(fresh_cluster, topic)
+        async with AsyncAdminClient(owner.url) as admin:
+            await admin.split_bundle(namespace, bundle, unload=True)
+
+    assert_nothing_lost(*await traffic_through(fresh_cluster, namespace, split))
+
+
+async def test_the_leader_stopping_moves_its_bundles_without_loss(
+    fresh_cluster: InProcessCluster, namespace_in: Any
+) -> None:
+    namespace = await namespace_in(fresh_cluster)
+
+    async def leader_leaves(topic: str) -> None:
+        owner, _ = await owner_of(fresh_cluster, topic)
+        if not owner.is_leader:  # make the topic's owner the leader, so both the leader and the topic move
+            leader = next(s for s in fresh_cluster.services if s.is_leader)
+            async with AsyncAdminClient(leader.url) as admin:
+                bundle = await admin.topic_bundle_range(topic)
+                await admin.unload_bundle(namespace, bundle, destination_broker=leader.broker_id)
+            owner = leader
+        await owner.stop()  # graceful: bundles handed over, then a new leader is elected
+        await eventually(lambda: any(s.started and s.is_leader for s in fresh_cluster.services), GUARD)
+
+    assert_nothing_lost(*await traffic_through(fresh_cluster, namespace, leader_leaves))
+
+
+async def test_a_crashed_owner_loses_only_what_it_held_and_clients_reconnect(
+    fresh_cluster: InProcessCluster, namespace_in: Any
+) -> None:
+    namespace = await namespace_in(fresh_cluster)
+    crashed: list[str] = []
+
+    async def crash(topic: str) -> None:
+        owner, _ = await owner_of(fresh_cluster, topic)
+        crashed.append(owner.broker_id)
+        await owner.kill()
+
+    producer, consumer = await traffic_through(fresh_cluster, namespace, crash, lossless=False)
+    assert producer.failure is None and consumer.failure is None and not producer.errors
+    owner, _ = await owner_of(fresh_cluster, f"persistent://{namespace}/moving")
+    assert owner.broker_id != crashed[0]
+    report = delivery_report(producer.acked, consumer.received, producer.sent)
+    assert not report.unexpected  # whatever was lost was held by the crashed broker only
+
+
+@pytest.fixture
+def namespace_in() -> Callable[[InProcessCluster], Awaitable[str]]:
+    async def create(cluster: InProcessCluster) -> str:
+        name = "public/moves"
+        async with AsyncAdminClient(cluster.urls[0]) as admin:
+            await admin.create_namespace(name, num_bundles=4)
+        return name
+
+    return create
