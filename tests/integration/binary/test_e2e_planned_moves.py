@@ -81,6 +81,13 @@ async def test_a_hundred_planned_moves_under_skewed_traffic_lose_nothing(
     zk_server: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster = await zk_cluster(zk_server)
+    try:
+        await _run(cluster, capsys)
+    finally:
+        await cluster.stop()  # idempotent: also after a failure before the traffic ended
+
+
+async def _run(cluster: ProcessCluster, capsys: pytest.CaptureFixture[str]) -> None:
     namespace = "public/e2e-moves"
     clients: list[Any] = []
     producers: list[ProducerLoad] = []
