@@ -13,7 +13,9 @@ split, and ``shed-cycle`` once a shedding cycle is done -- its decisions are the
 ``shed-cycle`` are that cycle's moves; each split (or failed split) is a ``split`` record of one
 decision. The split checks that decide nothing are not announced by this leader, so they are not
 seen (a split breakdown's ``Skip``/``Balanced`` stays at 0 until the leader hands over whole
-records). Everything the watchers read comes through here.
+records). A leader that announces whole per-cycle records (objects with ``decisions``, ``moves``,
+``moves_done``, ``splits``, ``splits_done``, ``stats``) has them passed on unchanged. Everything
+the watchers read comes through here.
 """
 
 from __future__ import annotations
@@ -110,6 +112,9 @@ class LeaderFeed:
 
     # ------------------------------------------------------------------ today's leader events
     def _on_event(self, event: Any) -> None:
+        if hasattr(event, "moves_done") and hasattr(event, "decisions"):
+            self._publish(event)  # a leader that hands over whole per-cycle records: taken as they are
+            return
         kind = getattr(event, "kind", "")
         if kind == "unload":
             self._moves.append((_move(event), True))

@@ -53,7 +53,8 @@ topics). Operations on a bundle are answered by its owner: other brokers reply 3
 owner's URL. Errors are `{"reason": "..."}`.
 
 brokerlb extensions (not in Pulsar) carry the tag **brokerlb extensions**: merging adjacent
-bundles and the transfer-destination `acquire` call.
+bundles, the transfer-destination `acquire` call and the balancer's status. `/metrics` serves
+Prometheus text with Pulsar's metric names; `/dashboard` is a live web dashboard.
 """
 
 

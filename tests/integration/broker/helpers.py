@@ -98,3 +98,42 @@ async def store_tree(store: MetadataStore, root: str = "/admin") -> dict[str, by
 
     await walk(root)
     return out
+
+
+#: Leader cycles every 1.2 s and reports every 100 ms, modelled CPU from traffic (1 core, 10,000 msg/s),
+#: OverloadShedder: a broker over 85 % is shed at the next cycle.
+FAST_SHEDDING: dict[str, Any] = {
+    "loadBalancerSheddingIntervalMinutes": 0.02,
+    "loadBalancerSheddingGracePeriodMinutes": 0.05,
+    "loadBalancerReportUpdateMinIntervalMillis": 100,
+    "loadBalancerHostUsageCheckIntervalMinutes": 0.001,
+    "brokerlbModelCores": 1,
+    "brokerlbModelMsgRatePerCore": 10_000,
+    "loadBalancerLoadSheddingStrategy": "OverloadShedder",
+    "loadBalancerDistributeBundlesEvenlyEnabled": False,
+}
+
+
+async def overload_one_broker(cluster: Any, ns: str, usage: float = 0.95) -> tuple[Any, str]:
+    """Traffic on 60 topics of ``ns`` (6 bundles); one broker's topics together make its modelled CPU
+    ``usage`` (over OverloadShedder's 85 %). Returns the synthetic clients (close them) and that broker."""
+    from brokerlb.broker.synthetic import SyntheticClients
+    from brokerlb.broker.topics import TopicStats
+
+    async with AsyncAdminClient(cluster.urls[0]) as admin:
+        await admin.create_namespace(ns, num_bundles=6)
+    clients = SyntheticClients(cluster.services)
+    await clients.add_many({t: TopicStats(msg_rate_in=10) for t in topics_of(ns, 60)})
+    placement = clients.placement()
+    hot, count = Counter(placement.values()).most_common(1)[0]
+    rate = usage * FAST_SHEDDING["brokerlbModelMsgRatePerCore"] * FAST_SHEDDING["brokerlbModelCores"] / count
+    for topic, broker in placement.items():
+        if broker == hot:
+            clients.set_stats(topic, TopicStats(msg_rate_in=rate, msg_throughput_in=rate * 20_000))
+    return clients, hot
+
+
+def carried_out_moves(service: Any) -> list[Any]:
+    """The moves the leader on ``service`` carried out, oldest first, from its records (the leader feed)."""
+    feed = service.operations.feed
+    return [m for r in feed.recent for m, done in zip(r.moves, r.moves_done, strict=True) if done]

@@ -11,7 +11,7 @@ from brokerlb.admin import AsyncAdminClient
 from brokerlb.testing.browser import artifacts_dir, async_headless_chromium, chromium_available
 from brokerlb.testing.clusters import InProcessCluster
 
-from .helpers import lookup_data, new_namespace, topics_of
+from .helpers import FAST_SHEDDING, lookup_data, new_namespace, overload_one_broker, topics_of
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="package"),
@@ -79,17 +79,11 @@ async def test_dashboard_shows_brokers_ring_and_a_forced_unload_with_its_reason(
 
 
 async def test_dashboard_shows_the_leaders_decisions_with_reasons_and_numbers() -> None:
-    from brokerlb.broker.synthetic import SyntheticClients
-
-    from .test_leader_cycles import FAST, hot_broker_setup
-
-    cluster = await InProcessCluster(
-        3, {**FAST, "loadBalancerLoadSheddingStrategy": "OverloadShedder"}
-    ).start()
-    clients: SyntheticClients | None = None
+    cluster = await InProcessCluster(3, FAST_SHEDDING).start()
+    clients = None
     shots = artifacts_dir("dashboard")
     try:
-        clients, hot = await hot_broker_setup(cluster, new_namespace("dashshed"), hot_rate=600)
+        clients, hot = await overload_one_broker(cluster, new_namespace("dashshed"))
         async with async_headless_chromium() as browser:
             page = await browser.new_page(viewport={"width": 1500, "height": 1100})
             await page.goto(f"{cluster.urls[2]}/dashboard", wait_until="load")

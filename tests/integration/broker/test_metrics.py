@@ -9,13 +9,18 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.broker.synthetic import SyntheticClients
 from brokerlb.loadbalance.balance_score import BalanceScore
 from brokerlb.testing.clusters import InProcessCluster
 from brokerlb.testing.waiting import eventually
 
-from .helpers import lookup_many, new_namespace, topics_of
-from .test_leader_cycles import FAST, hot_broker_setup, leader_of
+from .helpers import (
+    FAST_SHEDDING,
+    carried_out_moves,
+    lookup_many,
+    new_namespace,
+    overload_one_broker,
+    topics_of,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="package")
 
@@ -180,38 +185,31 @@ async def test_bundle_series_follow_the_dynamic_flag_and_topic_series_the_topics
 
 
 async def test_an_unload_increments_the_leaders_counters_with_its_labels() -> None:
-    cluster = await InProcessCluster(
-        3, {**FAST, "loadBalancerLoadSheddingStrategy": "OverloadShedder"}
-    ).start()
-    clients: SyntheticClients | None = None
+    cluster = await InProcessCluster(3, FAST_SHEDDING).start()
+    clients = None
     try:
-        clients, hot = await hot_broker_setup(cluster, new_namespace("mshed"), hot_rate=600)
-        leader = leader_of(cluster)
-        events = leader.leader_tasks.events
-
-        def unloads() -> list:
-            return [e for e in events if e.kind == "unload"]
-
-        await eventually(unloads, timeout=30, message="the leader unloads from the hot broker")
+        clients, hot = await overload_one_broker(cluster, new_namespace("mshed"))
+        leader = next(s for s in cluster.services if s.is_leader)
+        feed = leader.operations.feed
+        await eventually(lambda: carried_out_moves(leader), timeout=30, message="the leader moves a bundle")
         async with AsyncAdminClient(
             cluster.urls[0]
         ) as admin:  # no more moves: shedding off at the next cycle
             await admin.update_dynamic_config("loadBalancerSheddingEnabled", "false")
 
             async def off() -> bool:
-                status = await admin.get_balancer_status()
-                return status["state"] == "off"
+                return (await admin.get_balancer_status())["state"] == "off"
 
             await eventually(off, timeout=20, message="the balancer reports off")
 
-        def disabled_cycles() -> int:
-            result = leader.leader_tasks.last_shedding
-            return bool(result and any(str(d.reason) == "Disabled" for d in result.decisions))
+        def disabled_cycle() -> bool:
+            last = feed.last("shedding")
+            return bool(last and any(str(d.reason) == "Disabled" for d in last.decisions))
 
-        await eventually(disabled_cycles, timeout=20, message="the leader's next cycle saw shedding disabled")
+        await eventually(disabled_cycle, timeout=20, message="the leader's next cycle saw shedding disabled")
         metrics = await scrape(leader.url)
-        done = unloads()
-        transfers = [e for e in done if e.destination]
+        done = carried_out_moves(leader)
+        transfers = [m for m in done if m.transfer]
         assert value(metrics["pulsar_lb_unload_bundle"], "pulsar_lb_unload_bundle_total") == len(done)
         assert value(metrics["pulsar_lb_unload_broker"], "pulsar_lb_unload_broker_total") >= 1
         overloaded = value(
@@ -220,9 +218,15 @@ async def test_an_unload_increments_the_leaders_counters_with_its_labels() -> No
             result="Success",
             reason="Overloaded",
         )
-        assert overloaded == len([e for e in done if e.reason == "Overloaded"]) >= 1
+        decided = [
+            d
+            for r in feed.recent
+            for d in r.decisions
+            if str(d.label) == "Success" and str(d.reason) == "Overloaded"
+        ]
+        assert overloaded == len(decided) >= 1
         moves = value(metrics["brokerlb_moves"], "brokerlb_moves_total", kind="transfer", cause="Overloaded")
-        assert moves == len(transfers)
+        assert moves == len([m for m in transfers if m.reason == "Overloaded"])
         assert value(metrics["pulsar_lb_unload_broker_breakdown"], result="Skip", reason="Disabled") >= 1
         assert done[0].source == hot
     finally:

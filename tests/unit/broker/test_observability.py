@@ -301,3 +301,18 @@ def test_dashboard_state_document() -> None:
         (None, False),
     ]
     assert state["namespaces"][0]["bundles"][1]["upper"] == 0xFFFFFFFF
+
+
+def test_whole_cycle_records_pass_through_the_feed() -> None:
+    from brokerlb.broker.leader_feed import ObservedCycle, ObservedMove
+
+    leader = FakeLeader()
+    feed = LeaderFeed(leader, "b1")
+    counters = LoadBalancingCounters()
+    feed.add_listener(counters.record)
+    move = ObservedMove("t/n/0x00000000_0xffffffff", "b1", "b2", True, "Underloaded")
+    record = ObservedCycle("shedding", 9, "b1", (), (move,), (True,))
+    for listener in leader.listeners:
+        listener(record)
+    assert feed.last("shedding") is record
+    assert counters.moves == {("transfer", "Underloaded"): 1}
