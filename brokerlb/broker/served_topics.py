@@ -60,9 +60,10 @@ class ServedTopics:
                     ConsumerView(
                         c.consumer_name, available_permits=c.permits, unacked_messages=sub.unacked_of(c)
                     )
-                    for c in sub.dispatcher.consumers
+                    for c in sub.consumers
                 ),
-                durable=engine.name.is_persistent,
+                msg_backlog=engine.backlog(sub.name),
+                durable=sub.durable,
                 msg_drop_rate=None if engine.name.is_persistent else 0.0,
             )
             for sub in engine.subscriptions.values()
@@ -71,9 +72,12 @@ class ServedTopics:
         return TopicView(
             name,
             stats,
-            publishers=tuple(PublisherView(i) for i in range(engine.producer_count)),
+            publishers=tuple(
+                PublisherView(i, producer_name=n) for i, n in enumerate(sorted(engine.producers))
+            ),
             subscriptions=subscriptions,
             msg_drop_rate=None if engine.name.is_persistent else load.msg_drop_rate,
+            backlog_size=engine.backlog_bytes(),
             owner_broker=self.broker_id,
         )
 

@@ -9,8 +9,9 @@ and its subscriptions with their consumers. :func:`topic_stats_json` writes Puls
 
 Deviation: the current topic engine measures rates per topic, not per publisher, subscription or
 consumer; those nested rate fields are left out rather than invented (a Java or Go client reads a
-missing number as 0). ``msgBacklog`` is what the subscription holds unacknowledged-and-undelivered;
-the in-memory engine delivers at once or drops, so it is 0 unless the engine reports otherwise.
+missing number as 0). ``msgBacklog`` is the subscription's entries not acknowledged yet and
+``backlogSize`` the bytes from the slowest durable subscription's first unacknowledged entry, as
+the topic engine keeps them; ``storageSize`` is 0 (brokerlb keeps messages in memory only).
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ class TopicView:
     msg_out_counter: int | None = None
     bytes_out_counter: int | None = None
     msg_drop_rate: float | None = None
+    #: bytes from the slowest durable subscription's first unacknowledged entry to the end
+    backlog_size: int = 0
     owner_broker: str | None = None
 
 
@@ -115,7 +118,6 @@ def _subscription_json(s: SubscriptionView) -> dict[str, Any]:
     out: dict[str, Any] = {
         "msgBacklog": s.msg_backlog,
         "msgBacklogNoDelayed": s.msg_backlog,
-        "backlogSize": 0,
         "msgDelayed": 0,
         "unackedMessages": s.unacked_messages,
         "blockedSubscriptionOnUnackedMsgs": False,
@@ -158,7 +160,7 @@ def topic_stats_json(view: TopicView) -> dict[str, Any]:
             "averageMsgSize": st.msg_throughput_in / st.msg_rate_in if st.msg_rate_in else 0.0,
             "msgChunkPublished": False,
             "storageSize": 0,
-            "backlogSize": 0,
+            "backlogSize": view.backlog_size,
             "publishRateLimitedTimes": 0,
             "earliestMsgPublishTimeInBacklogs": 0,
             "offloadedStorageSize": 0,

@@ -96,3 +96,30 @@ async def test_partitioned_stats_sum_the_partitions(cluster: InProcessCluster, n
             stop.set()
             await asyncio.gather(*senders)
         assert await admin.get_subscriptions(topic) == ["s"]
+
+
+async def test_stats_show_the_backlog_of_a_durable_subscription_that_does_not_acknowledge(
+    cluster: InProcessCluster, namespace: str
+) -> None:
+    topic = f"persistent://{namespace}/backlog"
+    async with Client(cluster.urls[1]) as client, AsyncAdminClient(cluster.urls[0]) as admin:
+        consumer = await client.subscribe(
+            topic, "slow", subscription_type="Exclusive", consumer_name="slow-1"
+        )
+        producer = await client.create_producer(topic)
+        for i in range(5):
+            await producer.send(f"m{i}".encode())
+        first = await consumer.receive(timeout=10)
+        await consumer.acknowledge(first)
+
+        async def backlog() -> dict | None:
+            stats = await admin.get_topic_stats(topic)
+            sub = stats["subscriptions"].get("slow")
+            return stats if sub is not None and sub["msgBacklog"] == 4 else None
+
+        stats = await eventually(backlog, timeout=20, message="4 messages not acknowledged")
+        sub = stats["subscriptions"]["slow"]
+        assert sub["isDurable"] is True and sub["type"] == "Exclusive"
+        assert sub["consumers"][0]["consumerName"] == "slow-1"
+        assert stats["backlogSize"] > 0
+        assert stats["publishers"][0].get("producerName")
