@@ -32,6 +32,7 @@ from brokerlb.broker.http.guard import RequestGuard
 from brokerlb.broker.http.handoff_routes import handoff_router
 from brokerlb.broker.http.lookup_routes import LookupEndpoint, lookup_router
 from brokerlb.broker.http.namespaces_routes import namespaces_router
+from brokerlb.broker.http.openapi import complete_responses
 from brokerlb.broker.http.operations_routes import operations_routers
 from brokerlb.broker.http.permissions_routes import permissions_router
 from brokerlb.broker.http.redirects import TlsUrls, registered_brokers
@@ -78,6 +79,7 @@ def _fastapi(service: BrokerService, limits: InputLimits, security: Security) ->
         handoff_router(service),
     ):
         app.include_router(router)
+    complete_responses(app)  # the answers every operation may give, in /openapi.json (http/openapi.py)
 
     def error_response(exc: BaseException) -> Response:
         headers = {k.decode(): v.decode() for k, v in error_headers(exc)}

@@ -22,6 +22,7 @@ from brokerlb import __version__
 from brokerlb.broker.dynamic_config import DynamicConfiguration, dynamic_config_names
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response, no_content
+from brokerlb.broker.http.openapi import STRING_MAP, STRINGS, doc
 from brokerlb.config import ServiceConfig
 
 __all__ = ["broker_config_router"]
@@ -43,7 +44,7 @@ def broker_config_router(dynamic: DynamicConfiguration, conf: ServiceConfig) -> 
 
     @router.get(
         f"{_B}/configuration",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=STRINGS),
         summary="Keys that can be changed at run time",
     )
     async def dynamic_names() -> Response:
@@ -51,7 +52,7 @@ def broker_config_router(dynamic: DynamicConfiguration, conf: ServiceConfig) -> 
 
     @router.get(
         f"{_B}/configuration/values",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=STRING_MAP),
         summary="The stored dynamic configuration",
     )
     async def dynamic_values() -> Response:
@@ -59,7 +60,7 @@ def broker_config_router(dynamic: DynamicConfiguration, conf: ServiceConfig) -> 
 
     @router.get(
         f"{_B}/configuration/runtime",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=STRING_MAP),
         summary="Every key's value on this broker now",
     )
     async def runtime_values() -> Response:
@@ -67,7 +68,7 @@ def broker_config_router(dynamic: DynamicConfiguration, conf: ServiceConfig) -> 
 
     @router.post(
         f"{_B}/configuration/{{key}}/{{value}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(errors=(409,)),
         status_code=204,
         summary="Set a dynamic configuration key for every broker",
         description="The leader uses the new value from its next cycle; every broker applies it.",
@@ -78,7 +79,7 @@ def broker_config_router(dynamic: DynamicConfiguration, conf: ServiceConfig) -> 
 
     @router.delete(
         f"{_B}/configuration/{{key}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(errors=(409,)),
         status_code=204,
         summary="Remove a dynamic configuration key",
     )
@@ -88,7 +89,7 @@ def broker_config_router(dynamic: DynamicConfiguration, conf: ServiceConfig) -> 
 
     @router.get(
         f"{_B}/internal-configuration",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=STRING_MAP),
         summary="Metadata store URLs (InternalConfigurationData)",
     )
     async def internal_configuration() -> Response:

@@ -9,6 +9,17 @@ from fastapi import APIRouter, Request, Response
 from brokerlb.broker.health import health, readiness
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content, request_limits
+from brokerlb.broker.http.openapi import (
+    BROKER_INFO,
+    FAILURE_DOMAIN,
+    FAILURE_DOMAINS,
+    ISOLATION_DATA,
+    ISOLATION_POLICIES,
+    OBJECT,
+    OWNED_NAMESPACES,
+    STRINGS,
+    doc,
+)
 from brokerlb.broker.redirect import Redirect
 from brokerlb.coordination import FailureDomain, NamespaceIsolationData
 from brokerlb.errors import BrokerNotFoundError, NotFoundError, PreconditionFailedError
@@ -25,11 +36,19 @@ _C = "/admin/v2/clusters"
 def brokers_router(service: BrokerService) -> APIRouter:
     router = APIRouter(tags=["brokers"])
 
-    @router.get(_B, openapi_extra=access(Access.SUPER_USER), summary="Active brokers of this cluster")
+    @router.get(
+        _B,
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=STRINGS),
+        summary="Active brokers of this cluster",
+    )
     async def active_brokers() -> Response:
         return json_response(service.registry.available_brokers())
 
-    @router.get(f"{_B}/leaderBroker", openapi_extra=access(Access.SUPER_USER), summary="The leader broker")
+    @router.get(
+        f"{_B}/leaderBroker",
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=BROKER_INFO, errors=(404,)),
+        summary="The leader broker",
+    )
     async def leader_broker() -> Response:
         leader = service.election.leader or await service.election.get_leader()
         if leader is None:
@@ -57,7 +76,9 @@ def brokers_router(service: BrokerService) -> APIRouter:
         return _condition(readiness(service))
 
     @router.get(
-        f"{_B}/{{cluster}}", openapi_extra=access(Access.SUPER_USER), summary="Active brokers of a cluster"
+        f"{_B}/{{cluster}}",
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=STRINGS),
+        summary="Active brokers of a cluster",
     )
     async def cluster_brokers(cluster: str) -> Response:
         _check_cluster(service, cluster, status=404)
@@ -65,7 +86,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         f"{_B}/{{cluster}}/{{broker}}/ownedNamespaces",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=OWNED_NAMESPACES, redirects=True),
         summary="Bundles a broker owns",
     )
     async def owned_namespaces(cluster: str, broker: str, request: Request) -> Response:
@@ -80,7 +101,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         "/admin/v2/broker-stats/load-report",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=OBJECT),
         tags=["broker-stats"],
         summary="This broker's load report",
     )
@@ -89,7 +110,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         "/admin/v2/broker-stats/topics",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=OBJECT),
         tags=["broker-stats"],
         summary="Stats of the topics served here: namespace → bundle → domain → topic",
     )
@@ -114,13 +135,13 @@ def _check_cluster(service: BrokerService, cluster: str, status: int) -> None:
 def clusters_router(service: BrokerService) -> APIRouter:
     router = APIRouter(tags=["clusters"])
 
-    @router.get(_C, openapi_extra=access(Access.AUTHENTICATED), summary="Clusters")
+    @router.get(_C, openapi_extra=access(Access.AUTHENTICATED) | doc(returns=STRINGS), summary="Clusters")
     async def clusters() -> Response:
         return json_response([service.identity.cluster])
 
     @router.get(
         f"{_C}/{{cluster}}/namespaceIsolationPolicies",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=ISOLATION_POLICIES),
         summary="Namespace isolation policies",
     )
     async def isolation_policies(cluster: str) -> Response:
@@ -129,7 +150,7 @@ def clusters_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=ISOLATION_DATA),
         summary="One isolation policy",
     )
     async def isolation_policy(cluster: str, name: str) -> Response:
@@ -141,7 +162,7 @@ def clusters_router(service: BrokerService) -> APIRouter:
 
     @router.post(
         f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(body=ISOLATION_DATA, errors=(409,)),
         status_code=204,
         summary="Set an isolation policy",
     )
@@ -154,7 +175,7 @@ def clusters_router(service: BrokerService) -> APIRouter:
 
     @router.delete(
         f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(errors=(409,)),
         status_code=204,
         summary="Delete an isolation policy",
     )
@@ -164,7 +185,9 @@ def clusters_router(service: BrokerService) -> APIRouter:
         return no_content()
 
     @router.get(
-        f"{_C}/{{cluster}}/failureDomains", openapi_extra=access(Access.SUPER_USER), summary="Failure domains"
+        f"{_C}/{{cluster}}/failureDomains",
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=FAILURE_DOMAINS),
+        summary="Failure domains",
     )
     async def failure_domains(cluster: str) -> Response:
         _check_cluster(service, cluster, status=412)
@@ -173,7 +196,7 @@ def clusters_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         f"{_C}/{{cluster}}/failureDomains/{{name}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=FAILURE_DOMAIN),
         summary="One failure domain",
     )
     async def failure_domain(cluster: str, name: str) -> Response:
@@ -185,7 +208,7 @@ def clusters_router(service: BrokerService) -> APIRouter:
 
     @router.post(
         f"{_C}/{{cluster}}/failureDomains/{{name}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(body=FAILURE_DOMAIN, errors=(409,)),
         status_code=204,
         summary="Set a failure domain",
     )
@@ -199,7 +222,7 @@ def clusters_router(service: BrokerService) -> APIRouter:
 
     @router.delete(
         f"{_C}/{{cluster}}/failureDomains/{{name}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(errors=(409,)),
         status_code=204,
         summary="Delete a failure domain",
     )

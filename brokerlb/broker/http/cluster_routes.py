@@ -24,6 +24,7 @@ from fastapi import APIRouter, Response
 
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response
+from brokerlb.broker.http.openapi import BROKER_ISOLATION_DATA, BROKER_ISOLATION_LIST, CLUSTER_DATA, doc
 from brokerlb.coordination import ClusterPolicies, MetadataStore, NamespaceIsolationPolicies
 from brokerlb.coordination.tenants import read_cluster_data
 from brokerlb.errors import NotFoundError, PreconditionFailedError
@@ -63,7 +64,11 @@ def cluster_router(
         if name != cluster:
             raise PreconditionFailedError(f"Cluster {name} does not exist")
 
-    @router.get(f"{_C}/{{name}}", openapi_extra=access(Access.SUPER_USER), summary="A cluster's ClusterData")
+    @router.get(
+        f"{_C}/{{name}}",
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=CLUSTER_DATA),
+        summary="A cluster's ClusterData",
+    )
     async def cluster_data(name: str) -> Response:
         data = await read_cluster_data(store, name)
         if data is None:
@@ -72,7 +77,7 @@ def cluster_router(
 
     @router.get(
         f"{_C}/{{name}}/namespaceIsolationPolicies/brokers",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=BROKER_ISOLATION_LIST),
         summary="Active brokers with the isolation policies that name them",
     )
     async def isolation_brokers(name: str) -> Response:
@@ -82,7 +87,7 @@ def cluster_router(
 
     @router.get(
         f"{_C}/{{name}}/namespaceIsolationPolicies/brokers/{{broker}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=BROKER_ISOLATION_DATA),
         summary="The isolation policies that name a broker",
     )
     async def isolation_broker(name: str, broker: str) -> Response:

@@ -8,6 +8,8 @@
   anything else is answered 415. A web page can send a cross-origin POST without asking
   the server first only as ``text/plain``, a form or multipart, so no page can make a
   broker change state behind a user's back.
+* **Path**: an encoded ``/`` (``%2F``) in a path segment is refused (400), because routes are
+  matched on the decoded path (the lookup fast path parses raw segments itself).
 * A client that disconnects while sending its body is not an error of the broker: the
   request is dropped with a DEBUG log line (see :func:`is_client_disconnect`).
 
@@ -21,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from brokerlb.broker.http.errors import error_body, error_headers, error_status
-from brokerlb.errors import BrokerLBError, UnsupportedMediaTypeError
+from brokerlb.errors import BrokerLBError, InvalidInputError, UnsupportedMediaTypeError
 from brokerlb.limits import InputLimits
 
 __all__ = ["RequestGuard", "send_error", "is_json_media_type", "is_client_disconnect"]
@@ -64,6 +66,17 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _check_path(scope: Scope) -> None:
+    """An encoded ``/`` (``%2F``) inside a path segment is refused (400): the router matches decoded
+    paths, so ``/namespaces/public/a%2Fb`` would otherwise be taken for another route's three
+    segments (as Jetty refuses an ambiguous path separator)."""
+    raw = scope.get("raw_path") or b""
+    if b"%2f" in raw.lower():
+        raise InvalidInputError(
+            f"Invalid path {raw.decode('latin-1')!r}: an encoded '/' (%2F) is not allowed in a path segment"
+        )
+
+
 class RequestGuard:
     """ASGI wrapper applying the module's rules, then calling ``app``."""
 
@@ -72,13 +85,18 @@ class RequestGuard:
         self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in STATE_CHANGING:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         try:
-            self._check_headers(scope)
+            _check_path(scope)
+            if scope["method"] in STATE_CHANGING:
+                self._check_headers(scope)
         except BrokerLBError as exc:
             await send_error(send, exc)
+            return
+        if scope["method"] not in STATE_CHANGING:
+            await self.app(scope, receive, send)
             return
         await self.app(scope, self._counting(receive), send)
 

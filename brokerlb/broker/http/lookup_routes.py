@@ -22,6 +22,7 @@ from fastapi import APIRouter, Request, Response
 
 from brokerlb.broker.http.access import Access, Security, access
 from brokerlb.broker.http.errors import error_body, error_headers, error_status
+from brokerlb.broker.http.openapi import LOOKUP_DATA, doc
 from brokerlb.broker.http.redirects import TlsUrls, location_for_scheme, registered_brokers
 from brokerlb.broker.lookup import LookupAnswer, LookupService
 from brokerlb.broker.metrics.counters import LookupMetrics
@@ -165,7 +166,7 @@ def lookup_router(service: BrokerService) -> APIRouter:
 
     @router.get(
         "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
-        openapi_extra=access(Access.TOPIC_LOOKUP),
+        openapi_extra=access(Access.TOPIC_LOOKUP) | doc(returns=LOOKUP_DATA, redirects=True),
         summary="Look up the broker serving a topic",
         responses={
             200: {"description": "LookupData of the owner"},

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Response
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response, no_content
 from brokerlb.broker.http.lookup_routes import parse_bool
+from brokerlb.broker.http.openapi import OBJECT, doc
 from brokerlb.broker.namespace_admin import NamespaceAdmin
 from brokerlb.naming import NamespaceName
 
@@ -29,7 +30,7 @@ def namespace_admin_router(namespaces: NamespaceAdmin) -> APIRouter:
 
     @router.get(
         f"{_P}/{{tenant}}/{{namespace}}",
-        openapi_extra=access(Access.TENANT_ADMIN),
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(returns=OBJECT),
         summary="A namespace's policies",
     )
     async def get_policies(tenant: str, namespace: str) -> Response:
@@ -37,7 +38,7 @@ def namespace_admin_router(namespaces: NamespaceAdmin) -> APIRouter:
 
     @router.delete(
         f"{_P}/{{tenant}}/{{namespace}}",
-        openapi_extra=access(Access.TENANT_ADMIN),
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(errors=(405, 409)),
         status_code=204,
         summary="Delete a namespace (force: with its topics)",
     )

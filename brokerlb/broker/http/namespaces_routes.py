@@ -22,6 +22,17 @@ from brokerlb.broker.http.common import (
     request_limits,
 )
 from brokerlb.broker.http.lookup_routes import parse_bool
+from brokerlb.broker.http.openapi import (
+    ANTI_AFFINITY_GROUP,
+    BUNDLE_RANGES,
+    BUNDLES_DATA,
+    MERGE_RESULT,
+    POLICIES,
+    SPLIT_POSITIONS,
+    STRINGS,
+    TOPIC_HASH_POSITIONS,
+    doc,
+)
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import parse_boundary
 
@@ -44,7 +55,9 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
     tenants = service.operations.tenants
 
     @router.get(
-        f"{_P}/{{tenant}}", openapi_extra=access(Access.TENANT_ADMIN), summary="Namespaces of a tenant"
+        f"{_P}/{{tenant}}",
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(returns=STRINGS),
+        summary="Namespaces of a tenant",
     )
     async def list_namespaces(tenant: str) -> Response:
         NamespaceName.parse(f"{tenant}/x")
@@ -53,7 +66,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}",
-        openapi_extra=access(Access.TENANT_ADMIN),
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(body=POLICIES, body_required=False, errors=(409,)),
         status_code=204,
         summary="Create a namespace",
         description='Body: optional Policies JSON, e.g. {"bundles": {"numBundles": 16}} or '
@@ -72,7 +85,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.get(
         f"{_P}/{{tenant}}/{{namespace}}/bundles",
-        openapi_extra=access(Access.NAMESPACE_USE),
+        openapi_extra=access(Access.NAMESPACE_USE) | doc(returns=BUNDLES_DATA),
         summary="Bundles of a namespace (BundlesData)",
     )
     async def get_bundles(tenant: str, namespace: str) -> Response:
@@ -80,7 +93,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/unload",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(errors=(409,)),
         status_code=204,
         summary="Unload every bundle",
     )
@@ -90,7 +103,8 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/merge",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER)
+        | doc(body=BUNDLE_RANGES, returns=MERGE_RESULT, errors=(409,), redirects=True),
         tags=ext,
         summary="brokerlb: merge adjacent bundles",
         description="Body: JSON list of two or more adjacent bundle ranges. The leader unloads them, "
@@ -109,7 +123,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.post(
         f"{_P}/{{tenant}}/{{namespace}}/antiAffinity",
-        openapi_extra=access(Access.TENANT_ADMIN),
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(body=ANTI_AFFINITY_GROUP, errors=(409,)),
         status_code=204,
         summary="Set the anti-affinity group",
     )
@@ -122,7 +136,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.get(
         f"{_P}/{{tenant}}/{{namespace}}/antiAffinity",
-        openapi_extra=access(Access.TENANT_ADMIN),
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(returns=ANTI_AFFINITY_GROUP, no_content=True),
         summary="Get the anti-affinity group",
     )
     async def get_anti_affinity(tenant: str, namespace: str) -> Response:
@@ -131,7 +145,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.delete(
         f"{_P}/{{tenant}}/{{namespace}}/antiAffinity",
-        openapi_extra=access(Access.TENANT_ADMIN),
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(errors=(409,)),
         status_code=204,
         summary="Remove the anti-affinity group",
     )
@@ -141,7 +155,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.get(
         f"{_P}/{{cluster}}/antiAffinity/{{group}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=STRINGS),
         summary="Namespaces in an anti-affinity group",
     )
     async def anti_affinity_namespaces(cluster: str, group: str) -> Response:
@@ -149,7 +163,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/unload",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(errors=(409,), redirects=True),
         status_code=204,
         summary="Unload a bundle (optionally to a destination broker)",
     )
@@ -171,7 +185,8 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/split",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER)
+        | doc(body=SPLIT_POSITIONS, body_required=False, errors=(409,), redirects=True),
         status_code=204,
         summary="Split a bundle (range, LARGEST or HOT)",
         description="Body: optional JSON list of split positions (specified_positions_divide).",
@@ -197,7 +212,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/acquire",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(errors=(409,)),
         status_code=204,
         tags=ext,
         summary="brokerlb: take an unowned bundle now (transfer destination)",
@@ -208,7 +223,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.get(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/topicHashPositions",
-        openapi_extra=access(Access.NAMESPACE_USE),
+        openapi_extra=access(Access.NAMESPACE_USE) | doc(returns=TOPIC_HASH_POSITIONS, redirects=True),
         summary="Hash positions of topics in a bundle",
     )
     async def topic_hash_positions(
@@ -223,7 +238,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
 
     @router.delete(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}",
-        openapi_extra=access(Access.TENANT_ADMIN),
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(errors=(409,), redirects=True),
         status_code=204,
         summary="Delete a bundle",
     )

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Request, Response
 from brokerlb.broker.balancer_status import BalancerStatus
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response, maybe_redirect
+from brokerlb.broker.http.openapi import OBJECT, doc
 from brokerlb.broker.metrics import CONTENT_TYPE_LATEST, BrokerMetrics
 from brokerlb.broker.redirect import Redirect
 
@@ -49,7 +50,8 @@ def balancer_router(
 
     @router.get(
         "/admin/v2/brokers/balancer",
-        openapi_extra=access(Access.SUPER_USER),  # as the other broker-wide admin reads
+        openapi_extra=access(Access.SUPER_USER)
+        | doc(returns=OBJECT, redirects=True),  # as the other broker-wide admin reads
         summary="brokerlb: the balancer's status (off, ready, in_progress, stalled)",
         description="State with its reason, the last shedding cycle, moves in flight, balancedness. "
         "Answered by the leader; other brokers redirect to it.",

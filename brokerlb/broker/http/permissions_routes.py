@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request, Response
 
 from brokerlb.broker.http.access import Access, Security, access
 from brokerlb.broker.http.common import json_body, json_response, no_content, request_limits
+from brokerlb.broker.http.openapi import ACTIONS, ROLE_ACTIONS, doc
 from brokerlb.coordination.permissions import parse_actions
 from brokerlb.naming import NamespaceName
 
@@ -38,7 +39,9 @@ def permissions_router(service: BrokerService, security: Security) -> APIRouter:
         permissions = NamespacePermissions(service.store)
 
     @router.get(
-        _P, openapi_extra=access(Access.TENANT_ADMIN), summary="Permissions of a namespace (role -> actions)"
+        _P,
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(returns=ROLE_ACTIONS),
+        summary="Permissions of a namespace (role -> actions)",
     )
     async def get_permissions(tenant: str, namespace: str) -> Response:
         return json_response(await permissions.permissions(NamespaceName.parse(f"{tenant}/{namespace}")))
@@ -46,7 +49,7 @@ def permissions_router(service: BrokerService, security: Security) -> APIRouter:
     @router.post(
         f"{_P}/{{role}}",
         status_code=204,
-        openapi_extra=access(Access.TENANT_ADMIN),
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(body=ACTIONS, errors=(409,)),
         summary="Grant actions on a namespace to a role",
         description='Body: JSON list of actions, e.g. ["produce", "consume"].',
     )
@@ -59,7 +62,7 @@ def permissions_router(service: BrokerService, security: Security) -> APIRouter:
     @router.delete(
         f"{_P}/{{role}}",
         status_code=204,
-        openapi_extra=access(Access.TENANT_ADMIN),
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(errors=(409,)),
         summary="Revoke a role's permissions on a namespace",
     )
     async def revoke_permission(tenant: str, namespace: str, role: str) -> Response:

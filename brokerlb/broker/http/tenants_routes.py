@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request, Response
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_body, json_response, no_content, request_limits
 from brokerlb.broker.http.lookup_routes import parse_bool
+from brokerlb.broker.http.openapi import STRINGS, TENANT_INFO, doc
 from brokerlb.broker.namespace_admin import NamespaceAdmin
 from brokerlb.coordination.tenants import Tenants, parse_tenant_info
 from brokerlb.errors import NotFoundError
@@ -28,11 +29,15 @@ _T = "/admin/v2/tenants"
 def tenants_router(tenants: Tenants, namespaces: NamespaceAdmin) -> APIRouter:
     router = APIRouter(tags=["tenants"])
 
-    @router.get(_T, openapi_extra=access(Access.SUPER_USER), summary="Tenants")
+    @router.get(_T, openapi_extra=access(Access.SUPER_USER) | doc(returns=STRINGS), summary="Tenants")
     async def list_tenants() -> Response:
         return json_response(await tenants.names())
 
-    @router.get(f"{_T}/{{tenant}}", openapi_extra=access(Access.SUPER_USER), summary="A tenant's TenantInfo")
+    @router.get(
+        f"{_T}/{{tenant}}",
+        openapi_extra=access(Access.SUPER_USER) | doc(returns=TENANT_INFO),
+        summary="A tenant's TenantInfo",
+    )
     async def get_tenant(tenant: str) -> Response:
         info = await tenants.get(tenant)
         if info is None:
@@ -41,7 +46,7 @@ def tenants_router(tenants: Tenants, namespaces: NamespaceAdmin) -> APIRouter:
 
     @router.put(
         f"{_T}/{{tenant}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(body=TENANT_INFO, errors=(409,)),
         status_code=204,
         summary="Create a tenant",
         description='Body: TenantInfo, e.g. {"adminRoles": ["admin"], "allowedClusters": ["standalone"]}.',
@@ -53,7 +58,7 @@ def tenants_router(tenants: Tenants, namespaces: NamespaceAdmin) -> APIRouter:
 
     @router.post(
         f"{_T}/{{tenant}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(body=TENANT_INFO, errors=(409,)),
         status_code=204,
         summary="Update a tenant's roles and clusters",
     )
@@ -63,7 +68,7 @@ def tenants_router(tenants: Tenants, namespaces: NamespaceAdmin) -> APIRouter:
 
     @router.delete(
         f"{_T}/{{tenant}}",
-        openapi_extra=access(Access.SUPER_USER),
+        openapi_extra=access(Access.SUPER_USER) | doc(errors=(405, 409)),
         status_code=204,
         summary="Delete a tenant (force: with its namespaces)",
     )

@@ -24,6 +24,14 @@ from fastapi import APIRouter, Request, Response
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content, request_limits
 from brokerlb.broker.http.lookup_routes import parse_bool, topic_from_segments
+from brokerlb.broker.http.openapi import (
+    OBJECT,
+    PARTITIONED_METADATA,
+    PARTITIONS,
+    STRINGS,
+    TOPIC_PROPERTIES,
+    doc,
+)
 from brokerlb.broker.partitioned_topics import PartitionedTopics, parse_partition_count
 from brokerlb.broker.topic_admin import TopicAdmin
 from brokerlb.errors import InvalidInputError
@@ -142,8 +150,16 @@ def _domain_routes(
     # Pulsar's checks: listing is the namespace's GET_TOPICS (produce or consume there); creating and
     # deleting topics is CREATE_TOPIC / DELETE_TOPIC (tenant admins); stats and metadata are
     # GET_STATS / LOOKUP (produce or consume on the topic); subscriptions GET_SUBSCRIPTIONS (consume).
-    routes: list[tuple[str, str, Any, str, int, Access]] = [
-        ("GET", base, list_topics, "List the namespace's topics", 200, Access.NAMESPACE_USE),
+    routes: list[tuple[str, str, Any, str, int, Access, dict[str, Any]]] = [
+        (
+            "GET",
+            base,
+            list_topics,
+            "List the namespace's topics",
+            200,
+            Access.NAMESPACE_USE,
+            doc(returns=STRINGS),
+        ),
         (
             "GET",
             f"{base}/partitioned",
@@ -151,10 +167,35 @@ def _domain_routes(
             "List the namespace's partitioned topics",
             200,
             Access.NAMESPACE_USE,
+            doc(returns=STRINGS),
         ),
-        ("PUT", one, create_topic, "Create a non-partitioned topic", 204, Access.TENANT_ADMIN),
-        ("DELETE", one, delete_topic, "Delete a topic", 204, Access.TENANT_ADMIN),
-        ("GET", f"{one}/stats", topic_stats, "Topic stats (Pulsar's TopicStats)", 200, Access.TOPIC_LOOKUP),
+        (
+            "PUT",
+            one,
+            create_topic,
+            "Create a non-partitioned topic",
+            204,
+            Access.TENANT_ADMIN,
+            doc(body=TOPIC_PROPERTIES, body_required=False, errors=(409,), redirects=True),
+        ),
+        (
+            "DELETE",
+            one,
+            delete_topic,
+            "Delete a topic",
+            204,
+            Access.TENANT_ADMIN,
+            doc(errors=(409,), redirects=True),
+        ),
+        (
+            "GET",
+            f"{one}/stats",
+            topic_stats,
+            "Topic stats (Pulsar's TopicStats)",
+            200,
+            Access.TOPIC_LOOKUP,
+            doc(returns=OBJECT, redirects=True),
+        ),
         (
             "GET",
             f"{one}/partitioned-stats",
@@ -162,8 +203,17 @@ def _domain_routes(
             "Partitioned topic stats",
             200,
             Access.TOPIC_LOOKUP,
+            doc(returns=OBJECT),
         ),
-        ("GET", f"{one}/subscriptions", subscriptions, "Subscriptions of a topic", 200, Access.TOPIC_CONSUME),
+        (
+            "GET",
+            f"{one}/subscriptions",
+            subscriptions,
+            "Subscriptions of a topic",
+            200,
+            Access.TOPIC_CONSUME,
+            doc(returns=STRINGS, redirects=True),
+        ),
         (
             "PUT",
             f"{one}/partitions",
@@ -171,6 +221,7 @@ def _domain_routes(
             "Create a partitioned topic (body: partitions)",
             204,
             Access.TENANT_ADMIN,
+            doc(body=PARTITIONS, errors=(406, 409)),
         ),
         (
             "GET",
@@ -179,6 +230,7 @@ def _domain_routes(
             'Partitioned-topic metadata ({"partitions": N})',
             200,
             Access.TOPIC_LOOKUP,
+            doc(returns=PARTITIONED_METADATA),
         ),
         (
             "DELETE",
@@ -187,14 +239,15 @@ def _domain_routes(
             "Delete a partitioned topic",
             204,
             Access.TENANT_ADMIN,
+            doc(errors=(409,)),
         ),
     ]
-    for method, path, endpoint, summary, status, needed in routes:
+    for method, path, endpoint, summary, status, needed, described in routes:
         router.add_api_route(
             path,
             endpoint,
             methods=[method],
-            openapi_extra=access(needed),
+            openapi_extra=access(needed) | described,
             summary=f"{summary} ({domain})",
             status_code=status,
             operation_id=f"{endpoint.__name__}_{suffix}",
