@@ -15,6 +15,7 @@ from brokerlb.client.client import Client
 from brokerlb.client.consumer import Consumer, Message
 from brokerlb.client.link import LinkStats, TopicLink
 from brokerlb.client.lookup import HttpLookup, LookupResult, ws_url
+from brokerlb.client.partitioned import PartitionedConsumer, PartitionedProducer
 from brokerlb.client.producer import Producer, SendReceipt
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "LinkStats",
     "LookupResult",
     "Message",
+    "PartitionedConsumer",
+    "PartitionedProducer",
     "Producer",
     "SendReceipt",
     "TopicLink",

@@ -27,6 +27,7 @@ from typing import Any
 
 from brokerlb.client.consumer import Consumer
 from brokerlb.client.lookup import HttpLookup, LookupResult
+from brokerlb.client.partitioned import PartitionedConsumer, PartitionedProducer, partition_names
 from brokerlb.client.producer import Producer
 from brokerlb.errors import ClientClosedError
 from brokerlb.naming import TopicName
@@ -78,17 +79,40 @@ class Client:
     def lookups(self) -> int:
         return self._lookup.lookups
 
-    async def create_producer(self, topic: TopicName | str, **options: Any) -> Producer:
-        """A connected producer (options: ``max_pending_messages``, ``block_if_queue_full``, ``send_timeout``)."""
+    async def create_producer(
+        self, topic: TopicName | str, *, partitioned: bool = True, **options: Any
+    ) -> Producer | PartitionedProducer:
+        """A connected producer (options: ``max_pending_messages``, ``block_if_queue_full``, ``send_timeout``).
+
+        For a partitioned topic (unless ``partitioned=False``): a :class:`PartitionedProducer` over one
+        producer per partition (:mod:`brokerlb.client.partitioned`).
+        """
         self._check_open()
+        partitions = await self._lookup.partitions(topic) if partitioned else 0
+        if partitions:
+            producers = [
+                await self.create_producer(name, partitioned=False, **options)
+                for name in partition_names(topic, partitions)
+            ]
+            return PartitionedProducer(topic, [p for p in producers if isinstance(p, Producer)])
         producer = Producer(self, topic, **options)
         await self._start(producer)
         return producer
 
-    async def subscribe(self, topic: TopicName | str, subscription: str, **options: Any) -> Consumer:
+    async def subscribe(
+        self, topic: TopicName | str, subscription: str, *, partitioned: bool = True, **options: Any
+    ) -> Consumer | PartitionedConsumer:
         """A connected consumer (options: ``subscription_type``, ``receiver_queue_size``, ``consumer_name``,
-        ``priority_level``)."""
+        ``priority_level``); a :class:`PartitionedConsumer` for a partitioned topic (unless
+        ``partitioned=False``)."""
         self._check_open()
+        partitions = await self._lookup.partitions(topic) if partitioned else 0
+        if partitions:
+            consumers = [
+                await self.subscribe(name, subscription, partitioned=False, **options)
+                for name in partition_names(topic, partitions)
+            ]
+            return PartitionedConsumer(topic, [c for c in consumers if isinstance(c, Consumer)])
         consumer = Consumer(self, topic, subscription, **options)
         await self._start(consumer)
         return consumer

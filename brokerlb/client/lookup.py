@@ -96,6 +96,23 @@ class HttpLookup:
                 raise _error(response, url)
         raise ServiceUnavailableError(f"Lookup of {name} redirected more than {self.max_redirects} times")
 
+    async def partitions(self, topic: TopicName | str) -> int:
+        """The topic's partition count (0 = not partitioned), Pulsar's ``PartitionedTopicMetadata``."""
+        name = TopicName.parse(topic)
+        if name.is_partitioned:
+            return 0
+        url = f"{self.service_url}/admin/v2/{name.rest_path}/partitions"
+        async with self._gate:
+            response = await self._get(url)
+        if response.status_code != 200:
+            raise _error(response, url)
+        try:
+            return int(response.json()["partitions"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RemoteBrokerError(
+                502, f"Malformed partition metadata: {response.text[:200]}", "GET", url
+            ) from exc
+
     async def _get(self, url: str) -> httpx.Response:
         try:
             return await self._http.get(url)

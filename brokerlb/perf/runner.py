@@ -272,7 +272,10 @@ class ProduceRun:
         producers = await _bounded(
             [
                 self.client.create_producer(
-                    t, max_pending_messages=opts.max_pending, send_timeout=opts.send_timeout
+                    t,
+                    partitioned=False,
+                    max_pending_messages=opts.max_pending,
+                    send_timeout=opts.send_timeout,
                 )
                 for t in topics
             ],
@@ -468,6 +471,7 @@ class ConsumeRun:
                 self.client.subscribe(
                     t,
                     o.subscription,
+                    partitioned=False,
                     subscription_type=o.subscription_type,
                     receiver_queue_size=o.receiver_queue_size,
                 )

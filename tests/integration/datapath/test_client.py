@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.client import Client
+from brokerlb.client import Client, PartitionedConsumer, PartitionedProducer
 from brokerlb.errors import (
     ClientClosedError,
     ProducerQueueIsFullError,
@@ -155,3 +155,27 @@ async def test_permanent_errors_end_the_creation(cluster: InProcessCluster, name
         with pytest.raises(RemoteBrokerError) as busy:
             await client.subscribe(topic, "x", subscription_type="Exclusive")
         assert busy.value.status == 409
+
+
+async def test_a_partitioned_topic_is_produced_to_and_consumed_from_its_partitions(
+    cluster: InProcessCluster, namespace: str
+) -> None:
+    topic = f"persistent://{namespace}/parted"
+    async with AsyncAdminClient(cluster.urls[0]) as admin:
+        await admin.create_partitioned_topic(topic, 3)
+    async with Client(cluster.urls[1]) as client:
+        consumer = await client.subscribe(topic, "all", subscription_type="Shared")
+        producer = await client.create_producer(topic)
+        assert isinstance(producer, PartitionedProducer) and isinstance(consumer, PartitionedConsumer)
+        for i in range(30):
+            await producer.send(f"m{i}".encode(), key=f"k{i % 6}")
+        got = [await consumer.receive(timeout=30) for _ in range(30)]
+        for message in got:
+            assert await consumer.acknowledge(message)
+    assert sorted(m.data for m in got) == sorted(f"m{i}".encode() for i in range(30))
+    by_key: dict[str | None, set[str]] = {}
+    for message in got:
+        by_key.setdefault(message.key, set()).add(message.topic)
+    assert all(len(partitions) == 1 for partitions in by_key.values())  # a key stays on its partition
+    assert {t for ts in by_key.values() for t in ts} <= {f"{topic}-partition-{i}" for i in range(3)}
+    assert len({t for ts in by_key.values() for t in ts}) > 1
