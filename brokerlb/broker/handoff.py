@@ -27,6 +27,7 @@ the states are lost (logged as an error): the same as a crash of the old owner.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -37,7 +38,11 @@ from brokerlb.messaging.handoff import encode_bundle_state
 from brokerlb.naming import TopicName, broker_of_heartbeat_namespace, broker_of_sla_namespace
 from brokerlb.ring import NamespaceBundle
 
-__all__ = ["TopicHandOff"]
+__all__ = ["TopicHandOff", "LEADER_WAIT"]
+
+#: Seconds an unload waits for a leader to choose the next owner (a stopping leader's successor).
+LEADER_WAIT = 10.0
+LEADER_POLL = 0.05
 
 
 async def _none() -> str | None:
@@ -56,7 +61,7 @@ class TopicHandOff:
         self_url: str | None,
         admin: Any,
         web_url_of: Callable[[str], str | None],
-        leader_url: Callable[[], str | None],
+        leader_url: Callable[[], Awaitable[str | None]],
         is_leader: Callable[[], bool],
         place: Callable[[NamespaceBundle], Awaitable[str]],
         owner_of: Callable[[NamespaceBundle], Awaitable[str | None]] = lambda bundle: _none(),
@@ -89,15 +94,25 @@ class TopicHandOff:
         namespace = bundle.namespace
         if broker_of_heartbeat_namespace(namespace) or broker_of_sla_namespace(namespace):
             return None
+        waited = 0.0
         try:
-            if self._is_leader():
-                return await self._place(bundle)
-            url = self._leader_url()
-            if not url or url.rstrip("/") == self._self_url:
-                return None  # no leader, or our own leadership just ended (we are stopping)
-            answer = await self._admin.at(url).bundle_placement(str(namespace), bundle.range)
-            broker = answer.get("broker") if isinstance(answer, dict) else None
-            return broker if isinstance(broker, str) and broker else None
+            while True:
+                if self._is_leader():
+                    return await self._place(bundle)
+                url = await self._leader_url()
+                if url and url.rstrip("/") != self._self_url:
+                    answer = await self._admin.at(url).bundle_placement(str(namespace), bundle.range)
+                    broker = answer.get("broker") if isinstance(answer, dict) else None
+                    return broker if isinstance(broker, str) and broker else None
+                # no leader, or still this broker although it left the election (it is stopping):
+                # wait for the next leader
+                if waited >= LEADER_WAIT:
+                    logger.error(
+                        "No leader to place %s within %.0f s: its topic state is lost", bundle, LEADER_WAIT
+                    )
+                    return None
+                await asyncio.sleep(LEADER_POLL)
+                waited += LEADER_POLL
         except BrokerLBError as exc:
             logger.warning("No destination for the topic state of %s (%s); unloading without it", bundle, exc)
             return None

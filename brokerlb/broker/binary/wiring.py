@@ -16,7 +16,7 @@ from brokerlb.broker.binary.server import BinaryServer, bind_binary_socket
 from brokerlb.broker.handoff import TopicHandOff
 from brokerlb.broker.http.handoff_routes import place_for_hand_off
 from brokerlb.coordination.paths import partitioned_topic_path
-from brokerlb.errors import NoNodeError
+from brokerlb.errors import BrokerLBError, NoNodeError
 from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.security.authentication import AuthenticationService
 
@@ -106,8 +106,12 @@ def state_hand_off(service: BrokerService) -> TopicHandOff | None:
     if service.data_path is None:
         return None
 
-    def leader_url() -> str | None:
-        leader = service.election.leader
+    async def leader_url() -> str | None:
+        # read from the store: a stopping broker has left the election and no longer watches it
+        try:
+            leader = await service.election.get_leader()
+        except BrokerLBError:
+            return None
         return leader.service_url.rstrip("/") if leader is not None and leader.service_url else None
 
     async def owner_of(bundle: Any) -> str | None:
