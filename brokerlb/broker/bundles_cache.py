@@ -48,6 +48,9 @@ class NamespaceBundlesCache:
         self._entries: dict[str, _Entry] = {}
         self._loading: dict[str, asyncio.Future[_Entry]] = {}
         self._max = max_namespaces
+        #: bumped whenever what placement reads changes: a cached namespace's bundles or
+        #: anti-affinity group, or a namespace with a group loaded (see :class:`NamespacePoliciesView`)
+        self.version = 0
 
     def cached(self, namespace: NamespaceName) -> NamespaceBundles | None:
         """The bundles from memory; ``None`` when not loaded yet or the namespace does not exist."""
@@ -62,13 +65,16 @@ class NamespaceBundlesCache:
             raise NamespaceNotFoundError(f"Namespace {ns} does not exist")
         return entry.bundles
 
-    def known_namespaces(self) -> list[tuple[str, NamespaceBundles, str | None]]:
-        """``(namespace, bundles, anti-affinity group)`` of every cached existing namespace."""
-        return [
-            (key, e.bundles, e.anti_affinity_group)
-            for key, e in self._entries.items()
-            if e.bundles is not None
-        ]
+    def namespaces(self) -> list[str]:
+        """Every cached namespace that exists."""
+        return [key for key, e in self._entries.items() if e.bundles is not None]
+
+    def policy_of(self, namespace: str) -> tuple[NamespaceBundles, str | None] | None:
+        """``(bundles, anti-affinity group)`` of a cached existing namespace, else ``None``."""
+        entry = self._entries.get(namespace)
+        if entry is None or entry.bundles is None:
+            return None
+        return entry.bundles, entry.anti_affinity_group
 
     def anti_affinity_group(self, namespace: NamespaceName | str) -> str | None:
         entry = self._entries.get(str(namespace))
@@ -90,8 +96,9 @@ class NamespaceBundlesCache:
         ns = NamespaceName.parse(namespace)
         bundles = await self.metadata.get_bundles(ns)
         entry = self._entries.get(str(ns))
-        if entry is not None and entry.bundles is not None:
+        if entry is not None and entry.bundles is not None and entry.bundles != bundles:
             entry.bundles = bundles
+            self.version += 1
         return bundles
 
     def close(self) -> None:
@@ -153,6 +160,7 @@ class NamespaceBundlesCache:
         self._recompute(ns, entry)
 
     def _recompute(self, ns: NamespaceName, entry: _Entry) -> None:
+        before = (entry.bundles, entry.anti_affinity_group)
         try:
             entry.bundles = _bundles_of(ns, entry.local, entry.glob, self.metadata.default_num_bundles)
             entry.anti_affinity_group = (
@@ -164,6 +172,9 @@ class NamespaceBundlesCache:
             )
         except CorruptMetadataError as exc:
             logger.error("Cannot read the bundles of %s: %s", ns, exc)
+        visible = self._entries.get(str(ns)) is entry
+        if (entry.bundles, entry.anti_affinity_group) != before and (visible or entry.anti_affinity_group):
+            self.version += 1
 
 
 def _bundles_of(

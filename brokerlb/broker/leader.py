@@ -1,26 +1,30 @@
-"""What the leader broker does while it leads (Pulsar's ``ModularLoadManagerImpl`` leader side).
+"""What the leader broker does while it leads: the scheduler and executor around its one leader.
 
-Started by the election each time this broker gains leadership, cancelled the moment
-the lease ends (session suspended or lost, node taken, lease deadline passed). Each
-action first checks the lease. Three loops:
+:class:`LeaderTasks` is the election's leader work: started each time this broker gains
+leadership, cancelled the moment the lease ends (session suspended or lost, node taken, lease
+deadline passed); every step first checks the lease. It schedules the steps of
+:mod:`brokerlb.loadbalance.cycle` on the broker's clock -- the same steps, in the same order,
+as the simulator:
 
-* **refresh** -- on every change under ``/loadbalance/brokers`` (a report written, a
-  broker joining or leaving; changes arriving together are folded into one cycle):
+* **refresh** -- on every change under ``/loadbalance/brokers`` (a report written, a broker
+  joining or leaving; changes arriving together are folded into one refresh): the leader's
   ``updateAll`` (:meth:`LoadManager.refresh`), every report read is appended to the
-  load-history sink (``brokerlbLoadHistoryDir``; JSON Lines per UTC day), then the
-  split check (``BundleSplitterTask``; the owner splits with the default algorithm and
-  ``unload = loadBalancerAutoUnloadSplitBundlesEnabled``; the bundle's data is dropped);
-* **shedding** -- every ``loadBalancerSheddingIntervalMinutes``: the shedding cycle of
-  the configured strategy with the leader's loop rules
-  (:func:`~brokerlb.loadbalance.shedding.run_shedding_cycle`); each ``Success`` is an
-  unload through the owner, to the chosen destination (a transfer); successful unloads
-  are remembered for the grace period;
-* **persist** -- every ``loadBalancerResourceQuotaUpdateIntervalMinutes``: bundle data
-  to ``/loadbalance/bundle-data/...`` and time averages to
-  ``/loadbalance/broker-time-average/...``.
+  load-history sink (``brokerlbLoadHistoryDir``; JSON Lines per UTC day), then the modular
+  split check (:func:`~brokerlb.loadbalance.cycle.split_cycle`);
+* **shedding** -- every ``loadBalancerSheddingIntervalMinutes`` (changes not yet folded are
+  folded first): :func:`~brokerlb.loadbalance.cycle.shedding_cycle`;
+* **split** -- the extensible manager's split check, every ``loadBalancerSplitIntervalMinutes``;
+* **persist** -- every ``loadBalancerResourceQuotaUpdateIntervalMinutes``: bundle data to
+  ``/loadbalance/bundle-data/...`` and time averages to ``/loadbalance/broker-time-average/...``.
 
-Decisions and what was done are kept in :attr:`LeaderTasks.events` (a bounded log) for
-the demo, tests and operators.
+:class:`BrokerActions` carries the decisions out through the bundles' owners: a move is an
+unload (``PUT .../{bundle}/unload``) or a transfer (the same with ``destinationBroker``), done
+here when this broker owns the bundle; a split deletes the bundle's stored history (as Pulsar
+does) and asks the owner to split at the boundaries the leader chose (else with the owner's
+default algorithm), unloading the children when ``loadBalancerAutoUnloadSplitBundlesEnabled``.
+
+Every step's :class:`~brokerlb.loadbalance.cycle.CycleRecord` is kept in a bounded log
+(:attr:`LeaderTasks.records`) and handed to listeners (metrics, dashboard, balancer status).
 """
 
 from __future__ import annotations
@@ -28,25 +32,37 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.load_manager import LoadManager
-from brokerlb.coordination import LeaderLease, RegistryEvent, RegistryEventKind
+from brokerlb.broker.owner_actions import OwnerActions
+from brokerlb.clock import Clock
+from brokerlb.config import ServiceConfig
+from brokerlb.coordination import (
+    BrokerRegistry,
+    LeaderLease,
+    LoadDataStore,
+    OwnershipCache,
+    RegistryEvent,
+    RegistryEventKind,
+)
 from brokerlb.errors import BrokerLBError, LeadershipLostError
-from brokerlb.loadbalance.decisions import SheddingResult, SplitResult
-from brokerlb.loadbalance.shedding import record_unloads, run_shedding_cycle
-from brokerlb.loadbalance.split import find_bundles_to_split
+from brokerlb.loadbalance.cycle import CycleRecord, LeaderSchedule, shedding_cycle, split_cycle
+from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision
+from brokerlb.loadbalance.leader import Move
 from brokerlb.model import LocalBrokerData
-from brokerlb.ring import NamespaceBundle
+from brokerlb.ring import SPECIFIED_POSITIONS_DIVIDE, NamespaceBundle
 
-if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
-
-__all__ = ["LeaderTasks", "LeaderEvent", "HistorySink"]
+__all__ = ["BrokerActions", "HistorySink", "LeaderTasks"]
 
 logger = logging.getLogger(__name__)
+
+#: ``merge_bundles(namespace, ranges)``: the leader's merge flow (parts unloaded, ring written,
+#: merged bundle assigned).
+MergeBundles = Callable[[str, list[str]], Awaitable[Any]]
 
 #: Changes arriving within this many seconds are folded into one refresh.
 REFRESH_DEBOUNCE = 0.05
@@ -60,32 +76,97 @@ class HistorySink(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class LeaderEvent:
-    """One thing the leader decided or did: ``unload``, ``split``, ``shed-cycle``, ``failed``."""
+class BrokerActions:
+    """The live broker's :class:`~brokerlb.loadbalance.cycle.ClusterActions` (module docstring)."""
 
-    at_ms: int
-    kind: str
-    bundle: str | None = None
-    source: str | None = None
-    destination: str | None = None
-    reason: str = ""
-    detail: str = ""
+    def __init__(
+        self,
+        conf: ServiceConfig,
+        *,
+        broker_id: str,
+        clock: Clock,
+        owners: OwnershipCache,
+        actions: OwnerActions,
+        admin: AsyncAdminClient,
+        load_data_store: LoadDataStore,
+        merge_bundles: MergeBundles,
+    ) -> None:
+        self._conf = conf
+        self._merge_bundles = merge_bundles
+        self._broker_id = broker_id
+        self._clock = clock
+        self._owners = owners
+        self._actions = actions
+        self._admin = admin
+        self._load_data = load_data_store
+        #: (what, bundle, why) of the last actions that could not be carried out
+        self.failures: collections.deque[tuple[str, str, str]] = collections.deque(maxlen=100)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            k: v
-            for k, v in (
-                ("atMs", self.at_ms),
-                ("kind", self.kind),
-                ("bundle", self.bundle),
-                ("source", self.source),
-                ("destination", self.destination),
-                ("reason", self.reason),
-                ("detail", self.detail),
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
+
+    async def move(self, moves: Sequence[Move]) -> list[bool]:
+        return list(await asyncio.gather(*(self._move(m) for m in moves)))
+
+    async def _move(self, move: Move) -> bool:
+        bundle = NamespaceBundle.parse(move.bundle)
+        destination = move.destination if move.transfer else None
+        owner = self._owners.get_owner(bundle)
+        try:
+            if owner is None:
+                raise BrokerLBError(f"{bundle} has no owner any more")
+            if owner.broker_id == self._broker_id:
+                return await self._actions.unload(bundle, destination)
+            await self._admin.at(_url(owner.data.http_url)).unload_bundle(
+                str(bundle.namespace), bundle.range, destination_broker=destination, authoritative=True
             )
-            if v not in (None, "")
-        }
+            return True
+        except BrokerLBError as exc:
+            self.failures.append(("unload", move.bundle, str(exc)))
+            logger.warning("Leader could not unload %s: %s", move.bundle, exc)
+            return False
+
+    async def split(self, splits: Sequence[SplitDecision]) -> list[bool]:
+        return [await self._split(d) for d in splits]
+
+    async def merge(self, merges: Sequence[MergeDecision]) -> list[bool]:
+        return [await self._merge(d) for d in merges]
+
+    async def _merge(self, decision: MergeDecision) -> bool:
+        try:
+            await self._merge_bundles(decision.namespace, [b.rpartition("/")[2] for b in decision.bundles])
+            return True
+        except BrokerLBError as exc:
+            self.failures.append(("merge", decision.merged, str(exc)))
+            logger.warning("Leader could not merge %s: %s", ", ".join(decision.bundles), exc)
+            return False
+
+    async def _split(self, decision: SplitDecision) -> bool:
+        bundle = NamespaceBundle.parse(decision.bundle)
+        owner = self._owners.get_owner(bundle)
+        unload = self._conf.loadBalancerAutoUnloadSplitBundlesEnabled
+        algorithm = SPECIFIED_POSITIONS_DIVIDE if decision.boundaries else None
+        try:
+            await self._load_data.delete_bundle_data(bundle)
+            if owner is None:
+                raise BrokerLBError(f"{bundle} has no owner to split it")
+            if owner.broker_id == self._broker_id:
+                outcome = await self._actions.split(
+                    bundle, algorithm=algorithm, positions=decision.boundaries, unload=unload
+                )
+                return outcome.split
+            await self._admin.at(_url(owner.data.http_url)).split_bundle(
+                str(bundle.namespace),
+                bundle.range,
+                unload=unload,
+                algorithm=algorithm,
+                boundaries=list(decision.boundaries) or None,
+            )
+            return True
+        except BrokerLBError as exc:
+            self.failures.append(("split", decision.bundle, str(exc)))
+            logger.warning("Leader could not split %s: %s", decision.bundle, exc)
+            return False
 
 
 @dataclass
@@ -95,59 +176,66 @@ class _Pending:
 
 
 class LeaderTasks:
-    """The leader's loops (module docstring); :meth:`run` is the election's leader work."""
+    """The leader's scheduler (module docstring); :meth:`run` is the election's leader work."""
 
     def __init__(
         self,
-        service: BrokerService,
         load_manager: LoadManager,
+        actions: BrokerActions,
         *,
+        conf: ServiceConfig,
+        registry: BrokerRegistry,
+        load_data_store: LoadDataStore,
+        clock: Clock,
         history: HistorySink | None = None,
-        max_events: int = 1000,
+        max_records: int = 1000,
     ) -> None:
-        self.service = service
         self.lm = load_manager
-        self.conf = service.conf
+        self.leader = load_manager.leader
+        self.actions = actions
+        self.conf = conf
+        self.registry = registry
+        self.load_data_store = load_data_store
+        self.clock = clock
         self.history = history
-        self.events: collections.deque[LeaderEvent] = collections.deque(maxlen=max_events)
-        self.last_shedding: SheddingResult | None = None
-        self.last_split: SplitResult | None = None
-        self.cycles = {"refresh": 0, "shedding": 0, "persist": 0}
+        #: the last steps' records, oldest first
+        self.records: collections.deque[CycleRecord] = collections.deque(maxlen=max_records)
+        self.cycles = {"refresh": 0, "shedding": 0, "split": 0, "persist": 0}
+        self.schedule = LeaderSchedule(conf, clock.now_ms())
         self._pending = _Pending()
-        self._splitting: set[str] = set()
-        self._remove_listener: Callable[[], None] | None = None
-        self._listeners: list[Callable[[LeaderEvent], None]] = []
+        self._listeners: list[Callable[[CycleRecord], None]] = []
 
-    def add_listener(self, listener: Callable[[LeaderEvent], None]) -> None:
+    def add_listener(self, listener: Callable[[CycleRecord], None]) -> Callable[[], None]:
+        """``listener(record)`` after every shedding and split step; returns a remover."""
         self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    @property
+    def last_shedding(self) -> CycleRecord | None:
+        return next((r for r in reversed(self.records) if r.kind == "shedding"), None)
 
     # ------------------------------------------------------------------ leader work
     async def run(self, lease: LeaderLease) -> None:
-        self.lm.reset()
+        self.leader.config = self.conf
+        self.schedule = LeaderSchedule(self.conf, self.clock.now_ms())
         self._pending = _Pending()
-        self._remove_listener = self.service.registry.add_listener(self._on_registry)
-        logger.info("%s leads (epoch %d): load manager cycles started", self.service.broker_id, lease.epoch)
+        remove = self.registry.add_listener(self._on_registry)
+        logger.info("Leader cycles started (lease epoch %d)", lease.epoch)
         try:
-            for broker in self.service.registry.available_brokers():
+            for broker in self.registry.available_brokers():
                 self._pending.brokers[broker] = True
             self._pending.changed.set()
             try:
                 async with asyncio.TaskGroup() as group:
                     group.create_task(self._refresh_loop(lease))
-                    group.create_task(
-                        self._periodic(lease, "loadBalancerSheddingIntervalMinutes", self.shed_once)
-                    )
-                    group.create_task(
-                        self._periodic(
-                            lease, "loadBalancerResourceQuotaUpdateIntervalMinutes", self.persist_once
-                        )
-                    )
+                    group.create_task(self._periodic(lease, "shedding", self.shed_once))
+                    if not self.schedule.split_after_refresh:
+                        group.create_task(self._periodic(lease, "split", self.split_once))
+                    group.create_task(self._periodic(lease, "persist", self.persist_once))
             except* LeadershipLostError as lost:
                 raise lost.exceptions[0] from None
         finally:
-            if self._remove_listener is not None:
-                self._remove_listener()
-                self._remove_listener = None
+            remove()
 
     def _on_registry(self, event: RegistryEvent) -> None:
         if event.kind in (RegistryEventKind.JOINED, RegistryEventKind.UPDATED):
@@ -161,37 +249,47 @@ class LeaderTasks:
     async def _refresh_loop(self, lease: LeaderLease) -> None:
         while True:
             await self._pending.changed.wait()
-            await asyncio.sleep(REFRESH_DEBOUNCE)
-            self._pending.changed.clear()
-            changed, self._pending.brokers = self._pending.brokers, {}
-            lease.check()
-            try:
-                await self.refresh_once(lease, changed)
-            except BrokerLBError as exc:
-                logger.warning("Leader refresh failed: %s", exc)
+            await self.clock.sleep(REFRESH_DEBOUNCE)
+            await self._refresh_pending(lease)
 
-    async def _periodic(self, lease: LeaderLease, key: str, action: Callable[[LeaderLease], Any]) -> None:
+    async def _refresh_pending(self, lease: LeaderLease) -> None:
+        self._pending.changed.clear()
+        changed, self._pending.brokers = self._pending.brokers, {}
+        lease.check()
+        try:
+            await self.refresh_once(lease, changed)
+        except BrokerLBError as exc:
+            logger.warning("Leader refresh failed: %s", exc)
+
+    async def _periodic(
+        self, lease: LeaderLease, step: str, action: Callable[[LeaderLease], Awaitable[Any]]
+    ) -> None:
         while True:
-            await asyncio.sleep(self.conf.duration_seconds(key))
+            wait_ms = self.schedule.next_ms(step) - self.clock.now_ms()
+            if wait_ms > 0:
+                await self.clock.sleep(wait_ms / 1000)
+                continue
             lease.check()
+            self.schedule.done(step, self.clock.now_ms())
             try:
                 await action(lease)
             except BrokerLBError as exc:
-                logger.warning("Leader %s cycle failed: %s", key, exc)
+                logger.warning("Leader %s step failed: %s", step, exc)
 
-    # ------------------------------------------------------------------ one cycle of each
+    # ------------------------------------------------------------------ one step of each
     async def refresh_once(self, lease: LeaderLease, changed: dict[str, bool] | None = None) -> None:
         await self.lm.refresh()
         self.cycles["refresh"] += 1
         self._append_history(changed or {})
         lease.check()
-        await self.check_splits(lease)
+        if self.schedule.split_after_refresh:
+            await self.split_once(lease)
 
     def _append_history(self, changed: dict[str, bool]) -> None:
         if self.history is None or not changed:
             return
-        now = self.service.clock.now_ms()
-        brokers = self.lm.state.load_data.broker_data
+        now = self.clock.now_ms()
+        brokers = self.leader.load_state.load_data.broker_data
         for broker, present in sorted(changed.items()):
             data = brokers.get(broker)
             try:
@@ -199,125 +297,68 @@ class LeaderTasks:
             except Exception:
                 logger.exception("Could not append the report of %s to the load history", broker)
 
-    async def check_splits(self, lease: LeaderLease) -> SplitResult:
-        reported = {b for d in self.lm.state.load_data.broker_data.values() for b in d.local_data.last_stats}
-        self._splitting &= reported
-        result = find_bundles_to_split(self.lm.view(), self.lm.strategy_state)
-        self.last_split = result
-        for decision in result.splits:
-            if decision.bundle in self._splitting:
-                continue
-            lease.check()
-            self._splitting.add(decision.bundle)
-            await self._split(decision.bundle, str(decision.reason), decision.detail)
-        return result
+    async def split_once(self, lease: LeaderLease) -> CycleRecord:
+        lease.check()
+        record = await split_cycle(self.leader, self.actions, self.lm.current_inputs())
+        self.cycles["split"] += 1
+        self._publish(record)
+        return record
 
-    async def _split(self, bundle_name: str, reason: str, detail: str) -> None:
-        bundle = NamespaceBundle.parse(bundle_name)
-        owner = self.service.owners.get_owner(bundle)
-        self.lm.forget_bundle(bundle_name)
-        try:
-            await self.service.load_data_store.delete_bundle_data(bundle)
-            unload = self.conf.loadBalancerAutoUnloadSplitBundlesEnabled
-            if owner is None or owner.broker_id == self.service.broker_id:
-                if self.service.actions.owns(bundle):
-                    await self.service.actions.split(bundle, algorithm=None, unload=unload)
-            else:
-                await self.service.admin.at(owner.data.http_url or "").split_bundle(
-                    str(bundle.namespace), bundle.range, unload=unload
-                )
-            self._event("split", bundle_name, owner.broker_id if owner else None, None, reason, detail)
-        except BrokerLBError as exc:
-            self._event("failed", bundle_name, owner.broker_id if owner else None, None, "split", str(exc))
-
-    async def shed_once(self, lease: LeaderLease) -> SheddingResult:
-        await self.lm.refresh()
-        result = run_shedding_cycle(self.lm.view(), self.lm.strategy_state, self.lm.rng)
-        self.last_shedding = result
+    async def shed_once(self, lease: LeaderLease) -> CycleRecord:
+        if self._pending.changed.is_set():
+            await self._refresh_pending(lease)
+        lease.check()
+        record = await shedding_cycle(self.leader, self.actions, self.lm.current_inputs())
         self.cycles["shedding"] += 1
-        unloads = result.unloads
-        if unloads:
-            lease.check()
-            done = await asyncio.gather(
-                *(
-                    self._unload(d.bundle or "", d.broker, d.destination, str(d.reason), d.detail)
-                    for d in unloads
-                )
-            )
-            executed = SheddingResult.of([d for d, ok in zip(unloads, done, strict=True) if ok])
-            record_unloads(
-                executed, self.service.clock.now_ms(), self.lm.state.load_data.recently_unloaded_bundles
-            )
-        self._event("shed-cycle", reason=str(len(unloads)), detail=_summary(result))
-        return result
-
-    async def _unload(
-        self, bundle_name: str, broker: str | None, destination: str | None, reason: str, detail: str
-    ) -> bool:
-        bundle = NamespaceBundle.parse(bundle_name)
-        owner = self.service.owners.get_owner(bundle)
-        try:
-            if owner is None:
-                raise BrokerLBError(f"{bundle_name} has no owner any more")
-            if destination:
-                self.service.placement.set_bundle_affinity(bundle_name, destination)
-            if owner.broker_id == self.service.broker_id:
-                await self.service.actions.unload(bundle, destination)
-            else:
-                await self.service.admin.at(owner.data.http_url or "").unload_bundle(
-                    str(bundle.namespace), bundle.range, destination_broker=destination, authoritative=True
-                )
-        except BrokerLBError as exc:
-            self._event("failed", bundle_name, broker, destination, "unload", str(exc))
-            return False
-        self._event("unload", bundle_name, owner.broker_id, destination, reason, detail)
-        return True
+        self._publish(record)
+        return record
 
     async def persist_once(self, lease: LeaderLease) -> int:
         """Write bundle data and broker time averages (Pulsar's resource-quota update)."""
-        store = self.service.load_data_store
-        data = self.lm.state.load_data
+        data = self.leader.load_state.load_data
         writes = 0
         for bundle, history in list(data.bundle_data.items()):
             lease.check()
-            await store.write_bundle_data(bundle, history.to_json())
+            await self.load_data_store.write_bundle_data(bundle, history.to_json())
             writes += 1
         for broker, broker_data in list(data.broker_data.items()):
             lease.check()
-            await store.write_broker_time_average(broker, broker_data.time_average_data.to_json())
+            await self.load_data_store.write_broker_time_average(
+                broker, broker_data.time_average_data.to_json()
+            )
             writes += 1
         self.cycles["persist"] += 1
         return writes
 
-    def _event(
-        self,
-        kind: str,
-        bundle: str | None = None,
-        source: str | None = None,
-        destination: str | None = None,
-        reason: str = "",
-        detail: str = "",
-    ) -> None:
-        event = LeaderEvent(self.service.clock.now_ms(), kind, bundle, source, destination, reason, detail)
-        self.events.append(event)
-        if kind in ("unload", "split", "failed"):
+    def _publish(self, record: CycleRecord) -> None:
+        self.records.append(record)
+        for move, done in zip(record.moves, record.moves_done, strict=True):
             logger.info(
-                "Leader %s: %s %s%s%s (%s) %s",
-                self.service.broker_id,
-                kind,
-                bundle or "",
-                f" from {source}" if source else "",
-                f" to {destination}" if destination else "",
-                reason,
-                detail,
+                "Leader %s: %s %s from %s%s (%s) %s%s",
+                record.leader,
+                "transfer" if move.transfer else "unload",
+                move.bundle,
+                move.source,
+                f" to {move.destination}" if move.destination else "",
+                move.reason,
+                move.detail,
+                "" if done else " -- not carried out",
+            )
+        for what, decision, done in [
+            *(("split", d.bundle, ok) for d, ok in zip(record.splits, record.splits_done, strict=True)),
+            *(("merge", d.merged, ok) for d, ok in zip(record.merges, record.merges_done, strict=True)),
+        ]:
+            logger.info(
+                "Leader %s: %s %s%s", record.leader, what, decision, "" if done else " -- not carried out"
             )
         for listener in list(self._listeners):
             try:
-                listener(event)
+                listener(record)
             except Exception:
-                logger.exception("Leader event listener failed")
+                logger.exception("Leader record listener failed")
 
 
-def _summary(result: SheddingResult) -> str:
-    counts = collections.Counter(f"{d.label}/{d.reason}" for d in result.decisions)
-    return ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+def _url(url: str | None) -> str:
+    if not url:
+        raise BrokerLBError("the owner's web service URL is not known")
+    return url.rstrip("/")

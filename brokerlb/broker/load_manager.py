@@ -1,44 +1,46 @@
-"""The modular load manager on a live broker: load data, placement, and the leader's cycles.
+"""The broker's side of the one leader: its refresh, and the placement of unowned bundles.
 
-:class:`LoadManager` is the glue between the running system and the decision engine
-(:mod:`brokerlb.loadbalance`, pure) -- it never decides anything itself:
+Every broker holds one :class:`~brokerlb.loadbalance.leader.Leader` for the life of its process
+(the decision engine; pure). :class:`LoadManager` is the glue around it and never decides
+anything itself:
 
-* **load data** -- the leader's :class:`~brokerlb.loadbalance.refresh.LeaderLoadState` is
-  refreshed from the brokers' reports (the registry cache: every
-  ``/loadbalance/brokers/*`` node) with Pulsar's ``updateAll``
-  (:func:`~brokerlb.loadbalance.refresh.refresh`); a bundle the leader has not seen
-  starts from its stored ``/loadbalance/bundle-data`` node;
-* **view** -- a :class:`~brokerlb.loadbalance.view.ClusterView` of that state with the
-  namespaces' anti-affinity groups and bundle counts, the cluster's isolation policies
-  and failure domains, and the clock;
-* **placement** -- :meth:`LoadManager.decide` runs ``selectBrokerForAssignment``
-  (:func:`~brokerlb.loadbalance.placement.place_bundle`) on a
-  :class:`~brokerlb.loadbalance.placement.PlacementContext` and records the
-  preallocation both there and in the load data, so the next placement (and the next
-  refresh) counts it. Strategy memory (EMA, round-robin counter, shedder history) lives
-  in one :class:`~brokerlb.loadbalance.state.StrategyState` per leadership;
-* **leader cycles** live in :mod:`brokerlb.broker.leader`.
+* **refresh** -- the leader's ``updateAll`` on the inputs the caches hold
+  (:class:`~brokerlb.broker.leader_inputs.LeaderInputs`); first it reads the stored history
+  (``/loadbalance/bundle-data``) of bundles the leader has not seen and loads the namespaces the
+  reports mention (their anti-affinity groups). One refresh runs at a time;
+* **placement** (:meth:`LoadManager.place`) -- what a lookup of an unowned bundle calls when this
+  broker decides (it leads, or no leader is known: Pulsar's rule). A bundle being merged is not
+  placed (503, retriable); otherwise :meth:`Leader.place` answers (a one-shot affinity, else
+  ``selectBrokerForAssignment`` with preallocation). Placement is synchronous once the data is
+  fresh, and a preallocated bundle is placed where it was, so concurrent lookups -- also of
+  namespaces of one anti-affinity group -- see each other's assignments.
 
-Every broker has one (a broker decides placements only when it leads, or when no
-leader is known -- Pulsar's rule); a new leader starts from empty memory, as in Pulsar.
+The leader's memory (load data, strategy state) is kept when this broker loses and regains
+leadership: a lease lost inside the session does not throw its load history away. A broker that
+becomes leader for the first time starts from what it has (empty at start), as in Pulsar, where
+each broker's load manager keeps its own in-memory data.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import random
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
-from brokerlb.broker.policies_cache import ClusterPoliciesCache
+from brokerlb.broker.leader_inputs import LeaderInputs
 from brokerlb.clock import Clock
-from brokerlb.config import ServiceConfig
-from brokerlb.coordination import BrokerRegistry, LoadDataStore
-from brokerlb.errors import BrokerLBError, InvalidLoadDataError, NoBrokerAvailableError
-from brokerlb.loadbalance import ClusterView, StrategyState
-from brokerlb.loadbalance.placement import PlacementContext, place_bundle
-from brokerlb.loadbalance.policies import NamespacePolicy
-from brokerlb.loadbalance.refresh import LeaderLoadState, RefreshResult, refresh
+from brokerlb.coordination import LoadDataStore
+from brokerlb.errors import (
+    BrokerLBError,
+    InvalidLoadDataError,
+    NoBrokerAvailableError,
+    ServiceUnavailableError,
+)
+from brokerlb.loadbalance.decisions import PlacementDecision
+from brokerlb.loadbalance.leader import ClusterInputs, Leader
+from brokerlb.loadbalance.refresh import RefreshResult
 from brokerlb.model import BundleData, LocalBrokerData, bundle_namespace
 from brokerlb.ring import NamespaceBundle
 
@@ -48,148 +50,108 @@ logger = logging.getLogger(__name__)
 
 
 class LoadManager:
-    """Load data, view and placement of one broker (module docstring)."""
+    """Refresh and placement of one broker's leader (module docstring)."""
 
     def __init__(
         self,
-        conf: ServiceConfig,
+        leader: Leader,
+        inputs: LeaderInputs,
         *,
-        registry: BrokerRegistry,
         bundles: NamespaceBundlesCache,
-        policies: ClusterPoliciesCache,
         load_data_store: LoadDataStore,
         clock: Clock,
-        seed: int | None = None,
     ) -> None:
-        self.conf = conf
-        self.registry = registry
-        self.bundles = bundles
-        self.policies = policies
-        self.load_data_store = load_data_store
-        self.clock = clock
-        self._seed = seed
-        self.reset()
-
-    def reset(self) -> None:
-        """Forget everything (a new leadership starts with empty memory, as in Pulsar)."""
-        self.state = LeaderLoadState()
-        self.strategy_state = StrategyState()
-        self.rng = random.Random(self._seed)
-        self._context: PlacementContext | None = None
-        self._context_policies = -1
-        self.refreshes = 0
+        self.leader = leader
+        self.inputs = inputs
+        self._bundles = bundles
+        self._load_data_store = load_data_store
+        self._clock = clock
+        self._refreshing = asyncio.Lock()
+        self._blocked: dict[str, str] = {}
+        self._listeners: list[Callable[[PlacementDecision], None]] = []
 
     # ------------------------------------------------------------------ load data
-    def reports(self) -> dict[str, LocalBrokerData | None]:
-        """Every active broker's latest report from the registry cache (``None`` if unreadable)."""
-        out: dict[str, LocalBrokerData | None] = {}
-        for broker in self.registry.available_brokers():
-            raw = self.registry.broker_json(broker)
-            try:
-                out[broker] = LocalBrokerData.from_json(raw) if isinstance(raw, dict) else None
-            except InvalidLoadDataError as exc:
-                logger.warning("Ignoring the unreadable load report of %s: %s", broker, exc)
-                out[broker] = None
-        return out
 
     async def refresh(self) -> RefreshResult:
-        """Pulsar's ``updateAll`` on the current reports, then a new view and placement context."""
-        reports = self.reports()
-        stored = await self._stored_bundle_data(reports)
-        result = refresh(self.state, reports, stored_bundle_data=stored.get)
-        await self._read_policies(reports)
-        self._context = None
-        self.refreshes += 1
-        return result
+        """Pulsar's ``updateAll`` on what the caches hold now (module docstring)."""
+        async with self._refreshing:
+            first = self.inputs.current()
+            stored = await self._stored_bundle_data(self.leader.new_bundles(first))
+            await self._load_namespaces(first.reports)
+            return self.leader.refresh(self._clock.now_ms(), self.inputs.current(), stored=stored.get)
 
-    async def _stored_bundle_data(self, reports: dict[str, LocalBrokerData | None]) -> dict[str, BundleData]:
-        """The stored histories of bundles the leader is about to see for the first time."""
-        known = self.state.load_data.bundle_data
-        new = {b for r in reports.values() if r is not None for b in r.last_stats if b not in known}
+    async def _stored_bundle_data(self, bundles: set[str]) -> dict[str, BundleData]:
         stored: dict[str, BundleData] = {}
-        for bundle in sorted(new):
+        for bundle in sorted(bundles):
             try:
-                raw = await self.load_data_store.read_bundle_data(bundle)
+                raw = await self._load_data_store.read_bundle_data(NamespaceBundle.parse(bundle))
                 if raw is not None:
                     stored[bundle] = BundleData.from_json(raw)
             except (BrokerLBError, InvalidLoadDataError) as exc:
                 logger.warning("Ignoring the stored bundle data of %s: %s", bundle, exc)
         return stored
 
-    async def _read_policies(self, reports: dict[str, LocalBrokerData | None]) -> None:
-        """Load the namespaces the reports mention into the bundle cache (anti-affinity groups, counts)."""
+    async def _load_namespaces(self, reports: Mapping[str, LocalBrokerData | None]) -> None:
+        """Load the namespaces the reports mention into the bundles cache (groups, bundle counts)."""
         namespaces = {bundle_namespace(b) for r in reports.values() if r is not None for b in r.last_stats}
-        for ns in namespaces:
+        for ns in sorted(namespaces):
             try:
-                await self.bundles.get(ns)
+                await self._bundles.get(ns)
             except BrokerLBError:
                 continue
 
-    def namespace_policies(self) -> dict[str, NamespacePolicy]:
-        out: dict[str, NamespacePolicy] = {}
-        for ns, bundles, group in self.bundles.known_namespaces():
-            out[ns] = NamespacePolicy(group, bundles)
-        return out
-
-    def view(self) -> ClusterView:
-        return ClusterView(
-            config=self.conf,
-            now_ms=self.clock.now_ms(),
-            load_data=self.state.load_data,
-            namespace_policies=self.namespace_policies(),
-            isolation_policies=dict(self.policies.isolation),
-            failure_domains=dict(self.policies.failure_domains),
-        )
+    def current_inputs(self) -> ClusterInputs:
+        return self.inputs.current()
 
     # ------------------------------------------------------------------ placement
-    def context(self) -> PlacementContext:
-        """The placement context of the current view (rebuilt after a refresh or a policy change)."""
-        if self._context is None or self._context_policies != self.policies.version:
-            self._context = PlacementContext(self.view())
-            self._context_policies = self.policies.version
-        return self._context
 
-    async def decide(self, bundle: NamespaceBundle) -> str:
-        """``selectBrokerForAssignment`` with preallocation; :class:`NoBrokerAvailableError` if none fits."""
-        if self.refreshes == 0 or set(self.state.load_data.broker_data) != set(
-            self.registry.available_brokers()
-        ):
-            await self.refresh()
+    async def place(self, bundle: NamespaceBundle) -> str:
+        """The broker that must own ``bundle`` (module docstring); :class:`NoBrokerAvailableError`
+        when none fits."""
         name = str(bundle)
-        context = self.context()
-        decision = place_bundle(
-            context, name, self.strategy_state, self.rng, non_persistent=False, preallocate=True
-        )
+        why = self._blocked.get(name)
+        if why is not None:
+            raise ServiceUnavailableError(f"Bundle {name} is {why}; try again")
+        inputs = self.inputs.current()
+        if self.leader.refreshes == 0 or set(self.leader.load_state.load_data.broker_data) != {
+            b for b, r in inputs.reports.items() if r is not None
+        }:
+            await self.refresh()
+            inputs = self.inputs.current()
+        decision = self.leader.place(self._clock.now_ms(), name, inputs)
+        for listener in list(self._listeners):
+            try:
+                listener(decision)
+            except Exception:
+                logger.exception("Placement listener failed")
         if decision.broker is None:
-            raise NoBrokerAvailableError(
-                f"No broker available for {name}: {decision.reason}"
-                + (f" ({decision.detail})" if decision.detail else "")
-            )
-        self._record_preallocation(name, decision.broker, context)
+            detail = f" ({decision.detail})" if decision.detail else ""
+            raise NoBrokerAvailableError(f"No broker available for {name}: {decision.reason}{detail}")
         logger.debug("Placed %s on %s (%s)", name, decision.broker, decision.reason)
         return decision.broker
 
-    def _record_preallocation(self, bundle: str, broker: str, context: PlacementContext) -> None:
-        """Pulsar's step 11 in the load data too, so the next refresh keeps it until the broker reports it."""
-        data = self.state.load_data.broker_data.get(broker)
-        if data is None or bundle in data.preallocated_bundle_data:
-            return
-        history = context.preallocated_data.get(broker, {}).get(bundle) or context.bundle_data(bundle)
-        data.preallocated_bundle_data[bundle] = history
-        self.state.preallocated_bundle_to_broker[bundle] = broker
-        ranges = self.state.namespace_bundle_ranges.setdefault(broker, {})
-        ranges.setdefault(bundle_namespace(bundle), set()).add(bundle.rpartition("/")[2])
+    def add_placement_listener(self, listener: Callable[[PlacementDecision], None]) -> Callable[[], None]:
+        """``listener(decision)`` after every placement this broker decides; returns a remover."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
-    def forget_bundle(self, bundle: str) -> None:
-        """Drop a split or merged bundle from the leader's data (Pulsar removes its bundle data)."""
-        self.state.load_data.bundle_data.pop(bundle, None)
-        self.state.load_data.recently_unloaded_bundles.pop(bundle, None)
+    def set_affinity(self, bundle: str, broker: str) -> None:
+        """The next placement of ``bundle`` chooses ``broker`` if it is still registered (once)."""
+        self.leader.set_affinity(bundle, broker)
+
+    def bundles_merged(self, parts: Sequence[str]) -> None:
+        """Adjacent bundles were merged: the leader forgets the parts' histories."""
+        self.leader.bundle_merged(parts)
+
+    def block(self, bundles: Sequence[str], why: str) -> None:
+        """Refuse to place ``bundles`` (503) until :meth:`unblock` (a merge is under way)."""
+        for bundle in bundles:
+            self._blocked[bundle] = why
+
+    def unblock(self, bundles: Sequence[str]) -> None:
+        for bundle in bundles:
+            self._blocked.pop(bundle, None)
 
     def describe(self) -> dict[str, Any]:
         """Counters for logs and the demo."""
-        return {
-            "brokers": len(self.state.load_data.broker_data),
-            "bundles": len(self.state.load_data.bundle_data),
-            "preallocated": len(self.state.preallocated_bundle_to_broker),
-            "refreshes": self.refreshes,
-        }
+        return self.leader.describe()

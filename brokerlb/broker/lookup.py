@@ -9,11 +9,13 @@
    (``disabled``) → **503** "is being unloaded" (clients retry);
 3. no owner → a candidate broker:
 
-   * heartbeat / SLA-monitor namespaces → the broker they name (503 if it is gone);
+   * heartbeat namespaces → the broker they name; SLA-monitor namespaces → the broker they
+     name while it is active (Pulsar's ``getHeartbeatOrSLAMonitorBrokerId``,
+     :func:`~brokerlb.loadbalance.placement.pipeline.named_broker`); a named broker with no
+     registration cannot be redirected to: 503;
    * ``authoritative=true`` (the leader already decided) → this broker;
-   * this broker is the leader, or no leader is known → placement
-     (:class:`Assigner`, the decision engine's ``selectBrokerForAssignment``);
-     503 when no broker fits;
+   * this broker is the leader, or no leader is known → placement (:data:`Place`: the
+     leader's :meth:`~brokerlb.loadbalance.leader.Leader.place`); 503 when no broker fits;
    * otherwise → **307** to the leader with ``authoritative=false``;
 
 4. candidate = this broker → acquire the ownership node → **200** with our
@@ -34,9 +36,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
 from urllib.parse import quote
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
@@ -61,10 +62,11 @@ from brokerlb.errors import (
     StaleBundleError,
     TooManyRequestsError,
 )
-from brokerlb.naming import TopicName, broker_of_heartbeat_namespace, broker_of_sla_namespace
+from brokerlb.loadbalance.placement.pipeline import named_broker
+from brokerlb.naming import TopicName
 from brokerlb.ring import NamespaceBundle
 
-__all__ = ["Assigner", "LookupAnswer", "LookupService", "Resolution"]
+__all__ = ["LookupAnswer", "LookupService", "Place", "Resolution"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,11 +74,9 @@ logger = logging.getLogger(__name__)
 LEADERSHIP_WAIT = 1.0
 
 
-class Assigner(Protocol):
-    """Chooses the broker for an unowned bundle (the leader's placement)."""
-
-    async def select_broker(self, bundle: NamespaceBundle) -> str:
-        """A broker id; :class:`NoBrokerAvailableError` when none fits."""
+#: ``place(bundle) -> broker id``: the leader's placement of an unowned bundle;
+#: :class:`NoBrokerAvailableError` when none fits.
+Place = Callable[[NamespaceBundle], Awaitable[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +109,7 @@ class LookupService:
         ownership: OwnershipManager,
         registry: BrokerRegistry,
         election: LeaderElection,
-        assigner: Assigner,
+        place: Place,
         max_concurrent: int | Callable[[], int] = 50_000,
         on_acquired: Callable[[str], None] = lambda _bundle: None,
         can_own: Callable[[], bool] = lambda: True,
@@ -120,7 +120,7 @@ class LookupService:
         self.ownership = ownership
         self.registry = registry
         self.election = election
-        self.assigner = assigner
+        self._place = place
         self._max = max_concurrent if callable(max_concurrent) else (lambda: max_concurrent)
         self._on_acquired = on_acquired
         self._can_own = can_own
@@ -222,11 +222,8 @@ class LookupService:
         return Resolution(owner=await self._own(bundle))
 
     async def _candidate(self, bundle: NamespaceBundle, authoritative: bool) -> tuple[str | Resolution, bool]:
-        ns = bundle.namespace
-        named = broker_of_heartbeat_namespace(ns) or broker_of_sla_namespace(ns)
+        named = named_broker(str(bundle.namespace), self.registry.available_brokers())
         if named is not None:
-            if named != self.identity.broker_id and named not in self.registry.available_brokers():
-                raise NoBrokerAvailableError(f"Broker {named} of namespace {ns} is not active")
             return named, True
         if authoritative:
             return self.identity.broker_id, True
@@ -238,7 +235,7 @@ class LookupService:
             except OperationTimeoutError:
                 raise NoBrokerAvailableError("This broker's leadership is in doubt; try again") from None
         if self.election.is_leader or leader is None:
-            return await self.assigner.select_broker(bundle), True
+            return await self._place(bundle), True
         return Resolution(redirect_url=leader.service_url.rstrip("/"), authoritative=False), False
 
     async def _own(self, bundle: NamespaceBundle) -> NamespaceEphemeralData:

@@ -15,8 +15,10 @@ create namespace           ``bundles.boundaries`` or ``bundles.numBundles`` or t
                            400 bad bundles, 409 exists, 412 bad name
 unload bundle              unowned → no-op; owner → disable, close topics, release;
                            ``destinationBroker``: must be active (412 "Not allowed unload
-                           namespace bundle to inactive destination broker"), leader records the
-                           affinity, owner hands the bundle over (transfer)
+                           namespace bundle to inactive destination broker"); a transfer
+                           (:func:`~brokerlb.loadbalance.leader.is_transfer`): the owner hands
+                           the bundle over (an unowned one is assigned there now); otherwise
+                           the leader keeps the destination as a one-shot affinity
 unload namespace           one bundle unload per bundle, through the owners
 split bundle               ``LARGEST`` / ``HOT`` resolved from the load reports (404 if none);
                            412 unsupported algorithm, empty boundaries for
@@ -41,6 +43,7 @@ from typing import Any, Protocol
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.hand_over import HandOver
 from brokerlb.broker.identity import BrokerIdentity
 from brokerlb.broker.lookup import LookupService
 from brokerlb.broker.owner_actions import OwnerActions, SplitOutcome, parse_split_boundaries
@@ -67,6 +70,7 @@ from brokerlb.errors import (
     PreconditionFailedError,
     RemoteBrokerError,
 )
+from brokerlb.loadbalance.leader import is_transfer
 from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.ring import SPECIFIED_POSITIONS_DIVIDE, NamespaceBundle, NamespaceBundles, topic_hash
 
@@ -79,11 +83,13 @@ HOT = "HOT"
 
 
 class PlacementControl(Protocol):
-    """The leader-side placement controls the admin flows need."""
+    """The leader-side placement controls the admin flows need (the broker's load manager)."""
 
-    async def select_broker(self, bundle: NamespaceBundle) -> str: ...
+    async def place(self, bundle: NamespaceBundle) -> str: ...
 
-    def set_bundle_affinity(self, bundle: str, broker: str) -> None: ...
+    def set_affinity(self, bundle: str, broker: str) -> None: ...
+
+    def bundles_merged(self, parts: Sequence[str]) -> None: ...
 
     def block(self, bundles: Sequence[str], why: str) -> None: ...
 
@@ -140,6 +146,7 @@ class NamespaceService:
         registry: BrokerRegistry,
         election: LeaderElection,
         placement: PlacementControl,
+        hand_over: HandOver,
         topics: TopicRegistry,
         load_data: LoadDataStore,
         admin: AsyncAdminClient,
@@ -154,6 +161,7 @@ class NamespaceService:
         self.registry = registry
         self.election = election
         self.placement = placement
+        self._hand_over = hand_over
         self.topics = topics
         self.load_data = load_data
         self.admin = admin
@@ -203,6 +211,7 @@ class NamespaceService:
     ) -> Redirect | None:
         bundle = await self.bundle(namespace, bundle_range)
         destination = _strip_scheme(destination)
+        transfer = is_transfer(self.conf, destination)
         if destination:
             if destination not in self.registry.available_brokers():
                 raise PreconditionFailedError(
@@ -212,11 +221,12 @@ class NamespaceService:
                 redirect = self._leader_redirect()
                 if redirect is not None:
                     return redirect
-                self.placement.set_bundle_affinity(str(bundle), destination)
+                if not transfer:
+                    self.placement.set_affinity(str(bundle), destination)
         info = await self.owners.lookup_owner(bundle)
         if info is None:
             logger.info("Namespace bundle is not owned by any broker %s", bundle)
-            if destination:
+            if transfer and destination:
                 await self._hand_over(bundle, destination)
             return None
         if info.broker_id != self.identity.broker_id:
@@ -227,7 +237,7 @@ class NamespaceService:
             raise PreconditionFailedError(
                 f"Bundle {bundle} is already owned by the destination broker {destination}"
             )
-        await self.actions.unload(bundle, destination)
+        await self.actions.unload(bundle, destination if transfer else None)
         return None
 
     async def split_bundle(
@@ -254,18 +264,34 @@ class NamespaceService:
     ) -> Redirect | MergeOutcome:
         """brokerlb extension: merge adjacent bundles (decided and driven by the leader)."""
         ranges = _merge_ranges(body)
-        bundles = await self.bundles.get(namespace)
-        parts = [bundles.get_bundle(r) for r in ranges]
-        bundles.merged_bundle(parts)  # validates adjacency before anything is unloaded
+        parts = await self._merge_parts_of(namespace, ranges)
         redirect = self._leader_redirect()
         if redirect is not None:
             return redirect
+        return await self._merge(namespace, parts)
+
+    async def merge_parts(self, namespace: str, ranges: list[str]) -> MergeOutcome:
+        """The leader's own merge of adjacent ``ranges`` (a balancing strategy's decision)."""
+        return await self._merge(namespace, await self._merge_parts_of(namespace, ranges))
+
+    async def _merge_parts_of(self, namespace: str, ranges: list[str]) -> list[NamespaceBundle]:
+        bundles = await self.bundles.get(namespace)
+        parts = [bundles.get_bundle(r) for r in ranges]
+        bundles.merged_bundle(parts)  # validates adjacency before anything is unloaded
+        return parts
+
+    async def _merge(self, namespace: str, parts: list[NamespaceBundle]) -> MergeOutcome:
+        """Unload the parts, compare-and-set the merged ring, forget the parts' histories, assign
+        the merged bundle (placements of the parts are refused meanwhile)."""
         names = [str(p) for p in parts]
         self.placement.block(names, "being merged")
         try:
             await asyncio.gather(*(self._unload_anywhere(p) for p in parts))
             result = await self.metadata.merge_bundles(namespace, parts)
             await self.bundles.refresh(namespace)
+            self.placement.bundles_merged(names)
+            for part in parts:
+                await self.load_data.delete_bundle_data(part)
             broker = await self._assign(result)
         finally:
             self.placement.unblock(names)
@@ -447,20 +473,10 @@ class NamespaceService:
             return
         await self.admin.at(_base(info.data.http_url)).unload_bundle(str(bundle.namespace), bundle.range)
 
-    async def _hand_over(self, bundle: NamespaceBundle, destination: str) -> None:
-        if destination == self.identity.broker_id:
-            await self.lookup.resolve(bundle, authoritative=True)
-            return
-        report = self.registry.broker_json(destination)
-        url = report.get("webServiceUrl") if isinstance(report, dict) else None
-        if not url:
-            raise NoBrokerAvailableError(f"Broker {destination} is not active")
-        await self.admin.at(_base(url)).acquire_bundle(str(bundle.namespace), bundle.range)
-
     async def _assign(self, bundle: NamespaceBundle) -> str | None:
         """Place and own ``bundle`` now (after a merge); ``None`` if that fails (the next lookup places it)."""
         try:
-            broker = await self.placement.select_broker(bundle)
+            broker = await self.placement.place(bundle)
             await self._hand_over(bundle, broker)
             return broker
         except (NoBrokerAvailableError, RemoteBrokerError) as exc:

@@ -28,23 +28,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.binary import wiring as binary_wiring
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.hand_over import HandOver
 from brokerlb.broker.http.app import create_app
 from brokerlb.broker.http.server import WebServers
 from brokerlb.broker.identity import BrokerIdentity
-from brokerlb.broker.leader import LeaderTasks
+from brokerlb.broker.leader import BrokerActions, HistorySink, LeaderTasks
+from brokerlb.broker.leader_inputs import LeaderInputs
 from brokerlb.broker.load_manager import LoadManager
 from brokerlb.broker.lookup import LookupService
 from brokerlb.broker.namespace_service import NamespaceService
 from brokerlb.broker.operations import BrokerOperations
 from brokerlb.broker.owner_actions import OwnerActions
 from brokerlb.broker.partitioned_topics import PartitionedTopics
-from brokerlb.broker.placement import Decide, PlacementService
 from brokerlb.broker.policies_cache import ClusterPoliciesCache
 from brokerlb.broker.reporter import HostUsageSource, LoadReporter
 from brokerlb.broker.topics import TopicRegistry
@@ -58,7 +60,6 @@ from brokerlb.coordination import (
     ClusterPolicies,
     LeaderBroker,
     LeaderElection,
-    LeadershipChange,
     LoadDataStore,
     MetadataStore,
     NamespaceEphemeralData,
@@ -73,6 +74,7 @@ from brokerlb.coordination import (
     open_store,
 )
 from brokerlb.errors import BrokerLBError, NamespaceNotFoundError, ServiceUnavailableError
+from brokerlb.loadbalance.leader import Leader
 from brokerlb.model import LocalBrokerData
 from brokerlb.naming import NamespaceName, TopicName, heartbeat_namespace, heartbeat_namespace_v2
 from brokerlb.ring import NamespaceBundle, NamespaceBundles
@@ -87,9 +89,6 @@ __all__ = ["BrokerService"]
 
 logger = logging.getLogger(__name__)
 
-#: ``leader_tasks(service) -> object`` with ``async run(lease)``; built once the service is wired.
-LeaderTasksFactory = Callable[["BrokerService"], Any]
-
 
 class BrokerService:
     """One broker process's service (see the module docstring for the life cycle)."""
@@ -101,8 +100,7 @@ class BrokerService:
         store: MetadataStore | None = None,
         clock: Clock = SYSTEM_CLOCK,
         host_usage: HostUsageSource | None = None,
-        decide: Decide | None = None,
-        leader_tasks: LeaderTasksFactory | None = None,
+        rng: random.Random | None = None,
         fast_lookup: bool = True,
     ) -> None:
         conf.check_complete()
@@ -110,8 +108,8 @@ class BrokerService:
         self.clock = clock
         self._store = store
         self._host_usage = host_usage
-        self._decide = decide
-        self._leader_tasks_factory = leader_tasks
+        #: the leader's random source (tie-breaks, random strategies); seed it for reproducible runs
+        self._rng = rng if rng is not None else random.Random()
         self._fast_lookup = fast_lookup
         self._tasks: set[asyncio.Task[Any]] = set()
         self._listeners: list[Callable[[], None]] = []
@@ -192,16 +190,13 @@ class BrokerService:
             clock=self.clock,
         )
         self.policies_cache = await ClusterPoliciesCache(store, ident.cluster).start()
+        self.leader = Leader(ident.broker_id, conf, rng=self._rng)
         self.load_manager = LoadManager(
-            conf,
-            registry=self.registry,
+            self.leader,
+            LeaderInputs(self.registry, self.bundles, self.policies_cache),
             bundles=self.bundles,
-            policies=self.policies_cache,
             load_data_store=self.load_data_store,
             clock=self.clock,
-        )
-        self.placement = PlacementService(
-            self._decide or self.load_manager.decide, self.registry.available_brokers
         )
         self.lookup = LookupService(
             ident,
@@ -210,18 +205,19 @@ class BrokerService:
             ownership=self.ownership,
             registry=self.registry,
             election=self.election,
-            assigner=self,
+            place=self._place,
             max_concurrent=lambda: self.conf.maxConcurrentLookupRequest,
             on_acquired=lambda _b: self.reporter.force_update(),
             can_own=lambda: not self._closing,
         )
+        hand_over = HandOver(ident.broker_id, lookup=self.lookup, registry=self.registry, admin=self.admin)
         self.actions = OwnerActions(
             conf,
             ownership=self.ownership,
             metadata=self.metadata,
             bundles=self.bundles,
             topics=self.topics,
-            hand_over=self._hand_over,
+            hand_over=hand_over,
             report_changed=self.reporter.force_update,
             clock=self.clock,
         )
@@ -236,14 +232,31 @@ class BrokerService:
             actions=self.actions,
             registry=self.registry,
             election=self.election,
-            placement=self.placement,
+            placement=self.load_manager,
+            hand_over=hand_over,
             topics=self.topics,
             load_data=self.load_data_store,
             admin=self.admin,
         )
         self.operations = BrokerOperations(self)
-        factory = self._leader_tasks_factory or default_leader_tasks
-        self.leader_tasks = factory(self)
+        self.leader_tasks = LeaderTasks(
+            self.load_manager,
+            BrokerActions(
+                conf,
+                broker_id=ident.broker_id,
+                clock=self.clock,
+                owners=self.owners,
+                actions=self.actions,
+                admin=self.admin,
+                load_data_store=self.load_data_store,
+                merge_bundles=self.namespaces.merge_parts,
+            ),
+            conf=conf,
+            registry=self.registry,
+            load_data_store=self.load_data_store,
+            clock=self.clock,
+            history=self._history_sink(),
+        )
         self._listeners += [
             self.ownership.add_listener(self._on_ownership),
             self.registry.add_listener(self._on_registry),
@@ -295,9 +308,7 @@ class BrokerService:
             self.reporter.local_data.to_json(),
             wait_for_stale=self.store.session_timeout,
         )
-        if self.leader_tasks is not None:
-            self._listeners.append(self.election.run_while_leader(self.leader_tasks.run, "leader tasks"))
-        self._listeners.append(self.election.add_listener(self._on_leadership))
+        self._listeners.append(self.election.run_while_leader(self.leader_tasks.run, "leader tasks"))
         await self.election.start()
         await self._own_heartbeat_namespaces()
         self._spawn(self.reporter.run(), "load reporter")
@@ -316,11 +327,19 @@ class BrokerService:
             except BrokerLBError as exc:
                 logger.warning("Could not own heartbeat namespace %s: %s", ns, exc)
 
-    # ------------------------------------------------------------------ assigner (for lookups)
-    async def select_broker(self, bundle: Any) -> str:
+    # ------------------------------------------------------------------ placement (for lookups)
+    async def _place(self, bundle: NamespaceBundle) -> str:
         if self._closing:
             raise ServiceUnavailableError(f"Broker {self.identity.broker_id} is shutting down")
-        return await self.operations.assignments.observe(self.placement.select_broker(bundle))
+        return await self.operations.assignments.observe(self.load_manager.place(bundle))
+
+    def _history_sink(self) -> HistorySink | None:
+        """The load-history sink when ``brokerlbLoadHistoryDir`` is set."""
+        if not self.conf.brokerlbLoadHistoryDir:
+            return None
+        from brokerlb.broker.history_sink import open_history_sink
+
+        return open_history_sink(self.conf.brokerlbLoadHistoryDir, self.identity.broker_id, self.clock)
 
     # ------------------------------------------------------------------ callbacks
     def _bundle_of(self, topic: TopicName) -> str:
@@ -332,9 +351,6 @@ class BrokerService:
     async def _publish_report(self, data: LocalBrokerData) -> None:
         if self.registry.is_registered:
             await self.registry.update(data.to_json())
-
-    async def _hand_over(self, bundle: Any, destination: str) -> None:
-        await self.namespaces._hand_over(bundle, destination)
 
     def _on_ownership(self, event: OwnershipEvent) -> None:
         if event.kind is OwnershipEventKind.LOST:
@@ -352,10 +368,6 @@ class BrokerService:
                 self.identity.broker_id,
                 event.reason,
             )
-
-    def _on_leadership(self, change: LeadershipChange) -> None:
-        if change.leading:
-            self.load_manager.reset()
 
     def _on_session(self, event: SessionEvent) -> None:
         if event.new_session and self.started:
@@ -474,9 +486,8 @@ class BrokerService:
         await self.http.stop()
         self.operations.close()
         await self.admin.aclose()
-        history = getattr(self.leader_tasks, "history", None)
-        if history is not None:
-            history.close()
+        if self.leader_tasks.history is not None:
+            self.leader_tasks.history.close()
         self.lookup.close()
         self.bundles.close()
         self.owners.close()
@@ -489,16 +500,6 @@ class BrokerService:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
-
-
-def default_leader_tasks(service: BrokerService) -> LeaderTasks:
-    """The modular leader's cycles, with the load-history sink when ``brokerlbLoadHistoryDir`` is set."""
-    history = None
-    if service.conf.brokerlbLoadHistoryDir:
-        from brokerlb.broker.history_sink import open_history_sink
-
-        history = open_history_sink(service.conf.brokerlbLoadHistoryDir, service.broker_id, service.clock)
-    return LeaderTasks(service, service.load_manager, history=history)
 
 
 def self_ownership_data(ident: BrokerIdentity) -> NamespaceEphemeralData:

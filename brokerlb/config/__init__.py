@@ -5,7 +5,8 @@
 * :func:`load_broker_conf` -- read a broker.conf file plus ``key=value`` overrides.
 * :data:`REGISTRY` -- every key (:class:`ConfigKey`: kind, default, doc, dynamic flag,
   category, deprecation), the deprecated aliases and the ignored Pulsar keys.
-* :func:`short_class_name`, :func:`parse_metadata_store_url` -- helpers for string keys.
+* :func:`short_class_name`, :func:`is_extensible_load_manager`, :func:`parse_metadata_store_url` --
+  helpers for string keys.
 
 Keys are declared in ``keys_*.py``; brokerlb's own keys (prefix ``brokerlb``) in
 :mod:`brokerlb.config.keys_brokerlb`. The reference table is docs/configuration.md.
@@ -13,7 +14,15 @@ Keys are declared in ``keys_*.py``; brokerlb's own keys (prefix ``brokerlb``) in
 
 from brokerlb.config.kinds import Kind
 from brokerlb.config.loader import load_broker_conf, parse_broker_conf, parse_overrides
-from brokerlb.config.names import MetadataStoreUrl, parse_metadata_store_url, short_class_name
+from brokerlb.config.names import (
+    EXTENSIBLE_LOAD_MANAGER,
+    EXTENSIBLE_LOAD_MANAGER_CLASS,
+    MODULAR_LOAD_MANAGER_CLASS,
+    MetadataStoreUrl,
+    is_extensible_load_manager,
+    parse_metadata_store_url,
+    short_class_name,
+)
 from brokerlb.config.registry import BROKERLB_PREFIX, Alias, ConfigKey, KeyGroup, KeyRegistry, key
 from brokerlb.config.service_config import KEY_GROUPS, REGISTRY, ServiceConfig
 from brokerlb.errors import (
@@ -44,4 +53,8 @@ __all__ = [
     "parse_metadata_store_url",
     "parse_overrides",
     "short_class_name",
+    "is_extensible_load_manager",
+    "EXTENSIBLE_LOAD_MANAGER",
+    "EXTENSIBLE_LOAD_MANAGER_CLASS",
+    "MODULAR_LOAD_MANAGER_CLASS",
 ]

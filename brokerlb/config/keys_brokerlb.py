@@ -53,6 +53,27 @@ class BrokerlbKeys(KeyGroup):
         "(a bundle transferred there may bounce straight back); true skips such swap candidates.",
         dynamic=True,
     )
+    brokerlbModularTransferEnabled: bool = key(
+        BOOL,
+        True,
+        "Modular load manager: an unload whose destination is known (a shedder's choice, or an "
+        "admin unload with destinationBroker) is a transfer -- the owner hands the bundle straight "
+        "to the destination and tells its clients where it went, as the extensible manager does with "
+        "loadBalancerTransferEnabled, so the bundle is never without an owner. false restores Pulsar's "
+        "modular behaviour: the bundle is unloaded and the destination is kept as a one-shot affinity "
+        "for the next lookup.",
+        dynamic=True,
+    )
+    brokerlbKeepPreallocationsUntilReported: bool = key(
+        BOOL,
+        True,
+        "Modular placement: a bundle assigned to a broker stays counted there (topics, rates, the "
+        "namespace's even spread, anti-affinity) until that broker reports it. Pulsar's refresh drops "
+        "every preallocation of a broker as soon as the broker reports any one of them, so the other "
+        "bundles of a burst of lookups are counted nowhere and later placements pile onto the same "
+        "broker; false restores Pulsar's rule.",
+        dynamic=True,
+    )
     brokerlbReportOwnedIdleBundles: bool = key(
         BOOL,
         True,

@@ -17,6 +17,10 @@ from brokerlb.errors import InvalidConfigError
 
 __all__ = [
     "short_class_name",
+    "MODULAR_LOAD_MANAGER_CLASS",
+    "EXTENSIBLE_LOAD_MANAGER_CLASS",
+    "EXTENSIBLE_LOAD_MANAGER",
+    "is_extensible_load_manager",
     "MetadataStoreUrl",
     "parse_metadata_store_url",
     "metadata_store_url_problem",
@@ -37,6 +41,23 @@ def short_class_name(name: str, key: str = "className") -> str:
     if not short:
         raise InvalidConfigError(key, name, "empty class name")
     return short
+
+
+#: Pulsar's modular load manager (the default ``loadManagerClassName``).
+MODULAR_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
+#: Pulsar's extensible load manager (PIP-192).
+EXTENSIBLE_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
+#: Its simple class name: ``loadManagerClassName`` may be given either way.
+EXTENSIBLE_LOAD_MANAGER = "ExtensibleLoadManagerImpl"
+
+
+def is_extensible_load_manager(load_manager_class_name: str) -> bool:
+    """Whether ``loadManagerClassName`` selects the extensible load manager (full or simple name).
+
+    >>> is_extensible_load_manager(EXTENSIBLE_LOAD_MANAGER_CLASS), is_extensible_load_manager("ModularLoadManagerImpl")
+    (True, False)
+    """
+    return short_class_name(load_manager_class_name, "loadManagerClassName") == EXTENSIBLE_LOAD_MANAGER
 
 
 @dataclass(frozen=True)

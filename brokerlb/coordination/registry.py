@@ -179,6 +179,10 @@ class BrokerRegistry:
         node = self._cache.get(self._path(broker_id))
         return None if node is None else node.data
 
+    def broker_node(self, broker_id: str) -> Node | None:
+        """The broker's node (data and stat) from the cache, or ``None``."""
+        return self._cache.get(self._path(broker_id))
+
     def broker_json(self, broker_id: str) -> Any | None:
         """The broker's registration data decoded (a JSON object), or ``None`` (absent or unreadable)."""
         return self._reports.get(broker_id)

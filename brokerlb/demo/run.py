@@ -39,6 +39,7 @@ from rich.table import Table
 from rich.text import Text
 
 from brokerlb.demo.traffic import TrafficModel
+from brokerlb.loadbalance.cycle import CycleRecord
 
 __all__ = ["DemoOptions", "run_demo", "DEMO_CONFIG"]
 
@@ -110,11 +111,11 @@ async def run_demo(options: DemoOptions, console: Console) -> dict[str, Any]:
     await cluster.start()
     try:
 
-        def on_event(event: Any) -> None:
-            _on_event(state, event)
+        def on_record(record: CycleRecord) -> None:
+            _on_record(state, record)
 
         for service in cluster.brokers:
-            service.leader_tasks.add_listener(on_event)
+            service.leader_tasks.add_listener(on_record)
         await cluster.wait_for_leader()
         return await _scenario(options, console, cluster, TrafficModel(seed=options.seed), state)
     finally:
@@ -243,18 +244,25 @@ async def _scenario(
     return summary
 
 
-def _on_event(state: _State, event: Any) -> None:
-    if event.kind == "unload":
-        state.moves += 1
-        what = f"transfer {event.bundle} {event.source} -> {event.destination} ({event.reason})"
-    elif event.kind == "split":
-        state.splits += 1
-        what = f"split {event.bundle} on {event.source} ({event.detail})"  # the detail names the threshold
-    elif event.kind == "failed":
-        what = f"failed {event.reason} of {event.bundle}: {event.detail}"
-    else:
-        return
-    state.events.append((state.now(), what))
+def _on_record(state: _State, record: CycleRecord) -> None:
+    """The leader's moves and splits as they happen (what the record says was carried out)."""
+    for move, done in zip(record.moves, record.moves_done, strict=True):
+        kind = "transfer" if move.transfer else "unload"
+        where = f"{move.source} -> {move.destination}" if move.destination else f"from {move.source}"
+        if done:
+            state.moves += 1
+            state.events.append((state.now(), f"{kind} {move.bundle} {where} ({move.reason})"))
+        else:
+            state.events.append((state.now(), f"failed {kind} of {move.bundle} {where}"))
+    for decision, done in zip(record.splits, record.splits_done, strict=True):
+        if done:
+            state.splits += 1
+        # the detail names the threshold the bundle passed
+        what = "split" if done else "failed split of"
+        state.events.append((state.now(), f"{what} {decision.bundle} ({decision.detail})"))
+    for merge, done in zip(record.merges, record.merges_done, strict=True):
+        what = "merge" if done else "failed merge of"
+        state.events.append((state.now(), f"{what} {', '.join(merge.bundles)} ({merge.reason})"))
 
 
 def _surge(state: _State, cluster: Any, traffic: _Traffic, model: TrafficModel) -> None:

@@ -106,6 +106,7 @@ class Reason(StrEnum):
     SELECTED = "Selected"  #: the strategy picked a broker
     PREALLOCATED = "Preallocated"  #: the bundle was already assigned to a broker (not reported yet)
     HEARTBEAT = "Heartbeat"  #: heartbeat / SLA namespaces go to the broker they name
+    AFFINITY = "Affinity"  #: a one-shot affinity left by an unload with a destination
     NO_CANDIDATES = "NoCandidates"  #: filters left no broker (and no fallback applied)
 
 

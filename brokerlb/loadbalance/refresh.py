@@ -11,12 +11,21 @@ Whenever broker reports change the leader folds them into its :class:`LeaderLoad
      bundle the leader has not seen starts from the stored history (``/loadbalance/bundle-data``),
      else a legacy resource quota, else the default (50 msg/s, 50 000 B/s, no samples) --
      Pulsar's ``getBundleDataOrDefault`` -- and then takes the sample;
-   * preallocations are cleaned up: if the broker now reports any of its preallocated
-     bundles, every preallocated bundle of that broker that has bundle data is dropped
-     (Pulsar iterates the whole preallocation map there, so in practice all of them go);
-     each preallocated name is also removed from ``preallocated_bundle_to_broker``;
+   * preallocations are cleaned up (Pulsar's rule, ``keep_preallocations=False``): if the
+     broker now reports any of its preallocated bundles, every preallocated bundle of that
+     broker that has bundle data is dropped (Pulsar iterates the whole preallocation map there,
+     and placement gave every preallocated bundle its data, so in practice all of them go); each
+     preallocated name is also removed from ``preallocated_bundle_to_broker``. With
+     ``keep_preallocations`` (``brokerlbKeepPreallocationsUntilReported``) a preallocation is
+     dropped when its own bundle is reported, so the bundles of a burst of placements stay
+     counted on their brokers until each is reported;
    * the broker's ``TimeAverageBrokerData`` is recomputed over its ``lastStats`` bundles;
    * its namespace -> bundle-range map is rebuilt from ``lastStats`` plus preallocations.
+
+**Order.** Brokers are folded in broker-id order. Pulsar walks a ``ConcurrentHashMap``; the
+order matters only when two reports list one bundle (a stale report right after a move), and
+fixing it to the id order makes the leader, the in-process replay
+(:mod:`brokerlb.history.replay`) and the Spark pipeline fold alike.
 
 System namespaces stay in ``bundle_data``; they are left out when shedding reads it
 (``LoadData.bundle_data_for_load_shedding``). Split checking (``checkNamespaceBundleSplit``)
@@ -181,6 +190,7 @@ def refresh(
     *,
     stored_bundle_data: Callable[[str], BundleData | None] | None = None,
     stored_quota: Callable[[str], ResourceQuota | None] | None = None,
+    keep_preallocations: bool = False,
 ) -> RefreshResult:
     """Fold the active brokers' latest reports into ``state`` (``updateAll`` minus the split check).
 
@@ -211,7 +221,7 @@ def refresh(
             ):
                 bundle_data[bundle] = history
             new_bundles.extend(missing)
-        cleared.extend(_clean_preallocations(state, data))
+        cleared.extend(_clean_preallocations(state, data, keep_preallocations))
     # every sample is folded after all new histories exist: each fold reads and writes only its
     # own bundle's history, so the order across brokers is kept where it matters (fold.py)
     state.fold_summary = summary = state.fold_cache.fold(brokers, bundle_data, unchanged)
@@ -275,15 +285,25 @@ def _update_broker_data(
     for broker in [b for b in brokers if b not in reports]:
         del brokers[broker]
         removed.append(broker)
+    if added:  # the fold visits brokers in id order (module docstring)
+        ordered = sorted(brokers.items())
+        brokers.clear()
+        brokers.update(ordered)
     return sorted(added), sorted(removed)
 
 
-def _clean_preallocations(state: LeaderLoadState, data: BrokerData) -> list[str]:
-    """Pulsar's preallocation clean-up for one broker (see the module docstring)."""
+def _clean_preallocations(state: LeaderLoadState, data: BrokerData, keep: bool = False) -> list[str]:
+    """The preallocation clean-up for one broker (see the module docstring)."""
     preallocated = data.preallocated_bundle_data
     if not preallocated:
         return []
     reported = data.local_data.bundles
+    if keep:
+        done = [name for name in preallocated if name in reported]
+        for name in done:
+            del preallocated[name]
+            state.preallocated_bundle_to_broker.pop(name, None)
+        return done
     bundle_data = state.load_data.bundle_data
     cleared: list[str] = []
     for name in list(preallocated):

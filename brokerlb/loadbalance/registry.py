@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from brokerlb.config import ServiceConfig, short_class_name
+from brokerlb.config import ServiceConfig, is_extensible_load_manager
 from brokerlb.errors import StrategyNotAvailableError, UnknownStrategyError
 
 __all__ = [
@@ -198,7 +198,7 @@ def default_strategy_name(kind: StrategyKind | str, config: ServiceConfig) -> st
     * split: ``BundleSplitterTask`` (modular) / ``DefaultNamespaceBundleSplitStrategyImpl``.
     """
     kind = StrategyKind(kind)
-    extensible = short_class_name(config.loadManagerClassName) == "ExtensibleLoadManagerImpl"
+    extensible = is_extensible_load_manager(config.loadManagerClassName)
     if kind is StrategyKind.SHEDDING:
         configured = _lookup(kind, config.loadBalancerLoadSheddingStrategy)
         if extensible:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from brokerlb.config import ServiceConfig, short_class_name
+from brokerlb.config import ServiceConfig, is_extensible_load_manager
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
 from brokerlb.loadbalance.fold import FoldSummary
 from brokerlb.loadbalance.java_order import JavaOrder, java_hash_map_order
@@ -57,10 +57,7 @@ from brokerlb.model import (
 )
 from brokerlb.naming import is_system_service_namespace
 
-__all__ = ["ClusterView", "EXTENSIBLE_LOAD_MANAGER", "bundle_range_of"]
-
-#: Simple class name of Pulsar's extensible load manager (PIP-192).
-EXTENSIBLE_LOAD_MANAGER = "ExtensibleLoadManagerImpl"
+__all__ = ["ClusterView", "bundle_range_of"]
 
 
 def bundle_range_of(bundle: str) -> str:
@@ -127,7 +124,7 @@ class ClusterView:
     @property
     def is_extensible(self) -> bool:
         """Whether ``loadManagerClassName`` names the extensible load manager."""
-        return short_class_name(self.config.loadManagerClassName) == EXTENSIBLE_LOAD_MANAGER
+        return is_extensible_load_manager(self.config.loadManagerClassName)
 
     # ------------------------------------------------------------------ bundles and owners
 

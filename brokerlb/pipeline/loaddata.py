@@ -11,10 +11,13 @@ Inputs (from the warehouse ``ingest`` filled):
 
 Report cycles, and the fold order inside a cycle, are those of
 :func:`brokerlb.history.replay_load_data` (``cycles="leader"``: every report re-folds every
-broker's latest ``lastStats``; ``"report"``: a report folds only its own). Per bundle, the
-contributions are folded by :func:`brokerlb.pipeline.running_average.sweep_bundle` in a
-``mapInArrow`` over partitions grouped by bundle (no per-row Python UDF, no per-group call).
-The results equal the in-process replay (a test checks every value; relative tolerance 1e-9).
+broker's latest ``lastStats`` -- each cycle is the leader's own refresh; ``"report"``: a report
+folds only its own). Per bundle, the contributions are folded by
+:func:`brokerlb.pipeline.running_average.sweep_bundle` in a ``mapInArrow`` over partitions
+grouped by bundle (no per-row Python UDF, no per-group call). A broker's time averages, as the
+leader computes them, sum its bundles' states right after its own fold in the cycle (the
+sweep's ``own`` snapshots). The results equal the in-process replay, and so the live leader's
+refresh (a test checks every value; relative tolerance 1e-9).
 
 Outputs, under ``<warehouse>/loaddata/<source>-<cycles>/`` (replaced on each run):
 
@@ -98,6 +101,9 @@ def _sweep_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBat
         result = sweep_bundle(starts[a:b], ends[a:b], brokers[a:b], values[a:b], topics[a:b])
         for k, snap in enumerate(result.after_start):
             out.append(("sample", bundles[a], starts[a + k], brokers[a + k], *snap))
+        for kind, snaps in (("own", result.own_start), ("last", result.own_last)):
+            for k, snap in enumerate(snaps):
+                out.append((kind, bundles[a], starts[a + k], brokers[a + k], *snap))
         out.append(("final", bundles[a], None, None, *result.final))
     columns = list(zip(*out, strict=True))
     yield pa.RecordBatch.from_arrays(
@@ -215,8 +221,10 @@ def compute_load_data(
 
     average_of = {name: name for name in BROKER_AVERAGE_FIELDS}
     zero = [F.coalesce(F.col(name), F.lit(0.0)).alias(name) for name in BROKER_AVERAGE_FIELDS]
-    per_report = history.groupBy("brokerId", "cycle").agg(
-        *sums(average_of), F.count(F.lit(1)).alias("numBundles")
+    per_report = (
+        swept.where(F.col("rowType") == "own")
+        .groupBy("brokerId", "cycle")
+        .agg(*sums(average_of), F.count(F.lit(1)).alias("numBundles"))
     )
     broker_history = (
         reports.select("brokerId", "cycle", "timestamp")
@@ -230,11 +238,16 @@ def compute_load_data(
             F.coalesce(F.col("numBundles"), F.lit(0)).alias("numBundles"),
         )
     )
-    latest_bundles = contributions.where(F.col("latest")).select("brokerId", "bundle")
-    per_broker = (
-        latest_bundles.join(final.select("bundle", *BROKER_AVERAGE_FIELDS), "bundle")
-        .groupBy("brokerId")
-        .agg(*sums(average_of), F.count(F.lit(1)).alias("numBundles"))
+    latest_bundles = contributions.where(F.col("latest")).select("brokerId", "bundle", "cycle")
+    if cycles == "leader":  # each broker's averages from its own fold in the last cycle
+        last_own = swept.where(F.col("rowType") == "last").select(
+            "brokerId", "bundle", "cycle", *BROKER_AVERAGE_FIELDS
+        )
+        latest_states = latest_bundles.join(last_own, ["brokerId", "bundle", "cycle"])
+    else:  # a report folds only its own: the averages over the bundles' final states
+        latest_states = latest_bundles.join(final.select("bundle", *BROKER_AVERAGE_FIELDS), "bundle")
+    per_broker = latest_states.groupBy("brokerId").agg(
+        *sums(average_of), F.count(F.lit(1)).alias("numBundles")
     )
     broker_final = (
         reports.where(F.col("nextCycle").isNull())

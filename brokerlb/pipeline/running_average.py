@@ -22,7 +22,15 @@ formula, so ``cycles="report"`` (every run is one cycle) is bit-identical to
 
 :func:`sweep_bundle` walks one bundle's contributions (a report's sample with the cycles
 ``[start, end)`` during which it is the broker's latest) and returns the bundle's history after
-each contribution's first cycle and its final state. The Spark job runs it per bundle.
+each contribution's first cycle, the state right after the contribution's own fold in its first
+and in its last cycle, and its final state. The Spark job runs it per bundle.
+
+Within a cycle the leader folds brokers one after the other (in id order) and computes each
+broker's time averages right after folding that broker's report
+(:func:`brokerlb.loadbalance.refresh.refresh`); a broker's time averages therefore use each
+bundle's state *right after its own fold*, which is what the ``own`` snapshots give. The
+cycles in which a contribution starts or ends are folded broker by broker for that reason;
+the cycles between are folded at once.
 """
 
 from __future__ import annotations
@@ -133,10 +141,14 @@ class BundleState:
 
 @dataclass(slots=True)
 class SweepResult:
-    after_start: list[
-        tuple
-    ]  #: per contribution (input order): :meth:`BundleState.snapshot` after its first cycle
-    final: tuple  #: :meth:`BundleState.snapshot` after the last cycle
+    #: per contribution (input order): :meth:`BundleState.snapshot` after its first cycle
+    after_start: list[tuple]
+    #: per contribution: the snapshot right after its own fold in its first cycle
+    own_start: list[tuple]
+    #: per contribution: the snapshot right after its own fold in its last cycle
+    own_last: list[tuple]
+    #: :meth:`BundleState.snapshot` after the last cycle
+    final: tuple
 
 
 def sweep_bundle(
@@ -157,12 +169,27 @@ def sweep_bundle(
     """
     state = BundleState(Window(short_samples), Window(long_samples))
     after: list[tuple | None] = [None] * len(starts)
+    own_start: list[tuple | None] = [None] * len(starts)
+    own_last: list[tuple | None] = [None] * len(starts)
     active: dict[str, int] = {}  # broker -> contribution index
     folded: tuple[list[Values], int] = ([], 0)  # values in broker order, topics of the last
 
     def refresh() -> tuple[list[Values], int]:
         order = [active[b] for b in sorted(active)]
         return [values[i] for i in order], (topics[order[-1]] if order else 0)
+
+    def fold_cycle(cycle: int, started: frozenset[int] = frozenset()) -> None:
+        """One cycle, broker by broker, keeping each contribution's state after its own fold."""
+        for broker in sorted(active):
+            j = active[broker]
+            state.short.fold(values[j])
+            state.long.fold(values[j])
+            state.topics = topics[j]
+            snap = (*state.short.snapshot(), *state.long.snapshot(), state.topics, cycle)
+            own_last[j] = snap
+            if j in started:
+                own_start[j] = snap
+        state.last_cycle = cycle
 
     i, n = 0, len(starts)
     cursor = starts[0] if n else 0  # cycles before `cursor` are folded
@@ -174,7 +201,12 @@ def sweep_bundle(
         if t == infinity:
             break
         t = int(t)
-        state.advance(folded[0], folded[1], cursor, t - cursor)
+        if t - cursor >= 1 and next_end == t:
+            # a contribution ends: its last cycle broker by broker, the ones before it at once
+            state.advance(folded[0], folded[1], cursor, t - cursor - 1)
+            fold_cycle(t - 1)
+        else:
+            state.advance(folded[0], folded[1], cursor, t - cursor)
         cursor = t
         changed = False
         for b in [b for b, j in active.items() if ends[j] <= t]:
@@ -189,9 +221,9 @@ def sweep_bundle(
         if changed:
             folded = refresh()
         if started:
-            state.advance(folded[0], folded[1], cursor, 1)
+            fold_cycle(t, frozenset(started))
             cursor = t + 1
             snap = state.snapshot()
             for j in started:
                 after[j] = snap
-    return SweepResult(after, state.snapshot())  # type: ignore[arg-type]
+    return SweepResult(after, own_start, own_last, state.snapshot())  # type: ignore[arg-type]

@@ -1,20 +1,24 @@
 """The simulation's leader duties: election, the leader's cycle, and executing its decisions.
 
 :class:`LeaderDuties` is a part of :class:`~brokerlb.sim.simulation.Simulation` (a mixin; it
-uses the simulation's brokers, topology, ownership table, timeline and config):
+uses the simulation's brokers, topology, ownership table, timeline and config). The leader is
+the live broker's own :class:`~brokerlb.loadbalance.leader.Leader`, driven through the same
+steps (:mod:`brokerlb.loadbalance.cycle`); the simulation is its scheduler and its executor:
 
 * election -- the longest-registered live broker leads; a new leader starts with empty strategy
   memory and the previous leader's bundle histories;
-* the leader's cycle -- refresh when reports changed, shedding every
+* the schedule -- refresh when reports changed, shedding every
   ``loadBalancerSheddingIntervalMinutes``, the split check (after a refresh for the modular
   load manager, every ``loadBalancerSplitIntervalMinutes`` for the extensible one);
-* executing decisions -- unloads (with the destination as a one-shot affinity for the next
-  lookup), transfers (straight to the destination), splits (children owned by the parent's
-  owner, unloaded if ``loadBalancerAutoUnloadSplitBundlesEnabled``), merges (the parts are
-  unloaded and leave the ring; the merged bundle is placed at the next lookup, as the broker's
-  admin merge assigns it through the placement pipeline).
+* the executor (:class:`SimActions`) -- moves: a transfer releases the bundle straight to its
+  destination, an unload frees it for the clients' next lookup (``timing.transfer`` /
+  ``timing.unload``); splits replace a bundle by its children on the ring (owned by the
+  parent's owner, unloaded if ``loadBalancerAutoUnloadSplitBundlesEnabled``); merges unload
+  the parts, which leave the ring, and the merged bundle is placed at the next lookup (as the
+  broker's merge assigns it through placement). A decision on a bundle that is no longer owned
+  by a live broker is not carried out.
 
-CPU time spent inside the decision engine is added to ``engine_seconds`` (CPU, not wall time,
+CPU time spent inside the leader's steps is added to ``engine_seconds`` (CPU, not wall time,
 so the share stays meaningful on a busy machine).
 """
 
@@ -22,14 +26,49 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
-from brokerlb.model import LocalBrokerData
-from brokerlb.sim.leader import ClusterInputs
+from brokerlb.config import ServiceConfig
+from brokerlb.loadbalance.broker_lookup import BrokerLookupData
+from brokerlb.loadbalance.cycle import CycleRecord, LeaderSchedule, run_now, shedding_cycle, split_cycle
+from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision
+from brokerlb.loadbalance.leader import ClusterInputs, Leader, Move
+from brokerlb.loadbalance.policies import NamespacePolicy
+from brokerlb.model import BundleData, LocalBrokerData
 from brokerlb.sim.ownership import BundleState
 from brokerlb.sim.parts import SimulationParts
 
-__all__ = ["LeaderDuties"]
+__all__ = ["LeaderDuties", "LeaderFactory", "SimActions", "new_leader"]
+
+#: builds a leader: (broker id, config, seeded rng, persisted bundle histories) -> leader
+LeaderFactory = Callable[[str, ServiceConfig, random.Random, Mapping[str, BundleData]], Leader]
+
+
+def new_leader(
+    broker_id: str, config: ServiceConfig, rng: random.Random, stored: Mapping[str, BundleData]
+) -> Leader:
+    """The real leader (tests of the simulator's own mechanics pass a scripted one)."""
+    return Leader(broker_id, config, rng=rng, stored_bundle_data=stored)
+
+
+class SimActions:
+    """The simulation's :class:`~brokerlb.loadbalance.cycle.ClusterActions`: every action
+    completes at once on the simulation's model (its delays run on the timeline)."""
+
+    def __init__(self, duties: LeaderDuties) -> None:
+        self._duties = duties
+
+    def now_ms(self) -> int:
+        return self._duties.now_ms
+
+    async def move(self, moves: Sequence[Move]) -> list[bool]:
+        return [self._duties._execute_move(m) for m in moves]
+
+    async def split(self, splits: Sequence[SplitDecision]) -> list[bool]:
+        return [self._duties._execute_split(d) for d in splits]
+
+    async def merge(self, merges: Sequence[MergeDecision]) -> list[bool]:
+        return [self._duties._execute_merge(d) for d in merges]
 
 
 class LeaderDuties(SimulationParts):
@@ -48,15 +87,14 @@ class LeaderDuties(SimulationParts):
         self._leader_broker = new
         if new < 0:
             self.leader = None
+            self._schedule = None
             return
         rng = random.Random(self._leader_seed + len(self._registration_order) * 7919 + new)
         self.leader = self._leader_factory(
             self.broker_ids[new], self.config, rng, dict(self._stored_bundle_data)
         )
         self._mark_changed(structure=True)
-        now = self.now_ms
-        self._next_shed_ms = now + self.config.duration_seconds("loadBalancerSheddingIntervalMinutes") * 1000
-        self._next_split_ms = now + self.config.duration_seconds("loadBalancerSplitIntervalMinutes") * 1000
+        self._schedule = LeaderSchedule(self.config, self.now_ms)
 
     def _reports(self) -> dict[str, LocalBrokerData | None]:
         """What the leader reads under ``/loadbalance/brokers``: registered brokers' reports."""
@@ -78,10 +116,21 @@ class LeaderDuties(SimulationParts):
                 b.broker_id: b.published_load_data for b in registered if b.published_load_data is not None
             },
             top_bundles={b.broker_id: b.top_bundles for b in registered if b.top_bundles is not None},
-            brokers={b.broker_id: b.spec for b in registered},
+            broker_lookup={
+                b.broker_id: BrokerLookupData(
+                    web_service_url=f"http://{b.broker_id}",
+                    broker_version=b.spec.version,
+                    load_manager_class_name=self.config.loadManagerClassName,
+                )
+                for b in registered
+            },
             ownership=self.ownership.ownership_map,  # computed only if the leader asks
-            namespace_bundles={ns: topo.ns_bundles[i] for ns, i in topo.ns_index.items()},
-            anti_affinity=self.anti_affinity,
+            namespace_policies={
+                ns: NamespacePolicy(
+                    anti_affinity_group=self.anti_affinity.get(ns), bundles=topo.ns_bundles[i]
+                )
+                for ns, i in topo.ns_index.items()
+            },
         )
         self._cached_inputs = inputs
         self._inputs_version = self._change_version
@@ -90,34 +139,27 @@ class LeaderDuties(SimulationParts):
     def _leader_cycle(self) -> None:
         if not self.leader_available:
             return
-        leader = self.leader
-        assert leader is not None
+        leader, schedule = self.leader, self._schedule
+        assert leader is not None and schedule is not None
         now = self.now_ms
-        conf = self.config
-        inputs = self._inputs()
         started = time.process_time()
-        refreshed = self._ensure_refreshed(inputs)
-        if now >= self._next_shed_ms:
-            self._next_shed_ms += conf.duration_seconds("loadBalancerSheddingIntervalMinutes") * 1000
+        refreshed = self._ensure_refreshed(self._inputs())
+        actions = SimActions(self)
+        if schedule.due("shedding", now):
+            schedule.done("shedding", now)
             phase = time.process_time()
-            result = leader.shed(now, inputs)
+            self._count(run_now(shedding_cycle(leader, actions, self._inputs())))
             self._phase("shed", phase)
-            self._count("unload", result.decisions)
-            self._execute_unloads(result.unloads)
-            # ring changes a balancing strategy decided in its cycle (Pulsar's shedders decide none)
-            self._count("split", result.split_decisions)
-            self._execute_splits(result.splits)
-            self._count("merge", result.merge_decisions)
-            self._execute_merges(result.merges)
-        split_due = refreshed if not leader.extensible else now >= self._next_split_ms
-        if leader.extensible and split_due:
-            self._next_split_ms += conf.duration_seconds("loadBalancerSplitIntervalMinutes") * 1000
-        if split_due and conf.loadBalancerAutoBundleSplitEnabled:
+        if schedule.split_after_refresh:
+            split_due = refreshed
+        else:
+            split_due = schedule.due("split", now)
+            if split_due:
+                schedule.done("split", now)
+        if split_due:
             phase = time.process_time()
-            split = leader.split(now, inputs)
+            self._count(run_now(split_cycle(leader, actions, self._inputs())))
             self._phase("split", phase)
-            self._count("split", split.decisions)
-            self._execute_splits(split.splits)
         self.engine_seconds += time.process_time() - started
 
     def _ensure_refreshed(self, inputs: ClusterInputs) -> bool:
@@ -148,99 +190,86 @@ class LeaderDuties(SimulationParts):
         entry[0] += time.process_time() - started
         entry[1] += 1
 
-    def _count(self, kind: str, decisions: Any) -> None:
-        for d in decisions:
-            self._cycle_decisions[f"{kind}/{d.label}/{d.reason}"] += 1
+    def _count(self, record: CycleRecord) -> None:
+        self._cycle_decisions.update(record.decision_keys())
 
     # ------------------------------------------------------------------ executing decisions
 
-    def _execute_unloads(self, unloads: list[Any]) -> None:
+    def _execute_move(self, move: Move) -> bool:
+        """Release a bundle for a move (``False`` if it is no longer owned by a live broker)."""
+        b = self.topology.bundle_index.get(move.bundle)
+        if b is None or self.ownership.state[b] != BundleState.OWNED:
+            return False  # split or moved meanwhile: Pulsar's unload of an unowned bundle is a no-op
+        if not self.brokers[int(self.ownership.owner[b])].up:
+            return False
         now = self.now_ms
-        timing = self.scenario.timing
-        assert self.leader is not None
-        for decision in unloads:
-            b = self.topology.bundle_index.get(decision.bundle)
-            if b is None or self.ownership.state[b] != BundleState.OWNED:
-                continue  # split or moved meanwhile: Pulsar's unload of an unowned bundle is a no-op
-            if not self.brokers[int(self.ownership.owner[b])].up:
-                continue
-            dest = self.broker_index.get(decision.destination, -1) if decision.destination else -1
-            transfer = self.leader.extensible and dest >= 0 and self.config.loadBalancerTransferEnabled
-            cause = "transfer" if transfer else "shed"
-            self.ownership.release(
-                b,
-                now,
-                cause,
-                self._throughput_of(b),
-                destination=dest if transfer else -1,
-                detail=f"{decision.reason}: {decision.detail}".strip(": "),
-            )
-            if dest >= 0 and not transfer:
-                self._affinity[b] = dest
-            delay = timing.transfer if transfer else timing.unload
-            self.timeline.schedule(now + delay * 1000, "release_done", (b, dest if transfer else -1))
+        dest = self.broker_index.get(move.destination, -1) if move.transfer and move.destination else -1
+        self.ownership.release(
+            b,
+            now,
+            "transfer" if dest >= 0 else "shed",
+            self._throughput_of(b),
+            destination=dest,
+            detail=f"{move.reason}: {move.detail}".strip(": "),
+        )
+        delay = self.scenario.timing.transfer if dest >= 0 else self.scenario.timing.unload
+        self.timeline.schedule(now + delay * 1000, "release_done", (b, dest))
+        return True
 
-    def _execute_splits(self, splits: list[Any]) -> None:
-        """Split bundles on the ring. Pulsar's split runs on the owner; a bundle without a live
-        owner right now (in transit) is left alone -- the next check will see it again."""
+    def _execute_split(self, decision: SplitDecision) -> bool:
+        """Split a bundle on the ring. Pulsar's split runs on the owner; a bundle without a live
+        owner right now (in transit) is not split -- the next check will see it again."""
+        parent = self.topology.bundle_index.get(decision.bundle)
+        if parent is None or not decision.boundaries:
+            return False
+        owner = int(self.ownership.owner[parent])
+        if self.ownership.state[parent] != BundleState.OWNED or not self.brokers[owner].up:
+            self._cycle_decisions["split/NotExecuted/NoOwner"] += 1
+            return False
         now = self.now_ms
-        assert self.leader is not None
-        for decision in splits:
-            parent = self.topology.bundle_index.get(decision.bundle)
-            if parent is None or not decision.boundaries:
-                continue
-            owner = int(self.ownership.owner[parent])
-            if self.ownership.state[parent] != BundleState.OWNED or not self.brokers[owner].up:
-                self._cycle_decisions["split/NotExecuted/NoOwner"] += 1
-                continue
-            children = self.topology.split(parent, decision.boundaries)
-            self.ownership.grow(self.topology.num_bundle_ids)
-            names = [self.topology.bundle_names[c] for c in children]
-            self.ownership.split(parent, children, now, f"{decision.reason}: {decision.detail}".strip(": "))
-            self._cycle_splits += 1
-            self.leader.bundle_split(decision.bundle, names)
-            self._mark_changed(structure=True)
-            if self.validate:
-                from brokerlb.testing import assert_ring_covers_keyspace
+        children = self.topology.split(parent, decision.boundaries)
+        self.ownership.grow(self.topology.num_bundle_ids)
+        self.ownership.split(parent, children, now, f"{decision.reason}: {decision.detail}".strip(": "))
+        self._cycle_splits += 1
+        self._mark_changed(structure=True)
+        if self.validate:
+            from brokerlb.testing import assert_ring_covers_keyspace
 
-                assert_ring_covers_keyspace(self.topology.ns_bundles[int(self.topology.bundle_ns[parent])])
-            if self.config.loadBalancerAutoUnloadSplitBundlesEnabled:
-                for child in children:
-                    self.ownership.release(
-                        child, now, "split", 0.0, detail=f"unload after splitting {decision.bundle}"
-                    )
-                    self.timeline.schedule(
-                        now + self.scenario.timing.unload * 1000, "release_done", (child, -1)
-                    )
+            assert_ring_covers_keyspace(self.topology.ns_bundles[int(self.topology.bundle_ns[parent])])
+        if self.config.loadBalancerAutoUnloadSplitBundlesEnabled:
+            for child in children:
+                self.ownership.release(
+                    child, now, "split", 0.0, detail=f"unload after splitting {decision.bundle}"
+                )
+                self.timeline.schedule(now + self.scenario.timing.unload * 1000, "release_done", (child, -1))
+        return True
 
-    def _execute_merges(self, merges: list[Any]) -> None:
+    def _execute_merge(self, decision: MergeDecision) -> bool:
         """Merge adjacent bundles on the ring. Every part must be live and owned by a live broker
         (a part in transit leaves the merge for a later cycle)."""
         now = self.now_ms
-        assert self.leader is not None
-        for decision in merges:
-            parts = [self.topology.bundle_index.get(name) for name in decision.bundles]
-            if any(
-                b is None
-                or self.ownership.state[b] != BundleState.OWNED
-                or not self.brokers[int(self.ownership.owner[b])].up
-                for b in parts
-            ):
-                self._cycle_decisions["merge/NotExecuted/NoOwner"] += 1
-                continue
-            ids = [int(b) for b in parts if b is not None]
-            throughputs = [self._throughput_of(b) for b in ids]
-            merged = self.topology.merge(ids)
-            self.ownership.grow(self.topology.num_bundle_ids)
-            ns = int(self.topology.bundle_ns[merged])
-            ring = tuple(self.topology.bundle_names[i] for i in self.topology.ns_bundle_ids[ns])
-            detail = f"{decision.reason}: {decision.detail}".strip(": ")
-            self.ownership.merge(ids, merged, now, ring, throughputs, detail)
-            self.leader.bundle_merged(list(decision.bundles), self.topology.bundle_names[merged])
-            self._mark_changed(structure=True)
-            if self.validate:
-                from brokerlb.testing import assert_ring_covers_keyspace
+        parts = [self.topology.bundle_index.get(name) for name in decision.bundles]
+        if any(
+            b is None
+            or self.ownership.state[b] != BundleState.OWNED
+            or not self.brokers[int(self.ownership.owner[b])].up
+            for b in parts
+        ):
+            self._cycle_decisions["merge/NotExecuted/NoOwner"] += 1
+            return False
+        ids = [int(b) for b in parts if b is not None]
+        throughputs = [self._throughput_of(b) for b in ids]
+        merged = self.topology.merge(ids)
+        self.ownership.grow(self.topology.num_bundle_ids)
+        ns = int(self.topology.bundle_ns[merged])
+        ring = tuple(self.topology.bundle_names[i] for i in self.topology.ns_bundle_ids[ns])
+        detail = f"{decision.reason}: {decision.detail}".strip(": ")
+        self.ownership.merge(ids, merged, now, ring, throughputs, detail)
+        self._mark_changed(structure=True)
+        if self.validate:
+            from brokerlb.testing import assert_ring_covers_keyspace
 
-                assert_ring_covers_keyspace(self.topology.ns_bundles[ns])
-            self.timeline.schedule(now + self.scenario.timing.unload * 1000, "lookup", merged)
-            self.ownership.lookup_pending[merged] = True
+            assert_ring_covers_keyspace(self.topology.ns_bundles[ns])
+        self.timeline.schedule(now + self.scenario.timing.unload * 1000, "lookup", merged)
+        self.ownership.lookup_pending[merged] = True
+        return True

@@ -9,9 +9,10 @@ what the timeline holds, in time order, with the clock at each instant:
   crashed (stops serving; its bundles keep their dead owner until its session expires), a
   dynamic config change;
 * unloads and transfers completing (``timing.unload`` / ``timing.transfer``);
-* lookups (``timing.lookup`` after a bundle lost its owner): the one-shot destination of a
-  shedding decision, else the leader's placement pipeline; a failed lookup (no leader, no
-  broker, a dead broker chosen) retries with exponential back-off up to 60 s;
+* lookups (``timing.lookup`` after a bundle lost its owner): the leader's placement
+  (:meth:`~brokerlb.loadbalance.leader.Leader.place`: the one-shot destination of a shedding
+  decision, else the placement pipeline); a failed lookup (no leader, no broker, a dead broker
+  chosen) retries with exponential back-off up to 60 s;
 * sessions of crashed brokers expiring (``BrokerLost``: their bundles are free for lookups).
 """
 
@@ -23,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from brokerlb.config import is_extensible_load_manager
 from brokerlb.model import ResourceWeights
 from brokerlb.sim.brokers import BundleTraffic, SimBroker
-from brokerlb.sim.leader import is_extensible
 from brokerlb.sim.ownership import BundleState, Move
 from brokerlb.sim.parts import SimulationParts
 from brokerlb.sim.spec import AddBroker, FailBroker, RestartBroker, SetConfig
@@ -63,6 +64,8 @@ class ClusterLifecycle(SimulationParts):
             self.config = self.config.with_overrides(dict(event.config), strict=True)
             if self.leader is not None:
                 self.leader.config = self.config
+            if self._schedule is not None:
+                self._schedule.config = self.config
         self._elect_leader()
 
     def _start_broker(self, broker: SimBroker) -> None:
@@ -92,7 +95,9 @@ class ClusterLifecycle(SimulationParts):
             self.config,
             force=True,
         )
-        if is_extensible(self.config):  # the extensible reporters publish at start too
+        if is_extensible_load_manager(
+            self.config.loadManagerClassName
+        ):  # extensible reporters publish at start too
             self.writer.publish_load_data(
                 broker,
                 now,
@@ -190,10 +195,7 @@ class ClusterLifecycle(SimulationParts):
         now = self.now_ms
         own.lookup_pending[b] = False
         target = -1
-        affinity = self._affinity.pop(b, -1)
-        if affinity >= 0 and self.brokers[affinity].registered and self.brokers[affinity].up:
-            target = affinity
-        elif self.leader_available:
+        if self.leader_available:
             assert self.leader is not None
             started = time.process_time()
             inputs = self._inputs()

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from brokerlb.clock import ManualClock
     from brokerlb.config import ServiceConfig
+    from brokerlb.loadbalance.cycle import LeaderSchedule
+    from brokerlb.loadbalance.leader import ClusterInputs, Leader
     from brokerlb.model import BundleData
     from brokerlb.sim.brokers import BundleTraffic, ReportWriter, SimBroker
-    from brokerlb.sim.leader import ClusterInputs, Leader, LeaderFactory
+    from brokerlb.sim.leadership import LeaderFactory
     from brokerlb.sim.ownership import Move, OwnershipTable
     from brokerlb.sim.resources import Capacities, ResourceModel
     from brokerlb.sim.spec import Scenario
@@ -53,8 +55,7 @@ class SimulationParts:
     _leader_seed: int
     _registration_order: list[int]
     _stored_bundle_data: dict[str, BundleData]
-    _next_shed_ms: float
-    _next_split_ms: float
+    _schedule: LeaderSchedule | None
     _reports_changed: bool
     _structure_changed: bool
     _change_version: int
@@ -66,7 +67,6 @@ class SimulationParts:
     _cycle_moves: list[Move]
     _cycle_splits: int
     _bundle_traffic: BundleTraffic | None
-    _affinity: dict[int, int]
     _lookup_attempts: dict[int, int]
 
     @property

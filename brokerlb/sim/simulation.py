@@ -41,11 +41,12 @@ import numpy as np
 
 from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig, short_class_name
+from brokerlb.loadbalance.cycle import LeaderSchedule
+from brokerlb.loadbalance.leader import ClusterInputs, Leader
 from brokerlb.model import ResourceWeights
 from brokerlb.naming import is_system_service_namespace
 from brokerlb.sim.brokers import BundleTraffic, ReportWriter, SimBroker
-from brokerlb.sim.leader import ClusterInputs, Leader, LeaderFactory, SimLeader
-from brokerlb.sim.leadership import LeaderDuties
+from brokerlb.sim.leadership import LeaderDuties, LeaderFactory, new_leader
 from brokerlb.sim.lifecycle import ClusterLifecycle
 from brokerlb.sim.metrics import CycleMetrics, MetricsRecorder, lower_bound
 from brokerlb.sim.ownership import Move, OwnershipTable
@@ -133,19 +134,17 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self.ownership = OwnershipTable(self.topology.bundle_names, self.broker_ids, grace_s * 1000)
         self.ownership.grow(self.topology.num_bundle_ids)
         self.metrics = MetricsRecorder(self.broker_ids, grace_s)
-        self._affinity: dict[int, int] = {}
         self._lookup_attempts: dict[int, int] = {}
 
         self.timeline = Timeline()
         for event in scenario.events:
             self.timeline.schedule(start_ms + event.at * 1000, "scenario", event)
 
-        self._leader_factory: LeaderFactory = leader_factory or SimLeader
+        self._leader_factory: LeaderFactory = leader_factory or new_leader
         self.leader: Leader | None = None
         self._leader_broker = -1
         self._stored_bundle_data: dict[str, Any] = {}
-        self._next_shed_ms = 0.0
-        self._next_split_ms = 0.0
+        self._schedule: LeaderSchedule | None = None
         #: reports written since the leader's last refresh / brokers or bundles changed since then
         self._reports_changed = False
         self._structure_changed = True

@@ -23,7 +23,7 @@ names both work (``ThresholdShedder``,
 
 from __future__ import annotations
 
-from brokerlb.config import short_class_name
+from brokerlb.config import EXTENSIBLE_LOAD_MANAGER_CLASS, MODULAR_LOAD_MANAGER_CLASS, short_class_name
 
 __all__ = [
     "strategy_overrides",
@@ -32,9 +32,6 @@ __all__ = [
     "EXTENSIBLE_LOAD_MANAGER_CLASS",
     "MODULAR_LOAD_MANAGER_CLASS",
 ]
-
-EXTENSIBLE_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
-MODULAR_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
 
 
 def split_label(label: str) -> tuple[str, str | None]:

@@ -23,7 +23,12 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from brokerlb.config import short_class_name
+from brokerlb.config import (
+    EXTENSIBLE_LOAD_MANAGER_CLASS,
+    MODULAR_LOAD_MANAGER_CLASS,
+    is_extensible_load_manager,
+    short_class_name,
+)
 from brokerlb.loadbalance.placement.anti_affinity import DEFAULT_DOMAIN, anti_affinity_bundle_counts
 from brokerlb.loadbalance.placement.isolation import (
     IsolationPolicy,
@@ -35,7 +40,7 @@ from brokerlb.loadbalance.placement.strategies.least_resource_usage_with_weight 
     restarts_history,
     weighted_usage,
 )
-from brokerlb.loadbalance.view import EXTENSIBLE_LOAD_MANAGER, ClusterView, bundle_range_of
+from brokerlb.loadbalance.view import ClusterView, bundle_range_of
 from brokerlb.model import BrokerData, BundleData, ResourceWeights, bundle_namespace
 
 if TYPE_CHECKING:
@@ -44,8 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["PlacementContext", "context_for"]
 
 _MISSING = object()
-MODULAR_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"
-EXTENSIBLE_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
 
 
 class PlacementContext:
@@ -128,7 +131,7 @@ class PlacementContext:
         """The load manager whose pipeline runs: ``loadManagerClassName`` when it is of that kind,
         else Pulsar's class of that kind (a planner asked for the other kind's strategy)."""
         configured = self.config.loadManagerClassName
-        if (short_class_name(configured) == EXTENSIBLE_LOAD_MANAGER) == extensible:
+        if is_extensible_load_manager(configured) == extensible:
             return configured
         return EXTENSIBLE_LOAD_MANAGER_CLASS if extensible else MODULAR_LOAD_MANAGER_CLASS
 

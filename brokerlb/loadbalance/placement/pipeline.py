@@ -37,6 +37,7 @@ under ``ExtensibleLoadManagerImpl``).
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 
 from brokerlb.loadbalance.decisions import PlacementDecision, Reason
 from brokerlb.loadbalance.placement.context import PlacementContext, context_for
@@ -48,27 +49,46 @@ from brokerlb.loadbalance.view import ClusterView
 from brokerlb.model import bundle_namespace
 from brokerlb.naming import broker_of_heartbeat_namespace, broker_of_sla_namespace
 
-__all__ = ["select_broker_for_assignment", "place_bundle", "heartbeat_or_sla_broker"]
+__all__ = ["select_broker_for_assignment", "place_bundle", "heartbeat_or_sla_broker", "named_broker"]
+
+
+def named_broker(namespace: str, active: Collection[str]) -> str | None:
+    """Pulsar's ``getHeartbeatOrSLAMonitorBrokerId``: the broker a heartbeat namespace names
+    (active or not), the broker an SLA-monitor namespace names while it is ``active``, else
+    ``None`` (the bundle is placed like any other).
+
+    >>> named_broker("pulsar/b1:8080", ["b2:8080"]), named_broker("sla-monitor/c/b1:8080", ["b2:8080"])
+    ('b1:8080', None)
+    """
+    heartbeat = broker_of_heartbeat_namespace(namespace)
+    if heartbeat is not None:
+        return heartbeat
+    sla = broker_of_sla_namespace(namespace)
+    return sla if sla is not None and sla in active else None
 
 
 def heartbeat_or_sla_broker(
     context: PlacementContext, bundle: str, *, extensible: bool
 ) -> PlacementDecision | None:
-    """The routing decision for a heartbeat / SLA-monitor bundle, ``None`` for any other bundle."""
+    """The routing decision for a heartbeat / SLA-monitor bundle, ``None`` for any other bundle.
+
+    Modular: :func:`named_broker` (a heartbeat namespace goes to its broker even when that
+    broker is not in the view -- Pulsar still answers it; an SLA namespace of a broker that is
+    not available is placed like any other). Extensible: a named broker that is not available
+    leaves the bundle without a broker."""
     namespace = bundle_namespace(bundle)
-    named = broker_of_heartbeat_namespace(namespace)
-    kind = "heartbeat"
+    heartbeat = broker_of_heartbeat_namespace(namespace)
+    named = heartbeat or broker_of_sla_namespace(namespace)
     if named is None:
-        named = broker_of_sla_namespace(namespace)
-        kind = "SLA-monitor"
-        if named is None:
-            return None
-        if not extensible and named not in context.modular_brokers:
-            return None  # modular: an SLA namespace of a dead broker is placed like any other
-    if extensible and named not in context.extensible_brokers:
-        return PlacementDecision(
-            bundle, None, (), Reason.NO_BROKERS, f"{kind} namespace of {named}, which is not available"
-        )
+        return None
+    kind = "heartbeat" if heartbeat else "SLA-monitor"
+    if extensible:
+        if named not in context.extensible_brokers:
+            return PlacementDecision(
+                bundle, None, (), Reason.NO_BROKERS, f"{kind} namespace of {named}, which is not available"
+            )
+    elif named_broker(namespace, context.modular_brokers) is None:
+        return None
     note = f"{kind} namespace of {named}"
     if not extensible and named not in context.modular_brokers:
         note += " (not in the snapshot; Pulsar still answers it)"

@@ -1,7 +1,8 @@
 """The leader's cycles on a live in-process cluster, with injected traffic (synthetic clients).
 
-* shedding: an overloaded broker's bundles are transferred to others (OverloadShedder, the
-  default ThresholdShedder, and brokerlb's own balancer);
+* shedding: an overloaded broker's bundles move to others (OverloadShedder and the default
+  ThresholdShedder), as transfers (``brokerlbModularTransferEnabled``) or as Pulsar's unload with
+  a one-shot affinity;
 * split: a bundle over ``loadBalancerNamespaceBundleMaxTopics`` is split by its owner;
 * persistence: bundle data and time averages reach the store;
 * history: every report the leader reads lands in the JSON Lines sink.
@@ -55,55 +56,43 @@ async def hot_broker_setup(
     return clients, hot
 
 
-async def bundle_level_hot_broker(cluster: InProcessCluster, ns: str) -> tuple[SyntheticClients, str]:
-    """Six bundles; those of the broker holding the most carry 200 msg/s each, the others 60:
-    the busiest broker is over target, no bundle alone is, and one transfer always lowers it."""
-    from brokerlb.ring import NamespaceBundles
-
-    async with AsyncAdminClient(cluster.urls[0]) as admin:
-        await admin.create_namespace(ns, num_bundles=6)
-    clients = SyntheticClients(cluster.services)
-    topics = topics_of(ns, 60)
-    await clients.add_many({t: TopicStats(msg_rate_in=1) for t in topics})
-    ring = NamespaceBundles.create(ns, 6)
-    bundle_of = {t: str(ring.find_bundle(t)) for t in topics}
-    owner_of = {bundle_of[t]: broker for t, broker in clients.placement().items()}
-    hot = Counter(owner_of.values()).most_common(1)[0][0]
-    per_bundle = Counter(bundle_of.values())
-    for topic in topics:
-        bundle = bundle_of[topic]
-        total = 200.0 if owner_of[bundle] == hot else 60.0
-        clients.set_stats(topic, TopicStats(msg_rate_in=total / per_bundle[bundle]))
-    return clients, hot
-
-
-@pytest.mark.parametrize("strategy", ["OverloadShedder", "ThresholdShedder"])
-async def test_shedding_moves_bundles_off_an_overloaded_broker(strategy) -> None:
-    cluster = await InProcessCluster(3, {**FAST, "loadBalancerLoadSheddingStrategy": strategy}).start()
+@pytest.mark.parametrize(
+    ("strategy", "transfer"),
+    [("OverloadShedder", True), ("ThresholdShedder", True), ("ThresholdShedder", False)],
+)
+async def test_shedding_moves_bundles_off_an_overloaded_broker(strategy, transfer) -> None:
+    conf = {**FAST, "loadBalancerLoadSheddingStrategy": strategy, "brokerlbModularTransferEnabled": transfer}
+    cluster = await InProcessCluster(3, conf).start()
     try:
         clients, hot = await hot_broker_setup(cluster, new_namespace("shed"), hot_rate=600)
         leader = leader_of(cluster).leader_tasks
 
-        def transfers():
-            return [e for e in leader.events if e.kind == "unload" and e.source == hot]
+        def moves():
+            return [
+                m
+                for r in leader.records
+                for m, done in zip(r.moves, r.moves_done, strict=True)
+                if done and m.source == hot
+            ]
 
         try:
-            await eventually(transfers, timeout=20, message=f"{strategy} unloads from the hot broker")
+            await eventually(moves, timeout=20, message=f"{strategy} unloads from the hot broker")
         except AssertionError as exc:
             last = leader.last_shedding.to_json() if leader.last_shedding else None
             raise AssertionError(f"{exc}; last shedding cycle: {last}") from None
-        event = transfers()[0]
-        assert event.destination and event.destination != hot, "a transfer names its destination"
-        # the bundle is owned by the destination and the clients followed it
+        move = moves()[0]
+        assert move.destination and move.destination != hot, "the shedder names a destination"
+        assert move.transfer is transfer
+        # the bundle is owned by the destination (handed over, or placed there by the affinity at
+        # the clients' next lookup) and the clients followed it
         owners = leader_of(cluster).owners
 
         async def moved() -> bool:
-            info = owners.get_owner(event.bundle)
-            return info is not None and info.broker_id == event.destination
+            info = owners.get_owner(move.bundle)
+            return info is not None and info.broker_id == move.destination
 
         await eventually(moved, timeout=10, message="the bundle is owned by the destination")
         await eventually(lambda: clients.reconnects > 0, timeout=10, message="clients reconnected")
-        assert any(e.kind == "shed-cycle" for e in leader.events)
         await clients.close()
     finally:
         await cluster.stop()
@@ -160,8 +149,10 @@ async def test_a_bundle_with_too_many_topics_is_split_by_the_leader() -> None:
                 return (await admin.get_bundles(ns))["numBundles"] > 1
 
             await eventually(split, timeout=20, message="the leader split the bundle")
-            events = [e for e in leader_of(cluster).leader_tasks.events if e.kind == "split"]
-            assert events and events[0].reason == "Topics"
+            records = [
+                r for r in leader_of(cluster).leader_tasks.records if r.kind == "split" and any(r.splits_done)
+            ]
+            assert records and str(records[0].splits[0].reason) == "Topics"
             await clients.close()
     finally:
         await cluster.stop()

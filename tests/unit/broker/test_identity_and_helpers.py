@@ -9,9 +9,10 @@ import pytest
 from brokerlb.broker.http.lookup_routes import parse_bool, topic_from_segments
 from brokerlb.broker.http.redirects import redirect_location
 from brokerlb.broker.identity import BrokerIdentity, parse_advertised_listeners
-from brokerlb.broker.placement import PlacementService
+from brokerlb.broker.load_manager import LoadManager
 from brokerlb.broker.redirect import Redirect
 from brokerlb.broker.singleflight import SingleFlight
+from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig
 from brokerlb.errors import (
     InvalidConfigError,
@@ -19,6 +20,9 @@ from brokerlb.errors import (
     InvalidTopicNameError,
     ServiceUnavailableError,
 )
+from brokerlb.loadbalance.decisions import PlacementDecision
+from brokerlb.loadbalance.leader import ClusterInputs
+from brokerlb.loadbalance.refresh import LeaderLoadState
 from brokerlb.ring import NamespaceBundle
 from brokerlb.testing.waiting import eventually
 
@@ -92,25 +96,28 @@ async def test_single_flight_shares_one_run_and_its_failure() -> None:
 BUNDLE = NamespaceBundle.parse("t/ns/0x00000000_0x80000000")
 
 
-async def test_placement_affinity_is_one_shot_and_blocks_refuse() -> None:
-    decided: list[str] = []
+async def test_a_bundle_being_merged_is_not_placed_until_unblocked() -> None:
+    placed: list[str] = []
 
-    async def decide(bundle: NamespaceBundle) -> str:
-        decided.append(str(bundle))
-        return "b1:8080"
+    class Leader:
+        refreshes = 1
 
-    placement = PlacementService(decide, lambda: ["b1:8080", "b2:8080"])
-    placement.set_bundle_affinity(str(BUNDLE), "b2:8080")
-    assert await placement.select_broker(BUNDLE) == "b2:8080"
-    assert await placement.select_broker(BUNDLE) == "b1:8080"  # the affinity was used once
-    placement.set_bundle_affinity(str(BUNDLE), "gone:8080")
-    assert await placement.select_broker(BUNDLE) == "b1:8080"  # inactive destination: normal placement
-    placement.block([str(BUNDLE)], "being merged")
+        def place(self, now_ms, bundle, inputs):
+            placed.append(bundle)
+            return PlacementDecision(bundle, "b1:8080", ("b1:8080",))
+
+    class Inputs:
+        def current(self):
+            return ClusterInputs(reports={})
+
+    manager = LoadManager(Leader(), Inputs(), bundles=None, load_data_store=None, clock=ManualClock())
+    manager.leader.load_state = LeaderLoadState()
+    manager.block([str(BUNDLE)], "being merged")
     with pytest.raises(ServiceUnavailableError, match="being merged"):
-        await placement.select_broker(BUNDLE)
-    placement.unblock([str(BUNDLE)])
-    assert await placement.select_broker(BUNDLE) == "b1:8080"
-    assert placement.placed == {"b2:8080": 1, "b1:8080": 3}
+        await manager.place(BUNDLE)
+    assert placed == []
+    manager.unblock([str(BUNDLE)])
+    assert await manager.place(BUNDLE) == "b1:8080"
 
 
 def test_redirect_replaces_host_and_authoritative_and_keeps_the_rest() -> None:

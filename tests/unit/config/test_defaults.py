@@ -182,6 +182,8 @@ BROKERLB_DEFAULTS: dict[str, object] = {
     "brokerlbTransferShedderCountSwapGain": False,  # brokerlb's own key (Pulsar behaviour by default)
     "brokerlbTransferShedderCheckSwapCandidates": False,  # brokerlb's own key (Pulsar behaviour by default)
     "brokerlbReportOwnedIdleBundles": True,  # brokerlb's own keys (broker service)
+    "brokerlbModularTransferEnabled": True,
+    "brokerlbKeepPreallocationsUntilReported": True,
     "brokerlbHostUsage": "measured",
     "brokerlbModelCores": 4.0,
     "brokerlbModelMsgRatePerCore": 50000.0,

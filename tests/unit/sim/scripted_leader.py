@@ -1,15 +1,29 @@
-"""A scripted stand-in for the decision engine, to test the simulator's own mechanics
+"""A scripted stand-in for the strategies, to test the simulator's own mechanics
 (ownership moves, delays, failures, conservation) independently of any strategy.
 
-It places bundles round-robin over the brokers whose reports it has read, and sheds,
-splits or merges only what a test scripts (merges come with the shedding result, as a
-balancing strategy returns them). Scenario-level behaviour is tested with the real engine
-in tests/sim/.
+It is the real :class:`~brokerlb.loadbalance.leader.Leader` -- so moves, transfers, splits and
+merges go through the same cycle and the same transfer rule as the live broker's -- with its
+decisions scripted: it places bundles round-robin over the brokers whose reports it has read,
+and sheds, splits or merges only what a test scripts (merges come with the shedding result, as
+a balancing strategy returns them). Scenario-level behaviour is tested with the real
+strategies in tests/sim/.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from brokerlb.loadbalance.decisions import (
+    Label,
+    MergeDecision,
+    PlacementDecision,
+    Reason,
+    SheddingResult,
+    SplitDecision,
+    SplitResult,
+    UnloadDecision,
+)
+from brokerlb.loadbalance.leader import Leader, Move
 
 
 @dataclass
@@ -22,6 +36,14 @@ class Decision:
     detail: str = ""
     boundaries: tuple[int, ...] = ()
 
+    def unload(self) -> UnloadDecision:
+        return UnloadDecision(
+            self.broker, self.bundle, self.destination, Label(self.label), Reason(self.reason), self.detail
+        )
+
+    def split(self) -> SplitDecision:
+        return SplitDecision(self.bundle or "", self.boundaries, Label(self.label), Reason(self.reason))
+
 
 @dataclass
 class Merge:
@@ -30,70 +52,51 @@ class Merge:
     reason: str = "ColdBundles"
     detail: str = ""
 
-
-@dataclass
-class Result:
-    decisions: list[Decision] = field(default_factory=list)
-    split_decisions: list[Decision] = field(default_factory=list)
-    merge_decisions: list[Merge] = field(default_factory=list)
-
-    @property
-    def unloads(self) -> list[Decision]:
-        return [d for d in self.decisions if d.label == "Success"]
-
-    @property
-    def splits(self) -> list[Decision]:
-        return [d for d in self.decisions if d.label == "Success"]
-
-    @property
-    def merges(self) -> list[Merge]:
-        return [d for d in self.merge_decisions if d.label == "Success"]
+    def merge(self) -> MergeDecision:
+        return MergeDecision(self.bundles, Label(self.label), Reason(self.reason), self.detail)
 
 
-class ScriptedLeader:
+class ScriptedLeader(Leader):
     #: cycle time (ms) -> decisions; shared by every leader a test creates
     sheds: dict[int, list[Decision]] = {}
     splits: dict[int, list[Decision]] = {}
     merges: dict[int, list[Merge]] = {}
-    extensible = False
     created: list[str] = []
 
     def __init__(self, broker_id, config, rng, stored):
-        self.config = config
+        super().__init__(broker_id, config, rng=rng, stored_bundle_data=stored)
         self.brokers: list[str] = []
         self.next = 0
-        self.refreshes = 0
         type(self).created.append(broker_id)
 
     @classmethod
     def reset(cls, extensible=False):
-        cls.sheds, cls.splits, cls.merges, cls.created, cls.extensible = {}, {}, {}, [], extensible
+        cls.sheds, cls.splits, cls.merges, cls.created = {}, {}, {}, []
 
-    def refresh(self, now_ms, inputs):
+    def refresh(self, now_ms, inputs, *, stored=None):
         self.refreshes += 1
         self.brokers = sorted(b for b, report in inputs.reports.items() if report is not None)
 
     def shed(self, now_ms, inputs):
-        return Result(
-            self.sheds.pop(now_ms, [Decision("Skip", "Balanced")]),
-            merge_decisions=self.merges.pop(now_ms, []),
+        scripted = self.sheds.pop(now_ms, [Decision("Skip", "Balanced")])
+        result = SheddingResult.of(
+            (d.unload() for d in scripted), merges=(m.merge() for m in self.merges.pop(now_ms, []))
         )
+        moves = [
+            Move(d.bundle or "", d.broker or "", d.destination, self.transfers(d.destination), d)
+            for d in result.unloads
+        ]
+        return result, moves
 
-    def split(self, now_ms, inputs):
-        return Result(self.splits.pop(now_ms, []))
+    def moves_executed(self, result, executed, now_ms):
+        return len(executed)
 
-    def place(self, now_ms, bundle, inputs):
+    def split_check(self, now_ms, inputs):
+        return SplitResult.of(d.split() for d in self.splits.pop(now_ms, []))
+
+    def place(self, now_ms, bundle, inputs, *, non_persistent=False):
         if not self.brokers:
-            return Decision("Failure", "NoBrokers", bundle=bundle)
+            return PlacementDecision(bundle, None, (), Reason.NO_BROKERS)
         broker = self.brokers[self.next % len(self.brokers)]
         self.next += 1
-        return Decision(broker=broker, bundle=bundle)
-
-    def bundle_split(self, parent, children):
-        pass
-
-    def bundle_merged(self, parts, merged):
-        pass
-
-    def persisted_bundle_data(self):
-        return {}
+        return PlacementDecision(bundle, broker, (broker,))

@@ -1,0 +1,105 @@
+"""What the live leader reads: :class:`~brokerlb.loadbalance.leader.ClusterInputs` from the
+broker's watch-fed caches (memory reads; nothing here waits on the store).
+
+* **reports** -- every registered broker's ``LocalBrokerData`` from the registry cache
+  (``/loadbalance/brokers/*``), decoded once per node version and then handed to the leader as
+  the same object until the broker writes again (the leader's refresh reuses what it already
+  folded for an unchanged report). A node that is empty, not JSON, or not a valid report is
+  skipped with one log line per version: that broker counts as having no report, and the
+  cycle goes on for the others.
+* **namespace policies** -- a live view of the namespace bundles cache (anti-affinity group and
+  bundles of every namespace a lookup or a report has loaded);
+* **isolation policies and failure domains** -- the cluster policies cache;
+* **policies version** -- changes when any of the above changes in a way placement must see
+  (the leader rebuilds its placement indexes then).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping
+
+from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.policies_cache import ClusterPoliciesCache
+from brokerlb.coordination import BrokerRegistry
+from brokerlb.errors import BrokerLBError
+from brokerlb.loadbalance.leader import ClusterInputs
+from brokerlb.loadbalance.policies import NamespacePolicy
+from brokerlb.model import LocalBrokerData
+
+__all__ = ["LeaderInputs", "NamespacePoliciesView"]
+
+logger = logging.getLogger(__name__)
+
+
+class NamespacePoliciesView(Mapping[str, NamespacePolicy]):
+    """``namespace -> NamespacePolicy`` read through to the bundles cache (always current)."""
+
+    def __init__(self, bundles: NamespaceBundlesCache) -> None:
+        self._bundles = bundles
+
+    def __getitem__(self, namespace: str) -> NamespacePolicy:
+        found = self._bundles.policy_of(namespace)
+        if found is None:
+            raise KeyError(namespace)
+        bundles, group = found
+        return NamespacePolicy(group, bundles)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._bundles.namespaces())
+
+    def __len__(self) -> int:
+        return len(self._bundles.namespaces())
+
+
+class LeaderInputs:
+    """Builds the leader's inputs from the registry, bundles and cluster-policies caches."""
+
+    def __init__(
+        self, registry: BrokerRegistry, bundles: NamespaceBundlesCache, policies: ClusterPoliciesCache
+    ) -> None:
+        self._registry = registry
+        self._bundles = bundles
+        self._policies = policies
+        self._namespaces = NamespacePoliciesView(bundles)
+        #: broker -> (node mzxid, its decoded report or None when unreadable)
+        self._decoded: dict[str, tuple[int, LocalBrokerData | None]] = {}
+
+    def reports(self) -> dict[str, LocalBrokerData | None]:
+        """Every registered broker's latest report (``None``: missing or unreadable)."""
+        out: dict[str, LocalBrokerData | None] = {}
+        for broker in self._registry.available_brokers():
+            node = self._registry.broker_node(broker)
+            if node is None:
+                out[broker] = None
+                continue
+            cached = self._decoded.get(broker)
+            if cached is None or cached[0] != node.stat.mzxid:
+                cached = (node.stat.mzxid, _decode(broker, node.data))
+                self._decoded[broker] = cached
+            out[broker] = cached[1]
+        for gone in set(self._decoded) - set(out):
+            del self._decoded[gone]
+        return out
+
+    def current(self) -> ClusterInputs:
+        return ClusterInputs(
+            reports=self.reports(),
+            namespace_policies=self._namespaces,
+            isolation_policies=self._policies.isolation,
+            failure_domains=self._policies.failure_domains,
+            policies_version=self._bundles.version + self._policies.version,
+        )
+
+
+def _decode(broker: str, data: bytes) -> LocalBrokerData | None:
+    """A report node's data, or ``None`` (logged) when it is not a readable ``LocalBrokerData``."""
+    try:
+        value = json.loads(data) if data else None
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+        return LocalBrokerData.from_json(value, f"/loadbalance/brokers/{broker}")
+    except (ValueError, RecursionError, BrokerLBError) as exc:
+        logger.warning("Ignoring the unreadable load report of %s: %s", broker, exc)
+        return None

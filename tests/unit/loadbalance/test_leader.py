@@ -1,0 +1,187 @@
+"""The one leader (brokerlb.loadbalance.leader) and its cycle (brokerlb.loadbalance.cycle), on plain data."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from brokerlb.config import ServiceConfig
+from brokerlb.loadbalance.cycle import LeaderSchedule, run_now, shedding_cycle, split_cycle
+from brokerlb.loadbalance.decisions import Reason, SplitDecision
+from brokerlb.loadbalance.leader import ClusterInputs, Leader, Move, is_transfer
+from brokerlb.model import NamespaceBundleStats
+from brokerlb.testing import broker
+
+B1, B2, B3 = "b1:8080", "b2:8080", "b3:8080"
+BUNDLE = "t/ns/0x00000000_0x40000000"
+HOT = [f"t/ns/0x{i * 0x10000000:08x}_0x{(i + 1) * 0x10000000:08x}" for i in range(4)]
+
+
+def inputs(**reports) -> ClusterInputs:
+    return ClusterInputs(reports=reports or {B1: broker(B1, cpu=20), B2: broker(B2, cpu=10)})
+
+
+def test_a_one_shot_affinity_wins_once_then_placement_runs() -> None:
+    leader = Leader(B1, rng=random.Random(1))
+    cluster = inputs()
+    leader.refresh(0, cluster)
+    leader.set_affinity(BUNDLE, B2)
+    first = leader.place(0, BUNDLE, cluster)
+    assert (first.broker, first.reason) == (B2, Reason.AFFINITY)
+    second = leader.place(0, BUNDLE, cluster)
+    assert second.reason is Reason.SELECTED  # the affinity was used once
+
+
+def test_an_affinity_to_a_broker_that_left_falls_back_to_placement() -> None:
+    leader = Leader(B1, rng=random.Random(1))
+    cluster = inputs()
+    leader.refresh(0, cluster)
+    leader.set_affinity(BUNDLE, "gone:8080")
+    decision = leader.place(0, BUNDLE, cluster)
+    assert decision.broker in (B1, B2) and decision.reason is Reason.SELECTED
+
+
+def test_a_placed_bundle_is_preallocated_and_kept_by_the_next_refresh() -> None:
+    leader = Leader(B1, rng=random.Random(1))
+    cluster = inputs()
+    leader.refresh(0, cluster)
+    first = leader.place(0, BUNDLE, cluster)
+    assert leader.load_state.preallocated_bundle_to_broker == {BUNDLE: first.broker}
+    leader.refresh(1000, cluster)  # the broker has not reported the bundle yet
+    again = leader.place(1000, BUNDLE, cluster)
+    assert (again.broker, again.reason) == (first.broker, Reason.PREALLOCATED)
+
+
+def test_the_refresh_folds_brokers_in_id_order_whatever_order_they_come_in() -> None:
+    stats = {BUNDLE: NamespaceBundleStats(msg_rate_in=100.0, topics=2)}
+    stale = {BUNDLE: NamespaceBundleStats(msg_rate_in=300.0, topics=2)}
+    a, b = Leader(rng=random.Random(1)), Leader(rng=random.Random(1))
+    a.refresh(0, ClusterInputs(reports={B2: broker(B2, bundles=stale), B1: broker(B1, bundles=stats)}))
+    b.refresh(0, ClusterInputs(reports={B1: broker(B1, bundles=stats), B2: broker(B2, bundles=stale)}))
+    assert list(a.load_state.load_data.broker_data) == [B1, B2]
+    assert a.load_state.load_data.bundle_data[BUNDLE] == b.load_state.load_data.bundle_data[BUNDLE]
+
+
+@pytest.mark.parametrize(
+    ("manager", "overrides", "expected"),
+    [
+        ("ModularLoadManagerImpl", {}, True),
+        ("ModularLoadManagerImpl", {"brokerlbModularTransferEnabled": False}, False),  # Pulsar's modular
+        ("ExtensibleLoadManagerImpl", {}, True),  # loadBalancerTransferEnabled defaults to true
+        ("ExtensibleLoadManagerImpl", {"loadBalancerTransferEnabled": False}, False),
+    ],
+)
+def test_which_unloads_are_transfers(manager, overrides, expected) -> None:
+    config = ServiceConfig().with_overrides({"loadManagerClassName": manager, **overrides})
+    assert is_transfer(config, B2) is expected
+    assert is_transfer(config, None) is False
+
+
+class Actions:
+    """Carries out what it is told; moves of bundles listed in ``refuse`` are not carried out."""
+
+    def __init__(self, now: int = 60_000, refuse: frozenset[str] = frozenset()) -> None:
+        self.now = now
+        self.refuse = refuse
+        self.moved: list[Move] = []
+        self.split_bundles: list[str] = []
+
+    def now_ms(self) -> int:
+        return self.now
+
+    async def move(self, moves):
+        self.moved.extend(moves)
+        return [m.bundle not in self.refuse for m in moves]
+
+    async def split(self, splits):
+        self.split_bundles.extend(d.bundle for d in splits)
+        return [True for _ in splits]
+
+    async def merge(self, merges):
+        return [True for _ in merges]
+
+
+def overloaded() -> ClusterInputs:
+    hot = {b: NamespaceBundleStats(msg_rate_in=1000.0, msg_throughput_in=20e6, topics=3) for b in HOT}
+    return ClusterInputs(
+        reports={B1: broker(B1, cpu=95, bundles=hot), B2: broker(B2, cpu=5), B3: broker(B3, cpu=5)}
+    )
+
+
+def test_the_shedding_cycle_remembers_only_the_moves_carried_out() -> None:
+    config = ServiceConfig().with_overrides({"loadBalancerLoadSheddingStrategy": "OverloadShedder"})
+    leader = Leader(B3, config, rng=random.Random(3))
+    cluster = overloaded()
+    leader.refresh(0, cluster)
+    probe = Leader(B3, config, rng=random.Random(3))
+    probe.refresh(0, cluster)
+    planned = probe.shed(60_000, cluster)[1]
+    assert planned, "the overloaded broker sheds something"
+    refused = frozenset({planned[0].bundle})
+    actions = Actions(refuse=refused)
+    record = run_now(shedding_cycle(leader, actions, cluster))
+    assert [m.bundle for m in record.moves] == [m.bundle for m in planned]
+    assert record.moves_done == tuple(m.bundle not in refused for m in planned)
+    recent = leader.load_state.load_data.recently_unloaded_bundles
+    assert set(recent) == {m.bundle for m in planned} - refused
+    assert record.to_json()["moves"][0]["executed"] is False
+
+
+def test_an_unload_that_is_not_a_transfer_leaves_its_destination_as_an_affinity() -> None:
+    config = ServiceConfig().with_overrides(
+        {"loadBalancerLoadSheddingStrategy": "OverloadShedder", "brokerlbModularTransferEnabled": False}
+    )
+    leader = Leader(B3, config, rng=random.Random(3))
+    cluster = overloaded()
+    leader.refresh(0, cluster)
+    _, moves = leader.shed(60_000, cluster)
+    with_destination = [m for m in moves if m.destination]
+    assert with_destination and not any(m.transfer for m in moves)
+    assert all(leader.affinity[m.bundle] == m.destination for m in with_destination)
+
+
+def test_a_bundle_chosen_for_a_split_is_forgotten_and_taken_out_of_every_report() -> None:
+    config = ServiceConfig().with_overrides({"loadBalancerNamespaceBundleMaxTopics": 2})
+    leader = Leader(B1, config, rng=random.Random(1))
+    cluster = overloaded()
+    leader.refresh(0, cluster)
+    actions = Actions()
+    record = run_now(split_cycle(leader, actions, cluster))
+    chosen = [d.bundle for d in record.decisions if isinstance(d, SplitDecision) and d.is_split]
+    assert chosen and actions.split_bundles == chosen and record.splits_done == (True,) * len(chosen)
+    data = leader.load_state.load_data
+    assert not set(chosen) & set(data.bundle_data)
+    assert not set(chosen) & set(data.broker_data[B1].local_data.last_stats)
+    again = run_now(split_cycle(leader, Actions(), cluster))
+    assert not {d.bundle for d in again.decisions if d.is_split} & set(chosen)
+
+
+def test_run_now_refuses_a_step_that_waits() -> None:
+    class Waiting(Actions):
+        async def move(self, moves):
+            import asyncio
+
+            await asyncio.sleep(0)
+            return [True for _ in moves]
+
+    config = ServiceConfig().with_overrides({"loadBalancerLoadSheddingStrategy": "OverloadShedder"})
+    leader = Leader(B3, config, rng=random.Random(3))
+    cluster = overloaded()
+    leader.refresh(0, cluster)
+    with pytest.raises(RuntimeError, match="did not complete at once"):
+        run_now(shedding_cycle(leader, Waiting(), cluster))
+
+
+def test_the_schedule_keeps_its_phase_and_reads_the_interval_at_each_step() -> None:
+    config = ServiceConfig().with_overrides({"loadBalancerSheddingIntervalMinutes": 1})
+    schedule = LeaderSchedule(config, 0)
+    assert not schedule.due("shedding", 59_999) and schedule.due("shedding", 60_000)
+    schedule.done("shedding", 60_500)
+    assert schedule.next_ms("shedding") == 120_000
+    schedule.done("shedding", 400_000)  # far behind: the next one is an interval from now
+    assert schedule.next_ms("shedding") == 460_000
+    schedule.config = config.with_overrides({"loadBalancerSheddingIntervalMinutes": 2})
+    schedule.done("shedding", 460_000)
+    assert schedule.next_ms("shedding") == 580_000
+    assert schedule.split_after_refresh
