@@ -50,11 +50,24 @@ def zookeeper_available() -> bool:
     return shutil.which("java") is not None and ZOOKEEPER_JAR.exists()
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on ``host`` right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+def free_port(host: str = "127.0.0.1", count: int = 1) -> int:
+    """A TCP port that is free on ``host`` right now -- the first of ``count`` consecutive free
+    ports (a standalone cluster's brokers take consecutive web ports)."""
+    for _ in range(100):
+        socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM)]
+        try:
+            socks[0].bind((host, 0))
+            first = int(socks[0].getsockname()[1])
+            for i in range(1, count):
+                socks.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                socks[-1].bind((host, first + i))
+            return first
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise OSError(f"no {count} consecutive free ports on {host}")
 
 
 def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0) -> str:

@@ -93,7 +93,7 @@ async def test_admin_cli_against_a_live_cluster() -> None:
 
 
 async def test_standalone_starts_fast_and_ctrl_c_stops_it_cleanly() -> None:
-    port = free_port()
+    port = free_port(count=3)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

@@ -9,7 +9,6 @@ Reproduces the finding that ``brokerlb standalone`` answered ``/admin/v2/brokers
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import httpx
 import pytest
@@ -17,30 +16,12 @@ import pytest
 from brokerlb.broker.standalone import StandaloneCluster
 from brokerlb.testing import eventually
 from brokerlb.testing.clusters import TEST_OVERRIDES
-
-
-def _free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free loopback ports (standalone brokers take consecutive ports)."""
-    for _ in range(100):
-        socks = [socket.socket()]
-        try:
-            socks[0].bind(("127.0.0.1", 0))
-            first = int(socks[0].getsockname()[1])
-            for i in range(1, count):
-                socks.append(socket.socket())
-                socks[-1].bind(("127.0.0.1", first + i))
-            return first
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise AssertionError(f"no {count} consecutive free ports")
+from brokerlb.testing.zookeeper import free_port
 
 
 @pytest.mark.asyncio
 async def test_the_first_answer_of_a_starting_standalone_cluster_is_never_namespace_not_found() -> None:
-    port = _free_ports(2)
+    port = free_port(count=2)
     cluster = StandaloneCluster(
         2,
         metadata_store=f"memory:ready-{port}",
@@ -76,7 +57,7 @@ async def test_the_first_answer_of_a_starting_standalone_cluster_is_never_namesp
 
 @pytest.mark.asyncio
 async def test_health_names_what_is_wrong() -> None:
-    port = _free_ports(1)
+    port = free_port()
     async with StandaloneCluster(
         1, metadata_store=f"memory:health-{port}", web_port=port, broker_port=None, overrides=TEST_OVERRIDES
     ) as cluster:
