@@ -64,9 +64,14 @@ PURE_MODULES = [
 ]
 OPTIONAL_PURE = [
     "brokerlb.loadbalance",
+    "brokerlb.loadbalance.leader",
+    "brokerlb.loadbalance.cycle",
     "brokerlb.ownership",
+    "brokerlb.dispatch",
     "brokerlb.kafka.assignors",
     "brokerlb.kafka.hashing",
+    "brokerlb.kafka.checker",
+    "brokerlb.kafka.reconciliation",
     "brokerlb.history",
     "brokerlb.messaging",
 ]
