@@ -130,8 +130,19 @@ class CycleRecord:
                 {**d.to_json(), "executed": done}
                 for d, done in zip(self.merges, self.merges_done, strict=True)
             ],
-            "stats": dict(self.stats),
+            "stats": {k: _jsonable(v) for k, v in self.stats.items()},
         }
+
+
+def _jsonable(value: Any) -> Any:
+    """A strategy's number as JSON: sets become sorted lists, mappings and sequences recurse."""
+    if isinstance(value, set | frozenset):
+        return sorted(_jsonable(v) for v in value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
 
 
 def _kind(decision: Decision) -> str:

@@ -10,7 +10,6 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from brokerlb.broker.balancer_status import IN_PROGRESS, OFF, READY, STALLED, BalancerStatus
-from brokerlb.broker.leader import LeaderEvent
 from brokerlb.broker.leader_feed import LeaderFeed
 from brokerlb.broker.metrics import AssignmentMetrics, BrokerMetrics, LoadBalancingCounters, LookupMetrics
 from brokerlb.broker.metrics.quantiles import QuantileWindow
@@ -19,25 +18,24 @@ from brokerlb.broker.topics import TopicRegistry, TopicStats
 from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig
 from brokerlb.errors import NoBrokerAvailableError
-from brokerlb.loadbalance.decisions import Label, Reason, SheddingResult, UnloadDecision
+from brokerlb.loadbalance.cycle import CycleRecord
+from brokerlb.loadbalance.decisions import Label, Reason, SheddingResult, SplitDecision, UnloadDecision
+from brokerlb.loadbalance.leader import Move
 from brokerlb.model import LocalBrokerData
 
 
 class FakeLeader:
-    """Announces events the way LeaderTasks does."""
+    """Publishes records the way LeaderTasks does."""
 
     def __init__(self) -> None:
         self.listeners: list = []
-        self.last_shedding: SheddingResult | None = None
 
     def add_listener(self, listener) -> None:
         self.listeners.append(listener)
 
-    def emit(
-        self, kind: str, bundle=None, source=None, destination=None, reason="", detail="", at=1000
-    ) -> None:
+    def publish(self, record: CycleRecord) -> None:
         for listener in self.listeners:
-            listener(LeaderEvent(at, kind, bundle, source, destination, reason, detail))
+            listener(record)
 
 
 def _shedding() -> SheddingResult:
@@ -51,41 +49,52 @@ def _shedding() -> SheddingResult:
     )
 
 
-def test_the_feed_folds_events_into_cycles_and_the_counters_count_them() -> None:
+def shedding_record(result: SheddingResult, at_ms: int, done: tuple[bool, ...] = ()) -> CycleRecord:
+    """What the leader publishes after a shedding cycle (moves as the leader makes them)."""
+    moves = tuple(
+        Move(d.bundle or "", d.broker or "", d.destination, d.destination is not None, d)
+        for d in result.unloads
+    )
+    return CycleRecord("shedding", at_ms, "b1", result.decisions, moves, done, stats=dict(result.stats))
+
+
+def test_the_feed_passes_the_leaders_records_and_the_counters_count_them() -> None:
     leader = FakeLeader()
     feed = LeaderFeed(leader, "b1")
     counters = LoadBalancingCounters()
     feed.add_listener(counters.record)
-    leader.last_shedding = _shedding()
-    leader.emit("unload", "t/n/0x00000000_0x80000000", "b1", "b2", "Overloaded")
-    leader.emit("failed", "t/n/0x80000000_0xffffffff", "b1", None, "unload", "owner gone")
-    leader.emit("shed-cycle", reason="2", at=2000)
-    leader.emit("split", "t/n/0x00000000_0x80000000", "b2", None, "Topics", "12 topics", at=3000)
-    leader.emit("failed", "t/n/0x80000000_0xffffffff", "b2", None, "split", "stale", at=3001)
-
-    shedding, split, failed_split = feed.recent
-    assert (shedding.kind, shedding.at_ms, shedding.leader, len(shedding.decisions)) == (
-        "shedding",
-        2000,
-        "b1",
-        3,
-    )
-    assert [(m.bundle, m.transfer, m.reason) for m in shedding.moves] == [
-        ("t/n/0x00000000_0x80000000", True, "Overloaded"),
-        ("t/n/0x80000000_0xffffffff", False, "Overloaded"),  # its reason from the cycle's decision
+    shedding = _shedding()
+    moves = [
+        Move(d.bundle or "", d.broker or "", d.destination, d.destination is not None, d)
+        for d in shedding.unloads
     ]
-    assert shedding.moves_done == (True, False)
+    cycle = CycleRecord(
+        "shedding", 2000, "b1", shedding.decisions, tuple(moves), (True, False), stats=dict(shedding.stats)
+    )
+    leader.publish(cycle)
+    split_ok = SplitDecision("t/n/0x00000000_0x80000000", (), Label.SUCCESS, Reason.TOPICS, "12 topics")
+    split_failed = SplitDecision("t/n/0x80000000_0xffffffff", (), Label.SUCCESS, Reason.TOPICS, "stale")
+    leader.publish(CycleRecord("split", 3000, "b1", (split_ok,), splits=(split_ok,), splits_done=(True,)))
+    leader.publish(
+        CycleRecord("split", 3001, "b1", (split_failed,), splits=(split_failed,), splits_done=(False,))
+    )
+
+    recorded, split, failed_split = feed.recent
+    assert recorded is cycle and feed.last("shedding") is cycle
+    assert [(m.bundle, m.transfer, m.reason) for m in recorded.moves] == [
+        ("t/n/0x00000000_0x80000000", True, "Overloaded"),
+        ("t/n/0x80000000_0xffffffff", False, "Overloaded"),
+    ]
     assert (split.kind, split.splits_done, str(split.splits[0].reason)) == ("split", (True,), "Topics")
     assert failed_split.splits_done == (False,)
-    assert feed.last("shedding") is shedding
 
     assert counters.unload_breakdown[("Success", "Overloaded")] == 2
     assert counters.unload_breakdown[("Skip", "CoolDown")] == 1
     assert (counters.unload_bundle, counters.unload_broker) == (1, 1)
     assert counters.moves == {("transfer", "Overloaded"): 1, ("split", "Topics"): 1}
-    assert (counters.bundles_split, counters.split_breakdown[("Failure", "Unknown")]) == (1, 1)
+    assert counters.bundles_split == 1
     assert counters.load_avg_std == (0.4, 0.1)
-    assert shedding.to_json()["moves"][1]["executed"] is False
+    assert recorded.to_json()["moves"][1]["executed"] is False
 
 
 def test_a_leader_without_announcements_is_fine() -> None:
@@ -172,8 +181,9 @@ def test_balancer_states() -> None:
     assert _status(conf.with_overrides({"loadBalancerSheddingEnabled": False}), feed)["state"] == OFF
     assert _status(conf.with_overrides({"loadBalancerEnabled": False}), feed)["state"] == OFF
 
-    leader.last_shedding = SheddingResult.of([UnloadDecision.skip(Reason.BALANCED, "spread 3% < 10%")])
-    leader.emit("shed-cycle", at=5000)
+    leader.publish(
+        shedding_record(SheddingResult.of([UnloadDecision.skip(Reason.BALANCED, "spread 3% < 10%")]), 5000)
+    )
     ready = _status(conf, feed)
     assert (ready["state"], ready["reason"], ready["lastCycleAtMs"]) == (
         READY,
@@ -184,13 +194,12 @@ def test_balancer_states() -> None:
     busy = _status(conf, feed, disabled=["t/n/0x00000000_0x80000000"])
     assert (busy["state"], busy["movesInFlight"]) == (IN_PROGRESS, 1)
 
-    leader.last_shedding = SheddingResult.of([UnloadDecision.failure(Reason.NO_DESTINATION, "isolation")])
-    leader.emit("shed-cycle", at=6000)
+    leader.publish(
+        shedding_record(SheddingResult.of([UnloadDecision.failure(Reason.NO_DESTINATION, "isolation")]), 6000)
+    )
     assert _status(conf, feed)["reason"] == "NoDestination: isolation"
 
-    leader.last_shedding = _shedding()
-    leader.emit("unload", "t/n/0x00000000_0x80000000", "b1", "b2", "Overloaded", at=7000)
-    leader.emit("shed-cycle", at=7000)
+    leader.publish(shedding_record(_shedding(), 7000, done=(True, True)))
     assert _status(conf, feed)["state"] == IN_PROGRESS  # the last cycle moved a bundle
 
 
