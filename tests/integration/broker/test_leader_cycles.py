@@ -1,8 +1,8 @@
 """The leader's cycles on a live in-process cluster, with injected traffic (synthetic clients).
 
-* shedding: an overloaded broker's bundles move to others (OverloadShedder and the default
-  ThresholdShedder), as transfers (``brokerlbModularTransferEnabled``) or as Pulsar's unload with
-  a one-shot affinity;
+* shedding: an overloaded broker's bundles move to others (OverloadShedder, the default
+  ThresholdShedder and brokerlb's own balancer), as transfers (``brokerlbModularTransferEnabled``)
+  or as Pulsar's unload with a one-shot affinity;
 * split: a bundle over ``loadBalancerNamespaceBundleMaxTopics`` is split by its owner;
 * persistence: bundle data and time averages reach the store;
 * history: every report the leader reads lands in the JSON Lines sink.
@@ -67,6 +67,38 @@ async def hot_broker_setup(
     return clients, hot
 
 
+async def bundle_level_hot_broker(cluster: InProcessCluster, ns: str) -> tuple[SyntheticClients, str]:
+    """Six bundles; those of the broker holding the most carry 200 msg/s each, the others 60:
+    the busiest broker is over target, no bundle alone is, and one transfer always lowers it."""
+    from brokerlb.ring import NamespaceBundles
+
+    async with AsyncAdminClient(cluster.urls[0]) as admin:
+        await admin.create_namespace(ns, num_bundles=6)
+    clients = SyntheticClients(cluster.services)
+    topics = topics_of(ns, 60)
+    await clients.add_many({t: TopicStats(msg_rate_in=1) for t in topics})
+    ring = NamespaceBundles.create(ns, 6)
+    bundle_of = {t: str(ring.find_bundle(t)) for t in topics}
+    owner_of = {bundle_of[t]: broker for t, broker in clients.placement().items()}
+    hot = Counter(owner_of.values()).most_common(1)[0][0]
+    per_bundle = Counter(bundle_of.values())
+    for topic in topics:
+        bundle = bundle_of[topic]
+        total = 200.0 if owner_of[bundle] == hot else 60.0
+        clients.set_stats(topic, TopicStats(msg_rate_in=total / per_bundle[bundle]))
+    return clients, hot
+
+
+def executed_moves(leader, source: str) -> list:
+    """The moves off ``source`` the leader carried out, oldest first."""
+    return [
+        m
+        for r in leader.records
+        for m, done in zip(r.moves, r.moves_done, strict=True)
+        if done and m.source == source
+    ]
+
+
 @pytest.mark.parametrize(
     ("strategy", "transfer"),
     [("OverloadShedder", True), ("ThresholdShedder", True), ("ThresholdShedder", False)],
@@ -79,12 +111,7 @@ async def test_shedding_moves_bundles_off_an_overloaded_broker(strategy, transfe
         leader = leader_of(cluster).leader_tasks
 
         def moves():
-            return [
-                m
-                for r in leader.records
-                for m, done in zip(r.moves, r.moves_done, strict=True)
-                if done and m.source == hot
-            ]
+            return executed_moves(leader, hot)
 
         try:
             await eventually(moves, timeout=60, message=f"{strategy} unloads from the hot broker")
@@ -121,20 +148,20 @@ async def test_brokerlb_balancer_transfers_load_off_the_hot_broker_in_the_live_l
     try:
         clients, hot = await bundle_level_hot_broker(cluster, new_namespace("balancer"))
         leader = leader_of(cluster).leader_tasks
-
-        def transfers():
-            return [e for e in leader.events if e.kind == "unload" and e.source == hot]
-
         try:
-            await eventually(transfers, timeout=30, message="brokerlb transfers from the hot broker")
+            await eventually(
+                lambda: executed_moves(leader, hot),
+                timeout=60,
+                message="brokerlb transfers from the hot broker",
+            )
         except AssertionError as exc:
             last = leader.last_shedding.to_json() if leader.last_shedding else None
             raise AssertionError(f"{exc}; last shedding cycle: {last}") from None
-        event = transfers()[0]
-        assert event.destination and event.destination != hot
-        assert "objective gain" in event.detail and "budget used" in event.detail
-        stats = leader.last_shedding.stats
-        assert stats["balancedLoad"] > 0 and "busiestBefore" in stats
+        move = executed_moves(leader, hot)[0]
+        assert move.destination and move.destination != hot and move.transfer
+        assert "objective gain" in move.detail and "budget used" in move.detail
+        record = next(r for r in leader.records if move in r.moves)
+        assert record.stats["balancedLoad"] > 0 and "busiestBefore" in record.stats
         await clients.close()
     finally:
         await cluster.stop()
