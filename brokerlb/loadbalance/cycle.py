@@ -201,8 +201,8 @@ async def split_cycle(leader: Leader, actions: ClusterActions, inputs: ClusterIn
 
 async def _split(leader: Leader, actions: ClusterActions, splits: Sequence[SplitDecision]) -> list[bool]:
     """As Pulsar's ``checkNamespaceBundleSplit`` does before asking the owner, each bundle chosen
-    is forgotten at once -- its history dropped and it is taken out of the reports the leader
-    holds -- so a stale report cannot make the leader split it again."""
+    is forgotten at once (:meth:`Leader.split_decided`: its history dropped, and it is set aside
+    until no report lists it, so a stale report cannot make the leader split it again)."""
     if not splits:
         return []
     for decision in splits:

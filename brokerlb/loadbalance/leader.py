@@ -52,14 +52,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from brokerlb.config import ServiceConfig, is_extensible_load_manager
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
 from brokerlb.loadbalance.decisions import (
+    Label,
     PlacementDecision,
     Reason,
     SheddingResult,
+    SplitDecision,
     SplitResult,
     UnloadDecision,
 )
@@ -167,6 +169,8 @@ class Leader:
         self.recently_unloaded_brokers: dict[str, int] = {}
         #: bundle -> broker the next placement must choose (once), set by an unload with a destination
         self.affinity: dict[str, str] = {}
+        #: bundles whose split was decided and that some report still lists
+        self.splitting: set[str] = set()
         self._stored = dict(stored_bundle_data or {})
         self._context: PlacementContext | None = None
         self._context_key: tuple[int, int] = (-1, -1)
@@ -207,6 +211,9 @@ class Leader:
     ) -> RefreshResult:
         """Pulsar's ``updateAll`` on ``inputs.reports``. A bundle seen for the first time starts
         from ``stored(bundle)`` (default: the histories handed to this leader at start)."""
+        if self.splitting:  # a split is done for the leader once no report lists the bundle
+            reported = {b for r in inputs.reports.values() if r is not None for b in r.last_stats}
+            self.splitting &= reported
         result = refresh(
             self.load_state,
             inputs.reports,
@@ -243,13 +250,11 @@ class Leader:
         self._context = None
 
     def split_decided(self, bundle: str) -> None:
-        """The split check chose ``bundle``: forget its history and take it out of every report
-        the leader holds, so a stale report cannot select it again before its owner reports the
-        children. (Pulsar's ``checkNamespaceBundleSplit`` takes it out of the leader's own
-        report only, so a bundle of another broker is chosen again and the second split fails.)"""
+        """A split of ``bundle`` was decided: forget its history (Pulsar's
+        ``checkNamespaceBundleSplit``) and keep it aside until no report lists it any more, so
+        a stale report cannot have it split again meanwhile (:meth:`split_check` skips it)."""
         self.forget_bundle(bundle)
-        for data in self.load_state.load_data.broker_data.values():
-            data.local_data.last_stats.pop(bundle, None)
+        self.splitting.add(bundle)
 
     def bundle_merged(self, parts: Sequence[str]) -> None:
         """Adjacent bundles were merged: forget the parts' histories (the broker's merge deletes
@@ -293,8 +298,22 @@ class Leader:
     # ------------------------------------------------------------------ splitting
 
     def split_check(self, now_ms: int, inputs: ClusterInputs) -> SplitResult:
-        """The split check of the configured strategy on the current view."""
-        return find_bundles_to_split(self.view(now_ms, inputs), self.strategy_state)
+        """The split check of the configured strategy on the current view; a bundle whose split
+        is under way is skipped (``Splitting``)."""
+        result = find_bundles_to_split(self.view(now_ms, inputs), self.strategy_state)
+        if not self.splitting:
+            return result
+        return SplitResult(tuple(map(self._unless_splitting, result.decisions)), result.stats)
+
+    def _unless_splitting(self, decision: SplitDecision) -> SplitDecision:
+        if not (decision.is_split and decision.bundle in self.splitting):
+            return decision
+        return replace(
+            decision,
+            label=Label.SKIP,
+            reason=Reason.SPLITTING,
+            detail="its split is under way (a report still lists it)",
+        )
 
     # ------------------------------------------------------------------ placement
 

@@ -141,7 +141,7 @@ def test_an_unload_that_is_not_a_transfer_leaves_its_destination_as_an_affinity(
     assert all(leader.affinity[m.bundle] == m.destination for m in with_destination)
 
 
-def test_a_bundle_chosen_for_a_split_is_forgotten_and_taken_out_of_every_report() -> None:
+def test_a_bundle_chosen_for_a_split_is_forgotten_and_not_chosen_again_while_reported() -> None:
     config = ServiceConfig().with_overrides({"loadBalancerNamespaceBundleMaxTopics": 2})
     leader = Leader(B1, config, rng=random.Random(1))
     cluster = overloaded()
@@ -150,11 +150,15 @@ def test_a_bundle_chosen_for_a_split_is_forgotten_and_taken_out_of_every_report(
     record = run_now(split_cycle(leader, actions, cluster))
     chosen = [d.bundle for d in record.decisions if isinstance(d, SplitDecision) and d.is_split]
     assert chosen and actions.split_bundles == chosen and record.splits_done == (True,) * len(chosen)
-    data = leader.load_state.load_data
-    assert not set(chosen) & set(data.bundle_data)
-    assert not set(chosen) & set(data.broker_data[B1].local_data.last_stats)
+    assert not set(chosen) & set(leader.load_state.load_data.bundle_data)
+    # the owner has not reported the children yet: its report still lists the parents
+    leader.refresh(1000, cluster)
     again = run_now(split_cycle(leader, Actions(), cluster))
     assert not {d.bundle for d in again.decisions if d.is_split} & set(chosen)
+    assert {d.bundle for d in again.decisions if d.reason is Reason.SPLITTING} == set(chosen)
+    # once no report lists them, they are no longer set aside
+    leader.refresh(2000, ClusterInputs(reports={B1: broker(B1), B2: broker(B2), B3: broker(B3)}))
+    assert not leader.splitting
 
 
 def test_run_now_refuses_a_step_that_waits() -> None:
