@@ -208,6 +208,14 @@ class LookupService:
 
     async def _resolve(self, bundle: NamespaceBundle, authoritative: bool) -> Resolution:
         info = await self.owners.lookup_owner(bundle)
+        if (
+            info is not None
+            and authoritative
+            and (info.disabled or info.broker_id != self.identity.broker_id)
+        ):
+            # sent here to take the bundle (a transfer's destination, a leader's decision): the
+            # previous owner may have released it a notification ago
+            info = await self.owners.read_owner(bundle)
         if info is not None:
             if info.data.disabled:
                 raise BundleUnloadingError(f"Namespace bundle {bundle} is being unloaded")

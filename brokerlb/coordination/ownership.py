@@ -149,6 +149,11 @@ class OwnershipCache:
         cached = self._owners.get(name)
         if cached is not None:
             return cached
+        return await self.read_owner(name)
+
+    async def read_owner(self, bundle: NamespaceBundle | str) -> OwnerInfo | None:
+        """The owner as the store has it now (the cache may be a notification behind)."""
+        name = bundle_name(bundle)
         path = ownership_path(name)
         node = await self.store.get_or_none(path)
         return None if node is None else _owner_info(name, node, path)
