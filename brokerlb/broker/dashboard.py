@@ -53,7 +53,7 @@ class Dashboard:
 
     def namespaces(self) -> list[tuple[str, NamespaceBundles]]:
         """Every namespace the bundle cache knows, and those with owned bundles (heartbeats included)."""
-        known = {ns: bundles for ns, bundles, _group in self.bundles.known_namespaces()}
+        known = {ns: found[0] for ns in self.bundles.namespaces() if (found := self.bundles.policy_of(ns))}
         for bundle in self.owners.owners():
             ns = bundle.rsplit("/", 1)[0]
             if ns not in known:

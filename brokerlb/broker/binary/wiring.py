@@ -126,6 +126,6 @@ def state_hand_off(service: BrokerService) -> TopicHandOff | None:
         web_url_of=lambda broker: _registered(service, broker, "webServiceUrl"),
         leader_url=leader_url,
         is_leader=lambda: service.is_leader,
-        place=lambda bundle: place_for_hand_off(service.placement, bundle),
+        place=lambda bundle: place_for_hand_off(service.load_manager, bundle),
         owner_of=owner_of,
     )

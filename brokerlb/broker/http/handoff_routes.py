@@ -36,8 +36,8 @@ async def place_for_hand_off(placement: Any, bundle: Any) -> str:
     """The placement's choice for ``bundle``, kept as its one-shot affinity: a lookup that comes in
     while the owner hands the bundle over (between its release and the chosen broker taking it)
     is then placed on the broker that holds the handed-over state, not on another one."""
-    broker = str(await placement.select_broker(bundle))
-    placement.set_bundle_affinity(str(bundle), broker)
+    broker = str(await placement.place(bundle))
+    placement.set_affinity(str(bundle), broker)
     return broker
 
 
@@ -78,6 +78,6 @@ def handoff_router(service: BrokerService) -> APIRouter:
             redirect = maybe_redirect(request, Redirect(leader.service_url.rstrip("/"), False))
             assert redirect is not None
             return redirect
-        return json_response({"broker": await place_for_hand_off(service.placement, target)})
+        return json_response({"broker": await place_for_hand_off(service.load_manager, target)})
 
     return router
