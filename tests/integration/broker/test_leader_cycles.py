@@ -129,8 +129,8 @@ async def test_shedding_moves_bundles_off_an_overloaded_broker(strategy, transfe
             info = owners.get_owner(move.bundle)
             return info is not None and info.broker_id == move.destination
 
-        await eventually(moved, timeout=10, message="the bundle is owned by the destination")
-        await eventually(lambda: clients.reconnects > 0, timeout=10, message="clients reconnected")
+        await eventually(moved, timeout=60, message="the bundle is owned by the destination")
+        await eventually(lambda: clients.reconnects > 0, timeout=60, message="clients reconnected")
         await clients.close()
     finally:
         await cluster.stop()

@@ -264,11 +264,13 @@ def test_ownership_log_tells_moves_and_their_causes() -> None:
     cache.listener(b, None)  # an operator's unload, nobody took it yet
     leader = FakeLeader()
     feed = LeaderFeed(leader, "b1")
-    leader.last_shedding = SheddingResult.of(
-        [UnloadDecision("b1", a, "b2", Label.SUCCESS, Reason.OVERLOADED)]
+    leader.publish(
+        shedding_record(
+            SheddingResult.of([UnloadDecision("b1", a, "b2", Label.SUCCESS, Reason.OVERLOADED)]),
+            clock.now_ms(),
+            done=(True,),
+        )
     )
-    leader.emit("unload", a, "b1", "b2", "Overloaded")
-    leader.emit("shed-cycle")
     causes = lambda: leader_moves_of(feed.recent)  # noqa: E731
     moves = [(m.kind, m.bundle, m.broker, m.previous, m.cause) for m in log.recent_moves(causes)]
     assert moves == [("moved", a, "b2", "b1", "Overloaded"), ("released", b, "b1", None, "Admin")]
@@ -313,15 +315,14 @@ def test_dashboard_state_document() -> None:
 
 
 def test_whole_cycle_records_pass_through_the_feed() -> None:
-    from brokerlb.broker.leader_feed import ObservedCycle, ObservedMove
-
     leader = FakeLeader()
     feed = LeaderFeed(leader, "b1")
     counters = LoadBalancingCounters()
     feed.add_listener(counters.record)
-    move = ObservedMove("t/n/0x00000000_0xffffffff", "b1", "b2", True, "Underloaded")
-    record = ObservedCycle("shedding", 9, "b1", (), (move,), (True,))
-    for listener in leader.listeners:
-        listener(record)
+    decision = UnloadDecision("b1", "t/n/0x00000000_0xffffffff", "b2", Label.SUCCESS, Reason.UNDERLOADED)
+    record = CycleRecord(
+        "shedding", 9, "b1", (decision,), (Move(decision.bundle or "", "b1", "b2", True, decision),), (True,)
+    )
+    leader.publish(record)
     assert feed.last("shedding") is record
     assert counters.moves == {("transfer", "Underloaded"): 1}
