@@ -51,7 +51,7 @@ from brokerlb.broker.binary.context import BinaryContext, web_base
 from brokerlb.broker.binary.errors import server_error_of
 from brokerlb.broker.data_path import ServedTopic
 from brokerlb.dispatch import DispatchConsumer, HashRange, KeySharedMode
-from brokerlb.errors import BinaryProtocolError, BrokerLBError
+from brokerlb.errors import AuthorizationError, BinaryProtocolError, BrokerLBError
 from brokerlb.messaging import EARLIEST, LATEST, CloseReason, Entry
 from brokerlb.messaging.frames import (
     Frame,
@@ -414,12 +414,21 @@ class BinaryConnection(asyncio.Protocol):
         self._waiting_for_pong = False
 
     # ------------------------------------------------------------------ lookups
+    async def _authorize(self, topic: TopicName, actions: tuple[str, ...]) -> None:
+        """Refuse with ``AuthorizationError`` unless the connection's role may do one of ``actions``."""
+        authorize = self.ctx.authorize
+        if authorize is not None and not await authorize(topic, self.role, actions):
+            raise AuthorizationError(
+                f"Role {self.role} is not authorized to {' or '.join(actions)} on topic {topic}"
+            )
+
     def _on_lookup(self, cmd: CommandLookupTopic) -> None:
         self._spawn(self._lookup(cmd))
 
     async def _lookup(self, cmd: CommandLookupTopic) -> None:
         try:
             topic = TopicName.parse(cmd.topic)
+            await self._authorize(topic, ("produce", "consume"))
             answer = await self.ctx.lookup.lookup(
                 topic, authoritative=bool(cmd.authoritative), listener=cmd.advertised_listener_name or None
             )
@@ -463,6 +472,7 @@ class BinaryConnection(asyncio.Protocol):
     async def _partitioned_metadata(self, cmd: CommandPartitionedTopicMetadata) -> None:
         try:
             topic = TopicName.parse(cmd.topic)
+            await self._authorize(topic, ("produce", "consume"))
             await self.ctx.namespace_bundles(topic.namespace)
             partitions = await self.ctx.partitions(topic)
             response = CommandPartitionedTopicMetadataResponse(partitions, cmd.request_id, response=0)
@@ -519,6 +529,7 @@ class BinaryConnection(asyncio.Protocol):
     async def _producer(self, cmd: CommandProducer) -> None:
         try:
             topic = TopicName.parse(cmd.topic)
+            await self._authorize(topic, ("produce",))
             await self.ctx.namespace_bundles(topic.namespace)
             if self.closed:
                 return
@@ -622,6 +633,7 @@ class BinaryConnection(asyncio.Protocol):
     async def _subscribe(self, cmd: CommandSubscribe) -> None:
         try:
             topic = TopicName.parse(cmd.topic)
+            await self._authorize(topic, ("consume",))
             await self.ctx.namespace_bundles(topic.namespace)
             if self.closed:
                 return

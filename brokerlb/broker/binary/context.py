@@ -8,9 +8,11 @@ partitioned-topic metadata, the brokers' URLs, the limits from broker.conf, and 
 **Authentication seam.** ``CONNECT`` carries ``auth_method_name`` and ``auth_data``; the
 connection asks ``authenticator.authenticate(method, data)`` for the client's role before it
 answers ``CONNECTED``. :class:`AnonymousAuthenticator` (the default) accepts everyone as
-``anonymous``; an authenticator that refuses raises
-:class:`~brokerlb.errors.BinaryProtocolError` with ``"AuthenticationError"`` and the
-connection answers ``ERROR{AuthenticationError}`` and closes, as Pulsar does.
+``anonymous``; an authenticator that refuses raises (:class:`~brokerlb.errors.AuthenticationError`)
+and the connection answers ``ERROR{AuthenticationError}`` and closes, as Pulsar does. With
+``authenticationEnabled`` the broker's token authentication plugs in here; with
+``authorizationEnabled`` ``authorize`` checks the role's permission before PRODUCER (produce),
+SUBSCRIBE (consume), LOOKUP and PARTITIONED_METADATA (produce or consume): ``AuthorizationError``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from brokerlb.naming import NamespaceName
+from brokerlb.naming import NamespaceName, TopicName
 
 if TYPE_CHECKING:
     from brokerlb.broker.data_path import DataPath
@@ -64,6 +66,9 @@ class BinaryContext:
     max_message_size: int = 5 * 1024 * 1024
     keep_alive_seconds: float = 30.0
     authenticator: Authenticator = field(default_factory=AnonymousAuthenticator)
+    #: ``await authorize(topic, role, actions)``: may the role do one of ``actions`` ("produce",
+    #: "consume") on the topic? ``None`` = no authorization (everyone may)
+    authorize: Callable[[TopicName, str | None, tuple[str, ...]], Awaitable[bool]] | None = None
     server_version: str = "brokerlb"
     _names: int = 0
 

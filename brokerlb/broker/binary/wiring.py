@@ -14,6 +14,7 @@ from brokerlb import __version__
 from brokerlb.broker.binary.context import ANONYMOUS_ROLE, BinaryContext
 from brokerlb.broker.binary.server import BinaryServer, bind_binary_socket
 from brokerlb.broker.handoff import TopicHandOff
+from brokerlb.broker.http.access import Security
 from brokerlb.broker.http.handoff_routes import place_for_hand_off
 from brokerlb.coordination.paths import partitioned_topic_path
 from brokerlb.errors import BrokerLBError, NoNodeError
@@ -88,6 +89,9 @@ def binary_server(service: BrokerService, sock: socket.socket, authenticator: An
         context.authenticator = authenticator
     elif conf.authenticationEnabled:
         context.authenticator = _TokenAuthenticator(AuthenticationService.from_config(conf))
+    if conf.authenticationEnabled and conf.authorizationEnabled:
+        authorization = Security.from_config(conf, service.store).authorization
+        context.authorize = lambda topic, role, actions: authorization.can(topic, role, actions)
     return BinaryServer(context, sock)
 
 
