@@ -104,11 +104,12 @@ class BrokerIdentity:
         web_port: int | None = None,
         broker_port: int | None = None,
         web_tls_port: int | None = None,
+        broker_tls_port: int | None = None,
     ) -> BrokerIdentity:
         """Build from ``clusterName``, ``advertisedAddress``, ``webServicePort(Tls)``, ``brokerServicePort(Tls)``.
 
-        ``web_port`` / ``broker_port`` / ``web_tls_port`` replace configured ports (the real ones
-        after binding port 0).
+        ``web_port`` / ``broker_port`` / ``web_tls_port`` / ``broker_tls_port`` replace configured
+        ports (the real ones after binding port 0).
         """
         conf.check_complete()
         host = conf.advertisedAddress or socket.getfqdn()
@@ -119,6 +120,7 @@ class BrokerIdentity:
                 "webServicePort", conf.webServicePort, "a broker needs webServicePort or webServicePortTls"
             )
         binary = broker_port if broker_port is not None else conf.brokerServicePort
+        binary_tls = broker_tls_port if broker_tls_port is not None else conf.brokerServicePortTls
         return cls(
             broker_id=f"{host}:{web or web_tls}",
             cluster=conf.clusterName or "",
@@ -126,9 +128,7 @@ class BrokerIdentity:
             web_service_url=f"http://{host}:{web}" if web else None,
             web_service_url_tls=f"https://{host}:{web_tls}" if web_tls else None,
             pulsar_service_url=f"pulsar://{host}:{binary}" if binary else None,
-            pulsar_service_url_tls=(
-                f"pulsar+ssl://{host}:{conf.brokerServicePortTls}" if conf.brokerServicePortTls else None
-            ),
+            pulsar_service_url_tls=f"pulsar+ssl://{host}:{binary_tls}" if binary_tls else None,
             advertised_listeners=parse_advertised_listeners(conf.advertisedListeners),
         )
 

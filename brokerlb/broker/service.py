@@ -130,20 +130,25 @@ class BrokerService:
         if self.store.session_state is SessionState.CLOSED:
             await self.store.start()
         web = WebServers.bind(conf)  # webServicePort, and webServicePortTls beside it when set
-        binary_sock = None
+        binary_socks = None
         try:
-            binary_sock = binary_wiring.bind_for(conf)
-            binary_port = binary_sock.getsockname()[1] if binary_sock is not None else None
+            binary_socks = binary_wiring.bind_for(conf)  # brokerServicePort and brokerServicePortTls
             self.identity = BrokerIdentity.from_config(
-                conf, web_port=web.port, web_tls_port=web.tls_port, broker_port=binary_port
+                conf,
+                web_port=web.port,
+                web_tls_port=web.tls_port,
+                broker_port=binary_socks.port if binary_socks is not None else None,
+                broker_tls_port=binary_socks.tls_port if binary_socks is not None else None,
             )
             await self._wire()
             self.http = web.serving(create_app(self, fast_lookup=self._fast_lookup))
-            self.binary = binary_wiring.binary_server(self, binary_sock) if binary_sock is not None else None
+            self.binary = (
+                binary_wiring.binary_server(self, binary_socks) if binary_socks is not None else None
+            )
         except BaseException:
             web.close()
-            if binary_sock is not None:
-                binary_sock.close()
+            if binary_socks is not None:
+                binary_socks.close()
             raise
         await self.http.start()
         if self.binary is not None:

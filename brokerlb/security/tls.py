@@ -1,6 +1,6 @@
 """TLS contexts from Pulsar's keys: the broker's web port (server) and the clients' trust store.
 
-Server (``webServicePortTls`` set): :func:`server_context` reads
+Server (``webServicePortTls`` and/or ``brokerServicePortTls`` set): :func:`server_context` reads
 
 * ``tlsCertificateFilePath`` -- the broker's certificate chain (PEM), required;
 * ``tlsKeyFilePath`` -- its private key (PEM, unencrypted), required;
@@ -30,18 +30,20 @@ from brokerlb.errors import InvalidConfigError
 __all__ = ["server_context", "client_context", "trust"]
 
 
-def _need(conf: Any, key: str) -> str:
+def _need(conf: Any, key: str, port_key: str) -> str:
     value = getattr(conf, key)
     if not value:
-        raise InvalidConfigError(key, value, "webServicePortTls needs it (a PEM file)")
+        raise InvalidConfigError(key, value, f"{port_key} needs it (a PEM file)")
     return str(value)
 
 
-def server_context(conf: Any) -> ssl.SSLContext | None:
-    """The web port's TLS context, or ``None`` when ``webServicePortTls`` is unset (module docstring)."""
-    if conf.webServicePortTls is None:
+def server_context(conf: Any, port_key: str = "webServicePortTls") -> ssl.SSLContext | None:
+    """The TLS context of the port ``port_key`` (``webServicePortTls`` or ``brokerServicePortTls``),
+    or ``None`` when that port is unset (module docstring). Both ports use the same files."""
+    if getattr(conf, port_key) is None:
         return None
-    certfile, keyfile = _need(conf, "tlsCertificateFilePath"), _need(conf, "tlsKeyFilePath")
+    certfile = _need(conf, "tlsCertificateFilePath", port_key)
+    keyfile = _need(conf, "tlsKeyFilePath", port_key)
     trust = conf.tlsTrustCertsFilePath or None
     if conf.tlsRequireTrustedClientCertOnConnect and not trust:
         raise InvalidConfigError(

@@ -12,7 +12,9 @@ answers ``CONNECTED``. :class:`AnonymousAuthenticator` (the default) accepts eve
 and the connection answers ``ERROR{AuthenticationError}`` and closes, as Pulsar does. With
 ``authenticationEnabled`` the broker's token authentication plugs in here; with
 ``authorizationEnabled`` ``authorize`` checks the role's permission before PRODUCER (produce),
-SUBSCRIBE (consume), LOOKUP and PARTITIONED_METADATA (produce or consume): ``AuthorizationError``.
+SUBSCRIBE (consume), LOOKUP and PARTITIONED_METADATA (produce or consume), and
+``authorize_namespace`` before GET_TOPICS_OF_NAMESPACE (produce or consume on the namespace,
+Pulsar's ``GET_TOPICS``): ``AuthorizationError``.
 """
 
 from __future__ import annotations
@@ -69,6 +71,10 @@ class BinaryContext:
     #: ``await authorize(topic, role, actions)``: may the role do one of ``actions`` ("produce",
     #: "consume") on the topic? ``None`` = no authorization (everyone may)
     authorize: Callable[[TopicName, str | None, tuple[str, ...]], Awaitable[bool]] | None = None
+    #: ``await authorize_namespace(namespace, role)``: may the role list the namespace's topics?
+    authorize_namespace: Callable[[NamespaceName, str | None], Awaitable[bool]] | None = None
+    #: the ``pulsarServiceUrlTls`` of the broker whose ``webServiceUrl`` is given (None if unknown)
+    pulsar_tls_url_of: Callable[[str], str | None] = lambda _web_url: None
     server_version: str = "brokerlb"
     _names: int = 0
 

@@ -4,6 +4,9 @@
 s on ``sock`` (bound by :func:`bind_binary_socket` to ``brokerServicePort``; 0 = a free port,
 whose real number the broker then advertises as ``pulsarServiceUrl``). :meth:`BinaryServer.stop`
 closes every connection (after a graceful unload they have nothing left but their TCP state).
+
+With ``tls=(sock, ssl_context)`` the same connections are also served over TLS on a second
+socket (``brokerServicePortTls``, ``pulsar+ssl://``); ``sock`` may then be ``None`` (TLS only).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 
 from brokerlb.broker.binary.connection import BinaryConnection
 from brokerlb.broker.binary.context import BinaryContext
@@ -35,12 +39,20 @@ def bind_binary_socket(host: str, port: int) -> socket.socket:
 
 
 class BinaryServer:
-    def __init__(self, context: BinaryContext, sock: socket.socket) -> None:
+    def __init__(
+        self,
+        context: BinaryContext,
+        sock: socket.socket | None,
+        tls: tuple[socket.socket, ssl.SSLContext] | None = None,
+    ) -> None:
         self.context = context
         self.sock = sock
-        self.port: int = sock.getsockname()[1]
+        self.tls = tls
+        #: the plain and TLS ports (None when not served)
+        self.port: int | None = sock.getsockname()[1] if sock is not None else None
+        self.tls_port: int | None = tls[0].getsockname()[1] if tls is not None else None
         self.connections: set[BinaryConnection] = set()
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         #: connections accepted since start (for tests and operators)
         self.accepted = 0
 
@@ -52,17 +64,29 @@ class BinaryServer:
 
     async def start(self) -> BinaryServer:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._new_connection, sock=self.sock)
+        if self.sock is not None:
+            self._servers.append(await loop.create_server(self._new_connection, sock=self.sock))
+        if self.tls is not None:
+            tls_sock, context = self.tls
+            self._servers.append(await loop.create_server(self._new_connection, sock=tls_sock, ssl=context))
         return self
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self.connections):
             conn.close()
-        if self._server is not None:
+        for server in self._servers:
             try:
-                await asyncio.wait_for(self._server.wait_closed(), 5)
+                await asyncio.wait_for(server.wait_closed(), 5)
             except TimeoutError:
-                logger.warning("Binary listener on port %d did not close within 5 s", self.port)
-            self._server = None
+                logger.warning(
+                    "Binary listener on ports %s/%s did not close within 5 s", self.port, self.tls_port
+                )
+        self._servers = []
+
+    def close_sockets(self) -> None:
+        """Close the sockets of a server never started."""
+        for sock in (self.sock, self.tls[0] if self.tls is not None else None):
+            if sock is not None:
+                sock.close()

@@ -1,13 +1,15 @@
 """How a :class:`~brokerlb.broker.service.BrokerService` gets its binary listener and state hand-off.
 
 Kept out of the service module so the broker's composition only calls three functions:
-:func:`bind_for` (the socket, before the broker's identity is known), :func:`binary_server`
-(the listener, once the broker is wired) and :func:`state_hand_off` (lossless planned moves).
+:func:`bind_for` (the sockets, plain and TLS, before the broker's identity is known),
+:func:`binary_server` (the listener, once the broker is wired) and :func:`state_hand_off` (lossless planned moves).
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from brokerlb import __version__
@@ -20,19 +22,54 @@ from brokerlb.coordination.paths import partitioned_topic_path
 from brokerlb.errors import BrokerLBError, NoNodeError
 from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.security.authentication import AuthenticationService
+from brokerlb.security.tls import server_context
 
 if TYPE_CHECKING:
     from brokerlb.broker.service import BrokerService
 
-__all__ = ["bind_for", "binary_server", "state_hand_off"]
+__all__ = ["BinarySockets", "bind_for", "binary_server", "state_hand_off"]
 
 
-def bind_for(conf: Any) -> socket.socket | None:
-    """The binary listener's socket on ``bindAddress:brokerServicePort`` (0 = a free port); ``None``
-    when ``brokerServicePort`` is unset."""
-    if conf.brokerServicePort is None:
+@dataclass
+class BinarySockets:
+    """The binary listener's sockets: ``brokerServicePort`` and ``brokerServicePortTls`` (with its
+    TLS context from the broker's certificate files, :func:`brokerlb.security.tls.server_context`)."""
+
+    plain: socket.socket | None
+    tls: tuple[socket.socket, ssl.SSLContext] | None
+
+    @property
+    def port(self) -> int | None:
+        return int(self.plain.getsockname()[1]) if self.plain is not None else None
+
+    @property
+    def tls_port(self) -> int | None:
+        return int(self.tls[0].getsockname()[1]) if self.tls is not None else None
+
+    def close(self) -> None:
+        for sock in (self.plain, self.tls[0] if self.tls is not None else None):
+            if sock is not None:
+                sock.close()
+
+
+def bind_for(conf: Any) -> BinarySockets | None:
+    """The binary listener's sockets on ``bindAddress:brokerServicePort`` and
+    ``bindAddress:brokerServicePortTls`` (0 = a free port); ``None`` when both are unset."""
+    context = server_context(conf, "brokerServicePortTls")  # checks the files first
+    if conf.brokerServicePort is None and context is None:
         return None
-    return bind_binary_socket(conf.bindAddress, conf.brokerServicePort)
+    plain = None
+    if conf.brokerServicePort is not None:
+        plain = bind_binary_socket(conf.bindAddress, conf.brokerServicePort)
+    try:
+        tls = None
+        if context is not None:
+            tls = (bind_binary_socket(conf.bindAddress, conf.brokerServicePortTls), context)
+    except BaseException:
+        if plain is not None:
+            plain.close()
+        raise
+    return BinarySockets(plain, tls)
 
 
 def _registered(service: BrokerService, broker_id: str, field: str) -> str | None:
@@ -41,19 +78,25 @@ def _registered(service: BrokerService, broker_id: str, field: str) -> str | Non
     return str(value) if value else None
 
 
-def binary_server(service: BrokerService, sock: socket.socket, authenticator: Any = None) -> BinaryServer:
-    """The listener of ``service`` on ``sock`` (its data path must exist)."""
+def binary_server(service: BrokerService, sockets: BinarySockets, authenticator: Any = None) -> BinaryServer:
+    """The listener of ``service`` on ``sockets`` (its data path must exist)."""
     assert service.data_path is not None
     conf, ident = service.conf, service.identity
 
-    def pulsar_url_of(web_url: str) -> str | None:
+    def registered_of(web_url: str, field: str, own: str | None) -> str | None:
         base = web_url.rstrip("/")
         if base == (ident.web_service_url or "").rstrip("/"):
-            return ident.pulsar_service_url
+            return own
         for broker in service.registry.available_brokers():
             if (_registered(service, broker, "webServiceUrl") or "").rstrip("/") == base:
-                return _registered(service, broker, "pulsarServiceUrl")
+                return _registered(service, broker, field)
         return None
+
+    def pulsar_url_of(web_url: str) -> str | None:
+        return registered_of(web_url, "pulsarServiceUrl", ident.pulsar_service_url)
+
+    def pulsar_tls_url_of(web_url: str) -> str | None:
+        return registered_of(web_url, "pulsarServiceUrlTls", ident.pulsar_service_url_tls)
 
     async def partitions(topic: TopicName) -> int:
         return int((await service.partitioned_topics.metadata(topic))["partitions"])
@@ -79,6 +122,7 @@ def binary_server(service: BrokerService, sock: socket.socket, authenticator: An
         partitions=partitions,
         partitioned_topics=partitioned_topics,
         pulsar_url_of=pulsar_url_of,
+        pulsar_tls_url_of=pulsar_tls_url_of,
         cluster=ident.cluster or "brokerlb",
         name_prefix=ident.broker_id.replace(":", "-"),
         max_message_size=conf.maxMessageSize,
@@ -92,7 +136,8 @@ def binary_server(service: BrokerService, sock: socket.socket, authenticator: An
     if conf.authenticationEnabled and conf.authorizationEnabled:
         authorization = Security.from_config(conf, service.store).authorization
         context.authorize = lambda topic, role, actions: authorization.can(topic, role, actions)
-    return BinaryServer(context, sock)
+        context.authorize_namespace = lambda namespace, role: authorization.can_use_namespace(namespace, role)
+    return BinaryServer(context, sockets.plain, sockets.tls)
 
 
 class _TokenAuthenticator:

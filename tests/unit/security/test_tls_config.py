@@ -142,3 +142,25 @@ def test_client_trust(files: dict[str, str]) -> None:
     with pytest.raises(InvalidConfigError, match="no such file") as info:
         client_context("/no/such/ca.pem")
     assert info.value.key == "--tls-trust-cert-path"
+
+
+def test_the_binary_tls_port_uses_the_same_files(files: dict[str, str]) -> None:
+    from brokerlb.broker.binary.wiring import bind_for
+
+    with pytest.raises(InvalidConfigError, match="brokerServicePortTls needs it") as info:
+        bind_for(conf(brokerServicePort=0, brokerServicePortTls=0, tlsKeyFilePath=files["key"]))
+    assert info.value.key == "tlsCertificateFilePath"
+    sockets = bind_for(
+        conf(
+            bindAddress="127.0.0.1",
+            brokerServicePort=None,
+            brokerServicePortTls=0,
+            tlsCertificateFilePath=files["cert"],
+            tlsKeyFilePath=files["key"],
+        )
+    )
+    assert sockets is not None
+    try:
+        assert sockets.port is None and sockets.tls_port  # TLS only: Pulsar allows it on the binary port
+    finally:
+        sockets.close()
