@@ -63,7 +63,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def tls_cluster(pki: Pki) -> Any:
-    overrides = pki.overrides(brokerServicePort=6650, brokerServicePortTls=6651, webSocketServiceEnabled=True)
+    overrides = pki.overrides(brokerServicePortTls=0, webSocketServiceEnabled=True)
     cluster = await InProcessCluster(2, overrides).start()
     try:
         yield cluster
@@ -97,7 +97,8 @@ async def test_lookups_answer_tls_urls_and_redirect_by_the_request_scheme(tls_cl
     assert answer["httpUrlTls"] == first.identity.web_service_url_tls
     assert answer["httpUrlTls"].startswith("https://127.0.0.1:")
     assert answer["httpUrl"] == first.identity.web_service_url
-    assert answer["brokerUrlTls"] == "pulsar+ssl://127.0.0.1:6651"
+    assert answer["brokerUrlTls"] == first.identity.pulsar_service_url_tls
+    assert answer["brokerUrlTls"].startswith("pulsar+ssl://127.0.0.1:")
     # an unowned bundle: a follower sends the lookup to the leader -- its TLS URL to a TLS request
     leader = next(s for s in cluster.services if s.election.is_leader)
     follower = next(s for s in cluster.services if s is not leader)
