@@ -292,6 +292,15 @@ class _Api:
         (redirected to the leader; nothing is owned by asking)."""
         return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/placement")
 
+    def bundle_story(self, namespace: NamespaceName | str, bundle: str, *, local: bool = False) -> Any:
+        """brokerlb extension: the bundle's ownership transitions, from every broker's state machine
+        (``local``: from the addressed broker's only)."""
+        return self._call(
+            "GET",
+            f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/story",
+            params={"local": _flag(local)} if local else None,
+        )
+
     def topic_hash_positions(
         self, namespace: NamespaceName | str, bundle: str, topics: Iterable[str] = ()
     ) -> Any:

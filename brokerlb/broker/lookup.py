@@ -18,7 +18,9 @@
      leader's :meth:`~brokerlb.loadbalance.leader.Leader.place`); 503 when no broker fits;
    * otherwise → **307** to the leader with ``authoritative=false``;
 
-4. candidate = this broker → acquire the ownership node → **200** with our
+4. candidate = this broker → take the bundle through this broker's ownership machine
+   (:meth:`~brokerlb.broker.owner_actions.OwnerActions.acquire`: ``Assign``, then the ownership
+   node) → **200** with our
    URLs (or with the winner's, if another broker took the bundle first); another
    candidate → **307** to it with ``authoritative=true``.
 
@@ -44,6 +46,7 @@ from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.identity import BrokerIdentity, lookup_data
 from brokerlb.broker.singleflight import SingleFlight
 from brokerlb.coordination import (
+    AcquireResult,
     BrokerRegistry,
     LeaderElection,
     NamespaceEphemeralData,
@@ -66,7 +69,7 @@ from brokerlb.loadbalance.placement.pipeline import named_broker
 from brokerlb.naming import TopicName
 from brokerlb.ring import NamespaceBundle
 
-__all__ = ["LookupAnswer", "LookupService", "Place", "Resolution"]
+__all__ = ["Acquire", "LookupAnswer", "LookupService", "Place", "Resolution"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +80,9 @@ LEADERSHIP_WAIT = 1.0
 #: ``place(bundle) -> broker id``: the leader's placement of an unowned bundle;
 #: :class:`NoBrokerAvailableError` when none fits.
 Place = Callable[[NamespaceBundle], Awaitable[str]]
+#: ``acquire(bundle) -> AcquireResult``: take the bundle here (through this broker's ownership
+#: machine); the answer names the owner -- this broker, or the one that won the race.
+Acquire = Callable[[NamespaceBundle], Awaitable[AcquireResult]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +117,7 @@ class LookupService:
         election: LeaderElection,
         place: Place,
         max_concurrent: int | Callable[[], int] = 50_000,
-        on_acquired: Callable[[str], None] = lambda _bundle: None,
+        acquire: Acquire,
         can_own: Callable[[], bool] = lambda: True,
     ) -> None:
         self.identity = identity
@@ -122,7 +128,7 @@ class LookupService:
         self.election = election
         self._place = place
         self._max = max_concurrent if callable(max_concurrent) else (lambda: max_concurrent)
-        self._on_acquired = on_acquired
+        self._acquire = acquire
         self._can_own = can_own
         self._running = 0
         self._flights: SingleFlight[tuple[str, bool], Resolution] = SingleFlight()
@@ -253,10 +259,7 @@ class LookupService:
             )
         if not self.ownership.store.connected:
             raise OwnershipLostError(f"Cannot take {bundle}: the metadata session is not connected")
-        result = await self.ownership.try_acquire(bundle)
-        if result.acquired:
-            self._on_acquired(str(bundle))
-        return result.owner
+        return (await self._acquire(bundle)).owner
 
     def _web_url(self, broker_id: str) -> str:
         report = self.registry.broker_json(broker_id)

@@ -43,7 +43,6 @@ from typing import Any, Protocol
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
-from brokerlb.broker.hand_over import HandOver
 from brokerlb.broker.identity import BrokerIdentity
 from brokerlb.broker.lookup import LookupService
 from brokerlb.broker.owner_actions import OwnerActions, SplitOutcome, parse_split_boundaries
@@ -146,7 +145,6 @@ class NamespaceService:
         registry: BrokerRegistry,
         election: LeaderElection,
         placement: PlacementControl,
-        hand_over: HandOver,
         topics: TopicRegistry,
         load_data: LoadDataStore,
         admin: AsyncAdminClient,
@@ -161,7 +159,6 @@ class NamespaceService:
         self.registry = registry
         self.election = election
         self.placement = placement
-        self._hand_over = hand_over
         self.topics = topics
         self.load_data = load_data
         self.admin = admin
@@ -227,7 +224,7 @@ class NamespaceService:
         if info is None:
             logger.info("Namespace bundle is not owned by any broker %s", bundle)
             if transfer and destination:
-                await self._hand_over(bundle, destination)
+                await self.actions.hand_over(bundle, destination)
             return None
         if info.broker_id != self.identity.broker_id:
             return Redirect(
@@ -314,8 +311,10 @@ class NamespaceService:
         return None
 
     async def acquire_bundle(self, namespace: str, bundle_range: str) -> None:
-        """brokerlb extension: take an unowned bundle now (the destination side of a transfer)."""
-        bundle = await self.bundle(namespace, bundle_range)
+        """brokerlb extension: take an unowned bundle now (the destination side of a transfer, the
+        bundle a merge made). The range is checked against the store's bundles, not the cache: the
+        caller may have just written it (a merge) a notification before this broker sees it."""
+        bundle = (await self.bundles.current(NamespaceName.parse(namespace))).get_bundle(bundle_range)
         resolution = await self.lookup.resolve(bundle, authoritative=True)
         owner = resolution.owner.broker_id if resolution.owner is not None else None
         if owner != self.identity.broker_id:
@@ -477,7 +476,7 @@ class NamespaceService:
         """Place and own ``bundle`` now (after a merge); ``None`` if that fails (the next lookup places it)."""
         try:
             broker = await self.placement.place(bundle)
-            await self._hand_over(bundle, broker)
+            await self.actions.hand_over(bundle, broker)
             return broker
         except (NoBrokerAvailableError, RemoteBrokerError) as exc:
             logger.warning("Could not assign merged bundle %s now (%s); the next lookup will", bundle, exc)

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.binary import wiring as binary_wiring
+from brokerlb.broker.bundle_ownership import BundleOwnership
+from brokerlb.broker.bundle_story import BundleStories
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
-from brokerlb.broker.hand_over import HandOver
 from brokerlb.broker.http.app import create_app
 from brokerlb.broker.http.server import WebServers
 from brokerlb.broker.identity import BrokerIdentity
@@ -77,6 +78,7 @@ from brokerlb.errors import BrokerLBError, NamespaceNotFoundError, ServiceUnavai
 from brokerlb.loadbalance.leader import Leader
 from brokerlb.model import LocalBrokerData
 from brokerlb.naming import NamespaceName, TopicName, heartbeat_namespace, heartbeat_namespace_v2
+from brokerlb.ownership import OwnershipMachine
 from brokerlb.ring import NamespaceBundle, NamespaceBundles
 from brokerlb.safe_regex import fullmatch
 from brokerlb.security.client_auth import broker_client_token
@@ -203,6 +205,18 @@ class BrokerService:
             load_data_store=self.load_data_store,
             clock=self.clock,
         )
+        self.states = BundleOwnership(ident.broker_id, OwnershipMachine.from_config(conf), self.clock)
+        self.actions = OwnerActions(
+            conf,
+            states=self.states,
+            ownership=self.ownership,
+            metadata=self.metadata,
+            bundles=self.bundles,
+            topics=self.topics,
+            registry=self.registry,
+            admin=self.admin,
+            report_changed=self.reporter.force_update,
+        )
         self.lookup = LookupService(
             ident,
             bundles=self.bundles,
@@ -211,20 +225,16 @@ class BrokerService:
             registry=self.registry,
             election=self.election,
             place=self._place,
+            acquire=self.actions.acquire,
             max_concurrent=lambda: self.conf.maxConcurrentLookupRequest,
-            on_acquired=lambda _b: self.reporter.force_update(),
             can_own=lambda: not self._closing,
         )
-        hand_over = HandOver(ident.broker_id, lookup=self.lookup, registry=self.registry, admin=self.admin)
-        self.actions = OwnerActions(
-            conf,
-            ownership=self.ownership,
-            metadata=self.metadata,
-            bundles=self.bundles,
-            topics=self.topics,
-            hand_over=hand_over,
-            report_changed=self.reporter.force_update,
-            clock=self.clock,
+        self.stories = BundleStories(
+            self.states,
+            registry=self.registry,
+            owners=self.owners,
+            admin=self.admin,
+            leader_records=lambda: self.leader_tasks.records,
         )
         self.actions.state_hand_off = binary_wiring.state_hand_off(self)
         self.namespaces = NamespaceService(
@@ -238,7 +248,6 @@ class BrokerService:
             registry=self.registry,
             election=self.election,
             placement=self.load_manager,
-            hand_over=hand_over,
             topics=self.topics,
             load_data=self.load_data_store,
             admin=self.admin,
@@ -317,6 +326,7 @@ class BrokerService:
         await self.election.start()
         await self._own_heartbeat_namespaces()
         self._spawn(self.reporter.run(), "load reporter")
+        self._spawn(self.states.run_watchdog(), "ownership watchdog")
         if self.data_path is not None:
             self._spawn(self.data_path.run(), "topic stats")
 
@@ -367,6 +377,8 @@ class BrokerService:
     def _on_registry(self, event: RegistryEvent) -> None:
         if event.kind in (RegistryEventKind.REREGISTERED, RegistryEventKind.REGISTERED):
             self.reporter.force_update()
+        elif event.kind is RegistryEventKind.LEFT and event.broker_id != self.identity.broker_id:
+            self._spawn(self.actions.broker_lost(event.broker_id), f"broker lost {event.broker_id}")
         elif event.kind is RegistryEventKind.REGISTRATION_LOST:
             logger.error(
                 "Broker %s lost its registration to another session: %s",

@@ -29,6 +29,7 @@ Tables by default, ``--json`` for machines (before the area: ``brokerlb admin --
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import typer
@@ -180,6 +181,32 @@ def ns_bundles(ctx: typer.Context, namespace: str) -> None:
         console.print(t)
 
     run(ctx, lambda a: a.get_bundles(namespace), table)
+
+
+@namespaces.command("bundle-story")
+def ns_bundle_story(
+    ctx: typer.Context,
+    namespace: str,
+    bundle: str = typer.Option(..., "--bundle", "-b", help="bundle range, e.g. 0x00000000_0x40000000"),
+) -> None:
+    """Why a bundle is where it is: its ownership transitions on every broker (brokerlb extension)."""
+
+    def table(data: dict[str, Any]) -> None:
+        t = Table(title=f"{data['bundle']}: owned by {data['owner'] or 'nobody'}")
+        for column in ("at", "recorded by", "transition", "by", "reason", "stimulus"):
+            t.add_column(column, overflow="fold")
+        for tr in data["transitions"]:
+            brokers = ", ".join(f"{k} {tr[k]}" for k in ("source", "destination") if tr.get(k))
+            move = f"{tr['from']} -> {tr['to']}" + (f" ({brokers})" if brokers else "")
+            if tr["forced"]:
+                move += " FORCED"
+            at = time.strftime("%H:%M:%S", time.gmtime(tr["atMs"] / 1000)) + f".{tr['atMs'] % 1000:03d}"
+            t.add_row(at, tr["recordedBy"], move, tr["by"], tr["reason"], tr["stimulusId"])
+        console.print(t)
+        if data["unreachable"]:
+            console.print(f"not reached: {', '.join(data['unreachable'])}", highlight=False)
+
+    run(ctx, lambda a: a.bundle_story(namespace, bundle), table)
 
 
 @namespaces.command("unload")

@@ -17,6 +17,8 @@ __all__ = [
     "Event",
     "Assign",
     "AssignmentDone",
+    "AssignmentFailed",
+    "OwnershipLost",
     "Unload",
     "ReleaseDone",
     "Split",
@@ -59,6 +61,25 @@ class Assign(Event):
 @dataclass(frozen=True, kw_only=True)
 class AssignmentDone(Event):
     """``broker`` owns the bundle now (it created the ownership node): Assigning → Owned."""
+
+    bundle: str
+    broker: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssignmentFailed(Event):
+    """``broker`` could not take the bundle (another broker holds it, or the destination of a
+    transfer refused): Assigning → Free (forced). The source of a transfer disconnects its clients,
+    which look the topic up again."""
+
+    bundle: str
+    broker: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OwnershipLost(Event):
+    """``broker`` lost the bundle with its metadata session (its ownership node is gone and
+    another broker may hold it): → Free (forced); the broker stops serving it."""
 
     bundle: str
     broker: str
@@ -151,10 +172,13 @@ class CloseBundle(Instruction):
 
 @dataclass(frozen=True, kw_only=True)
 class DisconnectClients(Instruction):
-    """Transfer finished: ``broker`` (the source) disconnects clients, pointing them at ``redirect_to``."""
+    """``broker`` disconnects the bundle's clients: after a transfer, pointing them at
+    ``redirect_to`` (the new owner); otherwise they look the topic up again. ``lost``: the
+    ownership went with the session (nothing was handed over)."""
 
     broker: str
-    redirect_to: str
+    redirect_to: str | None = None
+    lost: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

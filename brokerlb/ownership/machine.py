@@ -9,6 +9,7 @@ do (:mod:`.events`); the shell carries that out and feeds back the outcome.
 Flows (Pulsar's, reference §9)::
 
     assign    Free/Init --Assign(b)--> Assigning(b) --AssignmentDone(b)--> Owned(b)
+                                          Assigning(b) --AssignmentFailed(b)--> Free (forced)
     unload    Owned(a) --Unload--> Releasing(a) --ReleaseDone--> Free
     transfer  Owned(a) --Unload(to=b)--> Releasing(a→b) --ReleaseDone--> Assigning(a→b)
                        --AssignmentDone(b)--> Owned(b)   (+ DisconnectClients on a)
@@ -70,6 +71,7 @@ from brokerlb.ownership.events import (
     AcquireOwnership,
     Assign,
     AssignmentDone,
+    AssignmentFailed,
     BrokerLost,
     CloseBundle,
     DisconnectClients,
@@ -77,6 +79,7 @@ from brokerlb.ownership.events import (
     ForceRelease,
     Instruction,
     OwnerChanged,
+    OwnershipLost,
     ReleaseDone,
     RingUpdated,
     Split,
@@ -295,6 +298,38 @@ class OwnershipMachine:
                 )
             )
         return out
+
+    @_handle.register
+    def _(self, ev: AssignmentFailed) -> list[Instruction]:
+        r = self.record(ev.bundle)
+        if r.state is not S.ASSIGNING or r.dst != ev.broker:
+            return []  # already resolved (the watchdog, a broker loss) or never assigned there
+        src = r.src
+        self._move(r, S.FREE, ev, dst=None, forced=True, reason=ev.reason or f"{ev.broker} could not take it")
+        out: list[Instruction] = [
+            OwnerChanged(bundle=ev.bundle, owner=None, state=str(S.FREE), stimulus_id=ev.stimulus_id)
+        ]
+        if src and src != ev.broker:
+            out.append(DisconnectClients(bundle=ev.bundle, broker=src, stimulus_id=ev.stimulus_id))
+        return out
+
+    @_handle.register
+    def _(self, ev: OwnershipLost) -> list[Instruction]:
+        r = self.record(ev.bundle)
+        held = (r.state in (S.OWNED, S.ASSIGNING) and r.dst == ev.broker) or (
+            r.state in (S.RELEASING, S.SPLITTING) and r.src == ev.broker
+        )
+        if not held:
+            return []
+        reason = ev.reason or f"{ev.broker} lost it with its session"
+        if r.state is S.RELEASING:
+            self._move(r, S.FREE, ev, dst=None, reason=reason)
+        else:
+            self._move(r, S.FREE, ev, dst=None, children=(), forced=True, reason=reason)
+        return [
+            DisconnectClients(bundle=ev.bundle, broker=ev.broker, lost=True, stimulus_id=ev.stimulus_id),
+            OwnerChanged(bundle=ev.bundle, owner=None, state=str(S.FREE), stimulus_id=ev.stimulus_id),
+        ]
 
     @_handle.register
     def _(self, ev: Unload) -> list[Instruction]:

@@ -159,6 +159,17 @@ function renderMoves(s) {
     el("td", { class: "cause" }, m.cause || ""))));
 }
 
+function storyLine(e) {
+  if (e.kind === "decision") {
+    const where = `${e.source ? " from " + e.source : ""}${e.destination ? " to " + e.destination : ""}`;
+    return `${time(e.atMs)} leader ${e.recordedBy} decided: ${e.decision}${where} · cause ${e.reason}` +
+      `${e.executed === false ? " (not carried out)" : ""}${e.detail ? " — " + e.detail : ""}`;
+  }
+  const dst = e.destination ? ` (${e.destination})` : "";
+  return `${time(e.atMs)} ${e.from} → ${e.to}${dst}${e.forced ? " FORCED" : ""} by ${e.by}: ${e.reason}` +
+    ` [recorded by ${e.recordedBy}]`;
+}
+
 async function showStory(bundle) {
   selected = bundle;
   $("story-bundle").textContent = bundle;
@@ -171,10 +182,9 @@ async function showStory(bundle) {
     const response = await api(url);
     if (response.ok) {
       const story = await response.json();
-      const events = Array.isArray(story) ? story : (story.events || story.story || []);
-      items = events.map(e => el("li", {}, typeof e === "string" ? e : JSON.stringify(e)));
+      items = (story.transitions || []).map(e => el("li", { class: e.kind }, storyLine(e)));
     }
-  } catch (e) { /* the story endpoint is optional; fall back to what the dashboard saw */ }
+  } catch (e) { /* a broker that cannot be asked: fall back to what the dashboard saw */ }
   if (items === null) {
     const entries = await api(`/dashboard/api/bundle?name=${encodeURIComponent(bundle)}`).then(r => r.ok ? r.json() : []);
     items = entries.map(e => el("li", {}, `${time(e.atMs)} ${e.kind}${e.broker ? " " + e.broker : ""}` +

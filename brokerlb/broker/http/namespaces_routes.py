@@ -25,6 +25,7 @@ from brokerlb.broker.http.lookup_routes import parse_bool
 from brokerlb.broker.http.openapi import (
     ANTI_AFFINITY_GROUP,
     BUNDLE_RANGES,
+    BUNDLE_STORY,
     BUNDLES_DATA,
     MERGE_RESULT,
     POLICIES,
@@ -220,6 +221,18 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
     async def acquire_bundle(tenant: str, namespace: str, bundle: str) -> Response:
         await service.namespaces.acquire_bundle(_ns(tenant, namespace), bundle)
         return no_content()
+
+    @router.get(
+        f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/story",
+        tags=ext,
+        openapi_extra=access(Access.TENANT_ADMIN) | doc(returns=BUNDLE_STORY),
+        summary="brokerlb: why a bundle is where it is (its ownership transitions on every broker)",
+    )
+    async def bundle_story(
+        tenant: str, namespace: str, bundle: str, local: Annotated[str | None, Query()] = None
+    ) -> Response:
+        story = await service.stories.story(_ns(tenant, namespace), bundle, local=parse_bool(local, "local"))
+        return json_response(story)
 
     @router.get(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/topicHashPositions",

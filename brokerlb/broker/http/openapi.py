@@ -139,6 +139,40 @@ MERGE_RESULT: dict[str, Any] = {
     },
     "required": ["namespace", "bundle", "broker"],
 }
+BUNDLE_STORY: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "bundle": {"type": "string"},
+        "owner": {"type": ["string", "null"]},
+        "transitions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "kind": {"type": "string", "enum": ["transition", "decision"]},
+                    "decision": {"type": "string"},
+                    "detail": {"type": "string"},
+                    "executed": {"type": "boolean"},
+                    "bundle": {"type": "string"},
+                    "from": {"type": "string"},
+                    "to": {"type": "string"},
+                    "atMs": {"type": "integer"},
+                    "by": {"type": "string"},
+                    "reason": {"type": "string"},
+                    "stimulusId": {"type": "string"},
+                    "forced": {"type": "boolean"},
+                    "version": {"type": "integer"},
+                    "recordedBy": {"type": "string"},
+                    "source": {"type": ["string", "null"]},
+                    "destination": {"type": ["string", "null"]},
+                },
+                "required": ["kind", "atMs", "reason", "recordedBy"],
+            },
+        },
+        "unreachable": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["bundle", "owner", "transitions", "unreachable"],
+}
 TOPIC_HASH_POSITIONS: dict[str, Any] = {
     "type": "object",
     "properties": {

@@ -16,12 +16,14 @@ from brokerlb.ownership import (
     AcquireOwnership,
     Assign,
     AssignmentDone,
+    AssignmentFailed,
     BrokerLost,
     BundleState,
     CloseBundle,
     DisconnectClients,
     ForceRelease,
     OwnerChanged,
+    OwnershipLost,
     OwnershipMachine,
     ReleaseDone,
     RingUpdated,
@@ -390,3 +392,31 @@ def test_timeouts_from_broker_config():
     )
     machine = OwnershipMachine.from_config(conf)
     assert machine.in_flight_timeout_ms == 5000 and machine.tombstone_delay_ms == 60_000
+
+
+def test_a_failed_assignment_frees_the_bundle_and_a_transfer_source_disconnects_its_clients():
+    m = OwnershipMachine()
+    m.handle(Assign(bundle=FULL, broker="b1", stimulus_id="lookup-1", at_ms=0))
+    out = m.handle(
+        AssignmentFailed(bundle=FULL, broker="b1", stimulus_id="lookup-1", at_ms=1, reason="owned by b2")
+    )
+    assert m.state(FULL) is BundleState.FREE and out[0].owner is None
+    m.handle(Assign(bundle=FULL, broker="b1", stimulus_id="lookup-2", at_ms=2))
+    m.handle(AssignmentDone(bundle=FULL, broker="b1", stimulus_id="own", at_ms=3))
+    m.handle(Unload(bundle=FULL, to="b2", stimulus_id="transfer-1", at_ms=4))
+    m.handle(ReleaseDone(bundle=FULL, stimulus_id="released", at_ms=5))
+    out = m.handle(AssignmentFailed(bundle=FULL, broker="b2", stimulus_id="hand-over", at_ms=6))
+    assert DisconnectClients(bundle=FULL, broker="b1", stimulus_id="hand-over") in out
+    assert m.state(FULL) is BundleState.FREE
+    assert m.handle(AssignmentFailed(bundle=FULL, broker="b2", stimulus_id="again", at_ms=7)) == []
+    assert [str(t.finish) for t in m.story(FULL)][-1] == "Free" and m.story(FULL)[-1].forced
+
+
+def test_ownership_lost_with_the_session_frees_the_bundle_and_closes_its_topics():
+    m = OwnershipMachine()
+    m.handle(Assign(bundle=FULL, broker="b1", stimulus_id="lookup-1", at_ms=0))
+    m.handle(AssignmentDone(bundle=FULL, broker="b1", stimulus_id="own", at_ms=1))
+    out = m.handle(OwnershipLost(bundle=FULL, broker="b1", stimulus_id="session-1", at_ms=2))
+    assert DisconnectClients(bundle=FULL, broker="b1", lost=True, stimulus_id="session-1") in out
+    assert m.state(FULL) is BundleState.FREE
+    assert m.handle(OwnershipLost(bundle=FULL, broker="b1", stimulus_id="session-2", at_ms=3)) == []

@@ -11,7 +11,9 @@ from brokerlb.ownership import (
     IN_FLIGHT,
     Assign,
     AssignmentDone,
+    AssignmentFailed,
     BrokerLost,
+    OwnershipLost,
     OwnershipMachine,
     ReleaseDone,
     RingUpdated,
@@ -34,6 +36,8 @@ broker = st.sampled_from(BROKERS)
 event = st.one_of(
     st.builds(lambda b, k: ("assign", b, k), bundle, broker),
     st.builds(lambda b, k: ("done", b, k), bundle, broker),
+    st.builds(lambda b, k: ("failed", b, k), bundle, broker),
+    st.builds(lambda b, k: ("owner-lost", b, k), bundle, broker),
     st.builds(lambda b, k: ("unload", b, k), bundle, st.one_of(st.none(), broker)),
     st.builds(lambda b: ("released", b, None), bundle),
     st.just(("split", PARENT, None)),
@@ -50,6 +54,8 @@ def make(kind, b, arg, sid, at):
     return {
         "assign": lambda: Assign(bundle=b, broker=arg, **common),
         "done": lambda: AssignmentDone(bundle=b, broker=arg, **common),
+        "failed": lambda: AssignmentFailed(bundle=b, broker=arg, **common),
+        "owner-lost": lambda: OwnershipLost(bundle=b, broker=arg, **common),
         "unload": lambda: Unload(bundle=b, to=arg, **common),
         "released": lambda: ReleaseDone(bundle=b, **common),
         "split": lambda: Split(bundle=b, children=CHILDREN, **common),
