@@ -91,6 +91,7 @@ from brokerlb.ownership import (
     Instruction,
     OwnershipLost,
     ReleaseDone,
+    RingUpdated,
     Split,
     SplitBundle,
     SplitDone,
@@ -232,6 +233,7 @@ class OwnerActions:
     async def acquire(self, bundle: NamespaceBundle, reason: str = "lookup") -> AcquireResult:
         """Take an unowned bundle (``Assign``); the answer names its owner, us or the winner."""
         name = str(bundle)
+        await self._clear_stale(bundle)
         await self.states.handle(self._event(Assign, name, "lookup", reason, broker=self.broker_id))
         result = self._acquired.pop(name, None)
         if result is None:  # the machine already had it taken here: the store says by whom
@@ -290,6 +292,27 @@ class OwnerActions:
                 else "clients look it up again",
             )
             return True
+
+    async def _clear_stale(self, bundle: NamespaceBundle) -> None:
+        """Forget what this machine last saw of a bundle that has since left it: another broker it
+        was handed to (that broker gave it up or lost it; the store's node decides who takes it now),
+        or a split or merge that took its range out of the ring (merged back into the same range)."""
+        name = str(bundle)
+        record = self.states.machine.record(name)
+        if record.state is BundleState.OWNED and record.dst != self.broker_id:
+            reason = f"{record.dst} no longer holds it (taken anew here)"
+            await self.states.handle(self._event(OwnershipLost, name, "lookup", reason, broker=record.dst))
+        elif record.state is BundleState.DELETED:
+            ring = await self.bundles.current(bundle.namespace)
+            await self.states.handle(
+                RingUpdated(
+                    namespace=str(bundle.namespace),
+                    bundles=tuple(str(b) for b in ring.bundles),
+                    stimulus_id=self.states.stimulus("lookup"),
+                    at_ms=self.states.now_ms(),
+                    by=self.broker_id,
+                )
+            )
 
     async def _adopt(self, bundle: NamespaceBundle) -> None:
         """A bundle the store says we own but the machine has not seen taken here (or sees Free):

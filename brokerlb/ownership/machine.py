@@ -39,7 +39,9 @@ source died completes (Free, or Assigning to the transfer destination); a split
 whose source died ends in its outcome (children Free) or Free.
 
 **Ring reconciliation** (``RingUpdated``): a bundle no longer in its namespace's
-ring (merged or split elsewhere) that is not splitting ends Deleted (forced).
+ring (merged or split elsewhere) that is not splitting ends Deleted (forced); a Deleted bundle
+that is in the ring again (adjacent bundles merged back into its range) starts again from Init,
+so it can be assigned anew.
 
 Invalid events raise :class:`~brokerlb.errors.InvalidTransitionError` carrying the
 bundle's story; the state is unchanged by that event. Events before it in the same
@@ -413,6 +415,13 @@ class OwnershipMachine:
             and r.bundle not in ring
             and r.state not in (S.DELETED, S.SPLITTING)
         ]
+        back = [
+            r
+            for _, r in sorted(self._records.items())
+            if r.namespace == ev.namespace and r.bundle in ring and r.state is S.DELETED
+        ]
+        for r in back:  # merged back into the same range: a new life starts from Init
+            self._move(r, S.INIT, ev, reason=ev.reason or f"back in the bundles of {ev.namespace}")
         for r in gone:
             self._move(
                 r,

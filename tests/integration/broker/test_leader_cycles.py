@@ -131,6 +131,24 @@ async def test_shedding_moves_bundles_off_an_overloaded_broker(strategy, transfe
 
         await eventually(moved, timeout=60, message="the bundle is owned by the destination")
         await eventually(lambda: clients.reconnects > 0, timeout=60, message="clients reconnected")
+        # why it moved: the leader's decision, and the source's ownership machine
+        namespace, _, bundle_range = move.bundle.rpartition("/")
+        async with AsyncAdminClient(cluster.urls[0]) as admin:
+            story = (await admin.bundle_story(namespace, bundle_range))["transitions"]
+        leader_id = leader_of(cluster).broker_id
+        assert any(
+            e["kind"] == "decision"
+            and e["recordedBy"] == leader_id
+            and e["reason"] == move.reason
+            and e["executed"]
+            for e in story
+        ), story
+        assert any(
+            e["kind"] == "transition"
+            and e["recordedBy"] == hot
+            and (e["from"], e["to"]) == ("Owned", "Releasing")
+            for e in story
+        ), story
         await clients.close()
     finally:
         await cluster.stop()

@@ -317,6 +317,35 @@ def test_ring_update_ends_bundles_that_left_the_ring(m):
     m.handle(Assign(bundle=FULL, broker="b1", stimulus_id="a", at_ms=3_600_011))
 
 
+def test_a_deleted_bundle_back_in_the_ring_starts_again_from_init(m):
+    """Split into two halves, merged back: the whole range is a bundle again and may be assigned."""
+    owned(m, FULL, "b1")
+    m.handle(RingUpdated(namespace=NS, bundles=(LEFT, RIGHT), stimulus_id="split", at_ms=10, by="admin"))
+    assert m.state(FULL) is S.DELETED
+    out = m.handle(RingUpdated(namespace=NS, bundles=(FULL,), stimulus_id="merged", at_ms=20, by="b2"))
+    assert m.state(FULL) is S.INIT
+    assert not [i for i in out if i.bundle == FULL]  # nothing to release: nobody owns it yet
+    last = m.story(FULL)[-1]
+    assert (last.start, last.finish) == (S.DELETED, S.INIT)
+    assert "back in the bundles of t/ns" in last.reason
+    m.handle(
+        Assign(bundle=FULL, broker="b2", stimulus_id=sid(), at_ms=21),
+        AssignmentDone(bundle=FULL, broker="b2", stimulus_id=sid(), at_ms=22),
+    )
+    assert m.owner(FULL) == "b2"
+
+
+def test_ownership_lost_by_another_broker_frees_what_this_machine_last_saw(m):
+    """A machine that handed a bundle to b2 learns the store no longer names b2: Free, and no
+    instruction for this broker (b2's clients are b2's business)."""
+    owned(m, FULL, "b2")
+    out = m.handle(OwnershipLost(bundle=FULL, broker="b2", stimulus_id="lookup", at_ms=5, by="b1"))
+    assert m.state(FULL) is S.FREE
+    assert {getattr(i, "broker", None) for i in out} <= {"b2", None}
+    m.handle(Assign(bundle=FULL, broker="b1", stimulus_id=sid(), at_ms=6))
+    assert m.state(FULL) is S.ASSIGNING
+
+
 # --------------------------------------------------------------------------- story
 
 
