@@ -71,7 +71,11 @@ class BrokerlbKeys(KeyGroup):
         "namespace's even spread, anti-affinity) until that broker reports it. Pulsar's refresh drops "
         "every preallocation of a broker as soon as the broker reports any one of them, so the other "
         "bundles of a burst of lookups are counted nowhere and later placements pile onto the same "
-        "broker; false restores Pulsar's rule.",
+        "broker. A preallocation also ends when a later report of another broker lists the bundle "
+        "(a lookup raced the placement), and a one-shot affinity left by an unload is preallocated "
+        "too, so every lookup until the destination takes the bundle is sent there (Pulsar answers "
+        "the affinity once: a second lookup in between got a fresh choice). false restores Pulsar's "
+        "rules.",
         dynamic=True,
     )
     brokerlbReportOwnedIdleBundles: bool = key(

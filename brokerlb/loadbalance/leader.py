@@ -28,7 +28,9 @@ Operations:
 * :meth:`Leader.place` -- a one-shot affinity if one is set and its broker is registered, else
   ``selectBrokerForAssignment`` with preallocation (Pulsar's step 11, recorded in the
   placement context and in the load data so the next refresh keeps it until the broker
-  reports the bundle);
+  reports the bundle). With ``brokerlbKeepPreallocationsUntilReported`` (the default) the
+  affinity's broker is preallocated too, so every lookup until the destination takes the
+  bundle gets the same answer; Pulsar answers the affinity once;
 * :meth:`Leader.split_check` -- the split check
   (:func:`~brokerlb.loadbalance.split.find_bundles_to_split`);
 * :meth:`Leader.split_decided` / :meth:`Leader.bundle_merged` / :meth:`Leader.forget_bundle` --
@@ -337,6 +339,13 @@ class Leader:
         """Where ``bundle`` goes (module docstring); ``broker`` is ``None`` when none fits."""
         affinity = self.affinity.pop(bundle, None)
         if affinity is not None and affinity in inputs.reports:
+            if not self._extensible and self._config.brokerlbKeepPreallocationsUntilReported:
+                # held until the destination reports it: a second lookup before the destination
+                # took the bundle is answered alike (Pulsar's affinity answers once, and that
+                # lookup got a fresh choice -- seen live: the overloaded source took it back)
+                context = self.placement_context(now_ms, inputs)
+                context.preallocate(bundle, affinity)
+                self._record_preallocation(bundle, affinity, context)
             return PlacementDecision(
                 bundle, affinity, (affinity,), Reason.AFFINITY, f"one-shot affinity to {affinity}"
             )
@@ -363,7 +372,7 @@ class Leader:
             return
         load_data.bundle_data.setdefault(bundle, data)
         broker_data.preallocated_bundle_data[bundle] = data
-        self.load_state.preallocated_bundle_to_broker[bundle] = broker
+        self.load_state.preallocated(bundle, broker)
         ranges = self.load_state.namespace_bundle_ranges.setdefault(broker, {})
         ranges.setdefault(bundle_namespace(bundle), set()).add(bundle.rpartition("/")[2])
 

@@ -17,8 +17,9 @@ Whenever broker reports change the leader folds them into its :class:`LeaderLoad
      and placement gave every preallocated bundle its data, so in practice all of them go); each
      preallocated name is also removed from ``preallocated_bundle_to_broker``. With
      ``keep_preallocations`` (``brokerlbKeepPreallocationsUntilReported``) a preallocation is
-     dropped when its own bundle is reported, so the bundles of a burst of placements stay
-     counted on their brokers until each is reported;
+     dropped when its own bundle is reported -- by that broker, or by any other (another broker
+     took it: a lookup raced the placement) -- so the bundles of a burst of placements stay
+     counted on their brokers until each is reported, and none stays preallocated for ever;
    * the broker's ``TimeAverageBrokerData`` is recomputed over its ``lastStats`` bundles;
    * its namespace -> bundle-range map is rebuilt from ``lastStats`` plus preallocations.
 
@@ -45,6 +46,7 @@ Worked example: a bundle first reported with 100 msg/s in starts from the defaul
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +99,17 @@ class LeaderLoadState:
     #: broker -> (its BrokerData, the namespace map built for it) when built without
     #: preallocations (reused while exact; see ``_namespace_ranges``)
     built_ranges: dict[str, tuple[BrokerData, dict[str, set[str]]]] = field(default_factory=dict, repr=False)
+    #: refreshes so far; broker -> the refresh that first folded its current report; bundle ->
+    #: the refresh its preallocation followed (``keep_preallocations`` drops a preallocation a
+    #: later report of another broker lists)
+    refreshes: int = 0
+    report_refresh: dict[str, int] = field(default_factory=dict, repr=False)
+    preallocated_after: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def preallocated(self, bundle: str, broker: str) -> None:
+        """``bundle`` was just assigned to ``broker`` (kept until a report lists it)."""
+        self.preallocated_bundle_to_broker[bundle] = broker
+        self.preallocated_after[bundle] = self.refreshes
 
     def view(self, config: ServiceConfig, now_ms: int, **extra: Any) -> ClusterView:
         """The view strategies get after this refresh (``extra``: policies, extensible inputs ...)."""
@@ -198,7 +211,8 @@ def refresh(
     report is missing). The reports are used as they are (not copied): the caller hands over
     fresh objects, as Pulsar's leader does when it reads them from the store.
     """
-    added, removed = _update_broker_data(state.load_data, reports)
+    state.refreshes += 1
+    added, removed = _update_broker_data(state, reports)
     new_bundles: list[str] = []
     cleared: list[str] = []
     load_data = state.load_data
@@ -210,6 +224,7 @@ def refresh(
     ]
     unchanged = state.fold_cache.unchanged(bundle_data, {b: r for b, r, _ in brokers})
     preallocating = set()  # brokers the leader preallocated to since the last refresh
+    reported_later = _ReportedLater(state)
     for broker, data in load_data.broker_data.items():
         stats_map = data.local_data.last_stats
         if data.preallocated_bundle_data:
@@ -221,7 +236,7 @@ def refresh(
             ):
                 bundle_data[bundle] = history
             new_bundles.extend(missing)
-        cleared.extend(_clean_preallocations(state, data, keep_preallocations))
+        cleared.extend(_clean_preallocations(state, data, keep_preallocations, reported_later))
     # every sample is folded after all new histories exist: each fold reads and writes only its
     # own bundle's history, so the order across brokers is kept where it matters (fold.py)
     state.fold_summary = summary = state.fold_cache.fold(brokers, bundle_data, unchanged)
@@ -266,9 +281,10 @@ def _namespace_ranges(
 
 
 def _update_broker_data(
-    load_data: LoadData, reports: Mapping[str, LocalBrokerData | None]
+    state: LeaderLoadState, reports: Mapping[str, LocalBrokerData | None]
 ) -> tuple[list[str], list[str]]:
-    brokers = load_data.broker_data
+    brokers = state.load_data.broker_data
+    first_folded = state.report_refresh
     added: list[str] = []
     removed: list[str] = []
     for broker, report in reports.items():
@@ -280,11 +296,16 @@ def _update_broker_data(
         if current is None:
             brokers[broker] = BrokerData(report, TimeAverageBrokerData())
             added.append(broker)
+            first_folded[broker] = state.refreshes
         else:
+            if current.local_data is not report:
+                first_folded[broker] = state.refreshes
             current.local_data = report
     for broker in [b for b in brokers if b not in reports]:
         del brokers[broker]
         removed.append(broker)
+    for broker in removed:
+        first_folded.pop(broker, None)
     if added:  # the fold visits brokers in id order (module docstring)
         ordered = sorted(brokers.items())
         brokers.clear()
@@ -292,17 +313,48 @@ def _update_broker_data(
     return sorted(added), sorted(removed)
 
 
-def _clean_preallocations(state: LeaderLoadState, data: BrokerData, keep: bool = False) -> list[str]:
+class _ReportedLater:
+    """Whether a broker's report folded after a bundle's preallocation lists that bundle."""
+
+    def __init__(self, state: LeaderLoadState) -> None:
+        self._state = state
+        #: refresh -> the bundle sets of the reports folded after it
+        self._later: dict[int, list[AbstractSet[str]]] = {}
+
+    def lists(self, bundle: str) -> bool:
+        state = self._state
+        after = state.preallocated_after.get(bundle, 0)
+        later = self._later.get(after)
+        if later is None:
+            later = self._later[after] = [
+                data.local_data.bundles
+                for broker, data in state.load_data.broker_data.items()
+                if state.report_refresh.get(broker, 0) > after
+            ]
+        return any(bundle in bundles for bundles in later)
+
+
+def _clean_preallocations(
+    state: LeaderLoadState,
+    data: BrokerData,
+    keep: bool = False,
+    reported_later: _ReportedLater | None = None,
+) -> list[str]:
     """The preallocation clean-up for one broker (see the module docstring)."""
     preallocated = data.preallocated_bundle_data
     if not preallocated:
         return []
     reported = data.local_data.bundles
     if keep:
-        done = [name for name in preallocated if name in reported]
+        done = [
+            name
+            for name in preallocated
+            if name in reported or (reported_later is not None and reported_later.lists(name))
+        ]
         for name in done:
             del preallocated[name]
             state.preallocated_bundle_to_broker.pop(name, None)
+            state.preallocated_after.pop(name, None)
         return done
     bundle_data = state.load_data.bundle_data
     cleared: list[str] = []
@@ -311,8 +363,10 @@ def _clean_preallocations(state: LeaderLoadState, data: BrokerData, keep: bool =
             for bundle in [b for b in preallocated if b in bundle_data]:
                 del preallocated[bundle]
                 state.preallocated_bundle_to_broker.pop(bundle, None)
+                state.preallocated_after.pop(bundle, None)
                 cleared.append(bundle)
         state.preallocated_bundle_to_broker.pop(name, None)
+        state.preallocated_after.pop(name, None)
     return cleared
 
 

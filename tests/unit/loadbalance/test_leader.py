@@ -22,7 +22,9 @@ def inputs(**reports) -> ClusterInputs:
     return ClusterInputs(reports=reports or {B1: broker(B1, cpu=20), B2: broker(B2, cpu=10)})
 
 
-def test_a_one_shot_affinity_wins_once_then_placement_runs() -> None:
+def test_a_one_shot_affinity_holds_until_its_broker_reports_the_bundle() -> None:
+    """brokerlbKeepPreallocationsUntilReported (the default): the affinity's broker is
+    preallocated, so a second lookup before B2 took the bundle is sent to B2 too."""
     leader = Leader(B1, rng=random.Random(1))
     cluster = inputs()
     leader.refresh(0, cluster)
@@ -30,7 +32,37 @@ def test_a_one_shot_affinity_wins_once_then_placement_runs() -> None:
     first = leader.place(0, BUNDLE, cluster)
     assert (first.broker, first.reason) == (B2, Reason.AFFINITY)
     second = leader.place(0, BUNDLE, cluster)
+    assert (second.broker, second.reason) == (B2, Reason.PREALLOCATED)
+    leader.refresh(1000, inputs(**{B1: broker(B1, cpu=20), B2: broker(B2, cpu=10, bundles=[BUNDLE])}))
+    assert leader.load_state.preallocated_bundle_to_broker == {}
+
+
+def test_pulsars_one_shot_affinity_answers_once() -> None:
+    leader = Leader(B1, ServiceConfig(brokerlbKeepPreallocationsUntilReported=False), rng=random.Random(1))
+    cluster = inputs()
+    leader.refresh(0, cluster)
+    leader.set_affinity(BUNDLE, B2)
+    first = leader.place(0, BUNDLE, cluster)
+    assert (first.broker, first.reason) == (B2, Reason.AFFINITY)
+    second = leader.place(0, BUNDLE, cluster)
     assert second.reason is Reason.SELECTED  # the affinity was used once
+
+
+def test_a_preallocation_ends_when_a_later_report_of_another_broker_lists_the_bundle() -> None:
+    """A lookup raced the placement and B1 took the bundle: B2's preallocation would otherwise
+    stay until B2 reports a bundle it will never own. A report B1 had written before the
+    placement (the same report object folded again) does not end it."""
+    leader = Leader(B1, rng=random.Random(1))
+    before = broker(B1, cpu=20, bundles=[BUNDLE])  # B1 still lists it: its report predates the move
+    cluster = inputs(**{B1: before, B2: broker(B2, cpu=10)})
+    leader.refresh(0, cluster)
+    leader.set_affinity(BUNDLE, B2)
+    assert leader.place(0, BUNDLE, cluster).broker == B2
+    leader.refresh(1000, cluster)  # the same reports: nothing new about the bundle
+    assert leader.load_state.preallocated_bundle_to_broker == {BUNDLE: B2}
+    leader.refresh(2000, inputs(**{B1: broker(B1, cpu=20, bundles=[BUNDLE]), B2: broker(B2, cpu=10)}))
+    assert leader.load_state.preallocated_bundle_to_broker == {}
+    assert BUNDLE not in leader.load_state.load_data.broker_data[B2].preallocated_bundle_data
 
 
 def test_an_affinity_to_a_broker_that_left_falls_back_to_placement() -> None:
