@@ -104,10 +104,6 @@ class LeaderLease:
                 f"{self.lost_reason or self.election._lease_problem()}"
             )
 
-    async def wait_lost(self) -> str:
-        await self.lost.wait()
-        return self.lost_reason or ""
-
     def __repr__(self) -> str:
         return f"LeaderLease(epoch={self.epoch}, valid={self.valid})"
 

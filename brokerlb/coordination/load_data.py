@@ -17,7 +17,6 @@ from brokerlb.coordination.paths import (
     broker_time_average_path,
     bundle_data_path,
     namespace_bundle_data_path,
-    resource_quota_path,
 )
 from brokerlb.coordination.records import decode_json, encode_json
 from brokerlb.coordination.store import MetadataStore
@@ -61,22 +60,12 @@ class LoadDataStore:
                 out[rng] = value
         return out
 
-    async def read_resource_quota(self, bundle: NamespaceBundle | str) -> Any | None:
-        """The legacy ResourceQuota of a bundle, if any (used for defaults of unseen bundles)."""
-        return await self._read(resource_quota_path(bundle))
-
     # ------------------------------------------------------------------ broker time averages
     async def write_broker_time_average(self, broker_id: str, data: Any) -> None:
         await self._put(broker_time_average_path(broker_id), encode_json(data))
 
     async def read_broker_time_average(self, broker_id: str) -> Any | None:
         return await self._read(broker_time_average_path(broker_id))
-
-    async def delete_broker_time_average(self, broker_id: str) -> None:
-        try:
-            await self.store.delete(broker_time_average_path(broker_id))
-        except NoNodeError:
-            pass
 
     async def brokers_with_time_average(self) -> list[str]:
         try:

@@ -187,11 +187,6 @@ class BrokerRegistry:
         """The broker's registration data decoded (a JSON object), or ``None`` (absent or unreadable)."""
         return self._reports.get(broker_id)
 
-    async def fetch_broker_data(self, broker_id: str) -> bytes | None:
-        """Read the broker's data from the store (not the cache)."""
-        node = await self.store.get_or_none(self._path(broker_id))
-        return None if node is None else node.data
-
     def add_listener(self, listener: Callable[[RegistryEvent], None]) -> Callable[[], None]:
         """``listener(RegistryEvent)`` on every membership and registration change; returns a remover."""
         self._listeners.append(listener)

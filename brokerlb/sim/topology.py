@@ -90,9 +90,6 @@ class Topology:
     def bundle_ns(self) -> np.ndarray:
         return np.asarray(self._bundle_ns, dtype=np.int32)
 
-    def live_bundle_ids(self) -> np.ndarray:
-        return np.flatnonzero(self.bundle_live)
-
     def namespace_of_bundle(self, bundle_id: int) -> str:
         return self.namespaces[self._bundle_ns[bundle_id]]
 
