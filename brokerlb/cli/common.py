@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from brokerlb.errors import BrokerLBError
-
-T = TypeVar("T")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -32,8 +30,3 @@ def cli_errors() -> Iterator[None]:
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def run_cli(fn: Callable[[], T]) -> T:
-    with cli_errors():
-        return fn()

@@ -77,10 +77,6 @@ class MetadataStoreUrl:
     name: str = ""
 
     @property
-    def is_zookeeper(self) -> bool:
-        return self.scheme == "zk"
-
-    @property
     def connect_string(self) -> str:
         """ZooKeeper connect string (``h1:2181,h2:2181/chroot``) as kazoo takes it."""
         hosts = ",".join(f"{h}:{p}" for h, p in self.hosts)

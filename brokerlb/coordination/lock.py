@@ -103,11 +103,6 @@ class EphemeralLock:
     def held(self) -> bool:
         return self._state is LockState.HELD
 
-    @property
-    def confirmed(self) -> bool:
-        """Held and the session is connected (not merely hoped to be alive)."""
-        return self.held and self.store.connected
-
     # ------------------------------------------------------------------ operations
     async def acquire(self) -> None:
         """Take the lock, or raise :class:`LockBusyError` (another session holds it)."""

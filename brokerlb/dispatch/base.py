@@ -176,13 +176,6 @@ class DispatchResult:
         else:
             self.sent.append((consumer, [message]))
 
-    def by_consumer(self) -> dict[str, list[Message]]:
-        """``{consumer_name#id: messages}``, convenient in tests and logs."""
-        out: dict[str, list[Message]] = {}
-        for consumer, msgs in self.sent:
-            out.setdefault(f"{consumer.consumer_name}#{consumer.consumer_id}", []).extend(msgs)
-        return out
-
 
 class Dispatcher(Protocol):
     """The interface the data path plugs into (see the module docstring)."""

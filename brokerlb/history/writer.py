@@ -129,11 +129,6 @@ class DayFileWriter:
     def close(self) -> Path | None:
         return self.roll()
 
-    @property
-    def current_path(self) -> Path | None:
-        """Final name of the file being written (not visible yet), or ``None``."""
-        return self._final
-
     # ------------------------------------------------------------------ files
     def _inprogress(self, final: Path) -> Path:
         return final.with_name(f".{final.name}{INPROGRESS_SUFFIX}")

@@ -96,10 +96,6 @@ class CycleRecord:
     #: the strategy's numbers (e.g. TransferShedder's average and spread)
     stats: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def carried_out(self) -> int:
-        return sum(self.moves_done) + sum(self.splits_done) + sum(self.merges_done)
-
     def decision_keys(self) -> list[str]:
         """``kind/label/reason`` of every decision (``unload/Success/Overloaded`` ...), for counters."""
         return [f"{_kind(d)}/{d.label}/{d.reason}" for d in self.decisions]

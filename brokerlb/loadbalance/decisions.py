@@ -322,13 +322,6 @@ class SheddingResult:
         """Only the merge decisions that merge (``Success``)."""
         return [d for d in self.merge_decisions if d.is_merge]
 
-    def bundles_by_broker(self) -> dict[str, list[str]]:
-        """``broker -> [bundles]`` of the unloads (Pulsar's ``Multimap`` result)."""
-        out: dict[str, list[str]] = {}
-        for d in self.unloads:
-            out.setdefault(d.broker or "", []).append(d.bundle or "")
-        return out
-
     def to_json(self) -> dict[str, Any]:
         return {
             "unload": [d.to_json() for d in self.decisions],

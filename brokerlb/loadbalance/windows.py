@@ -50,10 +50,6 @@ class WindowTable:
         self.index: dict[int, int] = {}
         self._views: list[ColumnWindow] = []  # keeps every view alive, so its id stays unique
 
-    def adopt(self, window: TimeAverageMessageData) -> ColumnWindow:
-        """A view of a new column holding ``window``'s values."""
-        return self.adopt_all([window])[0]
-
     def adopt_all(self, windows: Sequence[TimeAverageMessageData]) -> list[ColumnWindow]:
         """Views of new columns holding the values of ``windows`` (one each, in order)."""
         values = (

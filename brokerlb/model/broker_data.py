@@ -320,15 +320,6 @@ class LocalBrokerData:
             (cpu_weight, memory_weight, direct_memory_weight, bandwidth_in_weight, bandwidth_out_weight),
         )
 
-    def print_resource_usage(self) -> str:
-        """Pulsar's ``printResourceUsage()`` log line."""
-        return (
-            f"cpu: {self.cpu.percent_usage():.2f}%, memory: {self.memory.percent_usage():.2f}%, "
-            f"directMemory: {self.direct_memory.percent_usage():.2f}%, "
-            f"bandwidthIn: {self.bandwidth_in.percent_usage():.2f}%, "
-            f"bandwidthOut: {self.bandwidth_out.percent_usage():.2f}%"
-        )
-
     # ------------------------------------------------------------------ copies and JSON
 
     def copy(self) -> LocalBrokerData:

@@ -90,11 +90,6 @@ class ResourceUsage:
         """Usage in percent of the limit, computed in float32 like Java; 0 when ``limit <= 0``."""
         return self._percent
 
-    @property
-    def is_known(self) -> bool:
-        """``limit > 0``: the resource was measured."""
-        return self.limit > 0
-
     def to_json(self) -> dict[str, Any]:
         return {"usage": self.usage, "limit": self.limit}
 

@@ -76,8 +76,3 @@ class PauseTracker:
             self.kept.append(Pause(topic, state.waiting_since, now))
         state.outstanding -= 1
         state.waiting_since = now
-
-    def longest_between(self, start: float, end: float, topics: set[str] | None = None) -> Pause | None:
-        """The longest kept pause overlapping ``[start, end]`` (of ``topics`` when given)."""
-        found = [p for p in self.kept if p.overlaps(start, end) and (topics is None or p.topic in topics)]
-        return max(found, key=lambda p: p.seconds, default=None)

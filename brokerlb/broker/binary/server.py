@@ -84,9 +84,3 @@ class BinaryServer:
                     "Binary listener on ports %s/%s did not close within 5 s", self.port, self.tls_port
                 )
         self._servers = []
-
-    def close_sockets(self) -> None:
-        """Close the sockets of a server never started."""
-        for sock in (self.sock, self.tls[0] if self.tls is not None else None):
-            if sock is not None:
-                sock.close()

@@ -41,10 +41,6 @@ class RebalanceRecord:
     stopped_fetching_at: float | None = None
     resumed_fetching_at: float | None = None
 
-    @property
-    def duration_s(self) -> float:
-        return self.finished_at - self.triggered_at
-
 
 @dataclass(frozen=True)
 class PauseStats:

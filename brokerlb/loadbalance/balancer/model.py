@@ -222,9 +222,6 @@ class ClusterModel:
             ratios = np.where(limit > 0, demand / limit, 0.0)
         return float((self.weights * ratios).max())
 
-    def bundles_of(self, broker: int) -> np.ndarray:
-        return np.flatnonzero(self.owner == broker)
-
     def names(self, ks: Iterable[int]) -> list[str]:
         return [self.bundles[k] for k in ks]
 

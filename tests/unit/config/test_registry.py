@@ -213,7 +213,6 @@ def test_short_class_name_of_defaults() -> None:
 def test_parse_metadata_store_url(url: str, scheme: str, hosts: tuple, chroot: str | None, text: str) -> None:
     parsed = parse_metadata_store_url(url)
     assert (parsed.scheme, parsed.hosts, parsed.chroot, str(parsed)) == (scheme, hosts, chroot, text)
-    assert parsed.is_zookeeper == (scheme == "zk")
 
 
 def test_default_metadata_store_is_embedded() -> None:

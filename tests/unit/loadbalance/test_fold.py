@@ -128,8 +128,8 @@ def test_a_column_window_reads_copies_and_pickles_as_a_plain_window() -> None:
 
     plain = TimeAverageMessageData(max_samples=4, num_samples=2, msg_rate_in=3.5, msg_throughput_out=7.0)
     table = WindowTable(capacity=1)
-    view = table.adopt(plain)
-    table.adopt(plain)  # the table grows
+    (view,) = table.adopt_all([plain])
+    table.adopt_all([plain])  # the table grows
     assert view == plain and plain == view and repr(view) == repr(plain)
     assert type(copy.deepcopy(view)) is TimeAverageMessageData and pickle.loads(pickle.dumps(view)) == plain
     version = table.version

@@ -329,13 +329,6 @@ def test_unmeasured_resources_count_as_zero():
     assert data.max_resource_usage() == 0.1
 
 
-def test_print_resource_usage():
-    data = broker_with(cpu=12.345, bw_out=1.0)
-    assert data.print_resource_usage() == (
-        "cpu: 12.35%, memory: 0.00%, directMemory: 0.00%, bandwidthIn: 0.00%, bandwidthOut: 1.00%"
-    )
-
-
 def test_to_json_max_usage_formula_option():
     data = broker_with(cpu=10.0, memory=50.0)
     assert data.to_json()["maxResourceUsage"] == 0.1
