@@ -9,7 +9,7 @@ by restarts and failures are the same for everyone and left out), flaps and retu
 ``brokerlb``, how many shedding cycles a broker that joined or came back took to reach its fair
 share (within 10 points of the mean load) and the utilisation spread on heterogeneous brokers.
 
-The issue's goals are checked per scenario: distance <= 0.7 x the best Pulsar strategy's, zero
+The goals checked per scenario: distance <= 0.7 x the best Pulsar strategy's, zero
 flaps and returns, fair share within 3 cycles, spread <= 15 points on ``heterogeneous-brokers``;
 and over the library: moved throughput <= 0.5 x ThresholdShedder's. (Per scenario the moved
 goal cannot apply where ThresholdShedder moves nothing -- it then leaves the idle broker idle.)

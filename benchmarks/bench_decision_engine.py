@@ -16,7 +16,7 @@ extensible split strategy). 10,000 placements are timed by ``benchmarks/bench_pl
 Baseline measured in the same run: one pass over the 100,000 bundle samples summing their
 throughput (the least a cycle that looks at every bundle must do), so costs read as ratios.
 
-Goal (issue 9): a cycle (refresh + shed + split) <= 1 s.
+Goal: a cycle (refresh + shed + split) <= 1 s.
 
 The leader's state (about ten objects per bundle) is moved out of the cyclic garbage
 collector's generations with ``gc.freeze()`` after the first refresh, as a long-running leader

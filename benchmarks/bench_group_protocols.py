@@ -12,7 +12,7 @@ change we report:
 * ``rebalances`` / ``attempts`` -- member rebalances and their attempts (retries after
   "owner node still exists").
 
-Styles: ``seed-004`` (Kafka 0.8's ZooKeeper consumer, range; every member rebalances
+Styles: ``zookeeper`` (Kafka 0.8's ZooKeeper consumer, range; every member rebalances
 itself, eager), ``coordinator`` (cooperative-sticky, incremental), ``coordinator-eager``
 (range, release all) and ``kip-848`` (a group coordinator service computes the target with
 the server-side ``uniform`` assignor; members reconcile under member epochs; heartbeat
@@ -52,7 +52,7 @@ TOPICS = {"orders": 24, "payments": 12, "clicks": 12}
 
 
 def styles(backoff: float, heartbeat: float) -> dict[str, tuple[Callable, Callable | None]]:
-    def seed(store, group, cid, tracker):
+    def zookeeper(store, group, cid, tracker):
         return ZkRebalancingConsumer(
             store,
             group,
@@ -90,7 +90,7 @@ def styles(backoff: float, heartbeat: float) -> dict[str, tuple[Callable, Callab
         heartbeat_interval_s=heartbeat,
     )
     return {
-        "seed-004 (range)": (seed, None),
+        "zookeeper (range)": (zookeeper, None),
         "coordinator (cooperative-sticky)": (coordinator, None),
         "coordinator-eager (range)": (eager, None),
         "kip-848 (uniform)": (kip848, group_coordinator),
@@ -201,7 +201,9 @@ def main() -> None:
     ap.add_argument("--store", choices=("zookeeper", "memory"), default="zookeeper")
     ap.add_argument("--consumers", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--backoff", type=float, default=0.2, help="seed-004 rebalance.backoff.ms, in seconds")
+    ap.add_argument(
+        "--backoff", type=float, default=0.2, help="zookeeper style: rebalance.backoff.ms, in seconds"
+    )
     ap.add_argument(
         "--heartbeat-interval", type=float, default=0.1, help="kip-848 heartbeat interval, in seconds"
     )

@@ -35,7 +35,7 @@ reports (store write + the registry's watch; not part of the leader's cycle).
 
 Baseline measured in the same run: one pass over the bundle samples of every report, summing
 their throughput (the least a refresh that looks at every bundle must do), so costs read as
-ratios. Goals (issue 13): a steady cycle <= 500 ms and the first placement after a refresh
+ratios. Goals: a steady cycle <= 500 ms and the first placement after a refresh
 <= 5 ms, p99 over a run with the GC on.
 
 Run: ``.venv/bin/python benchmarks/bench_leader_cycle.py [--brokers 1000] [--bundles 100000]

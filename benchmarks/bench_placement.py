@@ -16,7 +16,7 @@ What is timed (each on the same synthetic snapshot):
 Baseline measured in the same run: a bare ``min`` over the 1,000 brokers' precomputed scores
 (the least any placement must do), so the pipeline's cost reads as a ratio.
 
-Goal (issue 9): a placement in <= 1 ms.
+Goal: a placement in <= 1 ms.
 
 Run: ``.venv/bin/python benchmarks/bench_placement.py [--brokers 1000] [--bundles 100000] [--placements 10000]``
 """

@@ -1,10 +1,10 @@
 """Benchmark: topic → bundle mapping, single lookups and a batch of 1,000,000 names.
 
-Goals (issue 2): ≥ 2,000,000 names/s in batch, ≤ 2 µs per single lookup.
+Goals: ≥ 2,000,000 names/s in batch, ≤ 2 µs per single lookup.
 Baselines measured in the same run: a bare ``zlib.crc32`` over the same names
 (the floor for any exact mapping) and a naive per-name loop over ``find_bundle``.
 
-Bundle construction (issue 17: ``NamespaceBundle`` validates its range in its constructor) is
+Bundle construction (``NamespaceBundle`` validates its range in its constructor) is
 timed too: building a namespace's bundles (``NamespaceBundles.create``, what every split and
 merge does), ``NamespaceBundle.parse`` of bundle names (lookups by bundle, metadata paths), and a
 bare ``NamespaceBundle(...)`` call per bundle, against a plain tuple of the same three values as

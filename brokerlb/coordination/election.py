@@ -6,8 +6,8 @@ the node; if absent it creates it; if present with its own value from an earlier
 session it deletes that stale node and tries again; otherwise it follows and
 watches the node, and when the node disappears everyone tries again.
 
-Where brokerlb goes further than Pulsar (whose users see leaders keep acting after
-losing their session, pain point 21): **leadership is a lease**.
+Where brokerlb goes further than Pulsar (whose leader keeps acting after losing its
+session until ZooKeeper tells it so): **leadership is a lease**.
 
 * Each time leadership is gained the *epoch* grows and a :class:`LeaderLease` is
   issued. Leader work takes the lease and calls :meth:`LeaderLease.check` before

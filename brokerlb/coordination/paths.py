@@ -1,4 +1,4 @@
-"""Pulsar's metadata paths (reference §7), in one place.
+"""Pulsar's metadata paths, in one place.
 
 =================================================  ===========================================
 path                                               content

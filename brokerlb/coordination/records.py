@@ -1,4 +1,4 @@
-"""JSON records stored in the metadata store, in Pulsar's shapes (reference §6, §7).
+"""JSON records stored in the metadata store, in Pulsar's shapes.
 
 Every record has ``to_json()`` (a JSON-able dict with Pulsar's field names; ``None``
 fields omitted, as Pulsar's Jackson mapper does), ``from_json(dict)`` (raises

@@ -1,7 +1,7 @@
 """Adapter running kafka-python 3.0.12's assignors on a :class:`GroupSnapshot`.
 
 kafka-python is the independent reference for the differential tests. What the
-adapter does explicitly (see ../shared/reference/peers-and-pain-points.md §3.2):
+adapter does explicitly (where kafka-python departs from Java's assignors):
 
 * **Member order.** kafka-python sorts static members (``group_instance_id``)
   first, then dynamic ones, as Java's ``MemberInfo`` does -- but it groups them

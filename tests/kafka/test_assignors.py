@@ -46,7 +46,7 @@ def test_range_javadoc_example():
 
 
 @pytest.mark.parametrize("partitions, consumers", [(10, 3), (3, 5), (7, 7), (1, 1), (100, 7)])
-def test_range_formula_of_seed_004(partitions, consumers):
+def test_range_formula_of_kafka(partitions, consumers):
     ranges = [range_for_position(partitions, consumers, pos) for pos in range(consumers)]
     flat = [p for r in ranges for p in r]
     assert flat == list(range(partitions))  # contiguous, in order, each once

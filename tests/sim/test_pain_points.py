@@ -1,5 +1,8 @@
 """The load-balancing problems Pulsar users reported, reproduced by the library's scenarios
-through the real decision engine (shared/reference/peers-and-pain-points.md items 3, 6, 7, 8, 10).
+through the real decision engine: ThresholdShedder is a no-op with one idle broker among busy
+ones (apache/pulsar#17456, PIP-220); OverloadShedder leaves new brokers idle after a scale-out
+(#6772) and a restarted broker idle (#12160); ThresholdShedder's history EMA over-unloads and
+flips the load (PIP-364); UniformLoadShedder silently skips under its hidden minimums (#21299).
 
 Each test runs a library scenario (shortened where the story allows) and checks the
 behaviour as the users described it -- and that the strategies built to fix it do.
@@ -26,7 +29,7 @@ def shed_moves(result) -> int:
     return causes["shed"] + causes["transfer"]
 
 
-# ------------------------------------------------------------------ item 7: #17456, PIP-220
+# ------------------------------------------------------------------ one idle broker: #17456, PIP-220
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +71,7 @@ def test_overload_shedder_waits_for_85_percent(ten_busy_one_idle):
     assert r.summary["moves"] == 0 and idle_share(r, "broker-11:8080") < 0.03
 
 
-# ------------------------------------------------------------------ item 8 / #6772: scale-out
+# ------------------------------------------------------------------ scale-out: #6772
 
 
 def test_overload_shedder_leaves_new_brokers_idle():
@@ -86,7 +89,7 @@ def test_overload_shedder_leaves_new_brokers_idle():
     assert avg.summary["distance_final"] < overload.summary["distance_final"] / 2
 
 
-# ------------------------------------------------------------------ item 6: #12160, restarted broker
+# ------------------------------------------------------------------ restarted broker: #12160
 
 
 def test_restarted_broker_stays_idle_under_overload_shedder():
@@ -100,7 +103,7 @@ def test_restarted_broker_stays_idle_under_overload_shedder():
     assert threshold.broker_load[-1, b3] > 0.3
 
 
-# ------------------------------------------------------------------ item 3: PIP-364, history EMA
+# ------------------------------------------------------------------ history EMA: PIP-364
 
 
 def test_threshold_shedder_history_over_unloads_and_flips_the_load():
@@ -116,7 +119,7 @@ def test_threshold_shedder_history_over_unloads_and_flips_the_load():
     assert threshold.summary["moved_throughput"] > avg.summary["moved_throughput"]
 
 
-# ------------------------------------------------------------------ item 10: #21299
+# ------------------------------------------------------------------ hidden minimums: #21299
 
 
 def test_uniform_load_shedder_silently_skips_under_its_hidden_minimums():

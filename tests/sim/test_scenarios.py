@@ -1,4 +1,5 @@
-"""Library scenarios beyond the pain points: anti-affinity, crashes, recorded workloads."""
+"""Library scenarios beyond the shedding problems of test_pain_points.py: anti-affinity, crashes,
+recorded workloads."""
 
 from collections import Counter
 

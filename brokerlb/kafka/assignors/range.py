@@ -1,4 +1,4 @@
-"""Range assignor (``partition.assignment.strategy=range``), the algorithm of seed 004.
+"""Range assignor (``partition.assignment.strategy=range``), the algorithm of Kafka 0.8's ZooKeeper consumer.
 
 Goal: per topic, give each subscribed consumer a contiguous range of partitions.
 Partitions are taken in numeric order and consumers in ``MemberInfo`` order
@@ -27,7 +27,7 @@ __all__ = ["RangeAssignor", "range_for_position", "range_target"]
 
 
 def range_for_position(num_partitions: int, num_consumers: int, position: int) -> range:
-    """The partition indices the consumer at ``position`` gets (seed 004's formula)."""
+    """The partition indices the consumer at ``position`` gets (Kafka's ``RangeAssignor`` formula)."""
     per_consumer = num_partitions // num_consumers
     with_extra = num_partitions % num_consumers
     start = per_consumer * position + min(position, with_extra)

@@ -1,6 +1,6 @@
 """Consumer-group protocols over a :class:`~brokerlb.coordination.MetadataStore`.
 
-* :class:`ZkRebalancingConsumer` -- seed 004's ZooKeeper-era protocol: every member
+* :class:`ZkRebalancingConsumer` -- Kafka 0.8's ZooKeeper-era protocol: every member
   rebalances itself (stop, release, compute, claim with retry, resume);
 * :class:`CoordinatedGroupConsumer` -- one elected member computes, the others
   follow (incremental by default);

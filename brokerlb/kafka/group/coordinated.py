@@ -1,7 +1,7 @@
 """Coordinator-style group protocol: one elected member computes, the others follow.
 
 The shape of Kafka's broker-coordinated protocol (a group leader runs the
-assignor for everyone) on the same ZooKeeper layout as seed 004, so the two can
+assignor for everyone) on the same ZooKeeper layout as Kafka 0.8, so the two can
 be compared on one store:
 
 * every member registers ``/consumers/{group}/ids/{id}`` and joins an election

@@ -1,4 +1,4 @@
-"""The ZooKeeper-era Kafka layout (seed 004) and its JSON, on any :class:`MetadataStore`.
+"""The ZooKeeper-era Kafka layout (0.8) and its JSON, on any :class:`MetadataStore`.
 
 =============================================  ==========  ===============================================
 path                                           kind        data

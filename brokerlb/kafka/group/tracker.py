@@ -37,7 +37,7 @@ class RebalanceRecord:
     succeeded: bool = False
     released: int = 0
     acquired: int = 0
-    #: when this member stopped / resumed fetching (seed-004 style stops everything)
+    #: when this member stopped / resumed fetching (the ZooKeeper-era protocol stops everything)
     stopped_fetching_at: float | None = None
     resumed_fetching_at: float | None = None
 

@@ -1,4 +1,4 @@
-"""The ZooKeeper-era consumer-group protocol of seed 004 (``ZookeeperConsumerConnector``).
+"""The ZooKeeper-era consumer-group protocol of Kafka 0.8 (``ZookeeperConsumerConnector``).
 
 Every member rebalances on its own whenever the group's membership
 (``/consumers/{group}/ids``) or a subscribed topic's partitions
@@ -54,9 +54,9 @@ STATELESS_ASSIGNORS = ("range", "roundrobin")
 
 
 class ZkRebalancingConsumer:
-    """One member of a consumer group running seed 004's protocol on a :class:`MetadataStore`."""
+    """One member of a consumer group running Kafka 0.8's ZooKeeper protocol on a :class:`MetadataStore`."""
 
-    style = "seed-004"
+    style = "zookeeper"
 
     def __init__(
         self,

@@ -24,7 +24,7 @@ from .helpers import (
 
 pytestmark = pytest.mark.asyncio(loop_scope="package")
 
-#: Every family the issue names (the parser strips a counter's ``_total``).
+#: The load-balancer metric families the broker must export (the parser strips a counter's ``_total``).
 REQUIRED = {
     "pulsar_lb_cpu_usage",
     "pulsar_lb_memory_usage",

@@ -1,4 +1,5 @@
-"""Session loss and graceful shutdown (Pulsar pain points #19, #21), on in-process brokers.
+"""Session loss and graceful shutdown, on in-process brokers (where Pulsar users saw bundles
+stuck after a restart, and stopping brokers re-register and receive new bundles).
 
 * a broker whose metadata session expires stops leading at once, then re-registers and
   re-acquires the bundles nobody else took; its topics' stats are kept;

@@ -1,4 +1,4 @@
-"""The seed-004 protocol and the coordinator style, on the embedded store and on a real ZooKeeper."""
+"""The ZooKeeper-era protocol (Kafka 0.8) and the coordinator style, on the embedded store and on a real ZooKeeper."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 TOPICS = {"orders": 6, "payments": 4}
 
 
-def seed_style(assignor="range", backoff=0.05):
+def zookeeper_style(assignor="range", backoff=0.05):
     def make(store, group, cid, tracker):
         return ZkRebalancingConsumer(
             store,
@@ -49,8 +49,8 @@ def coordinator_style(assignor="cooperative-sticky", incremental=True):
 
 
 STYLES = {
-    "seed-004 range": seed_style("range"),
-    "seed-004 roundrobin": seed_style("roundrobin"),
+    "zookeeper range": zookeeper_style("range"),
+    "zookeeper roundrobin": zookeeper_style("roundrobin"),
     "coordinator cooperative-sticky": coordinator_style(),
     "coordinator range eager": coordinator_style("range", incremental=False),
 }
@@ -91,15 +91,17 @@ async def test_five_consumers_join_and_leave(service, style):
 
 async def test_incremental_coordinator_never_stops_the_world(memory_service):
     run = await five_join_then_leave(memory_service, coordinator_style())
-    eager = await five_join_then_leave(memory_service, seed_style(), group="eager")
+    eager = await five_join_then_leave(memory_service, zookeeper_style(), group="eager")
     # after the first member, kept partitions keep being fetched: no group-wide pause
     assert all(r.pauses.stop_the_world_s == 0 for r in run.reports[1:9])
     assert all(r.pauses.stop_the_world_s > 0 for r in eager.reports[:9])
     assert sum(r.moved for r in run.reports) <= sum(r.moved for r in eager.reports)
 
 
-async def test_seed_style_retries_when_an_owner_node_is_still_held(memory_service):
-    run = GroupRun("grp", TOPICS, memory_service.new_store, seed_style(backoff=0.02), settle_timeout_s=30.0)
+async def test_zookeeper_style_retries_when_an_owner_node_is_still_held(memory_service):
+    run = GroupRun(
+        "grp", TOPICS, memory_service.new_store, zookeeper_style(backoff=0.02), settle_timeout_s=30.0
+    )
     await run.setup()
     try:
         await run.join("consumer-1")
@@ -114,7 +116,7 @@ async def test_seed_style_retries_when_an_owner_node_is_still_held(memory_servic
 
 
 async def test_new_partitions_trigger_a_rebalance(service):
-    for n, make in enumerate((seed_style(), coordinator_style())):
+    for n, make in enumerate((zookeeper_style(), coordinator_style())):
         run = GroupRun(f"grow-{n}", dict(TOPICS), service.new_store, make, settle_timeout_s=30.0)
         await run.setup()
         try:
@@ -129,7 +131,7 @@ async def test_new_partitions_trigger_a_rebalance(service):
 
 
 async def test_crashed_member_partitions_are_taken_over(memory_service):
-    for n, make in enumerate((seed_style(), coordinator_style())):
+    for n, make in enumerate((zookeeper_style(), coordinator_style())):
         run = GroupRun(f"crash-{n}", TOPICS, memory_service.new_store, make, settle_timeout_s=30.0)
         await run.setup()
         try:
@@ -146,7 +148,7 @@ async def test_crashed_member_partitions_are_taken_over(memory_service):
 
 
 async def test_session_expiry_re_registers(memory_service):
-    run = GroupRun("grp", TOPICS, memory_service.new_store, seed_style(), settle_timeout_s=30.0)
+    run = GroupRun("grp", TOPICS, memory_service.new_store, zookeeper_style(), settle_timeout_s=30.0)
     await run.setup()
     try:
         await run.join("consumer-1")
@@ -211,7 +213,7 @@ async def test_listener_hooks_and_owner_node_format(memory_service):
     assert await store.children("/consumers/grp/ids") == []
 
 
-def test_seed_style_refuses_stateful_assignors():
+def test_zookeeper_style_refuses_stateful_assignors():
     with pytest.raises(InvalidConfigError, match="range, roundrobin"):
         ZkRebalancingConsumer(None, "g", "c", ["t"], assignor="sticky")  # type: ignore[arg-type]
     with pytest.raises(InvalidConfigError, match="rebalance.max.retries"):

@@ -13,7 +13,7 @@ from brokerlb.kafka.group import GroupCoordinatorService, GroupRun, reconciling_
 from brokerlb.kafka.group.reconciliation import Kip848Paths, read_coordinator_state, restore_state
 from brokerlb.kafka.reconciliation import ConsumerGroupCoordinator
 from brokerlb.testing.waiting import eventually
-from tests.kafka.group.test_group_protocols import TOPICS, five_join_then_leave, seed_style
+from tests.kafka.group.test_group_protocols import TOPICS, five_join_then_leave, zookeeper_style
 
 SESSION = 3.0
 REBALANCE = 1.5
@@ -56,7 +56,7 @@ async def test_five_consumers_join_and_leave(service, assignor):
 
 async def test_reconciliation_never_stops_the_world_and_moves_less_than_eager(memory_service):
     run = await five_join_then_leave(memory_service, kip848(), make_coordinator=coordinator())
-    eager = await five_join_then_leave(memory_service, seed_style(), group="eager")
+    eager = await five_join_then_leave(memory_service, zookeeper_style(), group="eager")
     assert all(r.pauses.stop_the_world_s == 0 for r in run.reports[1:9])
     assert sum(r.moved for r in run.reports) < sum(r.moved for r in eager.reports)
 

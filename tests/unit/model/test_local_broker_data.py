@@ -15,8 +15,8 @@ from brokerlb.model import (
     SystemResourceUsage,
 )
 
-# The load report of a 3.1 broker as printed by `pulsar-admin broker-stats load-report`
-# (reference §3), byte for byte.
+# The load report of a 3.1 broker as printed by `pulsar-admin broker-stats load-report`,
+# byte for byte.
 SAMPLE = (
     '{"webServiceUrl":"http://broker-1:8080","pulsarServiceUrl":"pulsar://broker-1:6650",'
     '"persistentTopicsEnabled":true,"nonPersistentTopicsEnabled":true,'

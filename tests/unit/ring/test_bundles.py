@@ -230,7 +230,7 @@ def test_batch_mapping_matches_single():
 @pytest.mark.parametrize(
     "lower, upper, why",
     [
-        (0, 0, "lower bound is not below upper bound"),  # the NamespaceBundle(ns, 0, 0)
+        (0, 0, "lower bound is not below upper bound"),  # an empty range: NamespaceBundle(ns, 0, 0)
         (0x80000000, 0x40000000, "lower bound is not below upper bound"),
         (0xFFFFFFFF, 0xFFFFFFFF, "lower bound is not below upper bound"),
         (-1, 0x40000000, "outside the hash range"),
