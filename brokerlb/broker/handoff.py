@@ -27,12 +27,12 @@ the states are lost (logged as an error): the same as a crash of the old owner.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from brokerlb.broker.data_path import DataPath
+from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.errors import BrokerLBError
 from brokerlb.messaging.handoff import encode_bundle_state
 from brokerlb.naming import TopicName, broker_of_heartbeat_namespace, broker_of_sla_namespace
@@ -42,6 +42,7 @@ __all__ = ["TopicHandOff", "LEADER_WAIT"]
 
 #: Seconds an unload waits for a leader to choose the next owner (a stopping leader's successor).
 LEADER_WAIT = 10.0
+#: Seconds between two looks for that leader.
 LEADER_POLL = 0.05
 
 
@@ -65,6 +66,7 @@ class TopicHandOff:
         is_leader: Callable[[], bool],
         place: Callable[[NamespaceBundle], Awaitable[str]],
         owner_of: Callable[[NamespaceBundle], Awaitable[str | None]] = lambda bundle: _none(),
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.data_path = data_path
         self.self_id = self_id
@@ -75,6 +77,7 @@ class TopicHandOff:
         self._is_leader = is_leader
         self._place = place
         self._owner_of = owner_of
+        self._clock = clock
         #: states sent, by outcome: ``sent`` / ``local`` / ``failed`` (counts of topics)
         self.stats = {"sent": 0, "local": 0, "failed": 0}
 
@@ -94,7 +97,7 @@ class TopicHandOff:
         namespace = bundle.namespace
         if broker_of_heartbeat_namespace(namespace) or broker_of_sla_namespace(namespace):
             return None
-        waited = 0.0
+        deadline = self._clock.monotonic() + LEADER_WAIT
         try:
             while True:
                 if self._is_leader():
@@ -106,13 +109,12 @@ class TopicHandOff:
                     return broker if isinstance(broker, str) and broker else None
                 # no leader, or still this broker although it left the election (it is stopping):
                 # wait for the next leader
-                if waited >= LEADER_WAIT:
+                if self._clock.monotonic() >= deadline:
                     logger.error(
                         "No leader to place %s within %.0f s: its topic state is lost", bundle, LEADER_WAIT
                     )
                     return None
-                await asyncio.sleep(LEADER_POLL)
-                waited += LEADER_POLL
+                await self._clock.sleep(LEADER_POLL)
         except BrokerLBError as exc:
             logger.warning("No destination for the topic state of %s (%s); unloading without it", bundle, exc)
             return None

@@ -177,4 +177,5 @@ def state_hand_off(service: BrokerService) -> TopicHandOff | None:
         is_leader=lambda: service.is_leader,
         place=lambda bundle: place_for_hand_off(service.load_manager, bundle),
         owner_of=owner_of,
+        clock=service.clock,
     )
