@@ -39,6 +39,7 @@ from urllib.parse import parse_qs
 
 from brokerlb.broker.http.access import Access, Security
 from brokerlb.broker.http.errors import error_body, error_status
+from brokerlb.clock import SYSTEM_CLOCK, Clock, TimerHandle
 from brokerlb.dispatch import DispatchConsumer
 from brokerlb.errors import (
     BrokerLBError,
@@ -207,9 +208,12 @@ class ConsumerSession:
     """A consumer (or reader) connection: a writer task sends its messages; acks, negative acks and
     ``permit`` commands come back (module docstring)."""
 
-    def __init__(self, conn: Connection, served: ServedTopic, endpoint: Endpoint) -> None:
+    def __init__(
+        self, conn: Connection, served: ServedTopic, endpoint: Endpoint, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.conn = conn
         self.served = served
+        self._clock = clock
         self.reader = endpoint.kind == "reader"
         self.subscription = endpoint.subscription or f"reader-{id(self):x}"
         self.subscription_type = "Exclusive" if self.reader else endpoint.subscription_type
@@ -234,7 +238,7 @@ class ConsumerSession:
                 self._skip_through = (start.entryId, -1 if start.batch_index is None else start.batch_index)
         self._outbox: collections.deque[str] = collections.deque()
         self._ready = asyncio.Event()
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._timers: set[TimerHandle] = set()
 
     # the engine's sink
     def deliver(self, entry: Entry, redelivery_count: int, unacked_mask: int | None) -> None:
@@ -310,8 +314,7 @@ class ConsumerSession:
         if command.type == "ack":
             topic.acknowledge(self.subscription, self.consumer, [(mid.ledgerId, mid.entryId, mask)])
         elif self.nack_delay > 0:
-            loop = asyncio.get_running_loop()
-            handle = loop.call_later(self.nack_delay, self._redeliver, mid.entryId)
+            handle = self._clock.call_later(self.nack_delay, self._redeliver, mid.entryId)
             self._timers.add(handle)
         else:
             self._redeliver(mid.entryId)
@@ -430,7 +433,7 @@ class WebSocketEndpoint:
         if endpoint.kind == "producer":
             session = ProducerSession(conn, served, endpoint)
         else:
-            session = ConsumerSession(conn, served, endpoint)
+            session = ConsumerSession(conn, served, endpoint, data_path.clock)
         try:
             session.join()
         except BrokerLBError as exc:

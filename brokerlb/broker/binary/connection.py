@@ -49,6 +49,7 @@ from urllib.parse import parse_qs, urlsplit
 from brokerlb.broker.binary.context import BinaryContext, web_base
 from brokerlb.broker.binary.errors import server_error_of
 from brokerlb.broker.data_path import ServedTopic
+from brokerlb.clock import TimerHandle
 from brokerlb.dispatch import DispatchConsumer, HashRange, KeySharedMode
 from brokerlb.errors import AuthorizationError, BinaryProtocolError, BrokerLBError
 from brokerlb.messaging import EARLIEST, LATEST, CloseReason, Entry
@@ -237,7 +238,7 @@ class BinaryConnection(asyncio.Protocol):
         self._flush_scheduled = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._waiting_for_pong = False
-        self._keep_alive: asyncio.TimerHandle | None = None
+        self._keep_alive: TimerHandle | None = None
         self._handlers: dict[int, Callable[[Any], None]] = {
             CommandType.PING: self._on_ping,
             CommandType.PONG: self._on_pong,
@@ -349,8 +350,7 @@ class BinaryConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ keep-alive
     def _schedule_keep_alive(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._keep_alive = loop.call_later(self.ctx.keep_alive_seconds, self._keep_alive_check)
+        self._keep_alive = self.ctx.clock.call_later(self.ctx.keep_alive_seconds, self._keep_alive_check)
 
     def _keep_alive_check(self) -> None:
         if self.closed:

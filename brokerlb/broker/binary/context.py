@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.naming import NamespaceName, TopicName
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ class BinaryContext:
     name_prefix: str
     max_message_size: int = 5 * 1024 * 1024
     keep_alive_seconds: float = 30.0
+    #: keep-alive checks are timers on this clock
+    clock: Clock = SYSTEM_CLOCK
     authenticator: Authenticator = field(default_factory=AnonymousAuthenticator)
     #: ``await authorize(topic, role, actions)``: may the role do one of ``actions`` ("produce",
     #: "consume") on the topic? ``None`` = no authorization (everyone may)

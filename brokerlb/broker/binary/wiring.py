@@ -127,6 +127,7 @@ def binary_server(service: BrokerService, sockets: BinarySockets, authenticator:
         name_prefix=ident.broker_id.replace(":", "-"),
         max_message_size=conf.maxMessageSize,
         keep_alive_seconds=conf.keepAliveIntervalSeconds,
+        clock=service.clock,
         server_version=f"brokerlb-{__version__}",
     )
     if authenticator is not None:

@@ -441,7 +441,7 @@ class ReconcilingConsumer:
             while self._answered_seq < leave_seq and self.clock.monotonic() < deadline:
                 self._wake.clear()
                 try:
-                    await asyncio.wait_for(self._wake.wait(), max(0.0, deadline - self.clock.monotonic()))
+                    await self.clock.wait_for(self._wake.wait(), max(0.0, deadline - self.clock.monotonic()))
                 except TimeoutError:
                     break
             await self.store.delete(self.paths.heartbeat(self.consumer_id))
@@ -487,7 +487,7 @@ class ReconcilingConsumer:
             self._wake.clear()
             if self._answer is None and wait > 0:
                 try:
-                    await asyncio.wait_for(self._wake.wait(), wait)
+                    await self.clock.wait_for(self._wake.wait(), wait)
                 except TimeoutError:
                     pass
 
