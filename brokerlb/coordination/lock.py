@@ -24,7 +24,7 @@ path, holding my value". The rules are Pulsar's (``ResourceLockImpl``):
   each other forever. If another session holds it now, the lock is **lost**: the
   ``on_lost`` callback runs once and :attr:`EphemeralLock.lost` is set. While the
   connection is merely SUSPENDED the lock is kept (Pulsar does the same); callers
-  that must not act without certainty check :attr:`EphemeralLock.confirmed`.
+  that must not act without certainty also check that the store is connected.
 """
 
 from __future__ import annotations
