@@ -10,8 +10,9 @@ read as a policy named "brokers".
 | ``GET /admin/v2/clusters/{c}/namespaceIsolationPolicies/brokers/{broker}`` | one broker's (active or not) |
 
 BrokerNamespaceIsolationData: ``brokerName``, ``policyName`` and ``isPrimary`` (of the last
-policy, by name, whose primary or secondary regexes match the broker), ``namespaceRegex`` (the
-``namespaces`` of every matching policy). Other clusters: 412, as Pulsar's
+policy, by name, whose primary or secondary regexes match the broker -- placement's
+:func:`~brokerlb.loadbalance.placement.isolation.host_matches`: the id, or its host without the
+numeric port), ``namespaceRegex`` (the ``namespaces`` of every matching policy). Other clusters: 412, as Pulsar's
 ``validateClusterExist(..., PRECONDITION_FAILED)``.
 """
 
@@ -28,7 +29,7 @@ from brokerlb.broker.http.openapi import BROKER_ISOLATION_DATA, BROKER_ISOLATION
 from brokerlb.coordination import ClusterPolicies, MetadataStore, NamespaceIsolationPolicies
 from brokerlb.coordination.tenants import read_cluster_data
 from brokerlb.errors import NotFoundError, PreconditionFailedError
-from brokerlb.safe_regex import fullmatch
+from brokerlb.loadbalance.placement.isolation import host_matches
 
 __all__ = ["cluster_router", "broker_isolation_data"]
 
@@ -39,20 +40,15 @@ def broker_isolation_data(broker: str, policies: NamespaceIsolationPolicies) -> 
     """Pulsar's ``internalGetBrokerNsIsolationData`` for ``broker`` (``host:port``)."""
     out: dict[str, Any] = {"brokerName": broker, "isPrimary": False, "namespaceRegex": []}
     regexes: list[str] = []
-    host = broker.rsplit(":", 1)[0]
     for name in sorted(policies.policies):
         policy = policies.policies[name]
-        primary = _matches(policy.primary, broker, host)
-        if primary or _matches(policy.secondary, broker, host):
+        primary = host_matches(policy.primary, broker)
+        if primary or host_matches(policy.secondary, broker):
             regexes.extend(policy.namespaces)
             out["isPrimary"] = primary
             out["policyName"] = name
     out["namespaceRegex"] = regexes
     return out
-
-
-def _matches(patterns: tuple[str, ...], broker: str, host: str) -> bool:
-    return any(fullmatch(p, broker) or fullmatch(p, host) for p in patterns)
 
 
 def cluster_router(

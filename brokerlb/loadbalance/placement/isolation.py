@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from brokerlb.safe_regex import compile_pattern
 
@@ -51,6 +51,8 @@ __all__ = [
     "policy_for_namespace",
     "is_shared_broker",
     "apply_namespace_policies",
+    "OwnershipAssignment",
+    "ownership_assignment",
 ]
 
 _PORT_SUFFIX = re.compile(r"^(.*):\d+$")
@@ -119,6 +121,54 @@ def is_shared_broker(policies: Mapping[str, IsolationPolicy], host: str) -> bool
     """True when no policy lists ``host`` (a host or a broker id) as a primary (always true
     without policies)."""
     return not any(host_matches(p.primary, host) for p in policies.values())
+
+
+class _PrimarySecondary(Protocol):
+    @property
+    def primary(self) -> tuple[str, ...]: ...
+
+    @property
+    def secondary(self) -> tuple[str, ...]: ...
+
+
+class OwnershipAssignment(NamedTuple):
+    """A broker's assignment to a namespace it owns a bundle of (Pulsar's ``NamespaceOwnershipStatus``)."""
+
+    #: ``primary``, ``secondary`` or ``shared`` (Pulsar's ``BrokerAssignment``)
+    broker_assignment: str
+    #: whether an isolation policy covers the namespace
+    is_controlled: bool
+
+
+def ownership_assignment(policy: _PrimarySecondary | None, broker: str) -> OwnershipAssignment:
+    """How ``broker`` (a broker id or host) stands to a namespace whose isolation policy is ``policy``.
+
+    Pulsar's ``NamespaceService.getNamespaceOwnershipStatus`` (the ``ownedNamespaces`` admin
+    call): without a policy the namespace is uncontrolled and the broker ``shared``; with one it
+    is controlled, and the broker is ``primary`` when it matches a ``primary`` regex, else
+    ``secondary`` when it matches a ``secondary`` regex, else ``shared``. Matching is
+    :func:`host_matches` (the broker id, or its host without the port), as placement matches.
+
+    >>> from brokerlb.loadbalance.policies import NamespaceIsolationData
+    >>> policy = NamespaceIsolationData(
+    ...     namespaces=("t/ns.*",), primary=("broker1.*",), secondary=("broker2",)
+    ... )
+    >>> ownership_assignment(policy, "broker1.example.com:8080")
+    OwnershipAssignment(broker_assignment='primary', is_controlled=True)
+    >>> ownership_assignment(policy, "broker2:8080")
+    OwnershipAssignment(broker_assignment='secondary', is_controlled=True)
+    >>> ownership_assignment(policy, "broker3:8080")
+    OwnershipAssignment(broker_assignment='shared', is_controlled=True)
+    >>> ownership_assignment(None, "broker1:8080")
+    OwnershipAssignment(broker_assignment='shared', is_controlled=False)
+    """
+    if policy is None:
+        return OwnershipAssignment("shared", False)
+    if host_matches(policy.primary, broker):
+        return OwnershipAssignment("primary", True)
+    if host_matches(policy.secondary, broker):
+        return OwnershipAssignment("secondary", True)
+    return OwnershipAssignment("shared", True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,11 @@ import importlib
 
 import pytest
 
-MODULES = ["brokerlb.loadbalance.placement.semver", "brokerlb.loadbalance.placement.pipeline"]
+MODULES = [
+    "brokerlb.loadbalance.placement.semver",
+    "brokerlb.loadbalance.placement.pipeline",
+    "brokerlb.loadbalance.placement.isolation",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)
