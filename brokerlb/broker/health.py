@@ -9,7 +9,9 @@
   (Pulsar's health check produces and consumes on the heartbeat topic; owning the
   heartbeat bundle is the ownership part of that, which is what brokerlb serves).
 
-Both answer ``(ok, problems)``; the routes answer 200 ``ok`` or 503 with the problems.
+Both answer the problems (empty: fine); the routes answer 200 ``ok`` or 503 with the problems.
+Each gets only what it checks: the broker's life-cycle flags, its store session, registration and
+ownership.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from brokerlb.naming import heartbeat_namespace, heartbeat_namespace_v2
 from brokerlb.ring import NamespaceBundles
 
 if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
+    from brokerlb.broker.identity import BrokerIdentity
+    from brokerlb.coordination import BrokerRegistry, MetadataStore, OwnershipManager
 
 __all__ = ["readiness", "health", "heartbeat_bundles"]
 
 
-def heartbeat_bundles(service: BrokerService) -> list[str]:
+def heartbeat_bundles(ident: BrokerIdentity) -> list[str]:
     """The full bundles of this broker's two heartbeat namespaces."""
-    ident = service.identity
     return [
         str(NamespaceBundles.create(ns, 1).bundles[0])
         for ns in (
@@ -37,25 +39,32 @@ def heartbeat_bundles(service: BrokerService) -> list[str]:
     ]
 
 
-def readiness(service: BrokerService) -> list[str]:
-    """Why the broker is not ready (empty: ready)."""
-    if not service.started:
+def readiness(started: bool, ready: bool) -> list[str]:
+    """Why the broker is not ready (empty: ready): it has not ``started``, or is no longer ``ready``."""
+    if not started:
         return ["the broker has not finished starting"]
-    if not service.ready:
+    if not ready:
         return ["the broker is stopping"]
     return []
 
 
-def health(service: BrokerService) -> list[str]:
-    """Why the broker is not healthy (empty: healthy)."""
-    problems = readiness(service)
+def health(
+    not_ready: list[str],
+    *,
+    identity: BrokerIdentity,
+    store: MetadataStore,
+    registry: BrokerRegistry,
+    ownership: OwnershipManager,
+) -> list[str]:
+    """Why the broker is not healthy (empty: healthy); ``not_ready`` is :func:`readiness`'s answer."""
+    problems = list(not_ready)
     if problems:
         return problems
-    if not service.store.connected:
-        problems.append(f"the metadata-store session is {service.store.session_state.value}")
-    if not service.registry.is_registered:
+    if not store.connected:
+        problems.append(f"the metadata-store session is {store.session_state.value}")
+    if not registry.is_registered:
         problems.append("the broker is not registered under /loadbalance/brokers")
-    for bundle in heartbeat_bundles(service):
-        if not service.ownership.is_owned(bundle):
+    for bundle in heartbeat_bundles(identity):
+        if not ownership.is_owned(bundle):
             problems.append(f"the heartbeat bundle {bundle} is not owned by this broker")
     return problems

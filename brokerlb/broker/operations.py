@@ -14,7 +14,8 @@
   balancing, placements, lookups, bundles, topics, balance) and the balancer's status
   (:class:`~brokerlb.broker.balancer_status.BalancerStatus`).
 
-Each route module gets only the part it uses (:mod:`brokerlb.broker.http.operations_routes`).
+It is given the broker's parts it reads, by name (no service to reach through); each route
+module gets only the part it uses (:mod:`brokerlb.broker.http.operations_routes`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,24 @@ from brokerlb.loadbalance.balance_score import load_stats
 from brokerlb.model import LocalBrokerData
 
 if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
+    from brokerlb.admin.client import AsyncAdminClient
+    from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+    from brokerlb.broker.data_path import DataPath
+    from brokerlb.broker.identity import BrokerIdentity
+    from brokerlb.broker.leader import LeaderTasks
+    from brokerlb.broker.lookup import LookupService
+    from brokerlb.broker.partitioned_topics import PartitionedTopics
+    from brokerlb.broker.reporter import LoadReporter
+    from brokerlb.broker.topics import TopicRegistry
+    from brokerlb.clock import Clock
+    from brokerlb.config import ServiceConfig
+    from brokerlb.coordination import (
+        BrokerRegistry,
+        BundleMetadata,
+        LeaderElection,
+        MetadataStore,
+        OwnershipCache,
+    )
 
 __all__ = ["BrokerOperations"]
 
@@ -50,18 +68,36 @@ logger = logging.getLogger(__name__)
 class BrokerOperations:
     """Operator-facing parts of one broker (module docstring)."""
 
-    def __init__(self, service: BrokerService) -> None:
-        ident = service.identity
+    def __init__(
+        self,
+        *,
+        identity: BrokerIdentity,
+        conf: ServiceConfig,
+        clock: Clock,
+        store: MetadataStore,
+        registry: BrokerRegistry,
+        election: LeaderElection,
+        bundles: NamespaceBundlesCache,
+        owners: OwnershipCache,
+        metadata: BundleMetadata,
+        lookup: LookupService,
+        topics: TopicRegistry,
+        data_path: DataPath | None,
+        partitioned_topics: PartitionedTopics,
+        admin: AsyncAdminClient,
+        reporter: LoadReporter,
+        leader_tasks: LeaderTasks,
+    ) -> None:
+        ident = identity
         self.cluster = ident.cluster
         self.broker_id = ident.broker_id
-        self.store = service.store
+        self.store = store
         self.cluster_data = ClusterData(
             service_url=ident.web_service_url,
             service_url_tls=ident.web_service_url_tls,
             broker_service_url=ident.pulsar_service_url,
             broker_service_url_tls=ident.pulsar_service_url_tls,
         )
-        registry = service.registry
 
         def broker_urls() -> dict[str, str]:
             urls: dict[str, str] = {}
@@ -74,34 +110,34 @@ class BrokerOperations:
             return urls
 
         self.broker_urls = broker_urls
-        self.tenants = Tenants(service.store)
-        self.persistent = PersistentTopics(service.store)
-        self.served = ServedTopics(service.topics, service.data_path, ident.broker_id)
+        self.tenants = Tenants(store)
+        self.persistent = PersistentTopics(store)
+        self.served = ServedTopics(topics, data_path, ident.broker_id)
         self.topics = TopicAdmin(
             broker_id=ident.broker_id,
-            bundles=service.bundles,
-            owners=service.owners,
-            resolve=lambda bundle, authoritative: service.lookup.resolve(bundle, authoritative=authoritative),
-            is_leader=lambda: service.election.is_leader,
+            bundles=bundles,
+            owners=owners,
+            resolve=lambda bundle, authoritative: lookup.resolve(bundle, authoritative=authoritative),
+            is_leader=lambda: election.is_leader,
             persistent=self.persistent,
-            partitioned=service.partitioned_topics,
+            partitioned=partitioned_topics,
             served=self.served,
             brokers=broker_urls,
-            admin=service.admin,
+            admin=admin,
         )
         self.namespaces = NamespaceAdmin(
-            conf=service.conf,
+            conf=conf,
             cluster=ident.cluster,
-            store=service.store,
-            metadata=service.metadata,
+            store=store,
+            metadata=metadata,
             tenants=self.tenants,
             topics=self.topics,
             persistent=self.persistent,
-            partitioned=service.partitioned_topics,
+            partitioned=partitioned_topics,
             self_url=lambda: ident.web_service_url or "",
-            admin=service.admin,
+            admin=admin,
         )
-        self.dynamic = DynamicConfiguration(service.conf, service.store)
+        self.dynamic = DynamicConfiguration(conf, store)
 
         def cluster_reports() -> dict[str, LocalBrokerData]:
             """Each active broker's report as the registry holds it (unreadable ones left out)."""
@@ -122,22 +158,27 @@ class BrokerOperations:
         self.cluster_reports = cluster_reports
 
         self.cluster_loads = cluster_loads
-        clock = service.clock
         self.lb_counters = LoadBalancingCounters()
         self.assignments = AssignmentMetrics(clock.monotonic)
         self.lookups = LookupMetrics(clock.monotonic)
         self.metrics = BrokerMetrics(
             cluster=ident.cluster,
             broker_id=ident.broker_id,
-            conf=service.conf,
-            local_report=lambda: service.reporter.local_data,
+            conf=conf,
+            local_report=lambda: reporter.local_data,
             cluster_reports=cluster_reports,
             served=self.served,
             counters=self.lb_counters,
             assignments=self.assignments,
             lookups=self.lookups,
         )
-        self._service = service
+        self._conf = conf
+        self._clock = clock
+        self._election = election
+        self._owners = owners
+        self._bundles = bundles
+        self._reporter = reporter
+        self._leader_tasks = leader_tasks
         self._leading_since: int | None = None
         self.feed: LeaderFeed | None = None
         self.status: BalancerStatus | None = None
@@ -145,29 +186,25 @@ class BrokerOperations:
         self._removers: list[Callable[[], None]] = []
 
     async def start(self) -> None:
-        service = self._service
         written = await ensure_cluster_metadata(self.store, self.cluster, self.cluster_data)
         if written:
             logger.info("Broker %s wrote the cluster metadata %s", self.broker_id, ", ".join(written))
         await self.dynamic.start()
-        clock = service.clock
-        self.feed = LeaderFeed(service.leader_tasks, self.broker_id)
+        clock, election = self._clock, self._election
+        self.feed = LeaderFeed(self._leader_tasks, self.broker_id)
         self.feed.add_listener(lambda cycle: self.lb_counters.record(cycle, self._load_avg_std))
-        service.reporter.add_write_listener(
-            lambda report: self.metrics.report_written(report, clock.now_ms())
-        )
-        self._removers.append(service.election.add_listener(self._on_leadership))
-        election = service.election
+        self._reporter.add_write_listener(lambda report: self.metrics.report_written(report, clock.now_ms()))
+        self._removers.append(election.add_listener(self._on_leadership))
         self.status = BalancerStatus(
-            conf=service.conf,
+            conf=self._conf,
             feed=self.feed,
             leader_id=lambda: election.leader.broker_id if election.leader is not None else None,
             leading_since_ms=lambda: self._leading_since,
-            owners=service.owners,
+            owners=self._owners,
             cluster_loads=self.cluster_loads,
             now_ms=clock.now_ms,
         )
-        log = OwnershipLog(service.owners, clock.now_ms)
+        log = OwnershipLog(self._owners, clock.now_ms)
         self._removers.append(log.close)
         self.dashboard = Dashboard(
             cluster=self.cluster,
@@ -177,8 +214,8 @@ class BrokerOperations:
             feed=self.feed,
             log=log,
             reports=self.cluster_reports,
-            bundles=service.bundles,
-            owners=service.owners,
+            bundles=self._bundles,
+            owners=self._owners,
             now_ms=clock.now_ms,
         )
 
@@ -189,7 +226,7 @@ class BrokerOperations:
         self._removers.clear()
 
     def _on_leadership(self, change: Any) -> None:
-        self._leading_since = self._service.clock.now_ms() if change.leading else None
+        self._leading_since = self._clock.now_ms() if change.leading else None
 
     def _load_avg_std(self) -> tuple[float, float]:
         """The brokers' load average and spread as fractions (for strategies that report none)."""

@@ -77,10 +77,9 @@ from brokerlb.coordination import (
 from brokerlb.errors import BrokerLBError, NamespaceNotFoundError, ServiceUnavailableError
 from brokerlb.loadbalance.leader import Leader
 from brokerlb.model import LocalBrokerData
-from brokerlb.naming import NamespaceName, TopicName, heartbeat_namespace, heartbeat_namespace_v2
+from brokerlb.naming import TopicName, heartbeat_namespace, heartbeat_namespace_v2
 from brokerlb.ownership import OwnershipMachine
 from brokerlb.ring import NamespaceBundle, NamespaceBundles
-from brokerlb.safe_regex import fullmatch
 from brokerlb.security.client_auth import broker_client_token
 
 if TYPE_CHECKING:
@@ -144,9 +143,7 @@ class BrokerService:
             )
             await self._wire()
             self.http = web.serving(create_app(self, fast_lookup=self._fast_lookup))
-            self.binary = (
-                binary_wiring.binary_server(self, binary_socks) if binary_socks is not None else None
-            )
+            self.binary = self._binary_server(binary_socks) if binary_socks is not None else None
         except BaseException:
             web.close()
             if binary_socks is not None:
@@ -236,7 +233,16 @@ class BrokerService:
             admin=self.admin,
             leader_records=lambda: self.leader_tasks.records,
         )
-        self.actions.state_hand_off = binary_wiring.state_hand_off(self)
+        self.actions.state_hand_off = binary_wiring.state_hand_off(
+            data_path=self.data_path,
+            identity=ident,
+            election=self.election,
+            owners=self.owners,
+            registry=self.registry,
+            admin=self.admin,
+            placement=self.load_manager,
+            clock=self.clock,
+        )
         self.namespaces = NamespaceService(
             ident,
             conf,
@@ -252,7 +258,6 @@ class BrokerService:
             load_data=self.load_data_store,
             admin=self.admin,
         )
-        self.operations = BrokerOperations(self)
         self.leader_tasks = LeaderTasks(
             self.load_manager,
             BrokerActions(
@@ -271,11 +276,45 @@ class BrokerService:
             clock=self.clock,
             history=self._history_sink(),
         )
+        self.operations = BrokerOperations(
+            identity=ident,
+            conf=conf,
+            clock=self.clock,
+            store=store,
+            registry=self.registry,
+            election=self.election,
+            bundles=self.bundles,
+            owners=self.owners,
+            metadata=self.metadata,
+            lookup=self.lookup,
+            topics=self.topics,
+            data_path=self.data_path,
+            partitioned_topics=self.partitioned_topics,
+            admin=self.admin,
+            reporter=self.reporter,
+            leader_tasks=self.leader_tasks,
+        )
         self._listeners += [
             self.ownership.add_listener(self._on_ownership),
             self.registry.add_listener(self._on_registry),
             self.store.add_session_listener(self._on_session),
         ]
+
+    def _binary_server(self, sockets: binary_wiring.BinarySockets) -> BinaryServer:
+        """The binary listener on ``sockets`` (bound only when the broker serves topics)."""
+        assert self.data_path is not None
+        return binary_wiring.binary_server(
+            sockets,
+            conf=self.conf,
+            identity=self.identity,
+            data_path=self.data_path,
+            lookup=self.lookup,
+            bundles=self.bundles,
+            registry=self.registry,
+            partitioned_topics=self.partitioned_topics,
+            store=self.store,
+            clock=self.clock,
+        )
 
     def _data_path(self) -> DataPath:
         """The WebSocket produce/consume path (``webSocketServiceEnabled``); rates over ``statsUpdateFrequencyInSecs``."""
@@ -413,29 +452,6 @@ class BrokerService:
     def is_leader(self) -> bool:
         return self.election.is_leader
 
-    async def owned_namespaces_status(self) -> dict[str, dict[str, Any]]:
-        """``ownedNamespaces``: bundle → NamespaceOwnershipStatus (assignment from isolation policies)."""
-        policies = await self.cluster_policies.isolation_policies()
-        host = self.identity.advertised_address
-        out: dict[str, dict[str, Any]] = {}
-        for bundle in self.ownership.owned_bundles():
-            ns = bundle.rpartition("/")[0]
-            found = policies.policy_for(NamespaceName.parse(ns))
-            assignment, controlled = "shared", False
-            if found is not None:
-                _name, policy = found
-                controlled = True
-                if _matches(policy.primary, self.identity.broker_id, host):
-                    assignment = "primary"
-                elif _matches(policy.secondary, self.identity.broker_id, host):
-                    assignment = "secondary"
-            out[bundle] = {
-                "broker_assignment": assignment,
-                "is_controlled": controlled,
-                "is_active": self.ownership.is_owned(bundle),
-            }
-        return out
-
     # ------------------------------------------------------------------ stop
     async def stop(self) -> None:
         """Graceful shutdown (module docstring): bundles are released before deregistering."""
@@ -532,7 +548,3 @@ def self_ownership_data(ident: BrokerIdentity) -> NamespaceEphemeralData:
             for name, u in ident.advertised_listeners.items()
         },
     )
-
-
-def _matches(patterns: tuple[str, ...], broker_id: str, host: str) -> bool:
-    return any(fullmatch(p, broker_id) or fullmatch(p, host) for p in patterns)

@@ -3,6 +3,7 @@
 Kept out of the service module so the broker's composition only calls three functions:
 :func:`bind_for` (the sockets, plain and TLS, before the broker's identity is known),
 :func:`binary_server` (the listener, once the broker is wired) and :func:`state_hand_off` (lossless planned moves).
+Each is given the broker's parts it uses, by name.
 """
 
 from __future__ import annotations
@@ -17,15 +18,24 @@ from brokerlb.broker.binary.context import ANONYMOUS_ROLE, BinaryContext
 from brokerlb.broker.binary.server import BinaryServer, bind_binary_socket
 from brokerlb.broker.handoff import TopicHandOff
 from brokerlb.broker.http.access import Security
-from brokerlb.broker.http.handoff_routes import place_for_hand_off
+from brokerlb.broker.http.handoff_routes import HandOffPlacement, place_for_hand_off
 from brokerlb.coordination.paths import partitioned_topic_path
 from brokerlb.errors import BrokerLBError, NoNodeError
 from brokerlb.naming import NamespaceName, TopicName
+from brokerlb.ring import NamespaceBundle
 from brokerlb.security.authentication import AuthenticationService
 from brokerlb.security.tls import server_context
 
 if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
+    from brokerlb.admin.client import AsyncAdminClient
+    from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+    from brokerlb.broker.data_path import DataPath
+    from brokerlb.broker.identity import BrokerIdentity
+    from brokerlb.broker.lookup import LookupService
+    from brokerlb.broker.partitioned_topics import PartitionedTopics
+    from brokerlb.clock import Clock
+    from brokerlb.config import ServiceConfig
+    from brokerlb.coordination import BrokerRegistry, LeaderElection, MetadataStore, OwnershipCache
 
 __all__ = ["BinarySockets", "bind_for", "binary_server", "state_hand_off"]
 
@@ -72,24 +82,36 @@ def bind_for(conf: Any) -> BinarySockets | None:
     return BinarySockets(plain, tls)
 
 
-def _registered(service: BrokerService, broker_id: str, field: str) -> str | None:
-    report = service.registry.broker_json(broker_id)
+def _registered(registry: BrokerRegistry, broker_id: str, field: str) -> str | None:
+    report = registry.broker_json(broker_id)
     value = report.get(field) if isinstance(report, dict) else None
     return str(value) if value else None
 
 
-def binary_server(service: BrokerService, sockets: BinarySockets, authenticator: Any = None) -> BinaryServer:
-    """The listener of ``service`` on ``sockets`` (its data path must exist)."""
-    assert service.data_path is not None
-    conf, ident = service.conf, service.identity
+def binary_server(
+    sockets: BinarySockets,
+    *,
+    conf: ServiceConfig,
+    identity: BrokerIdentity,
+    data_path: DataPath,
+    lookup: LookupService,
+    bundles: NamespaceBundlesCache,
+    registry: BrokerRegistry,
+    partitioned_topics: PartitionedTopics,
+    store: MetadataStore,
+    clock: Clock,
+    authenticator: Any = None,
+) -> BinaryServer:
+    """The broker's binary listener on ``sockets``, serving ``data_path``."""
+    ident = identity
 
     def registered_of(web_url: str, field: str, own: str | None) -> str | None:
         base = web_url.rstrip("/")
         if base == (ident.web_service_url or "").rstrip("/"):
             return own
-        for broker in service.registry.available_brokers():
-            if (_registered(service, broker, "webServiceUrl") or "").rstrip("/") == base:
-                return _registered(service, broker, field)
+        for broker in registry.available_brokers():
+            if (_registered(registry, broker, "webServiceUrl") or "").rstrip("/") == base:
+                return _registered(registry, broker, field)
         return None
 
     def pulsar_url_of(web_url: str) -> str | None:
@@ -99,14 +121,14 @@ def binary_server(service: BrokerService, sockets: BinarySockets, authenticator:
         return registered_of(web_url, "pulsarServiceUrlTls", ident.pulsar_service_url_tls)
 
     async def partitions(topic: TopicName) -> int:
-        return int((await service.partitioned_topics.metadata(topic))["partitions"])
+        return int((await partitioned_topics.metadata(topic))["partitions"])
 
-    async def partitioned_topics(namespace: NamespaceName) -> list[str]:
+    async def partitions_of(namespace: NamespaceName) -> list[str]:
         out: list[str] = []
         for domain in ("persistent", "non-persistent"):
             parent = partitioned_topic_path(f"{domain}://{namespace}/x").rsplit("/", 1)[0]
             try:
-                names = await service.store.children(parent)
+                names = await store.children(parent)
             except NoNodeError:
                 continue
             for local in names:
@@ -116,18 +138,18 @@ def binary_server(service: BrokerService, sockets: BinarySockets, authenticator:
         return out
 
     context = BinaryContext(
-        data_path=service.data_path,
-        lookup=service.lookup,
-        namespace_bundles=service.bundles.get,
+        data_path=data_path,
+        lookup=lookup,
+        namespace_bundles=bundles.get,
         partitions=partitions,
-        partitioned_topics=partitioned_topics,
+        partitioned_topics=partitions_of,
         pulsar_url_of=pulsar_url_of,
         pulsar_tls_url_of=pulsar_tls_url_of,
         cluster=ident.cluster or "brokerlb",
         name_prefix=ident.broker_id.replace(":", "-"),
         max_message_size=conf.maxMessageSize,
         keep_alive_seconds=conf.keepAliveIntervalSeconds,
-        clock=service.clock,
+        clock=clock,
         server_version=f"brokerlb-{__version__}",
     )
     if authenticator is not None:
@@ -135,7 +157,7 @@ def binary_server(service: BrokerService, sockets: BinarySockets, authenticator:
     elif conf.authenticationEnabled:
         context.authenticator = _TokenAuthenticator(AuthenticationService.from_config(conf))
     if conf.authenticationEnabled and conf.authorizationEnabled:
-        authorization = Security.from_config(conf, service.store).authorization
+        authorization = Security.from_config(conf, store).authorization
         context.authorize = lambda topic, role, actions: authorization.can(topic, role, actions)
         context.authorize_namespace = lambda namespace, role: authorization.can_use_namespace(namespace, role)
     return BinaryServer(context, sockets.plain, sockets.tls)
@@ -151,32 +173,43 @@ class _TokenAuthenticator:
         return self.service.authenticate(auth_method, auth_data) or ANONYMOUS_ROLE
 
 
-def state_hand_off(service: BrokerService) -> TopicHandOff | None:
-    """The hand-off of topic state for the owner's unload / transfer flow (``None`` without a data path)."""
-    if service.data_path is None:
+def state_hand_off(
+    *,
+    data_path: DataPath | None,
+    identity: BrokerIdentity,
+    election: LeaderElection,
+    owners: OwnershipCache,
+    registry: BrokerRegistry,
+    admin: AsyncAdminClient,
+    placement: HandOffPlacement,
+    clock: Clock,
+) -> TopicHandOff | None:
+    """The hand-off of topic state for the owner's unload / transfer flow (``None`` without a data path);
+    ``placement`` is the leader's, used when this broker leads (``election``)."""
+    if data_path is None:
         return None
 
     async def leader_url() -> str | None:
         # read from the store: a stopping broker has left the election and no longer watches it
         try:
-            leader = await service.election.get_leader()
+            leader = await election.get_leader()
         except BrokerLBError:
             return None
         return leader.service_url.rstrip("/") if leader is not None and leader.service_url else None
 
-    async def owner_of(bundle: Any) -> str | None:
-        info = await service.owners.lookup_owner(bundle)
+    async def owner_of(bundle: NamespaceBundle) -> str | None:
+        info = await owners.lookup_owner(bundle)
         return None if info is None else str(info.broker_id)
 
     return TopicHandOff(
-        service.data_path,
-        self_id=service.identity.broker_id,
-        self_url=service.identity.web_service_url,
-        admin=service.admin,
-        web_url_of=lambda broker: _registered(service, broker, "webServiceUrl"),
+        data_path,
+        self_id=identity.broker_id,
+        self_url=identity.web_service_url,
+        admin=admin,
+        web_url_of=lambda broker: _registered(registry, broker, "webServiceUrl"),
         leader_url=leader_url,
-        is_leader=lambda: service.is_leader,
-        place=lambda bundle: place_for_hand_off(service.load_manager, bundle),
+        is_leader=lambda: election.is_leader,
+        place=lambda bundle: place_for_hand_off(placement, bundle),
         owner_of=owner_of,
-        clock=service.clock,
+        clock=clock,
     )

@@ -1,6 +1,7 @@
 """The broker's HTTP application: FastAPI routes behind a raw-ASGI lookup fast path.
 
-``create_app(service)`` returns an ASGI callable:
+``create_app(service)`` returns an ASGI callable. It is the one place that reads the broker's
+parts: each router and endpoint is given only the sub-services it uses.
 
 * ``GET /lookup/v2/topic/...`` → :class:`~brokerlb.broker.http.lookup_routes.LookupEndpoint`
   (unless ``fast_lookup=False``);
@@ -19,12 +20,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from fastapi import Depends, FastAPI, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from brokerlb import __version__
+from brokerlb.broker.health import health, readiness
 from brokerlb.broker.http.access import Security, authorize
 from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router
 from brokerlb.broker.http.errors import error_body, error_headers, error_status, json_bytes
@@ -37,6 +39,7 @@ from brokerlb.broker.http.operations_routes import operations_routers
 from brokerlb.broker.http.permissions_routes import permissions_router
 from brokerlb.broker.http.redirects import TlsUrls, registered_brokers
 from brokerlb.broker.websocket import WebSocketEndpoint
+from brokerlb.coordination.permissions import NamespacePermissions
 from brokerlb.errors import BrokerLBError
 from brokerlb.limits import InputLimits
 
@@ -69,15 +72,7 @@ def _fastapi(service: BrokerService, limits: InputLimits, security: Security) ->
     app.state.limits = limits
     app.state.security = security
     app.state.tls_urls = TlsUrls(registered_brokers(service.registry))  # redirects of https requests
-    for router in (
-        *operations_routers(service),  # first: their fixed paths before the older {param} ones
-        lookup_router(service),
-        namespaces_router(service),
-        permissions_router(service, security),
-        brokers_router(service),
-        clusters_router(service),
-        handoff_router(service),
-    ):
+    for router in _routers(service, security):
         app.include_router(router)
     complete_responses(app)  # the answers every operation may give, in /openapi.json (http/openapi.py)
 
@@ -128,6 +123,52 @@ def _fastapi(service: BrokerService, limits: InputLimits, security: Security) ->
     return app
 
 
+def _routers(service: BrokerService, security: Security) -> list[APIRouter]:
+    """The app's routers, each given the parts of ``service`` it uses."""
+    ident, ops, election = service.identity, service.operations, service.election
+    # Security.from_config always reads permissions from the store; a bare Security reads them here
+    permissions = security.authorization.permissions or NamespacePermissions(service.store)
+    return [
+        *operations_routers(  # first: their fixed paths before the older {param} ones
+            ops,
+            conf=service.conf,
+            election=election,
+            registry=service.registry,
+            cluster_policies=service.cluster_policies,
+            partitioned_topics=service.partitioned_topics,
+            admin=service.admin,
+        ),
+        lookup_router(service.lookup, ops.lookups),
+        namespaces_router(service.namespaces, service.stories, ops.tenants, ident.cluster),
+        permissions_router(permissions),
+        brokers_router(
+            identity=ident,
+            registry=service.registry,
+            election=election,
+            reporter=service.reporter,
+            topics=service.topics,
+            cluster_policies=service.cluster_policies,
+            ownership=service.ownership,
+            readiness=lambda: readiness(service.started, service.ready),
+            health=lambda: health(
+                readiness(service.started, service.ready),
+                identity=ident,
+                store=service.store,
+                registry=service.registry,
+                ownership=service.ownership,
+            ),
+        ),
+        clusters_router(ident.cluster, service.cluster_policies),
+        handoff_router(
+            data_path=service.data_path,
+            namespaces=service.namespaces,
+            election=election,
+            broker_id=ident.broker_id,
+            leader_placement=service.load_manager,
+        ),
+    ]
+
+
 class BrokerApp:
     """The ASGI entry point: lookups on the fast path, the rest to FastAPI."""
 
@@ -136,7 +177,11 @@ class BrokerApp:
         self.security = Security.from_config(service.conf, service.store)
         self.fastapi = _fastapi(service, self.limits, self.security)
         self.guarded = RequestGuard(self.fastapi, self.limits)
-        self.lookup = LookupEndpoint(service, self.security) if fast_lookup else None
+        self.lookup = (
+            LookupEndpoint(service.lookup, service.operations.lookups, service.registry, self.security)
+            if fast_lookup
+            else None
+        )
         data_path = getattr(service, "data_path", None) if service.conf.webSocketServiceEnabled else None
         self.websocket = WebSocketEndpoint(
             data_path,

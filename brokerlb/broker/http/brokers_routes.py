@@ -1,12 +1,15 @@
-"""Admin v2 brokers and broker-stats, clusters (isolation policies, failure domains)."""
+"""Admin v2 brokers and broker-stats, clusters (isolation policies, failure domains).
+
+Each router gets the parts of the broker it reads (``create_app`` picks them).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
 
-from brokerlb.broker.health import health, readiness
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content, request_limits
 from brokerlb.broker.http.openapi import (
@@ -23,17 +26,54 @@ from brokerlb.broker.http.openapi import (
 from brokerlb.broker.redirect import Redirect
 from brokerlb.coordination import FailureDomain, NamespaceIsolationData
 from brokerlb.errors import BrokerNotFoundError, NotFoundError, PreconditionFailedError
+from brokerlb.loadbalance.placement.isolation import ownership_assignment
+from brokerlb.naming import NamespaceName
 
 if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
+    from brokerlb.broker.identity import BrokerIdentity
+    from brokerlb.broker.reporter import LoadReporter
+    from brokerlb.broker.topics import TopicRegistry
+    from brokerlb.coordination import BrokerRegistry, ClusterPolicies, LeaderElection, OwnershipManager
 
-__all__ = ["brokers_router", "clusters_router"]
+__all__ = ["brokers_router", "clusters_router", "owned_namespaces_status"]
 
 _B = "/admin/v2/brokers"
 _C = "/admin/v2/clusters"
 
 
-def brokers_router(service: BrokerService) -> APIRouter:
+async def owned_namespaces_status(
+    identity: BrokerIdentity, cluster_policies: ClusterPolicies, ownership: OwnershipManager
+) -> dict[str, dict[str, Any]]:
+    """``ownedNamespaces``: each bundle this broker owns → its NamespaceOwnershipStatus
+    (:func:`~brokerlb.loadbalance.placement.isolation.ownership_assignment` under the namespace's
+    isolation policy; ``is_active``: the bundle is owned)."""
+    policies = await cluster_policies.isolation_policies()
+    out: dict[str, dict[str, Any]] = {}
+    for bundle in ownership.owned_bundles():
+        found = policies.policy_for(NamespaceName.parse(bundle.rpartition("/")[0]))
+        status = ownership_assignment(found[1] if found is not None else None, identity.broker_id)
+        out[bundle] = {
+            "broker_assignment": status.broker_assignment,
+            "is_controlled": status.is_controlled,
+            "is_active": ownership.is_owned(bundle),
+        }
+    return out
+
+
+def brokers_router(
+    *,
+    identity: BrokerIdentity,
+    registry: BrokerRegistry,
+    election: LeaderElection,
+    reporter: LoadReporter,
+    topics: TopicRegistry,
+    cluster_policies: ClusterPolicies,
+    ownership: OwnershipManager,
+    readiness: Callable[[], list[str]],
+    health: Callable[[], list[str]],
+) -> APIRouter:
+    """``/admin/v2/brokers`` and ``/admin/v2/broker-stats``; ``readiness`` and ``health`` answer what
+    is wrong (:mod:`brokerlb.broker.health`)."""
     router = APIRouter(tags=["brokers"])
 
     @router.get(
@@ -42,7 +82,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
         summary="Active brokers of this cluster",
     )
     async def active_brokers() -> Response:
-        return json_response(service.registry.available_brokers())
+        return json_response(registry.available_brokers())
 
     @router.get(
         f"{_B}/leaderBroker",
@@ -50,7 +90,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
         summary="The leader broker",
     )
     async def leader_broker() -> Response:
-        leader = service.election.leader or await service.election.get_leader()
+        leader = election.leader or await election.get_leader()
         if leader is None:
             raise NotFoundError("No leader broker is elected")
         return json_response(leader.to_json())
@@ -63,7 +103,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
         responses={200: {"content": {"text/plain": {}}}, 503: {"description": "What is wrong"}},
     )
     async def health_check() -> Response:
-        return _condition(health(service))
+        return _condition(health())
 
     @router.get(
         f"{_B}/ready",
@@ -73,7 +113,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
         responses={200: {"content": {"text/plain": {}}}, 503: {"description": "What is missing"}},
     )
     async def ready() -> Response:
-        return _condition(readiness(service))
+        return _condition(readiness())
 
     @router.get(
         f"{_B}/{{cluster}}",
@@ -81,8 +121,8 @@ def brokers_router(service: BrokerService) -> APIRouter:
         summary="Active brokers of a cluster",
     )
     async def cluster_brokers(cluster: str) -> Response:
-        _check_cluster(service, cluster, status=404)
-        return json_response(service.registry.available_brokers())
+        _check_cluster(identity.cluster, cluster, status=404)
+        return json_response(registry.available_brokers())
 
     @router.get(
         f"{_B}/{{cluster}}/{{broker}}/ownedNamespaces",
@@ -90,14 +130,14 @@ def brokers_router(service: BrokerService) -> APIRouter:
         summary="Bundles a broker owns",
     )
     async def owned_namespaces(cluster: str, broker: str, request: Request) -> Response:
-        _check_cluster(service, cluster, status=404)
-        if broker != service.identity.broker_id:
-            report = service.registry.broker_json(broker)
+        _check_cluster(identity.cluster, cluster, status=404)
+        if broker != identity.broker_id:
+            report = registry.broker_json(broker)
             url = report.get("webServiceUrl") if isinstance(report, dict) else None
             if not url:
                 raise BrokerNotFoundError(f"Broker {broker} is not an active broker of cluster {cluster}")
             return maybe_redirect(request, Redirect(url, False))  # type: ignore[return-value]
-        return json_response(await service.owned_namespaces_status())
+        return json_response(await owned_namespaces_status(identity, cluster_policies, ownership))
 
     @router.get(
         "/admin/v2/broker-stats/load-report",
@@ -106,7 +146,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
         summary="This broker's load report",
     )
     async def load_report() -> Response:
-        return json_response(service.reporter.refresh().to_json())
+        return json_response(reporter.refresh().to_json())
 
     @router.get(
         "/admin/v2/broker-stats/topics",
@@ -115,7 +155,7 @@ def brokers_router(service: BrokerService) -> APIRouter:
         summary="Stats of the topics served here: namespace → bundle → domain → topic",
     )
     async def topics_stats() -> Response:
-        return json_response(service.topics.topics_report())
+        return json_response(topics.topics_report())
 
     return router
 
@@ -126,18 +166,19 @@ def _condition(problems: list[str]) -> Response:
     return Response("ok", media_type="text/plain")
 
 
-def _check_cluster(service: BrokerService, cluster: str, status: int) -> None:
-    if cluster != service.identity.cluster:
+def _check_cluster(expected: str, cluster: str, status: int) -> None:
+    if cluster != expected:
         error: Any = NotFoundError if status == 404 else PreconditionFailedError
         raise error(f"Cluster {cluster} does not exist")
 
 
-def clusters_router(service: BrokerService) -> APIRouter:
+def clusters_router(cluster_name: str, cluster_policies: ClusterPolicies) -> APIRouter:
+    """``/admin/v2/clusters``: this broker's cluster, its isolation policies and failure domains."""
     router = APIRouter(tags=["clusters"])
 
     @router.get(_C, openapi_extra=access(Access.AUTHENTICATED) | doc(returns=STRINGS), summary="Clusters")
     async def clusters() -> Response:
-        return json_response([service.identity.cluster])
+        return json_response([cluster_name])
 
     @router.get(
         f"{_C}/{{cluster}}/namespaceIsolationPolicies",
@@ -145,8 +186,8 @@ def clusters_router(service: BrokerService) -> APIRouter:
         summary="Namespace isolation policies",
     )
     async def isolation_policies(cluster: str) -> Response:
-        _check_cluster(service, cluster, status=412)
-        return json_response((await service.cluster_policies.isolation_policies()).to_json())
+        _check_cluster(cluster_name, cluster, status=412)
+        return json_response((await cluster_policies.isolation_policies()).to_json())
 
     @router.get(
         f"{_C}/{{cluster}}/namespaceIsolationPolicies/{{name}}",
@@ -154,8 +195,8 @@ def clusters_router(service: BrokerService) -> APIRouter:
         summary="One isolation policy",
     )
     async def isolation_policy(cluster: str, name: str) -> Response:
-        _check_cluster(service, cluster, status=412)
-        policy = (await service.cluster_policies.isolation_policies()).policies.get(name)
+        _check_cluster(cluster_name, cluster, status=412)
+        policy = (await cluster_policies.isolation_policies()).policies.get(name)
         if policy is None:
             raise NotFoundError(f"Cannot find NamespaceIsolationPolicy {name} for cluster {cluster}")
         return json_response(policy.to_json())
@@ -167,10 +208,10 @@ def clusters_router(service: BrokerService) -> APIRouter:
         summary="Set an isolation policy",
     )
     async def set_isolation_policy(cluster: str, name: str, request: Request) -> Response:
-        _check_cluster(service, cluster, status=412)
+        _check_cluster(cluster_name, cluster, status=412)
         request_limits(request).check_name("isolation policy", name)
         policy = NamespaceIsolationData.from_json(await json_body(request))
-        await service.cluster_policies.set_isolation_policy(name, policy)
+        await cluster_policies.set_isolation_policy(name, policy)
         return no_content()
 
     @router.delete(
@@ -180,8 +221,8 @@ def clusters_router(service: BrokerService) -> APIRouter:
         summary="Delete an isolation policy",
     )
     async def delete_isolation_policy(cluster: str, name: str) -> Response:
-        _check_cluster(service, cluster, status=412)
-        await service.cluster_policies.set_isolation_policy(name, None)
+        _check_cluster(cluster_name, cluster, status=412)
+        await cluster_policies.set_isolation_policy(name, None)
         return no_content()
 
     @router.get(
@@ -190,8 +231,8 @@ def clusters_router(service: BrokerService) -> APIRouter:
         summary="Failure domains",
     )
     async def failure_domains(cluster: str) -> Response:
-        _check_cluster(service, cluster, status=412)
-        domains = await service.cluster_policies.failure_domains()
+        _check_cluster(cluster_name, cluster, status=412)
+        domains = await cluster_policies.failure_domains()
         return json_response({name: d.to_json() for name, d in sorted(domains.items())})
 
     @router.get(
@@ -200,8 +241,8 @@ def clusters_router(service: BrokerService) -> APIRouter:
         summary="One failure domain",
     )
     async def failure_domain(cluster: str, name: str) -> Response:
-        _check_cluster(service, cluster, status=412)
-        domain = await service.cluster_policies.failure_domain(name)
+        _check_cluster(cluster_name, cluster, status=412)
+        domain = await cluster_policies.failure_domain(name)
         if domain is None:
             raise NotFoundError(f"Domain {name} for cluster {cluster} does not exist")
         return json_response(domain.to_json())
@@ -213,11 +254,9 @@ def clusters_router(service: BrokerService) -> APIRouter:
         summary="Set a failure domain",
     )
     async def set_failure_domain(cluster: str, name: str, request: Request) -> Response:
-        _check_cluster(service, cluster, status=412)
+        _check_cluster(cluster_name, cluster, status=412)
         request_limits(request).check_name("failure domain", name)
-        await service.cluster_policies.set_failure_domain(
-            name, FailureDomain.from_json(await json_body(request))
-        )
+        await cluster_policies.set_failure_domain(name, FailureDomain.from_json(await json_body(request)))
         return no_content()
 
     @router.delete(
@@ -227,8 +266,8 @@ def clusters_router(service: BrokerService) -> APIRouter:
         summary="Delete a failure domain",
     )
     async def delete_failure_domain(cluster: str, name: str) -> Response:
-        _check_cluster(service, cluster, status=412)
-        await service.cluster_policies.delete_failure_domain(name)
+        _check_cluster(cluster_name, cluster, status=412)
+        await cluster_policies.delete_failure_domain(name)
         return no_content()
 
     return router

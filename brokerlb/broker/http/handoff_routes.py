@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from fastapi import APIRouter, Request, Response
 
@@ -23,16 +23,27 @@ from brokerlb.broker.redirect import Redirect
 from brokerlb.errors import InvalidInputError, NoBrokerAvailableError, NotFoundError
 from brokerlb.messaging.handoff import decode_bundle_state
 from brokerlb.naming import NamespaceName
+from brokerlb.ring import NamespaceBundle
 
 if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
+    from brokerlb.broker.data_path import DataPath
+    from brokerlb.broker.namespace_service import NamespaceService
+    from brokerlb.coordination import LeaderElection
 
-__all__ = ["handoff_router", "place_for_hand_off"]
+__all__ = ["HandOffPlacement", "handoff_router", "place_for_hand_off"]
 
 _P = "/admin/v2/namespaces"
 
 
-async def place_for_hand_off(placement: Any, bundle: Any) -> str:
+class HandOffPlacement(Protocol):
+    """The leader's placement as a hand-off uses it (:class:`~brokerlb.broker.load_manager.LoadManager`)."""
+
+    async def place(self, bundle: NamespaceBundle) -> str: ...
+
+    def set_affinity(self, bundle: str, broker: str) -> None: ...
+
+
+async def place_for_hand_off(placement: HandOffPlacement, bundle: NamespaceBundle) -> str:
     """The placement's choice for ``bundle``, kept as its one-shot affinity: a lookup that comes in
     while the owner hands the bundle over (between its release and the chosen broker taking it)
     is then placed on the broker that holds the handed-over state, not on another one."""
@@ -41,7 +52,16 @@ async def place_for_hand_off(placement: Any, bundle: Any) -> str:
     return broker
 
 
-def handoff_router(service: BrokerService) -> APIRouter:
+def handoff_router(
+    *,
+    data_path: DataPath | None,
+    namespaces: NamespaceService,
+    election: LeaderElection,
+    broker_id: str,
+    leader_placement: HandOffPlacement,
+) -> APIRouter:
+    """The two endpoints above: ``data_path`` parks received topic state (``None``: this broker
+    serves no topics); ``leader_placement`` answers on the leader (``election``), others redirect to it."""
     router = APIRouter(tags=["namespaces"])
     ext: list[str | Enum] = ["brokerlb extensions"]
 
@@ -54,12 +74,12 @@ def handoff_router(service: BrokerService) -> APIRouter:
     )
     async def put_topic_state(tenant: str, namespace: str, bundle: str, request: Request) -> Response:
         name = f"{NamespaceName.parse(f'{tenant}/{namespace}')}/{bundle}"
-        if service.data_path is None:
+        if data_path is None:
             raise NotFoundError("This broker serves no topics (no binary protocol, no WebSocket service)")
         sent_for, states = decode_bundle_state(await raw_body(request))
         if sent_for != name:
             raise InvalidInputError(f"The topic state is for bundle {sent_for}, not {name}")
-        service.data_path.import_states(states)
+        data_path.import_states(states)
         return no_content()
 
     @router.get(
@@ -70,14 +90,14 @@ def handoff_router(service: BrokerService) -> APIRouter:
     )
     async def placement(tenant: str, namespace: str, bundle: str, request: Request) -> Response:
         ns = str(NamespaceName.parse(f"{tenant}/{namespace}"))
-        target = await service.namespaces.bundle(ns, bundle)
-        if not service.is_leader:
-            leader = service.election.leader
-            if leader is None or leader.broker_id == service.broker_id:
+        target = await namespaces.bundle(ns, bundle)
+        if not election.is_leader:
+            leader = election.leader
+            if leader is None or leader.broker_id == broker_id:
                 raise NoBrokerAvailableError("No leader is elected; try again")
             redirect = maybe_redirect(request, Redirect(leader.service_url.rstrip("/"), False))
             assert redirect is not None
             return redirect
-        return json_response({"broker": await place_for_hand_off(service.load_manager, target)})
+        return json_response({"broker": await place_for_hand_off(leader_placement, target)})
 
     return router

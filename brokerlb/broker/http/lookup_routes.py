@@ -31,7 +31,7 @@ from brokerlb.naming import TopicName
 from brokerlb.security.authentication import first_header
 
 if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
+    from brokerlb.coordination import BrokerRegistry
 
 __all__ = ["LookupEndpoint", "lookup_router", "lookup_answer", "parse_bool"]
 
@@ -107,11 +107,17 @@ def _topic_of_path(rest: bytes) -> tuple[TopicName, bool]:
 class LookupEndpoint:
     """The raw ASGI lookup handler; :meth:`handles` says whether a request is ours."""
 
-    def __init__(self, service: BrokerService, security: Security | None = None) -> None:
-        self.service = service
-        self.metrics = service.operations.lookups
+    def __init__(
+        self,
+        lookup: LookupService,
+        metrics: LookupMetrics,
+        registry: BrokerRegistry,
+        security: Security | None = None,
+    ) -> None:
+        self.lookup = lookup
+        self.metrics = metrics
         self.security = security if security is not None and security.enabled else None
-        self.tls_urls = TlsUrls(registered_brokers(service.registry))
+        self.tls_urls = TlsUrls(registered_brokers(registry))  # redirects of https requests
 
     @staticmethod
     def handles(scope: dict[str, Any]) -> bool:
@@ -139,9 +145,8 @@ class LookupEndpoint:
                 first_header(scope.get("headers", ()), b"authorization"),
                 topic=topic,
             )
-        service = self.service
         if bundle_query:
-            bundle = await service.lookup.bundle_of(topic)
+            bundle = await self.lookup.bundle_of(topic)
             return 200, [(b"content-type", b"text/plain")], bundle.range.encode()
         query = scope.get("query_string", b"")
         authoritative, listener = False, None
@@ -153,14 +158,14 @@ class LookupEndpoint:
             for name, value in scope.get("headers", ()):
                 if name == b"x-pulsar-listenername":
                     listener = value.decode("latin-1")
-        answer = await observed_lookup(self.metrics, service.lookup, topic, authoritative, listener or None)
+        answer = await observed_lookup(self.metrics, self.lookup, topic, authoritative, listener or None)
         if answer.status == 307:
             location = location_for_scheme(answer.location or "", scope.get("scheme", "http"), self.tls_urls)
             return 307, [(b"location", location.encode())], b""
         return answer.status, _JSON, answer.body
 
 
-def lookup_router(service: BrokerService) -> APIRouter:
+def lookup_router(lookup: LookupService, metrics: LookupMetrics) -> APIRouter:
     """The lookup endpoints as FastAPI routes (OpenAPI, and the path when the fast path is off)."""
     router = APIRouter(tags=["lookup"])
 
@@ -188,8 +193,8 @@ def lookup_router(service: BrokerService) -> APIRouter:
         listener = listenerName or request.headers.get("x-pulsar-listenername")
         name = topic_from_segments(domain, tenant, namespace, topic)
         answer = await observed_lookup(
-            service.operations.lookups,
-            service.lookup,
+            metrics,
+            lookup,
             name,
             parse_bool(authoritative, "authoritative"),
             listener,
@@ -209,7 +214,7 @@ def lookup_router(service: BrokerService) -> APIRouter:
         responses={200: {"content": {"text/plain": {}}}},
     )
     async def topic_bundle(domain: str, tenant: str, namespace: str, topic: str) -> Response:
-        bundle = await service.lookup.bundle_of(topic_from_segments(domain, tenant, namespace, topic))
+        bundle = await lookup.bundle_of(topic_from_segments(domain, tenant, namespace, topic))
         return Response(bundle.range, media_type="text/plain")
 
     return router

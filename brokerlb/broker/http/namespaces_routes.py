@@ -38,7 +38,9 @@ from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import parse_boundary
 
 if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
+    from brokerlb.broker.bundle_story import BundleStories
+    from brokerlb.broker.namespace_service import NamespaceService
+    from brokerlb.coordination.tenants import Tenants
 
 __all__ = ["namespaces_router"]
 
@@ -49,11 +51,13 @@ def _ns(tenant: str, namespace: str) -> str:
     return str(NamespaceName.parse(f"{tenant}/{namespace}"))
 
 
-def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one route per endpoint
+def namespaces_router(  # noqa: C901 - one route per endpoint
+    namespaces: NamespaceService, stories: BundleStories, tenants: Tenants, local_cluster: str
+) -> APIRouter:
+    """The namespace and bundle endpoints over ``namespaces``; ``stories`` tells a bundle's story,
+    ``tenants`` checks a namespace's tenant (and that it may use ``local_cluster``, this broker's)."""
     router = APIRouter(tags=["namespaces"])
     ext: list[str | Enum] = ["brokerlb extensions"]
-
-    tenants = service.operations.tenants
 
     @router.get(
         f"{_P}/{{tenant}}",
@@ -63,7 +67,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
     async def list_namespaces(tenant: str) -> Response:
         NamespaceName.parse(f"{tenant}/x")
         await tenants.require(tenant)
-        return json_response(await service.namespaces.list_namespaces(tenant))
+        return json_response(await namespaces.list_namespaces(tenant))
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}",
@@ -80,8 +84,8 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         limits.check_name("namespace", namespace)
         body = await json_body(request)
         limits.check_policies_bundles(body, parse_boundary)
-        await tenants.check_namespace_allowed(tenant, service.identity.cluster)
-        await service.namespaces.create_namespace(name, body)
+        await tenants.check_namespace_allowed(tenant, local_cluster)
+        await namespaces.create_namespace(name, body)
         return no_content()
 
     @router.get(
@@ -90,7 +94,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         summary="Bundles of a namespace (BundlesData)",
     )
     async def get_bundles(tenant: str, namespace: str) -> Response:
-        return json_response(await service.namespaces.get_bundles(_ns(tenant, namespace)))
+        return json_response(await namespaces.get_bundles(_ns(tenant, namespace)))
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/unload",
@@ -99,7 +103,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         summary="Unload every bundle",
     )
     async def unload_namespace(tenant: str, namespace: str) -> Response:
-        await service.namespaces.unload_namespace(_ns(tenant, namespace))
+        await namespaces.unload_namespace(_ns(tenant, namespace))
         return no_content()
 
     @router.put(
@@ -115,7 +119,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
     async def merge_bundles(
         tenant: str, namespace: str, request: Request, authoritative: str | None = None
     ) -> Response:
-        result = await service.namespaces.merge_bundles(
+        result = await namespaces.merge_bundles(
             _ns(tenant, namespace),
             await json_body(request),
             authoritative=parse_bool(authoritative, "authoritative"),
@@ -132,7 +136,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         group = await json_or_text_body(request)
         if isinstance(group, str):
             request_limits(request).check_name("anti-affinity group", group.strip())
-        await service.namespaces.set_anti_affinity_group(_ns(tenant, namespace), group)
+        await namespaces.set_anti_affinity_group(_ns(tenant, namespace), group)
         return no_content()
 
     @router.get(
@@ -141,7 +145,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         summary="Get the anti-affinity group",
     )
     async def get_anti_affinity(tenant: str, namespace: str) -> Response:
-        group = await service.namespaces.get_anti_affinity_group(_ns(tenant, namespace))
+        group = await namespaces.get_anti_affinity_group(_ns(tenant, namespace))
         return no_content() if group is None else json_response(group)
 
     @router.delete(
@@ -151,7 +155,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         summary="Remove the anti-affinity group",
     )
     async def remove_anti_affinity(tenant: str, namespace: str) -> Response:
-        await service.namespaces.remove_anti_affinity_group(_ns(tenant, namespace))
+        await namespaces.remove_anti_affinity_group(_ns(tenant, namespace))
         return no_content()
 
     @router.get(
@@ -160,7 +164,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         summary="Namespaces in an anti-affinity group",
     )
     async def anti_affinity_namespaces(cluster: str, group: str) -> Response:
-        return json_response(await service.namespaces.anti_affinity_namespaces(cluster, group))
+        return json_response(await namespaces.anti_affinity_namespaces(cluster, group))
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/unload",
@@ -176,7 +180,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         authoritative: str | None = None,
         destinationBroker: str | None = None,
     ) -> Response:  # noqa: N803
-        result = await service.namespaces.unload_bundle(
+        result = await namespaces.unload_bundle(
             _ns(tenant, namespace),
             bundle,
             authoritative=parse_bool(authoritative, "authoritative"),
@@ -201,7 +205,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         unload: str | None = None,
         splitAlgorithmName: str | None = None,
     ) -> Response:  # noqa: N803
-        result = await service.namespaces.split_bundle(
+        result = await namespaces.split_bundle(
             _ns(tenant, namespace),
             bundle,
             authoritative=parse_bool(authoritative, "authoritative"),
@@ -219,7 +223,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         summary="brokerlb: take an unowned bundle now (transfer destination)",
     )
     async def acquire_bundle(tenant: str, namespace: str, bundle: str) -> Response:
-        await service.namespaces.acquire_bundle(_ns(tenant, namespace), bundle)
+        await namespaces.acquire_bundle(_ns(tenant, namespace), bundle)
         return no_content()
 
     @router.get(
@@ -231,7 +235,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
     async def bundle_story(
         tenant: str, namespace: str, bundle: str, local: Annotated[str | None, Query()] = None
     ) -> Response:
-        story = await service.stories.story(_ns(tenant, namespace), bundle, local=parse_bool(local, "local"))
+        story = await stories.story(_ns(tenant, namespace), bundle, local=parse_bool(local, "local"))
         return json_response(story)
 
     @router.get(
@@ -246,7 +250,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         request: Request,
         topics: Annotated[list[str] | None, Query()] = None,
     ) -> Response:
-        result = await service.namespaces.topic_hash_positions(_ns(tenant, namespace), bundle, topics or [])
+        result = await namespaces.topic_hash_positions(_ns(tenant, namespace), bundle, topics or [])
         return maybe_redirect(request, result) or json_response(result)
 
     @router.delete(
@@ -263,7 +267,7 @@ def namespaces_router(service: BrokerService) -> APIRouter:  # noqa: C901 - one 
         force: str | None = None,
         authoritative: str | None = None,
     ) -> Response:
-        result = await service.namespaces.delete_bundle(
+        result = await namespaces.delete_bundle(
             _ns(tenant, namespace),
             bundle,
             force=parse_bool(force, "force"),

@@ -20,14 +20,26 @@ from brokerlb.broker.http.tenants_routes import tenants_router
 from brokerlb.broker.http.topics_routes import topics_router
 
 if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
+    from brokerlb.admin.client import AsyncAdminClient
+    from brokerlb.broker.operations import BrokerOperations
+    from brokerlb.broker.partitioned_topics import PartitionedTopics
+    from brokerlb.config import ServiceConfig
+    from brokerlb.coordination import BrokerRegistry, ClusterPolicies, LeaderElection
 
 __all__ = ["operations_routers"]
 
 
-def operations_routers(service: BrokerService) -> list[APIRouter]:
-    ops = service.operations
-    election = service.election
+def operations_routers(
+    ops: BrokerOperations,
+    *,
+    conf: ServiceConfig,
+    election: LeaderElection,
+    registry: BrokerRegistry,
+    cluster_policies: ClusterPolicies,
+    partitioned_topics: PartitionedTopics,
+    admin: AsyncAdminClient,
+) -> list[APIRouter]:
+    """The operator routers over ``ops``; ``election`` says where the leader's pages are."""
     return [
         metrics_router(ops.metrics),
         balancer_router(
@@ -39,11 +51,11 @@ def operations_routers(service: BrokerService) -> list[APIRouter]:
             lambda: ops.dashboard,
             lambda: election.leader.service_url if election.leader is not None else None,
             lambda: election.is_leader,
-            service.admin,
+            admin,
         ),
-        broker_config_router(ops.dynamic, service.conf),
-        cluster_router(ops.store, ops.cluster, service.cluster_policies, service.registry.available_brokers),
+        broker_config_router(ops.dynamic, conf),
+        cluster_router(ops.store, ops.cluster, cluster_policies, registry.available_brokers),
         tenants_router(ops.tenants, ops.namespaces),
         namespace_admin_router(ops.namespaces),
-        topics_router(ops.topics, service.partitioned_topics),
+        topics_router(ops.topics, partitioned_topics),
     ]

@@ -12,31 +12,22 @@ action that is not one of Pulsar's (produce, consume, functions, sources, sinks,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from fastapi import APIRouter, Request, Response
 
-from brokerlb.broker.http.access import Access, Security, access
+from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_body, json_response, no_content, request_limits
 from brokerlb.broker.http.openapi import ACTIONS, ROLE_ACTIONS, doc
-from brokerlb.coordination.permissions import parse_actions
+from brokerlb.coordination.permissions import NamespacePermissions, parse_actions
 from brokerlb.naming import NamespaceName
-
-if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
 
 __all__ = ["permissions_router"]
 
 _P = "/admin/v2/namespaces/{tenant}/{namespace}/permissions"
 
 
-def permissions_router(service: BrokerService, security: Security) -> APIRouter:
+def permissions_router(permissions: NamespacePermissions) -> APIRouter:
+    """The three endpoints above over the stored ``permissions`` (those authorization reads)."""
     router = APIRouter(tags=["namespaces"])
-    permissions = security.authorization.permissions
-    if permissions is None:  # pragma: no cover - Security.from_config always has a store
-        from brokerlb.coordination.permissions import NamespacePermissions
-
-        permissions = NamespacePermissions(service.store)
 
     @router.get(
         _P,
