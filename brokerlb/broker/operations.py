@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from brokerlb.broker.balancer_status import BalancerStatus
 from brokerlb.broker.dashboard import Dashboard
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         BrokerRegistry,
         BundleMetadata,
         LeaderElection,
+        LeadershipChange,
         MetadataStore,
         OwnershipCache,
     )
@@ -225,7 +226,7 @@ class BrokerOperations:
             remove()
         self._removers.clear()
 
-    def _on_leadership(self, change: Any) -> None:
+    def _on_leadership(self, change: LeadershipChange) -> None:
         self._leading_since = self._clock.now_ms() if change.leading else None
 
     def _load_avg_std(self) -> tuple[float, float]:

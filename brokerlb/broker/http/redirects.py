@@ -9,11 +9,14 @@ cannot take the redirect (412, as Pulsar's "Redirected cluster's service url is 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from brokerlb.broker.redirect import Redirect
 from brokerlb.errors import PreconditionFailedError
+
+if TYPE_CHECKING:
+    from brokerlb.coordination import BrokerRegistry
 
 __all__ = ["redirect_location", "TlsUrls", "location_for_scheme", "registered_brokers"]
 
@@ -62,6 +65,6 @@ def location_for_scheme(location: str, scheme: str, tls_urls: Callable[[str], st
     return tls_urls(base) + location[len(base) :]
 
 
-def registered_brokers(registry: Any) -> Callable[[], dict[str, Any]]:
+def registered_brokers(registry: BrokerRegistry) -> Callable[[], dict[str, Any]]:
     """The registrations of ``registry`` (a :class:`~brokerlb.coordination.registry.BrokerRegistry`)."""
     return lambda: {b: registry.broker_json(b) for b in registry.available_brokers()}
