@@ -35,6 +35,7 @@ from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision
 from brokerlb.loadbalance.leader import ClusterInputs, Leader, Move
 from brokerlb.loadbalance.policies import NamespacePolicy
 from brokerlb.model import BundleData, LocalBrokerData
+from brokerlb.sim.brokers import SimBroker
 from brokerlb.sim.ownership import BundleState
 from brokerlb.sim.parts import SimulationParts
 
@@ -105,36 +106,54 @@ class LeaderDuties(SimulationParts):
         return self.leader is not None and self.brokers[self._leader_broker].up
 
     def _inputs(self) -> ClusterInputs:
-        """What the leader reads now. Rebuilt only after reports, registrations or bundles changed."""
+        """What the leader reads now. Rebuilt only after reports, registrations or bundles changed;
+        the lookup data and namespace policies only when the registered brokers or a namespace's
+        bundles changed (reports change every cycle, those rarely)."""
         if self._cached_inputs is not None and self._inputs_version == self._change_version:
             return self._cached_inputs
         registered = [b for b in self.brokers if b.registered]
-        topo = self.topology
         inputs = ClusterInputs(
             reports=self._reports(),
             broker_load_data={
                 b.broker_id: b.published_load_data for b in registered if b.published_load_data is not None
             },
             top_bundles={b.broker_id: b.top_bundles for b in registered if b.top_bundles is not None},
-            broker_lookup={
-                b.broker_id: BrokerLookupData(
-                    web_service_url=f"http://{b.broker_id}",
-                    broker_version=b.spec.version,
-                    load_manager_class_name=self.config.loadManagerClassName,
-                )
-                for b in registered
-            },
+            broker_lookup=self._broker_lookup(registered),
             ownership=self.ownership.ownership_map,  # computed only if the leader asks
-            namespace_policies={
-                ns: NamespacePolicy(
-                    anti_affinity_group=self.anti_affinity.get(ns), bundles=topo.ns_bundles[i]
-                )
-                for ns, i in topo.ns_index.items()
-            },
+            namespace_policies=self._namespace_policies(),
         )
         self._cached_inputs = inputs
         self._inputs_version = self._change_version
         return inputs
+
+    def _broker_lookup(self, registered: list[SimBroker]) -> dict[str, BrokerLookupData]:
+        key = tuple(b.broker_id for b in registered)
+        cached = self._lookup_inputs
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        lookup = {
+            b.broker_id: BrokerLookupData(
+                web_service_url=f"http://{b.broker_id}",
+                broker_version=b.spec.version,
+                load_manager_class_name=self.config.loadManagerClassName,
+            )
+            for b in registered
+        }
+        self._lookup_inputs = (key, lookup)
+        return lookup
+
+    def _namespace_policies(self) -> dict[str, NamespacePolicy]:
+        topo = self.topology
+        key = tuple(map(id, topo.ns_bundles))  # a split or merge replaces the namespace's bundles
+        cached = self._policy_inputs
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        policies = {
+            ns: NamespacePolicy(anti_affinity_group=self.anti_affinity.get(ns), bundles=topo.ns_bundles[i])
+            for ns, i in topo.ns_index.items()
+        }
+        self._policy_inputs = (key, policies)
+        return policies
 
     def _leader_cycle(self) -> None:
         if not self.leader_available:

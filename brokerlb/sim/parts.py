@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from brokerlb.clock import ManualClock
     from brokerlb.config import ServiceConfig
+    from brokerlb.loadbalance.broker_lookup import BrokerLookupData
     from brokerlb.loadbalance.cycle import LeaderSchedule
     from brokerlb.loadbalance.leader import ClusterInputs, Leader
+    from brokerlb.loadbalance.policies import NamespacePolicy
     from brokerlb.model import BundleData
     from brokerlb.sim.brokers import BundleTraffic, ReportWriter, SimBroker
     from brokerlb.sim.leadership import LeaderFactory
@@ -62,6 +64,9 @@ class SimulationParts:
     _inputs_version: int
     _last_refresh_ms: float
     _cached_inputs: ClusterInputs | None
+    #: the leader's inputs that change only with registrations or bundles, with their keys
+    _lookup_inputs: tuple[tuple[str, ...], dict[str, BrokerLookupData]] | None
+    _policy_inputs: tuple[tuple[int, ...], dict[str, NamespacePolicy]] | None
     _cycle: int
     _cycle_decisions: Counter[str]
     _cycle_moves: list[Move]

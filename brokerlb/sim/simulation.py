@@ -152,6 +152,7 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self._inputs_version = -1
         self._last_refresh_ms = -float("inf")
         self._cached_inputs: ClusterInputs | None = None
+        self._lookup_inputs = self._policy_inputs = None
         self._cycle = 0
         self._cycle_decisions: Counter[str] = Counter()
         self._cycle_moves: list[Move] = []
