@@ -41,7 +41,7 @@ from brokerlb.errors import (
 from brokerlb.loadbalance.decisions import PlacementDecision
 from brokerlb.loadbalance.leader import ClusterInputs, Leader
 from brokerlb.loadbalance.refresh import RefreshResult
-from brokerlb.model import BundleData, LocalBrokerData, bundle_namespace
+from brokerlb.model import BundleData, LocalBrokerData, ResourceQuota, bundle_namespace
 from brokerlb.ring import NamespaceBundle
 
 __all__ = ["LoadManager"]
@@ -76,20 +76,31 @@ class LoadManager:
         """Pulsar's ``updateAll`` on what the caches hold now (module docstring)."""
         async with self._refreshing:
             first = self.inputs.current()
-            stored = await self._stored_bundle_data(self.leader.new_bundles(first))
+            stored, quotas = await self._stored_histories(self.leader.new_bundles(first))
             await self._load_namespaces(first.reports)
-            return self.leader.refresh(self._clock.now_ms(), self.inputs.current(), stored=stored.get)
+            return self.leader.refresh(
+                self._clock.now_ms(), self.inputs.current(), stored=stored.get, stored_quota=quotas.get
+            )
 
-    async def _stored_bundle_data(self, bundles: set[str]) -> dict[str, BundleData]:
+    async def _stored_histories(
+        self, bundles: set[str]
+    ) -> tuple[dict[str, BundleData], dict[str, ResourceQuota]]:
+        """New bundles' stored bundle data, and the legacy resource quota of those without (an
+        unreadable node is skipped with a log line; the bundle then starts from the default)."""
         stored: dict[str, BundleData] = {}
+        quotas: dict[str, ResourceQuota] = {}
         for bundle in sorted(bundles):
             try:
                 raw = await self._load_data_store.read_bundle_data(NamespaceBundle.parse(bundle))
                 if raw is not None:
                     stored[bundle] = BundleData.from_json(raw)
+                    continue
+                raw = await self._load_data_store.read_resource_quota(bundle)
+                if raw is not None:
+                    quotas[bundle] = ResourceQuota.from_json(raw)
             except (BrokerLBError, InvalidLoadDataError) as exc:
-                logger.warning("Ignoring the stored bundle data of %s: %s", bundle, exc)
-        return stored
+                logger.warning("Ignoring the stored history of %s: %s", bundle, exc)
+        return stored, quotas
 
     async def _load_namespaces(self, reports: Mapping[str, LocalBrokerData | None]) -> None:
         """Load the namespaces the reports mention into the bundles cache (groups, bundle counts)."""

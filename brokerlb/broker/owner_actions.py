@@ -551,7 +551,6 @@ class OwnerActions:
                 )
             ]
         await self.bundles.refresh(bundle.namespace)
-        self.topics.forget_bundle_hooks([str(bundle)])
         self._report_changed()
         return [SplitDone(bundle=str(bundle), stimulus_id=sid, at_ms=self._now(), by=self.broker_id)]
 

@@ -11,10 +11,13 @@ Start order (:meth:`BrokerService.start`):
    leader election (leader work: :class:`~brokerlb.broker.leader.LeaderTasks` via
    ``run_while_leader``), own the heartbeat namespaces, start the reporter.
 
-Stop order (:meth:`BrokerService.stop`, graceful -- Pulsar pain points #20113/#16755):
-stop taking bundles, leave the election (the leader node is deleted, another broker
-takes over at once), unload every owned bundle (topics closed, ownership released),
-deregister, stop HTTP, close the store. :meth:`BrokerService.kill` is the crash
+Stop order (:meth:`BrokerService.stop`, graceful): stop taking bundles, leave the
+election (the leader node is deleted, another broker takes over at once), deregister --
+before the bundles go, as Pulsar's ``disableBroker``, so the leader never places a bundle
+(or hands a topic's state) to a broker that is stopping, and no periodic load report
+registers it again (a stopping Pulsar broker was given new bundles that way and ran into
+its shutdown timeout) -- unload every owned bundle (topics closed, ownership released),
+stop HTTP, close the store. :meth:`BrokerService.kill` is the crash
 variant for tests: everything stops without touching the store, so the session
 expires and the others take over after ``metadataStoreSessionTimeoutMillis``.
 
@@ -454,7 +457,7 @@ class BrokerService:
 
     # ------------------------------------------------------------------ stop
     async def stop(self) -> None:
-        """Graceful shutdown (module docstring): bundles are released before deregistering."""
+        """Graceful shutdown (module docstring): deregistered first, then the bundles released."""
         if not self.started:
             return
         self._closing = True

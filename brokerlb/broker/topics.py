@@ -10,8 +10,7 @@ it with :meth:`TopicRegistry.attach`, passing a ``close`` callback, and keeps it
   (:meth:`TopicRegistry.bundle_stats`) and ``broker-stats/topics``
   (:meth:`TopicRegistry.topics_report`);
 * on unload, transfer or loss of a bundle calls every ``close`` callback of its topics
-  and every bundle hook (:meth:`TopicRegistry.add_bundle_hook`) with the
-  :class:`CloseCause` (unload, transfer to a named broker, loss) --
+  with the :class:`CloseCause` (unload, transfer to a named broker, loss) --
   :meth:`TopicRegistry.close_bundle`, bounded by ``namespaceBundleUnloadingTimeoutMs``
   (a timeout is logged, not an error, as in Pulsar) -- and forgets them;
 * before a transfer hands the bundle over, fences its topics
@@ -142,7 +141,6 @@ class TopicRegistry:
         #: Times the close of a bundle (its ``timeout``).
         self._clock = clock
         self._topics: dict[str, _Topic] = {}
-        self._bundle_hooks: dict[str, list[CloseHook]] = defaultdict(list)
 
     # ------------------------------------------------------------------ serving
     def attach(
@@ -170,10 +168,6 @@ class TopicRegistry:
                 f"Topic {topic} is not served by this broker", field="topic", value=str(topic)
             )
         entry.stats = stats
-
-    def add_bundle_hook(self, bundle: str, hook: CloseHook) -> None:
-        """Run ``hook`` (once) when ``bundle`` is unloaded, transferred or lost."""
-        self._bundle_hooks[bundle].append(hook)
 
     # ------------------------------------------------------------------ reading
     def __contains__(self, topic: object) -> bool:
@@ -227,11 +221,12 @@ class TopicRegistry:
         return len(names)
 
     async def close_bundle(self, bundle: str, timeout: float, cause: CloseCause = UNLOAD) -> int:
-        """Close every topic of ``bundle`` and run its hooks, within ``timeout`` s on the clock; returns the
-        topics closed. Hooks still running at the timeout are cancelled (logged, not an error)."""
+        """Close every topic of ``bundle`` (their close callbacks), within ``timeout`` s on the clock;
+        returns the topics closed. Callbacks still running at the timeout are cancelled (logged, not
+        an error)."""
         names = self.topics_in(bundle)
         entries = [self._topics.pop(name) for name in names]
-        hooks = [e.close for e in entries if e.close is not None] + self._bundle_hooks.pop(bundle, [])
+        hooks = [e.close for e in entries if e.close is not None]
         if hooks:
             tasks = [asyncio.ensure_future(_run(h, bundle, cause)) for h in hooks]
             with contextlib.suppress(TimeoutError):  # cancelling asyncio.wait leaves the tasks running
@@ -248,11 +243,6 @@ class TopicRegistry:
                     timeout,
                 )
         return len(entries)
-
-    def forget_bundle_hooks(self, bundles: Iterable[str]) -> None:
-        """Drop hooks of bundles that no longer exist (after a split or merge)."""
-        for bundle in bundles:
-            self._bundle_hooks.pop(bundle, None)
 
 
 async def _run(hook: CloseHook, bundle: str, cause: CloseCause) -> None:

@@ -17,6 +17,7 @@ from brokerlb.coordination.paths import (
     broker_time_average_path,
     bundle_data_path,
     namespace_bundle_data_path,
+    resource_quota_path,
 )
 from brokerlb.coordination.records import decode_json, encode_json
 from brokerlb.coordination.store import MetadataStore
@@ -59,6 +60,11 @@ class LoadDataStore:
             if value is not None:
                 out[rng] = value
         return out
+
+    async def read_resource_quota(self, bundle: NamespaceBundle | str) -> Any | None:
+        """A bundle's legacy ``ResourceQuota`` (Pulsar's ``/loadbalance/resource-quota/namespace/...``),
+        the leader's starting point for a bundle without stored bundle data."""
+        return await self._read(resource_quota_path(bundle))
 
     # ------------------------------------------------------------------ broker time averages
     async def write_broker_time_average(self, broker_id: str, data: Any) -> None:

@@ -79,14 +79,17 @@ from brokerlb.model import (
     BrokerLoadData,
     BundleData,
     LocalBrokerData,
+    ResourceQuota,
     TopBundlesLoadData,
     bundle_namespace,
 )
 
-__all__ = ["ClusterInputs", "Leader", "Move", "StoredBundleData", "is_transfer"]
+__all__ = ["ClusterInputs", "Leader", "Move", "StoredBundleData", "StoredResourceQuota", "is_transfer"]
 
 #: ``stored(bundle) -> BundleData | None``: a bundle's persisted history (``/loadbalance/bundle-data``).
 StoredBundleData = Callable[[str], BundleData | None]
+#: bundle -> its legacy ``/loadbalance/resource-quota/namespace/{bundle}`` quota, if any
+StoredResourceQuota = Callable[[str], ResourceQuota | None]
 
 
 def is_transfer(config: ServiceConfig, destination: str | None) -> bool:
@@ -209,10 +212,16 @@ class Leader:
         return {b for r in inputs.reports.values() if r is not None for b in r.last_stats if b not in known}
 
     def refresh(
-        self, now_ms: int, inputs: ClusterInputs, *, stored: StoredBundleData | None = None
+        self,
+        now_ms: int,
+        inputs: ClusterInputs,
+        *,
+        stored: StoredBundleData | None = None,
+        stored_quota: StoredResourceQuota | None = None,
     ) -> RefreshResult:
         """Pulsar's ``updateAll`` on ``inputs.reports``. A bundle seen for the first time starts
-        from ``stored(bundle)`` (default: the histories handed to this leader at start)."""
+        from ``stored(bundle)`` (default: the histories handed to this leader at start), else from
+        its legacy ``stored_quota(bundle)``, else from the default."""
         if self.splitting:  # a split is done for the leader once no report lists the bundle
             reported = {b for r in inputs.reports.values() if r is not None for b in r.last_stats}
             self.splitting &= reported
@@ -220,6 +229,7 @@ class Leader:
             self.load_state,
             inputs.reports,
             stored_bundle_data=stored or self._stored.get,
+            stored_quota=stored_quota,
             keep_preallocations=self._config.brokerlbKeepPreallocationsUntilReported,
         )
         self.refreshes += 1

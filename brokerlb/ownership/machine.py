@@ -6,7 +6,7 @@ a version that grows with every change) and a bounded log of every transition.
 ``handle(*events)`` applies the events in order and returns what the brokers must
 do (:mod:`.events`); the shell carries that out and feeds back the outcome.
 
-Flows (Pulsar's, reference §9)::
+Flows (Pulsar's ``ServiceUnitStateChannel``)::
 
     assign    Free/Init --Assign(b)--> Assigning(b) --AssignmentDone(b)--> Owned(b)
                                           Assigning(b) --AssignmentFailed(b)--> Free (forced)
@@ -17,8 +17,8 @@ Flows (Pulsar's, reference §9)::
 
 **Watchdog** (``Tick``): a bundle in flight longer than ``in_flight_timeout_ms``
 (Pulsar's ``loadBalancerInFlightServiceUnitStateWaitingTimeInMillis``, 30000) is
-resolved so that lookups stop waiting -- pain point 19 (bundles stuck in
-Assigning/Releasing):
+resolved so that lookups stop waiting -- Pulsar's bundles could stay stuck in
+Assigning or Releasing for good (apache/pulsar#25379, #21332):
 
 * Assigning → **Free** (forced): the destination never confirmed; it is told to
   drop what it half took (``AbortAssignment``) and the next lookup assigns anew;

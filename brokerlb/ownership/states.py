@@ -7,7 +7,7 @@
       │        └── Init ◄─┼── Deleted ◄── Splitting ◄┘ (Owned)
       └──► (any state: a record appears from the channel)  Releasing ──► Assigning (transfer)
 
-``VALID_TRANSITIONS`` is Pulsar's table for the system-topic channel (reference §9):
+``VALID_TRANSITIONS`` is Pulsar's table for the system-topic channel (``ServiceUnitState.validTransitions``):
 Init → {Free, Owned, Assigning, Releasing, Splitting, Deleted}; Free → {Assigning,
 Init}; Owned → {Splitting, Releasing}; Assigning → {Owned}; Releasing → {Assigning,
 Free}; Splitting → {Deleted}; Deleted → {Init}.

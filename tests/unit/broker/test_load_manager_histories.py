@@ -1,0 +1,81 @@
+"""Where the live leader's history of a bundle it sees for the first time comes from (Pulsar's
+``getBundleDataOrDefault``): the stored bundle data, else the legacy resource quota, else the
+default -- read from a real embedded store."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from brokerlb.broker.load_manager import LoadManager
+from brokerlb.clock import ManualClock
+from brokerlb.coordination import MemoryMetadataStore, MemoryServer
+from brokerlb.coordination.load_data import LoadDataStore
+from brokerlb.coordination.paths import resource_quota_path
+from brokerlb.errors import NamespaceNotFoundError
+from brokerlb.loadbalance.leader import ClusterInputs, Leader
+from brokerlb.model import BundleData, ResourceQuota
+from brokerlb.testing.builders import broker, bundle_stats
+
+STORED, QUOTA, FRESH, BROKEN = (f"t/ns/0x{i:x}0000000_0x{i + 1:x}0000000" for i in range(4))
+
+
+@pytest.fixture
+async def store():
+    s = MemoryMetadataStore(MemoryServer(f"histories-{uuid.uuid4().hex[:8]}"))
+    await s.start()
+    yield s
+    await s.close()
+
+
+class _Inputs:
+    def __init__(self, inputs: ClusterInputs) -> None:
+        self._inputs = inputs
+
+    def current(self) -> ClusterInputs:
+        return self._inputs
+
+
+class _NoNamespaces:
+    async def get(self, namespace: str) -> None:
+        raise NamespaceNotFoundError(f"Namespace {namespace} does not exist")
+
+
+async def test_a_new_bundle_starts_from_its_stored_data_else_its_legacy_quota_else_the_default(store) -> None:
+    load_data = LoadDataStore(store)
+    stored = BundleData.from_resource_quota(ResourceQuota(msg_rate_in=7.0, msg_rate_out=3.0))
+    await load_data.write_bundle_data(STORED, stored.to_json())
+    quota = ResourceQuota(msg_rate_in=120.0, msg_rate_out=80.0, bandwidth_in=5000.0, bandwidth_out=9000.0)
+    await store.create(resource_quota_path(QUOTA), json.dumps(quota.to_json()).encode(), make_parents=True)
+    await store.create(resource_quota_path(BROKEN), b"not json", make_parents=True)
+    report = broker(
+        "b1:8080", bundles={b: bundle_stats(msg_rate_in=1.0) for b in (STORED, QUOTA, FRESH, BROKEN)}
+    )
+    leader = Leader("b1:8080")
+    manager = LoadManager(
+        leader,
+        _Inputs(ClusterInputs(reports={"b1:8080": report})),
+        bundles=_NoNamespaces(),
+        load_data_store=load_data,
+        clock=ManualClock(),
+    )
+
+    await manager.refresh()
+
+    sample = bundle_stats(msg_rate_in=1.0)
+
+    def expected(start: BundleData) -> BundleData:
+        history = start.copy()
+        history.update(sample)  # the refresh folds the report's first sample into it
+        return history
+
+    legacy = BundleData.from_resource_quota(quota)
+    histories = leader.load_state.load_data.bundle_data
+    assert histories[STORED].to_json() == expected(stored).to_json()
+    assert histories[QUOTA].to_json() == expected(legacy).to_json()
+    assert histories[QUOTA].long_term_data.msg_throughput_out == pytest.approx(9000.0 * 999 / 1000)
+    # no stored data and no quota, or an unreadable quota (skipped with a log line): the default
+    assert histories[FRESH].to_json() == expected(BundleData.new_default()).to_json()
+    assert histories[BROKEN].to_json() == expected(BundleData.new_default()).to_json()
