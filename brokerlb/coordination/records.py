@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Self, TypeVar
 from urllib.parse import urlsplit
 
 from brokerlb.errors import CorruptMetadataError, InvalidInputError
+from brokerlb.loadbalance.policies import policy_for_namespace
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import NamespaceBundles
 from brokerlb.safe_regex import check_pattern, fullmatch
@@ -465,11 +466,8 @@ class NamespaceIsolationPolicies(_Record):
     policies: Mapping[str, NamespaceIsolationData] = field(default_factory=dict)
 
     def policy_for(self, namespace: NamespaceName | str) -> tuple[str, NamespaceIsolationData] | None:
-        """The first policy (by name) whose ``namespaces`` regexes match the namespace."""
-        for name in sorted(self.policies):
-            if self.policies[name].matches_namespace(namespace):
-                return name, self.policies[name]
-        return None
+        """The policy the namespace falls under (placement's rule, :func:`policy_for_namespace`)."""
+        return policy_for_namespace(self.policies, str(namespace))
 
     def with_policy(self, name: str, policy: NamespaceIsolationData | None) -> NamespaceIsolationPolicies:
         """A copy with ``name`` set to ``policy`` (removed when ``policy`` is None)."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from brokerlb.errors import BrokerLBError, InvalidSnapshotError
 from brokerlb.ring.bundles import NamespaceBundles
@@ -37,6 +37,7 @@ __all__ = [
     "NamespaceIsolationData",
     "NamespacePolicy",
     "MIN_AVAILABLE",
+    "policy_for_namespace",
 ]
 
 #: The only auto-failover policy type Pulsar has.
@@ -232,3 +233,27 @@ class NamespacePolicy:
             except BrokerLBError as exc:
                 raise _bad(f"{path}.bundles", bundles_json, str(exc)) from exc
         return cls(group or None, bundles)
+
+
+class _MatchesNamespace(Protocol):
+    def matches_namespace(self, namespace: str) -> bool: ...
+
+
+_Policy = TypeVar("_Policy", bound=_MatchesNamespace)
+
+
+def policy_for_namespace(policies: Mapping[str, _Policy], namespace: str) -> tuple[str, _Policy] | None:
+    """The policy a namespace falls under: the first by name whose ``namespaces`` regexes match
+    it (Pulsar's ``NamespaceIsolationPolicies.getPolicyByNamespace`` takes the first match of its
+    map; ordering by name makes the choice the same on every broker when two policies match).
+
+    >>> both = NamespaceIsolationData(namespaces=("t/.*",), primary=("b1",))
+    >>> some = NamespaceIsolationData(namespaces=("t/ns",), primary=("b2",))
+    >>> policy_for_namespace({"z": both, "a": some}, "t/ns")[0], policy_for_namespace({"z": both}, "u/ns")
+    ('a', None)
+    """
+    for name in sorted(policies):
+        policy = policies[name]
+        if policy.matches_namespace(namespace):
+            return name, policy
+    return None

@@ -46,7 +46,12 @@ from brokerlb.config import ServiceConfig, is_extensible_load_manager
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
 from brokerlb.loadbalance.fold import FoldSummary
 from brokerlb.loadbalance.java_order import JavaOrder, java_hash_map_order
-from brokerlb.loadbalance.policies import FailureDomain, NamespaceIsolationData, NamespacePolicy
+from brokerlb.loadbalance.policies import (
+    FailureDomain,
+    NamespaceIsolationData,
+    NamespacePolicy,
+    policy_for_namespace,
+)
 from brokerlb.model import (
     BrokerData,
     BrokerLoadData,
@@ -357,12 +362,8 @@ class ClusterView:
         return policy.anti_affinity_group if policy is not None else None
 
     def isolation_policy_for(self, namespace: str) -> tuple[str, NamespaceIsolationData] | None:
-        """The first isolation policy (by name) whose ``namespaces`` regexes match ``namespace``."""
-        for name in sorted(self.isolation_policies):
-            policy = self.isolation_policies[name]
-            if policy.matches_namespace(namespace):
-                return name, policy
-        return None
+        """The isolation policy ``namespace`` falls under (:func:`policy_for_namespace`)."""
+        return policy_for_namespace(self.isolation_policies, namespace)
 
     def failure_domain_of(self, broker: str) -> str | None:
         """The failure domain listing ``broker`` (first by name), ``None`` if none does."""

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from brokerlb.loadbalance.policies import policy_for_namespace
 from brokerlb.safe_regex import compile_pattern
 
 __all__ = [
@@ -105,16 +106,6 @@ def host_matches(patterns: Iterable[str], host: str) -> bool:
         if compiled.fullmatch(host) or (stripped is not None and compiled.fullmatch(stripped.group(1))):
             return True
     return False
-
-
-def policy_for_namespace(
-    policies: Mapping[str, IsolationPolicy], namespace: str
-) -> tuple[str, IsolationPolicy] | None:
-    """The first policy (in the mapping's order) whose ``namespaces`` match ``namespace``."""
-    for name, policy in policies.items():
-        if policy.matches_namespace(namespace):
-            return name, policy
-    return None
 
 
 def is_shared_broker(policies: Mapping[str, IsolationPolicy], host: str) -> bool:

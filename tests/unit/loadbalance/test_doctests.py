@@ -11,6 +11,7 @@ MODULES = [
     "brokerlb.loadbalance.state",
     "brokerlb.loadbalance.registry",
     "brokerlb.loadbalance.balance_score",
+    "brokerlb.loadbalance.policies",
 ]
 
 
