@@ -40,6 +40,7 @@ from brokerlb.broker.binary import wiring as binary_wiring
 from brokerlb.broker.bundle_ownership import BundleOwnership
 from brokerlb.broker.bundle_story import BundleStories
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.health import heartbeat_bundles
 from brokerlb.broker.http.app import create_app
 from brokerlb.broker.http.server import WebServers
 from brokerlb.broker.identity import BrokerIdentity
@@ -80,9 +81,9 @@ from brokerlb.coordination import (
 from brokerlb.errors import BrokerLBError, NamespaceNotFoundError, ServiceUnavailableError
 from brokerlb.loadbalance.leader import Leader
 from brokerlb.model import LocalBrokerData
-from brokerlb.naming import TopicName, heartbeat_namespace, heartbeat_namespace_v2
+from brokerlb.naming import TopicName
 from brokerlb.ownership import OwnershipMachine
-from brokerlb.ring import NamespaceBundle, NamespaceBundles
+from brokerlb.ring import NamespaceBundle
 from brokerlb.security.client_auth import broker_client_token
 
 if TYPE_CHECKING:
@@ -374,15 +375,11 @@ class BrokerService:
 
     async def _own_heartbeat_namespaces(self) -> None:
         """Own ``pulsar/{cluster}/{brokerId}`` and ``pulsar/{brokerId}`` (full bundles), as Pulsar does."""
-        for ns in (
-            heartbeat_namespace(self.identity.cluster, self.identity.broker_id),
-            heartbeat_namespace_v2(self.identity.broker_id),
-        ):
-            bundle = NamespaceBundles.create(ns, 1).bundles[0]
+        for bundle in heartbeat_bundles(self.identity):
             try:
-                await self.lookup.resolve(bundle, authoritative=True)
+                await self.lookup.resolve(NamespaceBundle.parse(bundle), authoritative=True)
             except BrokerLBError as exc:
-                logger.warning("Could not own heartbeat namespace %s: %s", ns, exc)
+                logger.warning("Could not own heartbeat bundle %s: %s", bundle, exc)
 
     # ------------------------------------------------------------------ placement (for lookups)
     async def _place(self, bundle: NamespaceBundle) -> str:
