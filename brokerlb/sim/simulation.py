@@ -352,6 +352,10 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         now = self.now_ms
         bundle.check()
         owner = self.ownership.owner
+        if not conf.brokerlbReportOwnedIdleBundles:
+            # Pulsar's report lists only the bundles with loaded topics (numBundles counts them)
+            served = served & (bundle.topics > 0)
+            totals = {**totals, "bundles": np.bincount(owner[served], minlength=len(self.brokers))}
         served_ids = np.flatnonzero(served)
         owners_of_served = owner[served_ids]
         up = self.broker_up

@@ -209,3 +209,32 @@ def test_refresh_interval_batches_report_changes_but_not_registrations():
     batched.run()
     # the start, at most one per 10 minutes of reports, and the registration at 7m at once
     assert batched.refreshes <= 1 + 3 + 1
+
+
+@pytest.mark.parametrize("idle_listed", [True, False])
+def test_a_report_lists_idle_owned_bundles_unless_pulsars_rule_is_set(idle_listed):
+    """brokerlbReportOwnedIdleBundles (default true): every owned bundle is in its owner's report;
+    false, as Pulsar: only bundles with topics (numBundles counts those). A single-topic bundle split
+    in two leaves one child owned and idle."""
+    s = scenario(namespaces=[{"name": "t/one", "bundles": 1, "topics": 1}], minutes=5)
+    conf = {
+        "brokerlbReportOwnedIdleBundles": idle_listed,
+        "loadBalancerAutoUnloadSplitBundlesEnabled": False,  # both children stay owned
+        "loadBalancerReportUpdateMaxIntervalMinutes": 1,  # every broker writes every cycle
+    }
+    sim = Simulation(s, config_overrides=conf, leader_factory=ScriptedLeader, validate=True)
+    ScriptedLeader.splits[T0 + 60_000] = [
+        Decision(bundle="t/one/0x00000000_0xffffffff", reason="Topics", boundaries=(0x80000000,))
+    ]
+    sim.run()
+    owned = {
+        sim.topology.bundle_names[int(b)] for b in np.flatnonzero(sim.ownership.state == BundleState.OWNED)
+    }
+    assert owned == {"t/one/0x00000000_0x80000000", "t/one/0x80000000_0xffffffff"}
+    reports = [b.report for b in sim.brokers if b.report is not None]
+    listed = {name: stats for r in reports for name, stats in r.last_stats.items()}
+    assert sum(r.num_bundles for r in reports) == len(listed)
+    if idle_listed:
+        assert set(listed) == owned and sorted(s.topics for s in listed.values()) == [0, 1]
+    else:
+        assert len(listed) == 1 and set(listed) < owned and all(s.topics == 1 for s in listed.values())
