@@ -135,6 +135,12 @@ class ProcessCluster:
             raise
         return self
 
+    async def add_broker(self) -> str:
+        """Start one more broker process (a scale-out); returns its id once it is ready."""
+        self.count += 1
+        await self._start_one(len(self.processes))
+        return self.broker_ids[-1]
+
     async def _start_one(self, index: int) -> None:
         web = free_port()
         settings = {**self.overrides, "webServicePort": web, "brokerServicePort": 0}  # the port is printed

@@ -22,7 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ProducerLoad", "ConsumerLoad", "DeliveryReport", "delivery_report", "quiet_logger"]
+__all__ = [
+    "ProducerLoad",
+    "ConsumerLoad",
+    "OfficialTraffic",
+    "DeliveryReport",
+    "delivery_report",
+    "quiet_logger",
+]
 
 
 def quiet_logger() -> Any:
@@ -213,5 +220,98 @@ class ConsumerLoad(threading.Thread):
         finally:
             try:
                 consumer.close()
+            except Exception:
+                pass
+
+
+class OfficialTraffic:
+    """One producer per topic at its rate and one consumer per topic and subscription, on two clients
+    (producers and consumers on separate connections), with the accounting of :func:`delivery_report`.
+
+    Every method blocks (the official client's calls do): tests with brokers on their own event
+    loop call them through ``asyncio.to_thread``. ``timeout`` only guards against hanging.
+    """
+
+    def __init__(
+        self,
+        service_url: str,
+        rates: dict[str, float],
+        *,
+        subscriptions: tuple[str, ...] = ("audit",),
+        timeout: float = 120.0,
+    ) -> None:
+        self.service_url = service_url
+        self.rates = dict(rates)
+        self.subscriptions = subscriptions
+        self.timeout = timeout
+        self.clients: list[Any] = []
+        self.producers: dict[str, ProducerLoad] = {}
+        self.consumers: list[ConsumerLoad] = []
+
+    def start(self) -> OfficialTraffic:
+        """Subscribe first (every acknowledged message then has a subscription), then produce."""
+        import pulsar
+
+        for _ in range(2):
+            self.clients.append(
+                pulsar.Client(
+                    self.service_url, operation_timeout_seconds=int(self.timeout), logger=quiet_logger()
+                )
+            )
+        for topic in self.rates:
+            for subscription in self.subscriptions:
+                consumer = ConsumerLoad(self.clients[1], topic, subscription)
+                consumer.start()
+                self.consumers.append(consumer)
+        for consumer in self.consumers:
+            consumer.started.wait(self.timeout)
+            if consumer.failure is not None:
+                raise consumer.failure
+        for i, (topic, rate) in enumerate(self.rates.items()):
+            producer = ProducerLoad(self.clients[0], topic, f"m{i}", rate=rate)
+            producer.start()
+            self.producers[topic] = producer
+        for producer in self.producers.values():
+            producer.started.wait(self.timeout)
+            if producer.failure is not None:
+                raise producer.failure
+        return self
+
+    def acked(self) -> int:
+        return sum(len(p.acked) for p in self.producers.values())
+
+    def stop_producing(self) -> None:
+        for producer in self.producers.values():
+            producer.finish()
+        for producer in self.producers.values():
+            producer.join(self.timeout)
+
+    def all_received(self) -> bool:
+        """Has every subscription received every message acknowledged to its topic's producer?"""
+        return all(self.producers[c.topic].acked <= c.snapshot().keys() for c in self.consumers)
+
+    def reports(self) -> list[DeliveryReport]:
+        return [
+            delivery_report(self.producers[c.topic].acked, c.snapshot(), self.producers[c.topic].sent)
+            for c in self.consumers
+        ]
+
+    def failures(self) -> list[str]:
+        """Producer and consumer failures and send errors (none expected)."""
+        out = [f"{p.topic}: {p.failure!r}" for p in self.producers.values() if p.failure is not None]
+        out += [f"{p.topic}: {e}" for p in self.producers.values() for e in p.errors[:3]]
+        out += [f"{c.topic} {c.subscription}: {c.failure!r}" for c in self.consumers if c.failure is not None]
+        return out
+
+    def close(self) -> None:
+        """Stop producing and consuming and close the clients (also after a failure)."""
+        self.stop_producing()
+        for consumer in self.consumers:
+            consumer.finish()
+        for consumer in self.consumers:
+            consumer.join(self.timeout)
+        for client in self.clients:
+            try:
+                client.close()
             except Exception:
                 pass

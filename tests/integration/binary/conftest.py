@@ -16,7 +16,8 @@ import pytest
 import pytest_asyncio
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.testing.clusters import InProcessCluster
+from brokerlb.coordination import open_store
+from brokerlb.testing.clusters import InProcessCluster, ProcessCluster
 from brokerlb.testing.official_client import quiet_logger
 
 pulsar = pytest.importorskip("pulsar")
@@ -46,6 +47,23 @@ async def namespace(cluster: InProcessCluster) -> AsyncIterator[str]:
     async with AsyncAdminClient(cluster.urls[0]) as admin:
         await admin.create_namespace(name, num_bundles=4)
     yield name
+
+
+async def zk_process_cluster(zk_server: Any, overrides: dict[str, Any], prefix: str) -> ProcessCluster:
+    """Three ``brokerlb broker`` processes on the test ZooKeeper, in a chroot of their own."""
+    chroot = f"/{prefix}-{uuid.uuid4().hex[:10]}"
+    root = open_store(zk_server.url, session_timeout=10.0)
+    await root.start()
+    try:
+        await root.ensure_path(chroot)
+    finally:
+        await root.close()
+    return await ProcessCluster(f"zk:{zk_server.hosts}{chroot}", 3, overrides).start()
+
+
+def process_service_url(cluster: ProcessCluster) -> str:
+    """``pulsar://`` naming every broker process (the client tries the next when one is down)."""
+    return "pulsar://" + ",".join(u.removeprefix("pulsar://") for u in cluster.binary_urls)
 
 
 def service_urls(cluster: InProcessCluster) -> dict[str, str]:

@@ -11,19 +11,17 @@ import asyncio
 import random
 import shutil
 import tempfile
-import uuid
 from typing import Any
 
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.coordination import open_store
 from brokerlb.errors import BrokerLBError
 from brokerlb.testing.clusters import ProcessCluster
 from brokerlb.testing.official_client import ConsumerLoad, ProducerLoad, delivery_report, quiet_logger
 from brokerlb.testing.waiting import eventually
 
-from .conftest import off_loop, pulsar
+from .conftest import off_loop, process_service_url, pulsar, zk_process_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.asyncio(loop_scope="function")]
 
@@ -48,14 +46,7 @@ OVERRIDES = {
 
 
 async def zk_cluster(zk_server: Any) -> ProcessCluster:
-    chroot = f"/binary-e2e-{uuid.uuid4().hex[:10]}"
-    root = open_store(zk_server.url, session_timeout=10.0)
-    await root.start()
-    try:
-        await root.ensure_path(chroot)
-    finally:
-        await root.close()
-    return await ProcessCluster(f"zk:{zk_server.hosts}{chroot}", 3, OVERRIDES).start()
+    return await zk_process_cluster(zk_server, OVERRIDES, "binary-e2e")
 
 
 async def planned_moves(cluster: ProcessCluster, namespace: str, count: int, seed: int) -> dict[str, int]:
@@ -95,7 +86,7 @@ async def _run(cluster: ProcessCluster, capsys: pytest.CaptureFixture[str]) -> N
     try:
         async with AsyncAdminClient(cluster.urls[0]) as admin:
             await admin.create_namespace(namespace, num_bundles=8)
-        service_url = "pulsar://" + ",".join(u.removeprefix("pulsar://") for u in cluster.binary_urls)
+        service_url = process_service_url(cluster)
         for _ in range(2):  # producers and consumers on separate clients (connections)
             clients.append(
                 await off_loop(
