@@ -190,6 +190,13 @@ class ClusterView:
         return {}
 
     @cached_property
+    def derived(self) -> dict[str, Any]:
+        """What other modules derive from this view and keep with it, by name (its placement
+        context: :func:`~brokerlb.loadbalance.placement.context.context_for`). Kept on the view,
+        it lives as long as the view and no longer."""
+        return {}
+
+    @cached_property
     def _system_namespaces(self) -> dict[str, bool]:
         return {}
 

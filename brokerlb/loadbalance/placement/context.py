@@ -19,7 +19,6 @@ so the next placement counts it. The view itself is never modified.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -364,12 +363,11 @@ class PlacementContext:
                 counts[broker] = counts.get(broker, 0) + 1
 
 
-_CONTEXTS: weakref.WeakKeyDictionary[ClusterView, PlacementContext] = weakref.WeakKeyDictionary()
-
-
 def context_for(view: ClusterView) -> PlacementContext:
-    """The view's cached context (never preallocated into: use a fresh one to preallocate)."""
-    context = _CONTEXTS.get(view)
+    """The view's cached context (never preallocated into: use a fresh one to preallocate). It is
+    kept on the view (:attr:`ClusterView.derived`), so it goes when the view goes -- a cache
+    outside the view would keep every view alive through its context."""
+    context = view.derived.get("placement_context")
     if context is None:
-        context = _CONTEXTS[view] = PlacementContext(view)
+        context = view.derived["placement_context"] = PlacementContext(view)
     return context

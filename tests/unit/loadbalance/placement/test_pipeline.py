@@ -300,3 +300,19 @@ def test_every_strategy_places_through_the_pipeline(strategy: str) -> None:
     )
     decision = place(view, "t/a/0x00000000_0xffffffff", strategy=strategy, seed=random.Random(1).randrange(9))
     assert decision.broker in ("b1:8080", "b2:8080")
+
+
+def test_the_cached_context_of_a_view_goes_with_the_view() -> None:
+    """``context_for`` caches one context per view without keeping the view alive (the leader
+    builds a view per step: a cache that held them all would hold every old report)."""
+    import gc
+    import weakref
+
+    from brokerlb.loadbalance.placement import context_for
+
+    view = ClusterView(load_data=load_data([broker("b1:8080"), broker("b2:8080")]))
+    assert context_for(view) is context_for(view)
+    gone = weakref.ref(view)
+    del view
+    gc.collect()
+    assert gone() is None
