@@ -148,6 +148,11 @@ class JsonObject:
             return []
         if not isinstance(value, list | tuple):
             raise invalid(self.field(key), value, "expected a list of strings")
+        for item in value:
+            if not isinstance(item, str):
+                break
+        else:
+            return list(value)
         return [check_str(item, f"{self.field(key)}[{i}]", optional=False) for i, item in enumerate(value)]  # type: ignore[misc]
 
     def entries(self, key: str) -> Iterator[tuple[str, Any, str]]:

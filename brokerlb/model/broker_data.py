@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from brokerlb.model._validate import JsonObject, check_count, check_non_negative, check_str, invalid
-from brokerlb.model.bundle_stats import NamespaceBundleStats
+from brokerlb.model.bundle_stats import NamespaceBundleStats, stats_map_from_json
 from brokerlb.model.resources import ResourceUsage, SystemResourceUsage
 from brokerlb.model.usage import (
     max_usage,
@@ -386,10 +386,7 @@ class LocalBrokerData:
         for attr, key in _TOTAL_FIELDS:
             values[attr] = obj.rate(key)
         values["last_update"] = obj.timestamp("lastUpdate")
-        values["last_stats"] = {
-            bundle: NamespaceBundleStats.from_json(item, item_path)
-            for bundle, item, item_path in obj.entries("lastStats")
-        }
+        values["last_stats"] = stats_map_from_json(obj.raw("lastStats"), obj.field("lastStats"))
         for attr, key in _COUNT_FIELDS:
             values[attr] = obj.count(key)
         for attr, key in _SET_FIELDS:

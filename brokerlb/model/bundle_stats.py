@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from brokerlb.model._validate import JsonObject, check_count, check_non_negative
+from brokerlb.model._validate import JsonObject, check_count, check_non_negative, invalid
 
 __all__ = [
     "NamespaceBundleStats",
@@ -52,6 +52,7 @@ __all__ = [
     "bundle_namespace",
     "compare_with_thresholds",
     "java_round",
+    "stats_map_from_json",
 ]
 
 #: Messages/s assumed, in and out, for a bundle with no history (``ModularLoadManagerImpl``).
@@ -164,11 +165,95 @@ class NamespaceBundleStats:
     @classmethod
     def from_json(cls, data: Mapping[str, Any], path: str = "") -> NamespaceBundleStats:
         """Read Pulsar's JSON; missing keys are 0, unknown keys are ignored."""
+        stats = _read_plain(data)
+        return stats if stats is not None else cls._read_checked(data, path)
+
+    @classmethod
+    def _read_checked(cls, data: Mapping[str, Any], path: str) -> NamespaceBundleStats:
         obj = JsonObject(data, path)
         stats = object.__new__(cls)  # every value is checked by the reader: skip __post_init__
         for attr, key, is_count in _FIELDS:
             object.__setattr__(stats, attr, obj.count(key) if is_count else obj.rate(key))
         return stats
+
+
+_new = object.__new__
+_INF = math.inf
+(
+    _set_rate_in,
+    _set_throughput_in,
+    _set_rate_out,
+    _set_throughput_out,
+    _set_consumers,
+    _set_producers,
+    _set_topics,
+    _set_cache_size,
+) = (getattr(NamespaceBundleStats, attr).__set__ for attr, _, _ in _FIELDS)
+
+
+def _read_plain(data: Any) -> NamespaceBundleStats | None:
+    """The sample of a JSON object whose values are all plain -- rates finite non-negative floats,
+    counts non-negative ints, missing keys 0 -- as Pulsar and brokerlb write them; ``None`` for
+    anything else (the checked reader then accepts it or names what is wrong). A report holds a
+    sample per bundle, and the leader reads every report a broker writes: this is its hot path."""
+    if type(data) is not dict:
+        return None
+    get = data.get
+    rate_in = get("msgRateIn", 0.0)
+    throughput_in = get("msgThroughputIn", 0.0)
+    rate_out = get("msgRateOut", 0.0)
+    throughput_out = get("msgThroughputOut", 0.0)
+    consumers = get("consumerCount", 0)
+    producers = get("producerCount", 0)
+    topics = get("topics", 0)
+    cache_size = get("cacheSize", 0)
+    if not (
+        type(rate_in) is float
+        and type(throughput_in) is float
+        and type(rate_out) is float
+        and type(throughput_out) is float
+        and 0.0 <= rate_in < _INF  # NaN fails every comparison
+        and 0.0 <= throughput_in < _INF
+        and 0.0 <= rate_out < _INF
+        and 0.0 <= throughput_out < _INF
+        and type(consumers) is int
+        and type(producers) is int
+        and type(topics) is int
+        and type(cache_size) is int
+        and consumers >= 0
+        and producers >= 0
+        and topics >= 0
+        and cache_size >= 0
+    ):
+        return None
+    stats: NamespaceBundleStats = _new(NamespaceBundleStats)  # frozen: the slots are set directly
+    _set_rate_in(stats, rate_in + 0.0)  # + 0.0 turns -0.0 into 0.0, as check_non_negative does
+    _set_throughput_in(stats, throughput_in + 0.0)
+    _set_rate_out(stats, rate_out + 0.0)
+    _set_throughput_out(stats, throughput_out + 0.0)
+    _set_consumers(stats, consumers)
+    _set_producers(stats, producers)
+    _set_topics(stats, topics)
+    _set_cache_size(stats, cache_size)
+    return stats
+
+
+def stats_map_from_json(value: Any, path: str) -> dict[str, NamespaceBundleStats]:
+    """A ``lastStats`` JSON object (bundle -> sample) read with :meth:`NamespaceBundleStats.from_json`;
+    ``path`` names it in errors (a missing map is empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise invalid(path, value, "expected a JSON object")
+    out: dict[str, NamespaceBundleStats] = {}
+    for name, item in value.items():
+        if not isinstance(name, str):
+            raise invalid(path, name, "keys must be strings")
+        stats = _read_plain(item)
+        out[name] = (
+            stats if stats is not None else NamespaceBundleStats._read_checked(item, f"{path}[{name}]")
+        )
+    return out
 
 
 def compare_with_thresholds(a: NamespaceBundleStats, b: NamespaceBundleStats) -> int:

@@ -176,3 +176,55 @@ def test_json_round_trip(s):
 def test_bundle_namespace():
     assert bundle_namespace("pulsar/system/0x00000000_0xffffffff") == "pulsar/system"
     assert bundle_namespace("pulsar/use/broker:8080/0x00000000_0xffffffff") == "pulsar/use/broker:8080"
+
+
+_JSON_KEYS = (
+    "msgRateIn",
+    "msgThroughputIn",
+    "msgRateOut",
+    "msgThroughputOut",
+    "consumerCount",
+    "producerCount",
+    "topics",
+    "cacheSize",
+)
+_ANY_JSON_VALUE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-3, max_value=2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 2.0, 2.5, "NaN", "1"]),
+)
+
+
+def _read_or_error(read, data):
+    try:
+        return read(data)
+    except InvalidLoadDataError as exc:
+        return ("error", str(exc))
+
+
+@given(st.dictionaries(st.sampled_from(_JSON_KEYS), _ANY_JSON_VALUE))
+def test_the_plain_fast_reader_agrees_with_the_checked_reader(data):
+    """The leader reads every sample of every report through a fast path for plain values; it
+    must accept exactly what the checked reader accepts and give the same values (or defer)."""
+    from brokerlb.model.bundle_stats import _read_plain
+
+    checked = _read_or_error(lambda d: NamespaceBundleStats._read_checked(d, "s"), data)
+    fast = _read_plain(data)
+    if fast is not None:
+        assert fast == checked
+        assert all(math.copysign(1.0, getattr(fast, f)) == 1.0 for f in ("msg_rate_in", "msg_rate_out"))
+    assert _read_or_error(lambda d: NamespaceBundleStats.from_json(d, "s"), data) == checked
+
+
+def test_a_stats_map_names_the_bad_entry():
+    from brokerlb.model.bundle_stats import stats_map_from_json
+
+    good = {"msgRateIn": 1.0}
+    assert stats_map_from_json({"t/ns/0x0_0x1": good}, "lastStats")["t/ns/0x0_0x1"].msg_rate_in == 1.0
+    assert stats_map_from_json(None, "lastStats") == {}
+    with pytest.raises(InvalidLoadDataError, match=r"lastStats\[t/ns/0x0_0x1\]\.topics"):
+        stats_map_from_json({"t/ns/0x0_0x1": {"topics": -1}}, "lastStats")
+    with pytest.raises(InvalidLoadDataError, match="expected a JSON object"):
+        stats_map_from_json([good], "lastStats")
