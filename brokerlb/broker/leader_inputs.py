@@ -2,11 +2,12 @@
 broker's watch-fed caches (memory reads; nothing here waits on the store).
 
 * **reports** -- every registered broker's ``LocalBrokerData`` from the registry cache
-  (``/loadbalance/brokers/*``), decoded once per node version and then handed to the leader as
-  the same object until the broker writes again (the leader's refresh reuses what it already
-  folded for an unchanged report). A node that is empty, not JSON, or not a valid report is
-  skipped with one log line per version: that broker counts as having no report, and the
-  cycle goes on for the others.
+  (``/loadbalance/brokers/*``), read once per node version from the JSON the registry already
+  parsed and then handed to the leader as the same object until the broker writes again (the
+  leader's refresh reuses what it already folded for an unchanged report); the mapping itself
+  is the same object until the registry changes, so a placement does not walk the registry. A
+  node that is empty, not JSON, or not a valid report is skipped with one log line per version:
+  that broker counts as having no report, and the cycle goes on for the others.
 * **namespace policies** -- a live view of the namespace bundles cache (anti-affinity group and
   bundles of every namespace a lookup or a report has loaded);
 * **isolation policies and failure domains** -- the cluster policies cache;
@@ -16,9 +17,9 @@ broker's watch-fed caches (memory reads; nothing here waits on the store).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.policies_cache import ClusterPoliciesCache
@@ -65,22 +66,31 @@ class LeaderInputs:
         self._namespaces = NamespacePoliciesView(bundles)
         #: broker -> (node mzxid, its decoded report or None when unreadable)
         self._decoded: dict[str, tuple[int, LocalBrokerData | None]] = {}
+        #: the last mapping returned, and the registry version it was built at
+        self._reports: dict[str, LocalBrokerData | None] = {}
+        self._reports_version = -1
 
-    def reports(self) -> dict[str, LocalBrokerData | None]:
-        """Every registered broker's latest report (``None``: missing or unreadable)."""
+    def reports(self) -> Mapping[str, LocalBrokerData | None]:
+        """Every registered broker's latest report (``None``: missing or unreadable). The same
+        mapping is returned until the registry changes: read it, never change it."""
+        registry = self._registry
+        version = registry.version
+        if version == self._reports_version:
+            return self._reports
         out: dict[str, LocalBrokerData | None] = {}
-        for broker in self._registry.available_brokers():
-            node = self._registry.broker_node(broker)
+        for broker in registry.available_brokers():
+            node = registry.broker_node(broker)
             if node is None:
                 out[broker] = None
                 continue
             cached = self._decoded.get(broker)
             if cached is None or cached[0] != node.stat.mzxid:
-                cached = (node.stat.mzxid, _decode(broker, node.data))
+                cached = (node.stat.mzxid, _decode(broker, registry.broker_json(broker)))
                 self._decoded[broker] = cached
             out[broker] = cached[1]
         for gone in set(self._decoded) - set(out):
             del self._decoded[gone]
+        self._reports, self._reports_version = out, version
         return out
 
     def current(self) -> ClusterInputs:
@@ -93,10 +103,10 @@ class LeaderInputs:
         )
 
 
-def _decode(broker: str, data: bytes) -> LocalBrokerData | None:
-    """A report node's data, or ``None`` (logged) when it is not a readable ``LocalBrokerData``."""
+def _decode(broker: str, value: Any) -> LocalBrokerData | None:
+    """A report node's parsed JSON as a report, or ``None`` (logged) when it is not a readable
+    ``LocalBrokerData``."""
     try:
-        value = json.loads(data) if data else None
         if not isinstance(value, dict):
             raise ValueError(f"expected a JSON object, got {type(value).__name__}")
         return LocalBrokerData.from_json(value, f"/loadbalance/brokers/{broker}")

@@ -69,6 +69,11 @@ class LoadManager:
         self._refreshing = asyncio.Lock()
         self._blocked: dict[str, str] = {}
         self._listeners: list[Callable[[PlacementDecision], None]] = []
+        #: broker -> (the report last seen, the namespaces its bundles are in)
+        self._report_namespaces: dict[str, tuple[LocalBrokerData, frozenset[str]]] = {}
+        #: (reports mapping, leader refreshes) at which the leader's brokers were last found to be
+        #: those with a report (placement refreshes first when they are not)
+        self._in_step: tuple[Mapping[str, LocalBrokerData | None], int] | None = None
 
     # ------------------------------------------------------------------ load data
 
@@ -103,9 +108,22 @@ class LoadManager:
         return stored, quotas
 
     async def _load_namespaces(self, reports: Mapping[str, LocalBrokerData | None]) -> None:
-        """Load the namespaces the reports mention into the bundles cache (groups, bundle counts)."""
-        namespaces = {bundle_namespace(b) for r in reports.values() if r is not None for b in r.last_stats}
+        """Load the namespaces the reports mention into the bundles cache (groups, bundle counts);
+        a report's namespaces are listed once per report, not at every refresh."""
+        known = self._report_namespaces
+        namespaces: set[str] = set()
+        for broker, report in reports.items():
+            if report is None:
+                continue
+            seen = known.get(broker)
+            if seen is None or seen[0] is not report:
+                seen = known[broker] = (report, frozenset(map(bundle_namespace, report.last_stats)))
+            namespaces |= seen[1]
+        for gone in [b for b in known if reports.get(b) is None]:
+            del known[gone]
         for ns in sorted(namespaces):
+            if self._bundles.policy_of(ns) is not None:
+                continue  # loaded (the cache follows its changes)
             try:
                 await self._bundles.get(ns)
             except BrokerLBError:
@@ -124,9 +142,7 @@ class LoadManager:
         if why is not None:
             raise ServiceUnavailableError(f"Bundle {name} is {why}; try again")
         inputs = self.inputs.current()
-        if self.leader.refreshes == 0 or set(self.leader.load_state.load_data.broker_data) != {
-            b for b, r in inputs.reports.items() if r is not None
-        }:
+        if not self._leader_in_step(inputs):
             await self.refresh()
             inputs = self.inputs.current()
         decision = self.leader.place(self._clock.now_ms(), name, inputs)
@@ -140,6 +156,21 @@ class LoadManager:
             raise NoBrokerAvailableError(f"No broker available for {name}: {decision.reason}{detail}")
         logger.debug("Placed %s on %s (%s)", name, decision.broker, decision.reason)
         return decision.broker
+
+    def _leader_in_step(self, inputs: ClusterInputs) -> bool:
+        """Whether the leader has refreshed and knows exactly the brokers that have a report."""
+        leader = self.leader
+        if leader.refreshes == 0:
+            return False
+        key = (inputs.reports, leader.refreshes)
+        if self._in_step is not None and self._in_step[0] is key[0] and self._in_step[1] == key[1]:
+            return True
+        if set(leader.load_state.load_data.broker_data) != {
+            b for b, r in inputs.reports.items() if r is not None
+        }:
+            return False
+        self._in_step = key
+        return True
 
     def add_placement_listener(self, listener: Callable[[PlacementDecision], None]) -> Callable[[], None]:
         """``listener(decision)`` after every placement this broker decides; returns a remover."""

@@ -86,6 +86,8 @@ class BrokerRegistry:
         self._reports: dict[str, dict[str, Any]] = {}
         #: path of an unreadable node -> the data version already logged
         self._bad: dict[str, int] = {}
+        #: bumped at every change of a broker node (joined, rewritten, left)
+        self.version = 0
 
     # ------------------------------------------------------------------ life cycle
     async def start(self) -> BrokerRegistry:
@@ -231,6 +233,7 @@ class BrokerRegistry:
             event = RegistryEvent(RegistryEventKind.UPDATED, broker_id, node.data)
         else:
             event = RegistryEvent(RegistryEventKind.JOINED, broker_id, node.data)
+        self.version += 1
         if node is None:
             self._known.discard(broker_id)
             self._reports.pop(broker_id, None)

@@ -55,6 +55,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain, filterfalse
 
 from brokerlb.config import ServiceConfig, is_extensible_load_manager
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
@@ -208,8 +209,9 @@ class Leader:
 
     def new_bundles(self, inputs: ClusterInputs) -> set[str]:
         """Bundles the next refresh sees for the first time (their stored history is read first)."""
-        known = self.load_state.load_data.bundle_data
-        return {b for r in inputs.reports.values() if r is not None for b in r.last_stats if b not in known}
+        known = self.load_state.load_data.bundle_data.__contains__
+        reports = (r.last_stats for r in inputs.reports.values() if r is not None)
+        return set(chain.from_iterable(filterfalse(known, stats) for stats in reports))
 
     def refresh(
         self,
@@ -223,8 +225,11 @@ class Leader:
         from ``stored(bundle)`` (default: the histories handed to this leader at start), else from
         its legacy ``stored_quota(bundle)``, else from the default."""
         if self.splitting:  # a split is done for the leader once no report lists the bundle
-            reported = {b for r in inputs.reports.values() if r is not None for b in r.last_stats}
-            self.splitting &= reported
+            still = set()
+            for report in inputs.reports.values():
+                if report is not None:
+                    still |= self.splitting.intersection(report.last_stats)
+            self.splitting = still
         result = refresh(
             self.load_state,
             inputs.reports,

@@ -39,6 +39,9 @@ class _Inputs:
 
 
 class _NoNamespaces:
+    def policy_of(self, namespace: str) -> None:
+        return None  # nothing loaded
+
     async def get(self, namespace: str) -> None:
         raise NamespaceNotFoundError(f"Namespace {namespace} does not exist")
 
