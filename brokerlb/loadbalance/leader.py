@@ -179,6 +179,7 @@ class Leader:
         self.splitting: set[str] = set()
         self._stored = dict(stored_bundle_data or {})
         self._context: PlacementContext | None = None
+        self._last_context: PlacementContext | None = None
         self._context_key: tuple[int, int] = (-1, -1)
         #: refreshes done by this leader
         self.refreshes = 0
@@ -344,8 +345,10 @@ class Leader:
         context is rebuilt each time)."""
         key = (self.refreshes, inputs.policies_version)
         if self._context is None or self._context_key != key or self._extensible:
-            self._context = PlacementContext(self.view(now_ms, inputs))
+            # the previous context lends the figures of brokers whose report did not change
+            self._context = PlacementContext(self.view(now_ms, inputs), previous=self._last_context)
             self._context_key = key
+            self._last_context = self._context
         return self._context
 
     def place(
@@ -388,8 +391,12 @@ class Leader:
         load_data.bundle_data.setdefault(bundle, data)
         broker_data.preallocated_bundle_data[bundle] = data
         self.load_state.preallocated(bundle, broker)
-        ranges = self.load_state.namespace_bundle_ranges.setdefault(broker, {})
-        ranges.setdefault(bundle_namespace(bundle), set()).add(bundle.rpartition("/")[2])
+        # the broker's map is replaced, not changed in place (LeaderLoadState.namespace_bundle_ranges)
+        all_ranges = self.load_state.namespace_bundle_ranges
+        ranges = dict(all_ranges.get(broker, {}))
+        namespace = bundle_namespace(bundle)
+        ranges[namespace] = {*ranges.get(namespace, ()), bundle.rpartition("/")[2]}
+        all_ranges[broker] = ranges
 
     # ------------------------------------------------------------------ observing
 

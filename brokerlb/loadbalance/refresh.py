@@ -54,6 +54,7 @@ import numpy as np
 
 from brokerlb.config import ServiceConfig
 from brokerlb.loadbalance.fold import FoldCache, FoldSummary, Segment
+from brokerlb.loadbalance.range_counts import NamespaceRangeCounts
 from brokerlb.loadbalance.tracked import TrackedDict
 from brokerlb.loadbalance.view import ClusterView
 from brokerlb.model import (
@@ -86,7 +87,8 @@ class LeaderLoadState:
     * ``load_data`` -- brokers, bundle histories, recently unloaded bundles;
     * ``preallocated_bundle_to_broker`` -- bundle -> broker it was just assigned to;
     * ``namespace_bundle_ranges`` -- broker -> namespace -> bundle ranges it holds
-      (``brokerToNamespaceToBundleRange``: reported plus preallocated).
+      (``brokerToNamespaceToBundleRange``: reported plus preallocated). A broker's map is
+      replaced, never changed in place, when its ranges change (``range_counts`` relies on it).
     """
 
     load_data: LoadData = field(default_factory=LoadData)
@@ -99,6 +101,8 @@ class LeaderLoadState:
     #: broker -> (its BrokerData, the namespace map built for it) when built without
     #: preallocations (reused while exact; see ``_namespace_ranges``)
     built_ranges: dict[str, tuple[BrokerData, dict[str, set[str]]]] = field(default_factory=dict, repr=False)
+    #: ``namespace_bundle_ranges`` turned around (namespace -> broker -> ranges), synced per view
+    range_counts: NamespaceRangeCounts = field(default_factory=NamespaceRangeCounts, repr=False)
     #: refreshes so far; broker -> the refresh that first folded its current report; bundle ->
     #: the refresh its preallocation followed (``keep_preallocations`` drops a preallocation a
     #: later report of another broker lists)
@@ -118,6 +122,7 @@ class LeaderLoadState:
             now_ms=now_ms,
             load_data=self.load_data,
             bundle_ranges=self.namespace_bundle_ranges,
+            range_counts=self.range_counts.sync(self.namespace_bundle_ranges),
             fold_summary=self.fold_summary,
             **extra,
         )

@@ -52,6 +52,7 @@ from brokerlb.loadbalance.policies import (
     NamespacePolicy,
     policy_for_namespace,
 )
+from brokerlb.loadbalance.range_counts import count_ranges
 from brokerlb.model import (
     BrokerData,
     BrokerLoadData,
@@ -99,6 +100,10 @@ class ClusterView:
     #: broker -> namespace -> bundle ranges, when the caller keeps it (a leader's refresh does);
     #: ``None``: computed from ``load_data`` on first use
     bundle_ranges: Mapping[str, Mapping[str, AbstractSet[str]]] | None = None
+    #: namespace -> broker -> number of its ranges there, when the caller keeps it in step with
+    #: ``bundle_ranges`` (a leader does: :mod:`brokerlb.loadbalance.range_counts`); ``None``:
+    #: computed from ``namespace_bundle_ranges`` on first use
+    range_counts: Mapping[str, Mapping[str, int]] | None = None
     #: what the leader's last refresh folded, when the caller keeps it (a split-check prefilter,
     #: used only while it still describes ``load_data``; :mod:`brokerlb.loadbalance.fold`)
     fold_summary: FoldSummary | None = None
@@ -186,14 +191,14 @@ class ClusterView:
         return is_system_service_namespace(bundle_namespace(bundle))
 
     @cached_property
-    def _reported_cache(self) -> dict[str, frozenset[str]]:
-        return {}
-
-    @cached_property
     def derived(self) -> dict[str, Any]:
         """What other modules derive from this view and keep with it, by name (its placement
         context: :func:`~brokerlb.loadbalance.placement.context.context_for`). Kept on the view,
         it lives as long as the view and no longer."""
+        return {}
+
+    @cached_property
+    def _reported_cache(self) -> dict[str, frozenset[str]]:
         return {}
 
     @cached_property
@@ -301,6 +306,15 @@ class ClusterView:
                         ranges = per_ns[namespace] = set()
                     ranges.add(bundle_range)
         return out
+
+    @cached_property
+    def namespace_range_counts(self) -> Mapping[str, Mapping[str, int]]:
+        """namespace -> broker -> how many of the namespace's ranges the broker holds (brokers
+        holding none are absent): :attr:`namespace_bundle_ranges` turned around. A leader passes
+        the counts it keeps (``range_counts``); otherwise they are computed here. Read-only."""
+        if self.range_counts is not None:
+            return self.range_counts
+        return count_ranges(self.namespace_bundle_ranges)
 
     @cached_property
     def _bundles_by_namespace(self) -> dict[str, set[str]]:

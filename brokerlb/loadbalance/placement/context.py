@@ -48,12 +48,17 @@ if TYPE_CHECKING:
 __all__ = ["PlacementContext", "context_for"]
 
 _MISSING = object()
+_NO_COUNTS: Mapping[str, int] = {}
 
 
 class PlacementContext:
     """Per-view placement indexes (module docstring). Not thread-safe."""
 
-    def __init__(self, view: ClusterView) -> None:
+    def __init__(self, view: ClusterView, *, previous: PlacementContext | None = None) -> None:
+        """``previous``: the context of an earlier view of the same leader; a broker's usage
+        figures are taken from it when the broker's report is the same object (reports are not
+        changed in place once handed to the leader), so a rebuild after a refresh computes them
+        only for the brokers that wrote a new report."""
         self.view = view
         conf = view.config
         self.config = conf
@@ -71,27 +76,44 @@ class PlacementContext:
         self.weighted_usage: dict[str, float] = {}
         self.long_term_rate: dict[str, float] = {}
         self.reported_topics: dict[str, int] = {}
+        #: brokers with preallocations only (absent: none)
         self.preallocated_rate: dict[str, float] = {}
         self.preallocated_topics: dict[str, int] = {}
         self.preallocated: dict[str, str] = {}
         self.preallocated_data: dict[str, dict[str, BundleData]] = {}
         w = self.weights
+        #: broker -> (its report, max usage, weighted usage, simple name of its load manager
+        #: class or None): what a later context may reuse
+        self._usage: dict[str, tuple[object, float, float, str | None]] = {}
+        reusable = previous._usage if previous is not None and previous.weights == w else {}
         for broker, data in brokers.items():
             local = data.local_data
-            self.max_usage[broker] = local.max_resource_usage()
-            self.weighted_usage[broker] = local.max_resource_usage_with_weight(
-                w.cpu, w.memory, w.direct_memory, w.bandwidth_in, w.bandwidth_out
-            )
+            usage = reusable.get(broker)
+            if usage is None or usage[0] is not local:
+                name = local.load_manager_class_name
+                usage = (
+                    local,
+                    local.max_resource_usage(),
+                    local.max_resource_usage_with_weight(
+                        w.cpu, w.memory, w.direct_memory, w.bandwidth_in, w.bandwidth_out
+                    ),
+                    short_class_name(name) if name and name.strip() else None,
+                )
+            self._usage[broker] = usage
+            self.max_usage[broker] = usage[1]
+            self.weighted_usage[broker] = usage[2]
             average = data.time_average_data
             self.long_term_rate[broker] = average.long_term_msg_rate_in + average.long_term_msg_rate_out
             self.reported_topics[broker] = local.num_topics
-            self.preallocated_data[broker] = dict(data.preallocated_bundle_data)
+            preallocated = data.preallocated_bundle_data
+            if not preallocated:
+                continue
+            self.preallocated_data[broker] = dict(preallocated)
             self.preallocated_rate[broker] = sum(
-                d.long_term_data.msg_rate_in + d.long_term_data.msg_rate_out
-                for d in data.preallocated_bundle_data.values()
+                d.long_term_data.msg_rate_in + d.long_term_data.msg_rate_out for d in preallocated.values()
             )
-            self.preallocated_topics[broker] = sum(d.topics for d in data.preallocated_bundle_data.values())
-            for bundle in data.preallocated_bundle_data:
+            self.preallocated_topics[broker] = sum(d.topics for d in preallocated.values())
+            for bundle in preallocated:
                 self.preallocated.setdefault(bundle, broker)
 
         #: LeastLongTermMessageRate score and topic count (with preallocations) per broker
@@ -104,12 +126,10 @@ class PlacementContext:
         #: broker's entry copied the first time a bundle is preallocated to it (copy on write)
         self._view_ranges = view.namespace_bundle_ranges
         self.broker_ranges: dict[str, dict[str, set[str]]] = {}
-        #: namespace -> broker -> number of its ranges there (even spread)
-        self.namespace_counts: dict[str, dict[str, int]] = {}
-        for broker, per_ns in self._view_ranges.items():
-            for ns, ranges in per_ns.items():
-                if ranges:
-                    self.namespace_counts.setdefault(ns, {})[broker] = len(ranges)
+        #: namespace -> broker -> number of its ranges there: the view's counts, with a namespace's
+        #: entry copied the first time a bundle of it is preallocated (copy on write)
+        self._view_counts = view.namespace_range_counts
+        self._own_counts: dict[str, dict[str, int]] = {}
 
         self._usage_samples: dict[str, tuple[float, bool]] | None = None
         self._shared_hosts: dict[str, bool] | None = None
@@ -232,6 +252,11 @@ class PlacementContext:
     def domain_of(self, broker: str) -> str:
         return self.broker_domain.get(broker, DEFAULT_DOMAIN)
 
+    def namespace_counts(self, namespace: str) -> Mapping[str, int]:
+        """broker -> how many ranges of ``namespace`` it holds, preallocations included (even spread)."""
+        own = self._own_counts.get(namespace)
+        return own if own is not None else self._view_counts.get(namespace, _NO_COUNTS)
+
     def anti_affinity_counts(self, namespace: str) -> dict[str, int] | None:
         """Modular ``getAntiAffinityNamespaceOwnedBrokers``: broker -> namespaces of the group it holds."""
         group = self.group_of(namespace)
@@ -243,7 +268,7 @@ class PlacementContext:
             counts = {}
             for ns, policy in self.view.namespace_policies.items():
                 if policy.anti_affinity_group and policy.anti_affinity_group.casefold() == key:
-                    for broker, n in self.namespace_counts.get(ns, {}).items():
+                    for broker, n in self.namespace_counts(ns).items():
                         if n:
                             counts[broker] = counts.get(broker, 0) + 1
             self._group_counts[key] = counts
@@ -308,13 +333,8 @@ class PlacementContext:
         wanted = short_class_name(load_manager)
         matches = self._class_matches.get(wanted)
         if matches is None:
-            matches = frozenset(
-                b
-                for b in self.modular_brokers
-                if (name := self.view.brokers[b].local_data.load_manager_class_name)
-                and name.strip()
-                and short_class_name(name) == wanted
-            )
+            usage = self._usage
+            matches = frozenset(b for b in self.modular_brokers if usage[b][3] == wanted)
             self._class_matches[wanted] = matches
         return matches
 
@@ -354,7 +374,9 @@ class PlacementContext:
         before = len(ranges)
         ranges.add(bundle_range_of(bundle))
         if len(ranges) != before:
-            per_broker = self.namespace_counts.setdefault(namespace, {})
+            per_broker = self._own_counts.get(namespace)
+            if per_broker is None:
+                per_broker = self._own_counts[namespace] = dict(self._view_counts.get(namespace, _NO_COUNTS))
             per_broker[broker] = per_broker.get(broker, 0) + 1
         group = self.group_of(namespace)
         if new_namespace_here and group:

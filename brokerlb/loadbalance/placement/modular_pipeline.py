@@ -103,7 +103,7 @@ def modular_candidates(
     spread = conf.loadBalancerDistributeBundlesEvenlyEnabled if even_spread is None else even_spread
     if spread:
         candidates = remove_most_servicing_brokers_for_namespace(
-            candidates, context.namespace_counts.get(namespace, {})
+            candidates, context.namespace_counts(namespace)
         )
         steps.append(f"even spread of {namespace}: {len(candidates)}")
 

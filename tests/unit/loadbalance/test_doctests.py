@@ -12,6 +12,7 @@ MODULES = [
     "brokerlb.loadbalance.registry",
     "brokerlb.loadbalance.balance_score",
     "brokerlb.loadbalance.policies",
+    "brokerlb.loadbalance.range_counts",
 ]
 
 

@@ -85,6 +85,29 @@ def test_a_placed_bundle_is_preallocated_and_kept_by_the_next_refresh() -> None:
     assert (again.broker, again.reason) == (first.broker, Reason.PREALLOCATED)
 
 
+def test_placement_indexes_rebuilt_between_placements_count_the_earlier_preallocations() -> None:
+    """Even spread reads per-namespace range counts the leader keeps between refreshes; a policy
+    change rebuilds the placement indexes, which must still see every bundle placed before."""
+    bundles = [f"t/spread/0x{i * 0x08000000:08x}_0x{(i + 1) * 0x08000000:08x}" for i in range(12)]
+    busy = NamespaceBundleStats(msg_rate_in=5000.0, topics=1)
+    # the least loaded broker (B1) would take every bundle but for the even spread
+    reports = {
+        B1: broker(B1, cpu=10),
+        B2: broker(B2, cpu=10, bundles={"t/b/0x00000000_0xffffffff": busy}),
+        B3: broker(B3, cpu=10, bundles={"t/c/0x00000000_0xffffffff": busy}),
+    }
+    kept, rebuilt = Leader(B1, rng=random.Random(5)), Leader(B1, rng=random.Random(5))
+    kept.refresh(0, ClusterInputs(reports=reports))
+    rebuilt.refresh(0, ClusterInputs(reports=reports))
+    placed_kept = [kept.place(0, b, ClusterInputs(reports=reports)).broker for b in bundles]
+    placed_rebuilt = [
+        rebuilt.place(0, b, ClusterInputs(reports=reports, policies_version=i)).broker
+        for i, b in enumerate(bundles)
+    ]
+    assert placed_rebuilt == placed_kept
+    assert sorted(placed_kept.count(b) for b in (B1, B2, B3)) == [4, 4, 4]
+
+
 def test_the_refresh_folds_brokers_in_id_order_whatever_order_they_come_in() -> None:
     stats = {BUNDLE: NamespaceBundleStats(msg_rate_in=100.0, topics=2)}
     stale = {BUNDLE: NamespaceBundleStats(msg_rate_in=300.0, topics=2)}
