@@ -10,7 +10,8 @@ as the simulator:
   joining or leaving; changes arriving together are folded into one refresh): the leader's
   ``updateAll`` (:meth:`LoadManager.refresh`), every report read is appended to the
   load-history sink (``brokerlbLoadHistoryDir``; JSON Lines per UTC day), then the modular
-  split check (:func:`~brokerlb.loadbalance.cycle.split_cycle`);
+  split check (:func:`~brokerlb.loadbalance.cycle.split_cycle`; when it decided splits, the
+  placement indexes the leader dropped are built again, off the next lookup's path);
 * **shedding** -- every ``loadBalancerSheddingIntervalMinutes`` (changes not yet folded are
   folded first): :func:`~brokerlb.loadbalance.cycle.shedding_cycle`;
 * **split** -- the extensible manager's split check, every ``loadBalancerSplitIntervalMinutes``;
@@ -300,6 +301,8 @@ class LeaderTasks:
     async def split_once(self, lease: LeaderLease) -> CycleRecord:
         lease.check()
         record = await split_cycle(self.leader, self.actions, self.lm.current_inputs())
+        if record.splits:  # the leader forgot the split bundles and with them its placement indexes
+            self.lm.prepare_placement()
         self.cycles["split"] += 1
         self._publish(record)
         return record

@@ -7,7 +7,9 @@ anything itself:
 * **refresh** -- the leader's ``updateAll`` on the inputs the caches hold
   (:class:`~brokerlb.broker.leader_inputs.LeaderInputs`); first it reads the stored history
   (``/loadbalance/bundle-data``) of bundles the leader has not seen and loads the namespaces the
-  reports mention (their anti-affinity groups). One refresh runs at a time;
+  reports mention (their anti-affinity groups); then it builds the placement indexes of the new
+  load data, so the next lookup does not wait for them (placement reads no clock: where they are
+  built changes no decision). One refresh runs at a time;
 * **placement** (:meth:`LoadManager.place`) -- what a lookup of an unowned bundle calls when this
   broker decides (it leads, or no leader is known: Pulsar's rule). A bundle being merged is not
   placed (503, retriable); otherwise :meth:`Leader.place` answers (a one-shot affinity, else
@@ -83,9 +85,22 @@ class LoadManager:
             first = self.inputs.current()
             stored, quotas = await self._stored_histories(self.leader.new_bundles(first))
             await self._load_namespaces(first.reports)
-            return self.leader.refresh(
-                self._clock.now_ms(), self.inputs.current(), stored=stored.get, stored_quota=quotas.get
+            inputs = self.inputs.current()
+            result = self.leader.refresh(
+                self._clock.now_ms(), inputs, stored=stored.get, stored_quota=quotas.get
             )
+            # the refresh made the leader's brokers exactly those with a report in ``inputs``
+            self._in_step = (inputs.reports, self.leader.refreshes)
+            self.prepare_placement()
+            return result
+
+    def prepare_placement(self) -> None:
+        """Build the placement indexes of the current load data and policies now, if the leader
+        has none, rather than in the next lookup (module docstring). The refresh calls it; so does
+        the leader's split step, whose decided splits drop the indexes. The extensible manager
+        rebuilds them at every placement: nothing to prepare."""
+        if not self.leader.extensible:
+            self.leader.placement_context(self._clock.now_ms(), self.inputs.current())
 
     async def _stored_histories(
         self, bundles: set[str]
