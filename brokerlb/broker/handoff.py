@@ -10,7 +10,10 @@ broker is composed -- it gets the data path, an admin client and three small fun
   leader's placement puts the bundle now (as Pulsar 3.x unloads with a destination). On the
   leader that is its own placement; elsewhere ``GET .../{bundle}/placement`` on the leader
   (a brokerlb extension; nothing is owned by asking). Heartbeat and SLA-monitor namespaces
-  belong to one broker and are never handed over.
+  belong to one broker and are never handed over. A bundle being merged is not handed over
+  (it leaves the ring): its topics' state goes to the broker the leader chose for the merged
+  bundle (:class:`HandOffTarget` with ``hand_over`` false), which takes it when it takes the
+  merged bundle.
 * :meth:`TopicHandOff.follow_owner` -- when the chosen broker could not take the bundle (a
   lookup placed it elsewhere in between), send the state again to the bundle's owner now;
 * :meth:`TopicHandOff.send` -- fence the bundle's topics, export their states
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from brokerlb.broker.data_path import DataPath
@@ -38,7 +42,7 @@ from brokerlb.messaging.handoff import encode_bundle_state
 from brokerlb.naming import TopicName, broker_of_heartbeat_namespace, broker_of_sla_namespace
 from brokerlb.ring import NamespaceBundle
 
-__all__ = ["TopicHandOff", "LEADER_WAIT"]
+__all__ = ["HandOffTarget", "TopicHandOff", "LEADER_WAIT"]
 
 #: Seconds an unload waits for a leader to choose the next owner (a stopping leader's successor).
 LEADER_WAIT = 10.0
@@ -48,6 +52,16 @@ LEADER_POLL = 0.05
 
 async def _none() -> str | None:
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class HandOffTarget:
+    """Where a bundle's topic state goes on an unload: ``broker``; ``hand_over`` -- that broker
+    also takes the bundle at once (false for a part of a merge: the state waits there for the
+    merged bundle)."""
+
+    broker: str
+    hand_over: bool = True
 
 
 logger = logging.getLogger(__name__)
@@ -64,7 +78,7 @@ class TopicHandOff:
         web_url_of: Callable[[str], str | None],
         leader_url: Callable[[], Awaitable[str | None]],
         is_leader: Callable[[], bool],
-        place: Callable[[NamespaceBundle], Awaitable[str]],
+        place: Callable[[NamespaceBundle], Awaitable[HandOffTarget]],
         owner_of: Callable[[NamespaceBundle], Awaitable[str | None]] = lambda bundle: _none(),
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
@@ -93,7 +107,7 @@ class TopicHandOff:
                 return True
         return any(bundle_of(TopicName.parse(name)) == bundle for name in self.data_path.parked)
 
-    async def choose_destination(self, bundle: NamespaceBundle) -> str | None:
+    async def choose_destination(self, bundle: NamespaceBundle) -> HandOffTarget | None:
         namespace = bundle.namespace
         if broker_of_heartbeat_namespace(namespace) or broker_of_sla_namespace(namespace):
             return None
@@ -106,7 +120,9 @@ class TopicHandOff:
                 if url and url.rstrip("/") != self._self_url:
                     answer = await self._admin.at(url).bundle_placement(str(namespace), bundle.range)
                     broker = answer.get("broker") if isinstance(answer, dict) else None
-                    return broker if isinstance(broker, str) and broker else None
+                    if not (isinstance(broker, str) and broker):
+                        return None
+                    return HandOffTarget(broker, hand_over=answer.get("handOver") is not False)
                 # no leader, or still this broker although it left the election (it is stopping):
                 # wait for the next leader
                 if self._clock.monotonic() >= deadline:

@@ -70,6 +70,7 @@ class LoadManager:
         self._clock = clock
         self._refreshing = asyncio.Lock()
         self._blocked: dict[str, str] = {}
+        self._merging_into: dict[str, str] = {}
         self._listeners: list[Callable[[PlacementDecision], None]] = []
         #: broker -> (the report last seen, the namespaces its bundles are in)
         self._report_namespaces: dict[str, tuple[LocalBrokerData, frozenset[str]]] = {}
@@ -200,14 +201,22 @@ class LoadManager:
         """Adjacent bundles were merged: the leader forgets the parts' histories."""
         self.leader.bundle_merged(parts)
 
-    def block(self, bundles: Sequence[str], why: str) -> None:
-        """Refuse to place ``bundles`` (503) until :meth:`unblock` (a merge is under way)."""
+    def block(self, bundles: Sequence[str], why: str, *, merging_into: str | None = None) -> None:
+        """Refuse to place ``bundles`` (503) until :meth:`unblock` (a merge is under way);
+        ``merging_into``: the broker chosen for the merged bundle, where the parts' topic state goes."""
         for bundle in bundles:
             self._blocked[bundle] = why
+            if merging_into is not None:
+                self._merging_into[bundle] = merging_into
 
     def unblock(self, bundles: Sequence[str]) -> None:
         for bundle in bundles:
             self._blocked.pop(bundle, None)
+            self._merging_into.pop(bundle, None)
+
+    def merging_into(self, bundle: str) -> str | None:
+        """The broker chosen for the merged bundle while ``bundle`` is a part of a merge under way."""
+        return self._merging_into.get(bundle)
 
     def describe(self) -> dict[str, Any]:
         """Counters for logs and the demo."""

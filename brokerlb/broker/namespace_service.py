@@ -68,6 +68,7 @@ from brokerlb.errors import (
     NoNodeError,
     PreconditionFailedError,
     RemoteBrokerError,
+    ServiceUnavailableError,
 )
 from brokerlb.loadbalance.leader import is_transfer
 from brokerlb.naming import NamespaceName, TopicName
@@ -90,7 +91,7 @@ class PlacementControl(Protocol):
 
     def bundles_merged(self, parts: Sequence[str]) -> None: ...
 
-    def block(self, bundles: Sequence[str], why: str) -> None: ...
+    def block(self, bundles: Sequence[str], why: str, *, merging_into: str | None = None) -> None: ...
 
     def unblock(self, bundles: Sequence[str]) -> None: ...
 
@@ -278,10 +279,13 @@ class NamespaceService:
         return parts
 
     async def _merge(self, namespace: str, parts: list[NamespaceBundle]) -> MergeOutcome:
-        """Unload the parts, compare-and-set the merged ring, forget the parts' histories, assign
-        the merged bundle (placements of the parts are refused meanwhile)."""
+        """Place the merged bundle, unload the parts (their topics' state goes to that broker;
+        placements of the parts are refused meanwhile), compare-and-set the merged ring, forget the
+        parts' histories, and have the chosen broker take the merged bundle."""
         names = [str(p) for p in parts]
-        self.placement.block(names, "being merged")
+        merged = (await self.bundles.get(namespace)).merged_bundle(parts)
+        chosen = await self._choose(merged)
+        self.placement.block(names, "being merged", merging_into=chosen)
         try:
             await asyncio.gather(*(self._unload_anywhere(p) for p in parts))
             result = await self.metadata.merge_bundles(namespace, parts)
@@ -289,7 +293,7 @@ class NamespaceService:
             self.placement.bundles_merged(names)
             for part in parts:
                 await self.load_data.delete_bundle_data(part)
-            broker = await self._assign(result)
+            broker = await self._assign(result, chosen)
         finally:
             self.placement.unblock(names)
         logger.info("Merged %s into %s (now on %s)", ", ".join(p.range for p in parts), result, broker)
@@ -472,10 +476,22 @@ class NamespaceService:
             return
         await self.admin.at(_base(info.data.http_url)).unload_bundle(str(bundle.namespace), bundle.range)
 
-    async def _assign(self, bundle: NamespaceBundle) -> str | None:
-        """Place and own ``bundle`` now (after a merge); ``None`` if that fails (the next lookup places it)."""
+    async def _choose(self, merged: NamespaceBundle) -> str | None:
+        """The broker a merged bundle goes to, chosen before its parts are unloaded."""
         try:
-            broker = await self.placement.place(bundle)
+            return await self.placement.place(merged)
+        except (NoBrokerAvailableError, ServiceUnavailableError) as exc:
+            logger.warning(
+                "No broker for merged bundle %s yet (%s): its parts' topics start afresh", merged, exc
+            )
+            return None
+
+    async def _assign(self, bundle: NamespaceBundle, chosen: str | None) -> str | None:
+        """Own ``bundle`` now on ``chosen`` (after a merge; placed again if none was chosen);
+        ``None`` if that fails (the next lookup places it)."""
+        try:
+            broker = chosen if chosen is not None else await self.placement.place(bundle)
+            self.placement.set_affinity(str(bundle), broker)  # a lookup meanwhile follows the state
             await self.actions.hand_over(bundle, broker)
             return broker
         except (NoBrokerAvailableError, RemoteBrokerError) as exc:

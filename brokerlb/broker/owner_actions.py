@@ -53,7 +53,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.bundle_ownership import BundleOwnership
@@ -106,6 +106,9 @@ from brokerlb.ring import (
     resolve_split_algorithm,
 )
 
+if TYPE_CHECKING:
+    from brokerlb.broker.handoff import HandOffTarget
+
 __all__ = ["OwnerActions", "SplitOutcome", "StateHandOff", "parse_split_boundaries"]
 
 logger = logging.getLogger(__name__)
@@ -123,7 +126,7 @@ class StateHandOff(Protocol):
 
     def has_state(self, bundle: str) -> bool: ...
 
-    async def choose_destination(self, bundle: NamespaceBundle) -> str | None: ...
+    async def choose_destination(self, bundle: NamespaceBundle) -> HandOffTarget | None: ...
 
     async def send(self, bundle: NamespaceBundle, destination: str) -> bool: ...
 
@@ -263,20 +266,24 @@ class OwnerActions:
             await self._adopt(bundle)
             started = self.states.clock.monotonic()
             target = destination
+            hand_over = True
             hand_off = self.state_hand_off
             if not target and hand_off is not None and hand_off.has_state(name):
-                target = await hand_off.choose_destination(bundle)
+                chosen = await hand_off.choose_destination(bundle)
+                if chosen is not None:
+                    target, hand_over = chosen.broker, chosen.hand_over
             if target:
                 self._targets[name] = target
             if destination:
                 self._announced.add(name)
             try:
-                to = target if target != self.broker_id else None
+                to = target if target != self.broker_id and hand_over else None
                 reason = f"transfer to {destination}" if destination else "unload"
                 if target and not destination:
-                    reason += f" (its topics' state to {target}, as placed)"
+                    how = "as placed" if hand_over else "which takes the merged bundle"
+                    reason += f" (its topics' state to {target}, {how})"
                 await self.states.handle(self._event(Unload, name, "unload", reason, to=to))
-                if target == self.broker_id:  # placed back here: take it again, its state kept
+                if target == self.broker_id and hand_over:  # placed back here: take it again, its state kept
                     await self.acquire(bundle, reason="placed back here with its topics' state")
                     await self.topics.close_bundle(name, self._unload_timeout(), UNLOAD)
             finally:
@@ -521,6 +528,9 @@ class OwnerActions:
             self.topics.fence_bundle(name)  # clients stay connected until the next owner has the bundle
             if self.state_hand_off is not None:
                 await self.state_hand_off.send(bundle, target)
+            if transfer_to is None and target != self.broker_id:  # the state only (a part of a merge):
+                # nobody takes this bundle; its clients look the topics up
+                await self.topics.close_bundle(name, self._unload_timeout(), UNLOAD)
         else:
             await self.topics.close_bundle(name, self._unload_timeout(), UNLOAD)
         await self.ownership.release(bundle)

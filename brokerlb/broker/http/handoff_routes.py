@@ -4,10 +4,12 @@
   topic states (:mod:`brokerlb.messaging.handoff` bytes, ``application/octet-stream``); the
   broker parks them until it serves those topics (204; 400 when the body does not parse or
   names another bundle; 404 when this broker has no data path);
-* ``GET /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/placement`` -- ``{"broker": id}``:
-  where the leader's placement puts the bundle now (307 to the leader from other brokers,
-  503 when there is none). Nothing is owned by asking; the choice is kept as the bundle's
-  one-shot affinity, so a lookup during the hand-off follows it.
+* ``GET /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/placement`` --
+  ``{"broker": id, "handOver": bool}``: where the leader's placement puts the bundle now (307
+  to the leader from other brokers, 503 when there is none). Nothing is owned by asking; the
+  choice is kept as the bundle's one-shot affinity, so a lookup during the hand-off follows it.
+  For a bundle being merged: the broker chosen for the merged bundle, ``handOver`` false (the
+  owner sends it the topics' state and releases the bundle; that broker takes the merged one).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from fastapi import APIRouter, Request, Response
 
+from brokerlb.broker.handoff import HandOffTarget
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response, maybe_redirect, no_content, raw_body
 from brokerlb.broker.redirect import Redirect
@@ -42,14 +45,20 @@ class HandOffPlacement(Protocol):
 
     def set_affinity(self, bundle: str, broker: str) -> None: ...
 
+    def merging_into(self, bundle: str) -> str | None: ...
 
-async def place_for_hand_off(placement: HandOffPlacement, bundle: NamespaceBundle) -> str:
+
+async def place_for_hand_off(placement: HandOffPlacement, bundle: NamespaceBundle) -> HandOffTarget:
     """The placement's choice for ``bundle``, kept as its one-shot affinity: a lookup that comes in
     while the owner hands the bundle over (between its release and the chosen broker taking it)
-    is then placed on the broker that holds the handed-over state, not on another one."""
+    is then placed on the broker that holds the handed-over state, not on another one. A part of
+    a merge under way: the merged bundle's broker, without a hand-over."""
+    merged_on = placement.merging_into(str(bundle))
+    if merged_on is not None:
+        return HandOffTarget(merged_on, hand_over=False)
     broker = str(await placement.place(bundle))
     placement.set_affinity(str(bundle), broker)
-    return broker
+    return HandOffTarget(broker)
 
 
 def handoff_router(
@@ -98,6 +107,7 @@ def handoff_router(
             redirect = maybe_redirect(request, Redirect(leader.service_url.rstrip("/"), False))
             assert redirect is not None
             return redirect
-        return json_response({"broker": await place_for_hand_off(leader_placement, target)})
+        chosen = await place_for_hand_off(leader_placement, target)
+        return json_response({"broker": chosen.broker, "handOver": chosen.hand_over})
 
     return router

@@ -192,3 +192,52 @@ def namespace_in() -> Callable[[InProcessCluster], Awaitable[str]]:
         return name
 
     return create
+
+
+async def test_a_merge_hands_each_parts_topics_to_the_merged_bundles_broker(
+    fresh_cluster: InProcessCluster, namespace_in: Any
+) -> None:
+    """A durable subscription whose consumer is away keeps its backlog through a merge of its
+    topic's bundle with the neighbour: the parts' topic states go to the broker that takes the
+    merged bundle (the leader places it before the parts are unloaded)."""
+    namespace = await namespace_in(fresh_cluster)
+    topic = f"persistent://{namespace}/merged"
+    client = await off_loop(
+        pulsar.Client,
+        service_urls(fresh_cluster)["pulsar"],
+        operation_timeout_seconds=60,
+        logger=quiet_logger(),
+    )
+
+    def publish_while_away() -> None:
+        client.subscribe(topic, "away").close()
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(20):
+            producer.send(f"m{i}".encode())
+        producer.close()
+
+    def receive(count: int) -> list[str]:
+        consumer = client.subscribe(topic, "away")
+        got = []
+        for _ in range(count):
+            message = consumer.receive(int(GUARD * 1000))
+            got.append(message.data().decode())
+            consumer.acknowledge(message)
+        consumer.close()
+        return got
+
+    try:
+        await off_loop(publish_while_away)
+        _, bundle = await owner_of(fresh_cluster, topic)
+        async with AsyncAdminClient(fresh_cluster.urls[0]) as admin:
+            ranges = (await admin.get_bundles(namespace))["boundaries"]
+            lower = ranges.index(bundle.split("_")[0])
+            pair = [
+                f"{ranges[i]}_{ranges[i + 1]}"
+                for i in ((lower, lower + 1) if lower + 2 < len(ranges) else (lower - 1, lower))
+            ]
+            merged = await admin.merge_bundles(namespace, pair)
+        assert merged["bundle"] == f"{pair[0].split('_')[0]}_{pair[1].split('_')[1]}"
+        assert await off_loop(receive, 20) == [f"m{i}" for i in range(20)]
+    finally:
+        await off_loop(client.close)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from brokerlb.broker.handoff import LEADER_POLL, LEADER_WAIT, TopicHandOff
+from brokerlb.broker.handoff import LEADER_POLL, LEADER_WAIT, HandOffTarget, TopicHandOff
+from brokerlb.broker.http.handoff_routes import place_for_hand_off
 from brokerlb.clock import ManualClock
 from brokerlb.ring import NamespaceBundles
 
@@ -24,9 +25,9 @@ class Cluster:
     async def leader_url(self) -> str | None:
         return None  # no other broker leads in these tests
 
-    async def place(self, bundle) -> str:
+    async def place(self, bundle) -> HandOffTarget:
         self.placed.append(str(bundle))
-        return "broker-2:8080"
+        return HandOffTarget("broker-2:8080")
 
 
 def hand_off(cluster: Cluster, clock: ManualClock) -> TopicHandOff:
@@ -50,7 +51,7 @@ async def test_an_unload_waits_on_the_clock_for_the_next_leader_to_place_the_bun
     assert not choosing.done() and cluster.placed == []  # no leader yet: still waiting
     cluster.leader = "self"  # this broker is elected
     await clock.advance_and_settle(LEADER_POLL)
-    assert await choosing == "broker-2:8080" and cluster.placed == [str(BUNDLE)]
+    assert await choosing == HandOffTarget("broker-2:8080") and cluster.placed == [str(BUNDLE)]
 
 
 async def test_without_a_leader_the_unload_gives_up_after_the_leader_wait() -> None:
@@ -68,3 +69,30 @@ async def test_heartbeat_namespaces_are_never_handed_over() -> None:
     cluster.leader = "self"
     assert await hand_off(cluster, clock).choose_destination(heartbeat) is None
     assert cluster.placed == []
+
+
+class Placement:
+    """The leader's placement as the hand-off asks it; ``merging``: part -> the merged bundle's broker."""
+
+    def __init__(self, merging: dict[str, str]) -> None:
+        self.merging = merging
+        self.affinities: dict[str, str] = {}
+
+    async def place(self, bundle) -> str:
+        return "broker-3:8080"
+
+    def set_affinity(self, bundle: str, broker: str) -> None:
+        self.affinities[bundle] = broker
+
+    def merging_into(self, bundle: str) -> str | None:
+        return self.merging.get(bundle)
+
+
+async def test_a_bundle_is_handed_to_its_placement_and_a_part_of_a_merge_only_its_state() -> None:
+    placement = Placement({str(BUNDLE): "broker-2:8080"})
+    # a part of a merge: its topics' state to the merged bundle's broker, nobody takes the part
+    assert await place_for_hand_off(placement, BUNDLE) == HandOffTarget("broker-2:8080", hand_over=False)
+    assert placement.affinities == {}
+    other = NamespaceBundles.create("t/ns", 4).bundles[2]
+    assert await place_for_hand_off(placement, other) == HandOffTarget("broker-3:8080")
+    assert placement.affinities == {str(other): "broker-3:8080"}  # lookups meanwhile follow the state
