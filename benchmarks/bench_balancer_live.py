@@ -40,7 +40,6 @@ import os
 import platform
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -88,20 +87,12 @@ def balanced(cpu: dict[str, float]) -> bool:
 
 async def run_strategy(zk: Any, name: str, cycles: int) -> dict[str, Any]:
     from brokerlb.admin import AsyncAdminClient
-    from brokerlb.coordination import open_store
-    from brokerlb.testing.clusters import ProcessCluster
+    from brokerlb.testing.clusters import zookeeper_process_cluster
     from brokerlb.testing.observe import counted, lb_counters, modelled_cpu, topic_owners
     from brokerlb.testing.official_client import OfficialTraffic
     from brokerlb.testing.waiting import eventually
 
-    chroot = f"/live-balance-{uuid.uuid4().hex[:8]}"
-    root = open_store(zk.url, session_timeout=10.0)
-    await root.start()
-    try:
-        await root.ensure_path(chroot)
-    finally:
-        await root.close()
-    cluster = await ProcessCluster(f"zk:{zk.hosts}{chroot}", 1, {**COMMON, **STRATEGIES[name]}).start()
+    cluster = await zookeeper_process_cluster(zk, 1, {**COMMON, **STRATEGIES[name]}, prefix="live-balance")
     topics = [f"persistent://{NAMESPACE}/t{i}" for i in range(len(RATES))]
     rate_of = {t: 2.0 * r for t, r in zip(topics, RATES, strict=True)}  # in + out
     traffic = OfficialTraffic(

@@ -31,7 +31,7 @@ from typing import Any
 
 from brokerlb.testing.zookeeper import free_port
 
-__all__ = ["InProcessCluster", "ProcessCluster", "TEST_OVERRIDES"]
+__all__ = ["InProcessCluster", "ProcessCluster", "TEST_OVERRIDES", "zookeeper_process_cluster"]
 
 #: Settings for fast, deterministic tests: 5 s sessions (a loaded CI box must not lapse leases),
 #: reports every 200 ms, modelled host usage, no shedding unless asked.
@@ -204,3 +204,21 @@ class ProcessCluster:
 
     def returncodes(self) -> list[int | None]:
         return [p.poll() for p in self.processes]
+
+
+async def zookeeper_process_cluster(
+    zk: Any, brokers: int, overrides: Mapping[str, Any] | None = None, *, prefix: str = "cluster"
+) -> ProcessCluster:
+    """``brokers`` ``brokerlb broker`` processes on the ZooKeeper server ``zk`` (a
+    :class:`~brokerlb.testing.zookeeper.ZooKeeperServer`), in a fresh chroot ``/{prefix}-<random>``
+    of their own, started."""
+    from brokerlb.coordination import open_store
+
+    chroot = f"/{prefix}-{uuid.uuid4().hex[:10]}"
+    root = open_store(zk.url, session_timeout=10.0)
+    await root.start()
+    try:
+        await root.ensure_path(chroot)
+    finally:
+        await root.close()
+    return await ProcessCluster(f"zk:{zk.hosts}{chroot}", brokers, dict(overrides or {})).start()

@@ -16,8 +16,7 @@ import pytest
 import pytest_asyncio
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.coordination import open_store
-from brokerlb.testing.clusters import InProcessCluster, ProcessCluster
+from brokerlb.testing.clusters import InProcessCluster, ProcessCluster, zookeeper_process_cluster
 from brokerlb.testing.official_client import quiet_logger
 
 pulsar = pytest.importorskip("pulsar")
@@ -51,14 +50,7 @@ async def namespace(cluster: InProcessCluster) -> AsyncIterator[str]:
 
 async def zk_process_cluster(zk_server: Any, overrides: dict[str, Any], prefix: str) -> ProcessCluster:
     """Three ``brokerlb broker`` processes on the test ZooKeeper, in a chroot of their own."""
-    chroot = f"/{prefix}-{uuid.uuid4().hex[:10]}"
-    root = open_store(zk_server.url, session_timeout=10.0)
-    await root.start()
-    try:
-        await root.ensure_path(chroot)
-    finally:
-        await root.close()
-    return await ProcessCluster(f"zk:{zk_server.hosts}{chroot}", 3, overrides).start()
+    return await zookeeper_process_cluster(zk_server, 3, overrides, prefix=prefix)
 
 
 def process_service_url(cluster: ProcessCluster) -> str:

@@ -8,7 +8,6 @@ metadata store with a client of its own.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 import pytest_asyncio
 
 from brokerlb.coordination import MetadataStore, open_store
-from brokerlb.testing.clusters import InProcessCluster, ProcessCluster
+from brokerlb.testing.clusters import InProcessCluster, ProcessCluster, zookeeper_process_cluster
 
 BACKENDS = [
     pytest.param("memory", id="memory"),
@@ -29,15 +28,9 @@ async def make_cluster(
 ) -> InProcessCluster | ProcessCluster:
     if backend == "memory":
         return await InProcessCluster(brokers, overrides).start()
-    zk = request.getfixturevalue("zk_server")
-    chroot = f"/e2e-{uuid.uuid4().hex[:10]}"
-    root = open_store(zk.url, session_timeout=10.0)
-    await root.start()
-    try:
-        await root.ensure_path(chroot)
-    finally:
-        await root.close()
-    return await ProcessCluster(f"zk:{zk.hosts}{chroot}", brokers, overrides).start()
+    return await zookeeper_process_cluster(
+        request.getfixturevalue("zk_server"), brokers, overrides, prefix="e2e"
+    )
 
 
 @pytest_asyncio.fixture(scope="package", loop_scope="package", params=BACKENDS)
