@@ -4,7 +4,6 @@ topic-stats sums, the brokers' isolation view."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
@@ -13,7 +12,7 @@ from brokerlb.broker.http.cluster_routes import broker_isolation_data
 from brokerlb.broker.topic_stats import TopicView, partitioned_stats_json, topic_stats_json
 from brokerlb.broker.topics import TopicStats
 from brokerlb.config import ServiceConfig
-from brokerlb.coordination import MemoryMetadataStore, MemoryServer, NamespaceIsolationPolicies
+from brokerlb.coordination import NamespaceIsolationPolicies
 from brokerlb.coordination.paths import DYNAMIC_CONFIG_PATH, cluster_path, tenant_path
 from brokerlb.coordination.records import ClusterData, TenantInfo
 from brokerlb.coordination.tenants import Tenants, ensure_cluster_metadata
@@ -25,15 +24,6 @@ from brokerlb.errors import (
     PreconditionFailedError,
 )
 from brokerlb.testing.waiting import eventually
-
-
-@pytest.fixture
-async def store():
-    s = MemoryMetadataStore(MemoryServer(f"admin-{uuid.uuid4().hex[:8]}"))
-    await s.start()
-    yield s
-    await s.close()
-
 
 # --------------------------------------------------------------------------- dynamic configuration
 

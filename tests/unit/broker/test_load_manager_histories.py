@@ -5,13 +5,11 @@ default -- read from a real embedded store."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
 from brokerlb.broker.load_manager import LoadManager
 from brokerlb.clock import ManualClock
-from brokerlb.coordination import MemoryMetadataStore, MemoryServer
 from brokerlb.coordination.load_data import LoadDataStore
 from brokerlb.coordination.paths import resource_quota_path
 from brokerlb.errors import NamespaceNotFoundError
@@ -20,14 +18,6 @@ from brokerlb.model import BundleData, ResourceQuota
 from brokerlb.testing.builders import broker, bundle_stats
 
 STORED, QUOTA, FRESH, BROKEN = (f"t/ns/0x{i:x}0000000_0x{i + 1:x}0000000" for i in range(4))
-
-
-@pytest.fixture
-async def store():
-    s = MemoryMetadataStore(MemoryServer(f"histories-{uuid.uuid4().hex[:8]}"))
-    await s.start()
-    yield s
-    await s.close()
 
 
 class _Inputs:

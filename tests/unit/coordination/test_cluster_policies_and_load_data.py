@@ -1,26 +1,14 @@
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from brokerlb.coordination import (
     ClusterPolicies,
     FailureDomain,
     LoadDataStore,
-    MemoryMetadataStore,
-    MemoryServer,
     NamespaceIsolationData,
 )
 from brokerlb.errors import ConflictError, CorruptMetadataError, NotFoundError
-
-
-@pytest.fixture
-async def store():
-    s = MemoryMetadataStore(MemoryServer(f"cp-{uuid.uuid4().hex[:6]}"))
-    await s.start()
-    yield s
-    await s.close()
 
 
 async def test_isolation_policies_by_compare_and_set(store):
