@@ -64,6 +64,8 @@ class Session(Protocol):
 class Ownership(Protocol):
     def is_owned(self, bundle: Any) -> bool: ...
 
+    def serving(self, bundle: Any) -> bool: ...
+
 
 @dataclass(frozen=True, slots=True)
 class TopicPolicies:
@@ -152,7 +154,7 @@ class DataPath:
         await in between, so an unload that starts later always sees (and closes) the topic.
         """
         bundle = self._bundle_of(topic)
-        if not self.ownership.is_owned(bundle):
+        if not self.ownership.serving(bundle):
             raise BundleUnloadingError(
                 f"Namespace bundle {bundle} is not served by this broker "
                 f"(not owned, or being unloaded); look {topic} up again"
@@ -187,6 +189,10 @@ class DataPath:
             ledger = max(next(self._ledgers), self.clock.now_ms() * 1000)
             engine = Topic(topic, ledger_id=ledger, **options)
             logger.info("Topic %s starts afresh (ledger %d)", topic, ledger)
+        # publishes are accepted only while this broker serves the topic's bundle *now* (its ownership
+        # node is current and its session known alive): a process frozen past its session wakes up
+        # refusing them, before any notification of the loss reaches it
+        engine.accepting = lambda: self.ownership.serving(self._bundle_of(topic))
         # a publish held by the backlog quota carries its own receipt: ``token(topic, entry_id)``
         engine.on_released = lambda token, entry_id: token(engine, entry_id)  # type: ignore[operator]
         return engine

@@ -141,6 +141,8 @@ class TopicRegistry:
         #: Times the close of a bundle (its ``timeout``).
         self._clock = clock
         self._topics: dict[str, _Topic] = {}
+        #: ``listener(bundle, why)`` when a bundle's topics stop accepting publishes (fenced or closing)
+        self._stop_listeners: list[Callable[[str, str], None]] = []
 
     # ------------------------------------------------------------------ serving
     def attach(
@@ -168,6 +170,18 @@ class TopicRegistry:
                 f"Topic {topic} is not served by this broker", field="topic", value=str(topic)
             )
         entry.stats = stats
+
+    def add_stop_listener(self, listener: Callable[[str, str], None]) -> None:
+        """Call ``listener(bundle, why)`` whenever a bundle's topics stop accepting publishes here
+        (``fenced`` for a transfer, ``closed: <cause>`` for an unload or a loss)."""
+        self._stop_listeners.append(listener)
+
+    def _stopped(self, bundle: str, why: str) -> None:
+        for listener in list(self._stop_listeners):
+            try:
+                listener(bundle, why)
+            except Exception:
+                logger.exception("Stop listener failed for %s", bundle)
 
     # ------------------------------------------------------------------ reading
     def __contains__(self, topic: object) -> bool:
@@ -211,6 +225,7 @@ class TopicRegistry:
     def fence_bundle(self, bundle: str) -> int:
         """Fence every topic of ``bundle`` (its ``fence`` callback); returns how many topics it has."""
         names = self.topics_in(bundle)
+        self._stopped(bundle, "fenced")
         for name in names:
             fence = self._topics[name].fence
             if fence is not None:
@@ -225,6 +240,7 @@ class TopicRegistry:
         returns the topics closed. Callbacks still running at the timeout are cancelled (logged, not
         an error)."""
         names = self.topics_in(bundle)
+        self._stopped(bundle, f"closed: {cause.kind}")
         entries = [self._topics.pop(name) for name in names]
         hooks = [e.close for e in entries if e.close is not None]
         if hooks:

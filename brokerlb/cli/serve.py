@@ -63,16 +63,32 @@ def run_until_signalled(start: Callable[[], Awaitable[object]], stop: Callable[[
 
 def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level: str = _LOG) -> None:
     """Run one broker: joins the metadata store named by metadataStoreUrl, serves lookup and admin REST."""
+    import asyncio
+    import signal
+
+    from brokerlb.broker.offset_clock import OffsetClock, clock_from_file
+    from brokerlb.broker.ownership_history import attach_ownership_history
     from brokerlb.broker.service import BrokerService
     from brokerlb.config import load_broker_conf
 
     _logging(log_level)
     with cli_errors():
         conf = load_broker_conf(config, overrides)
-        service = BrokerService(conf)
+        clock = clock_from_file(conf.brokerlbClockOffsetFile)
+        service = BrokerService(conf, clock=clock)
 
         async def start() -> None:
+            if isinstance(clock, OffsetClock):
+                asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, clock.reload)
             await service.start()
+            attach_ownership_history(  # the listeners keep it alive
+                conf,
+                service.broker_id,
+                store=service.store,
+                ownership=service.ownership,
+                topics=service.topics,
+                election=service.election,
+            )
             tls = service.identity.web_service_url_tls
             binary = service.identity.pulsar_service_url or "no binary protocol"
             console.print(

@@ -29,6 +29,20 @@ class BrokerlbKeys(KeyGroup):
         "Directory where load reports and decisions are appended for later analysis "
         "(simulator, Spark pipeline); unset = no history is written.",
     )
+    brokerlbOwnershipHistoryFile: str | None = key(
+        OPTIONAL_STRING,
+        None,
+        "Testing aid for fault campaigns: a file where the broker appends one JSON line per change of "
+        "what it owns, serves and leads (acquire, serve-start, serve-stop, release, lost, lead-start, "
+        "leader-action ...; times on the machine's monotonic clock); unset = nothing is recorded.",
+    )
+    brokerlbClockOffsetFile: str | None = key(
+        OPTIONAL_STRING,
+        None,
+        "Testing aid for fault campaigns: the broker's wall clock is the system's plus the number of "
+        "milliseconds in this file, read at start and again on SIGUSR1 (a clock that jumps); monotonic "
+        "time, which sessions and leases run on, is not moved. Unset = the system clock.",
+    )
     brokerlbThresholdShedderSingleHistoryUpdate: bool = key(
         BOOL,
         False,

@@ -7,7 +7,14 @@ one of them runs on the embedded store and on a real ZooKeeper alike.
 from brokerlb.coordination.bundle_metadata import BundleMetadata, split_and_own
 from brokerlb.coordination.cache import TreeCache
 from brokerlb.coordination.cluster_policies import ClusterPolicies
-from brokerlb.coordination.election import ElectionState, LeaderElection, LeaderLease, LeadershipChange
+from brokerlb.coordination.election import (
+    ElectionState,
+    LeaderElection,
+    LeaderLease,
+    LeadershipChange,
+    current_fencing_token,
+    fenced_ops,
+)
 from brokerlb.coordination.factory import (
     DEFAULT_OPERATION_TIMEOUT,
     DEFAULT_SESSION_TIMEOUT,
@@ -77,6 +84,8 @@ __all__ = [
     "LeaderElection",
     "LeaderLease",
     "LeadershipChange",
+    "current_fencing_token",
+    "fenced_ops",
     "LoadDataStore",
     "LocalPolicies",
     "LockState",

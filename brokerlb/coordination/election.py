@@ -46,7 +46,16 @@ from dataclasses import dataclass
 from brokerlb.clock import Clock
 from brokerlb.coordination.paths import LEADER_PATH
 from brokerlb.coordination.records import LeaderBroker
-from brokerlb.coordination.store import MetadataStore, Node, SessionEvent, SessionState
+from brokerlb.coordination.store import (
+    CheckOp,
+    CreateOp,
+    MetadataStore,
+    Node,
+    Op,
+    SessionEvent,
+    SessionState,
+    SetOp,
+)
 from brokerlb.coordination.watches import DataWatch
 from brokerlb.errors import (
     BadVersionError,
@@ -59,7 +68,15 @@ from brokerlb.errors import (
     OperationTimeoutError,
 )
 
-__all__ = ["LeaderElection", "LeaderLease", "LeadershipChange", "ElectionState"]
+__all__ = [
+    "LeaderElection",
+    "LeaderLease",
+    "LeadershipChange",
+    "ElectionState",
+    "current_fencing_token",
+    "epoch_path_of",
+    "fenced_ops",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -79,14 +96,22 @@ class LeadershipChange:
     leading: bool
     epoch: int
     reason: str
+    #: The cluster-wide leader epoch of this leadership (:attr:`LeaderLease.fencing_token`).
+    fencing_token: int | None = None
 
 
 class LeaderLease:
     """Proof of leadership for one epoch. Check it before every leader action."""
 
-    def __init__(self, election: LeaderElection, epoch: int) -> None:
+    def __init__(self, election: LeaderElection, epoch: int, fencing_token: int | None = None) -> None:
         self.election = election
         self.epoch = epoch
+        #: The cluster-wide leader epoch: the version of the epoch node (``<path>-epoch``), written in
+        #: the same transaction that created the leader node. Every new leadership has a higher one,
+        #: so a write conditional on it (:meth:`LeaderElection.fenced`) or a command carrying it
+        #: (checked with :func:`current_fencing_token`) is refused once another leader was elected --
+        #: even from a process that resumes mid-task after losing its session.
+        self.fencing_token = fencing_token
         #: Set when this epoch's leadership ends.
         self.lost = asyncio.Event()
         self.lost_reason: str | None = None
@@ -132,6 +157,7 @@ class LeaderElection:
         self.store = store
         self.candidate = candidate
         self.path = path
+        self.epoch_path = epoch_path_of(path)
         self.clock = clock if clock is not None else store.clock
         self._value = candidate.to_bytes()
         self._lease_span = store.session_timeout * lease_fraction
@@ -346,16 +372,26 @@ class LeaderElection:
             sent_at = self.clock.monotonic()
             node = await self.store.get_or_none(self.path)
             if node is None:
+                await self.store.ensure_path(self.epoch_path)
                 try:
-                    await self.store.create(self.path, self._value, ephemeral=True, make_parents=True)
+                    # the leader node and the next leader epoch in one transaction: no instant at which
+                    # a new leader exists while the previous epoch is still current
+                    results = await self.store.multi(
+                        [
+                            CreateOp(self.path, self._value, ephemeral=True),
+                            SetOp(self.epoch_path, self._value),
+                        ]
+                    )
                 except NodeExistsError:
                     continue  # another candidate was faster: read who
-                self._become_leader(sent_at, version=0)
+                self._become_leader(sent_at, version=0, token=results[1].version)
                 return
             existing = _leader_or_none(node, self.path)
             mine = self.store.owns(node.stat)
             if existing == self.candidate and mine:
-                self._become_leader(sent_at, version=node.stat.version)
+                # still ours (a lease that lapsed inside the session): the epoch written with our node
+                stat = await self.store.exists(self.epoch_path)
+                self._become_leader(sent_at, version=node.stat.version, token=stat.version if stat else None)
                 return
             stale = existing == self.candidate and self._stale_rule and not stale_deleted
             if stale or mine:
@@ -385,18 +421,24 @@ class LeaderElection:
         self._state = ElectionState.FOLLOWING
         self._changed.set()
 
-    def _become_leader(self, confirmed_at: float, version: int) -> None:
+    def _become_leader(self, confirmed_at: float, version: int, token: int | None = None) -> None:
         self._epoch += 1
         self._state = ElectionState.LEADING
         self._node_version = version
         self._deadline = confirmed_at + self._lease_span
         self._leader = self.candidate
-        self._lease = LeaderLease(self, self._epoch)
-        logger.info("%s gained leadership of %s (epoch %d)", self.candidate.broker_id, self.path, self._epoch)
+        self._lease = LeaderLease(self, self._epoch, token)
+        logger.info(
+            "%s gained leadership of %s (epoch %d, leader epoch %s)",
+            self.candidate.broker_id,
+            self.path,
+            self._epoch,
+            token,
+        )
         self._heartbeat = asyncio.create_task(
             self._heartbeat_loop(self._lease), name=f"leader heartbeat {self.path}"
         )
-        self._notify(LeadershipChange(True, self._epoch, "elected"))
+        self._notify(LeadershipChange(True, self._epoch, "elected", token))
         for work, name in list(self._workers):
             self._start_worker(work, name, self._lease)
 
@@ -421,7 +463,7 @@ class LeaderElection:
             lease.epoch,
             reason,
         )
-        self._notify(LeadershipChange(False, lease.epoch, reason))
+        self._notify(LeadershipChange(False, lease.epoch, reason, lease.fencing_token))
 
     async def _heartbeat_loop(self, lease: LeaderLease) -> None:
         while not lease.lost.is_set():
@@ -471,6 +513,23 @@ class LeaderElection:
                 listener(change)
             except Exception:
                 logger.exception("Leadership listener failed on %s", change)
+
+
+def epoch_path_of(leader_path: str) -> str:
+    """The leader-epoch node beside a leader node: ``/loadbalance/leader`` → ``/loadbalance/leader-epoch``."""
+    return f"{leader_path}-epoch"
+
+
+async def current_fencing_token(store: MetadataStore, leader_path: str = LEADER_PATH) -> int | None:
+    """The leader epoch now current in the store (``None`` before any leader was elected)."""
+    stat = await store.exists(epoch_path_of(leader_path))
+    return None if stat is None else stat.version
+
+
+def fenced_ops(token: int, ops: list[Op], leader_path: str = LEADER_PATH) -> list[Op]:
+    """``ops`` made conditional on leader epoch ``token``: run them with :meth:`MetadataStore.multi`; a
+    leader superseded meanwhile gets :class:`~brokerlb.errors.BadVersionError` and nothing changes."""
+    return [CheckOp(epoch_path_of(leader_path), token), *ops]
 
 
 def _leader_or_none(node: Node, path: str) -> LeaderBroker | None:

@@ -85,6 +85,12 @@ class EphemeralLock:
         self.lost = asyncio.Event()
         #: Why the lock ended (``None`` while held).
         self.lost_reason: str | None = None
+        #: The session that created the node we hold, and the node's creation transaction id (its
+        #: *epoch*: every re-creation of the node has a higher one), known once the watch delivered it.
+        self.session_id: int | None = None
+        self.epoch: int | None = None
+        #: The watch showed the node gone or another session's; cleared when revalidated.
+        self._suspect = False
 
     # ------------------------------------------------------------------ views
     @property
@@ -102,6 +108,18 @@ class EphemeralLock:
     @property
     def held(self) -> bool:
         return self._state is LockState.HELD
+
+    @property
+    def current(self) -> bool:
+        """Held, the node was created by the store's current session, and nothing has shown otherwise
+        since: the condition for acting as the holder (a node of an expired session is not ours even
+        before the revalidation says so)."""
+        return (
+            self._state is LockState.HELD
+            and not self._suspect
+            and self.session_id is not None
+            and self.session_id == self.store.session_id
+        )
 
     # ------------------------------------------------------------------ operations
     async def acquire(self) -> None:
@@ -156,8 +174,10 @@ class EphemeralLock:
         """
         for _attempt in range(8):
             try:
+                session = self.store.session_id
                 await self.store.create(self.path, value, ephemeral=True, make_parents=True)
                 self._value, self._version = value, 0
+                self.session_id, self.epoch, self._suspect = session, None, False
                 return
             except NodeExistsError:
                 pass
@@ -176,6 +196,7 @@ class EphemeralLock:
         mine = self.store.owns(stat)
         if node.data == value and mine:
             self._value, self._version = value, stat.version
+            self.session_id, self.epoch, self._suspect = stat.ephemeral_owner, stat.czxid, False
             return True
         if not mine and (node.data != value or not stale_rule):
             raise LockBusyError(
@@ -204,7 +225,10 @@ class EphemeralLock:
             return
         # A different value written by our own session is our update in flight: not a loss.
         if node is None or not self.store.owns(node.stat):
+            self._suspect = True
             self._schedule_revalidation("node deleted or taken by another session")
+        elif self.epoch is None or node.stat.czxid != self.epoch:
+            self.epoch, self.session_id = node.stat.czxid, node.stat.ephemeral_owner
 
     def _on_session(self, event: SessionEvent) -> None:
         if self._state is LockState.HELD and event.state is SessionState.CONNECTED and event.new_session:

@@ -230,6 +230,31 @@ class OwnershipManager:
         lock = self._locks.get(bundle_name(bundle))
         return lock is not None and lock.held and lock.value == self._enabled
 
+    def serving(self, bundle: NamespaceBundle | str) -> bool:
+        """Owned and enabled, by a node of the current session, *and* the session known alive now.
+
+        The condition for accepting a publish or answering "I own it": a process that cannot confirm
+        its session (frozen past it, cut off from the store longer than the session timeout) may
+        have lost the bundle to another broker before any notification reaches it.
+        """
+        lock = self._locks.get(bundle_name(bundle))
+        return (
+            lock is not None
+            and lock.current
+            and lock.value == self._enabled
+            and self.store.session_known_alive()
+        )
+
+    def session_confirmed(self) -> bool:
+        """The store's session is known alive now (:meth:`MetadataStore.session_known_alive`)."""
+        return self.store.session_known_alive()
+
+    def epoch_of(self, bundle: NamespaceBundle | str) -> tuple[int | None, int | None]:
+        """``(session id, epoch)`` of the ownership node held for ``bundle`` (the epoch is the node's
+        creation transaction id; ``None`` until known)."""
+        lock = self._locks.get(bundle_name(bundle))
+        return (None, None) if lock is None else (lock.session_id, lock.epoch)
+
     def is_disabled(self, bundle: NamespaceBundle | str) -> bool:
         lock = self._locks.get(bundle_name(bundle))
         return lock is not None and lock.held and lock.value == self._disabled

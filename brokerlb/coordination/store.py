@@ -277,6 +277,10 @@ class MetadataStore(abc.ABC):
         self._session_state = SessionState.CLOSED
         self._session_listeners: list[SessionListener] = []
         self._state_changed: asyncio.Event | None = None
+        #: Monotonic time up to which the current session is known to be alive; ``None`` when the
+        #: backend does not track it (the embedded store: its sessions live in this process).
+        self._confirmed_until: float | None = None
+        self._liveness_listeners: list[Callable[[float, float], None]] = []
 
     # ------------------------------------------------------------------ session
     @property
@@ -301,6 +305,59 @@ class MetadataStore(abc.ABC):
     @property
     def connected(self) -> bool:
         return self._session_state is SessionState.CONNECTED
+
+    # ------------------------------------------------------------------ session liveness
+    def session_known_alive(self) -> bool:
+        """Whether this process *knows* its session is alive now.
+
+        A reply to a request sent at time *t* proves the server heard the session at or after *t*,
+        so the session cannot expire before *t* + session timeout (the server counts the timeout
+        from the last time it heard the client). A backend that tracks replies
+        (:meth:`_confirm_session`) is known alive until then -- through a brief disconnection too,
+        since the session outlives it -- and not after: a process frozen past its session (a GC
+        pause, SIGSTOP) wakes up *not* knowing, before any notification of the loss reaches it.
+        A backend that does not track replies is known alive while CONNECTED.
+        """
+        if self._session_state in (SessionState.LOST, SessionState.CLOSED):
+            return False
+        if self._confirmed_until is None:
+            return self._session_state is SessionState.CONNECTED
+        return self.clock.monotonic() < self._confirmed_until
+
+    def session_confirmed_until(self) -> float:
+        """Monotonic time up to which the session is known alive (``inf`` when not tracked)."""
+        if self._confirmed_until is None:
+            return float("inf") if self._session_state is SessionState.CONNECTED else float("-inf")
+        return self._confirmed_until
+
+    def add_liveness_listener(self, listener: Callable[[float, float], None]) -> Callable[[], None]:
+        """``listener(lapsed_at, confirmed_at)`` when the session is confirmed again after a span in which
+        this process did not know it alive (monotonic times); returns a remover."""
+        self._liveness_listeners.append(listener)
+        return lambda: (
+            self._liveness_listeners.remove(listener) if listener in self._liveness_listeners else None
+        )
+
+    def _liveness_timeout(self) -> float:
+        """The session timeout the server applies (backends with a negotiated one override this)."""
+        return self._session_timeout
+
+    def _confirm_session(self, sent_at: float, session_id: int | None) -> None:
+        """A request sent at ``sent_at`` in session ``session_id`` was answered (backends call this)."""
+        if session_id is None or session_id != self.session_id:
+            return
+        deadline = sent_at + self._liveness_timeout()
+        previous = self._confirmed_until
+        if previous is not None and deadline <= previous:
+            return
+        self._confirmed_until = deadline
+        now = self.clock.monotonic()
+        if previous is not None and previous < now and sent_at >= previous:
+            for listener in list(self._liveness_listeners):
+                try:
+                    listener(previous, now)
+                except Exception:
+                    logger.exception("Liveness listener %r failed", listener)
 
     def owns(self, stat: Stat | None) -> bool:
         """The node with ``stat`` is an ephemeral created by this store's current session."""

@@ -191,6 +191,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sid: int | None = None
         self._closing = False
+        self._probe: asyncio.Task[None] | None = None
 
     @property
     def session_id(self) -> int | None:
@@ -210,6 +211,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         )
         client.add_listener(self._on_kazoo_state)
         self._client = client
+        connect_sent = self.clock.monotonic()
         try:
             await asyncio.to_thread(client.start, self._connect_timeout)
         except Exception as exc:
@@ -218,13 +220,29 @@ class ZooKeeperMetadataStore(MetadataStore):
             raise ConnectionLossError(f"Cannot connect to ZooKeeper at {self.hosts}: {exc}") from exc
         client_id = client.client_id
         self._sid = client_id[0] if client_id else None
+        self._confirmed_until = connect_sent + self._liveness_timeout()
         self._set_session_state(SessionState.CONNECTED)
+        self._probe = asyncio.create_task(self._probe_session(), name=f"session probe {self.hosts}")
+
+    async def _probe_session(self) -> None:
+        """Ask the server something small every quarter of the session timeout, so that an idle
+        broker still knows its session is alive (:meth:`MetadataStore.session_known_alive`)."""
+        while True:
+            await self.clock.sleep(self._liveness_timeout() / 4)
+            if self._session_state in (SessionState.CONNECTED, SessionState.SUSPENDED):
+                try:
+                    await self.exists("/")
+                except MetadataStoreError as exc:
+                    logger.debug("Session probe of %s failed: %r", self.hosts, exc)
 
     async def close(self) -> None:
         client, self._client = self._client, None
         if client is None:
             return
         self._closing = True
+        if self._probe is not None:
+            self._probe.cancel()
+            self._probe = None
         await asyncio.to_thread(_quiet_close, client)
         self._sid = None
         self._set_session_state(SessionState.CLOSED)
@@ -296,6 +314,7 @@ class ZooKeeperMetadataStore(MetadataStore):
         client = self._require_client(path)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
+        sent_at, session = self.clock.monotonic(), self._sid
         try:
             async_result = start_call(client)
         except Exception as exc:
@@ -305,6 +324,7 @@ class ZooKeeperMetadataStore(MetadataStore):
             if future.done():
                 return
             if result.successful():
+                self._confirm_session(sent_at, session)
                 future.set_result(result.value)
             else:
                 future.set_exception(map_kazoo_error(result.exception, path))

@@ -310,6 +310,9 @@ class Topic:
         self.subscriptions: dict[str, Subscription] = {}
         self.producers: dict[str, object] = {}
         self.fenced = False
+        #: Asked before every publish: ``False`` ignores it as a fenced topic does (the broker that
+        #: serves the topic cannot confirm it still owns it; the producer re-sends after reconnecting).
+        self.accepting: Callable[[], bool] = lambda: True
         #: publishes held by ``producer_request_hold``: (section, messages, token)
         self.held: collections.deque[tuple[bytes, int, object]] = collections.deque()
         #: called with (token, entry id) when a held publish is finally stored
@@ -366,7 +369,7 @@ class Topic:
         (``on_released(token, entry_id)`` follows). :class:`BacklogQuotaExceeded` under
         ``producer_exception``.
         """
-        if self.fenced:
+        if self.fenced or not self.accepting():
             return None
         if self.persistent and (self.held or self.quota_exceeded()):
             policy = self.backlog_quota.policy

@@ -29,6 +29,9 @@ class Owned:
     def is_owned(self, bundle: object) -> bool:
         return str(bundle) in self.bundles
 
+    def serving(self, bundle: object) -> bool:
+        return self.is_owned(bundle)
+
 
 class Session:
     def __init__(self) -> None:
@@ -190,3 +193,22 @@ async def test_stats_are_pushed_every_period_on_the_clock() -> None:
     await clock.advance_and_settle(3 * STATS_PERIOD)  # three more pushes: the window has slid past
     assert registry.stats_of(TOPIC).msg_rate_in == 0.0
     pushing.cancel()
+
+
+def test_publishes_are_ignored_while_the_bundle_is_not_served_now() -> None:
+    """A broker that cannot confirm its ownership (its session unconfirmed after a pause) accepts no
+    publish, as a fenced topic; once it serves the bundle again, publishes are stored."""
+    owned = Owned(BUNDLE)
+    path = DataPath(
+        registry=TopicRegistry(lambda t: str(BUNDLES.find_bundle(t))),
+        ownership=owned,
+        bundle_of=lambda t: str(BUNDLES.find_bundle(t)),
+        broker_urls=URLS.get,
+        stats_window=5,
+    )
+    topic = path.open(TOPIC).topic
+    assert topic.publish(SECTION) == 0
+    owned.bundles.clear()
+    assert topic.publish(SECTION) is None
+    owned.bundles.add(BUNDLE)
+    assert topic.publish(SECTION) == 1

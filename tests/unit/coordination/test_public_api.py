@@ -57,6 +57,8 @@ COORDINATION_API = {
     "LeaderLease",
     "LeadershipChange",
     "ElectionState",
+    "current_fencing_token",
+    "fenced_ops",
     "OwnershipManager",
     "OwnershipCache",
     "OwnerInfo",

@@ -1,0 +1,590 @@
+"""A fault campaign: broker processes on a real ZooKeeper, clients, a seeded schedule of faults, a verdict.
+
+:class:`Campaign` starts a ZooKeeper server and N ``brokerlb broker`` processes (each on a fixed
+loopback web port, so a restarted broker keeps its id, each recording its ownership history in a
+file -- ``brokerlbOwnershipHistoryFile`` -- and reading its wall-clock offset from another --
+``brokerlbClockOffsetFile``). Clients use the cluster the whole time: a lookup prober resolves
+every campaign topic in turn through a random live broker (that is what brings the bundles of a
+dead broker back), and, with ``clients=True``, producers and consumers of Apache Pulsar's official
+client publish and consume on some of the topics. Then a bounded, seeded random schedule of faults
+(:data:`FAULT_KINDS`) runs one fault after another:
+
+``kill``               SIGKILL a broker, restart it after a moment (same port, new process);
+``pause-short``        SIGSTOP a broker for 20-60 % of the session timeout, then SIGCONT;
+``pause-long``         SIGSTOP it for 120-180 % of the session timeout (its session expires);
+``zk-restart``         SIGKILL ZooKeeper and start it again on its data (sessions survive);
+``kill-leader``        SIGKILL the leader (shedding runs every few seconds: often mid-cycle);
+``kill-in-split``      ask a bundle's owner to split it and SIGKILL the owner a few ms later;
+``expire-in-transfer`` transfer a bundle to another broker and freeze its owner past its session;
+``unload-split``       an admin unload and an admin split of the same bundle at the same moment;
+``clock-jump``         move a broker's wall clock by up to ±10 minutes (monotonic time untouched).
+
+At the end the brokers are stopped, their history files read and
+:func:`~brokerlb.testing.ownership_checker.check_campaign` proves the invariants; the
+:class:`CampaignResult` carries its verdict, the faults injected by kind and the seed. Every
+process is stopped by its PID, and the whole run is bounded by ``time_limit`` seconds and
+``faults`` faults. The same seed gives the same schedule (kinds, targets, durations); what the
+cluster does in response is real and varies.
+
+Used by ``brokerlb chaos``, the CI campaign test and ``benchmarks/bench_chaos.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from brokerlb.testing.history import HistoryEvent, parse_history_line
+from brokerlb.testing.ownership_checker import SECOND_NS, CampaignFacts, CampaignVerdict, check_campaign
+from brokerlb.testing.zookeeper import ZooKeeperServer, free_port
+
+__all__ = ["Campaign", "CampaignConfig", "CampaignResult", "FAULT_KINDS"]
+
+logger = logging.getLogger(__name__)
+
+FAULT_KINDS = (
+    "kill",
+    "pause-short",
+    "pause-long",
+    "zk-restart",
+    "kill-leader",
+    "kill-in-split",
+    "expire-in-transfer",
+    "unload-split",
+    "clock-jump",
+)
+
+_READY = re.compile(r"ready at (http://\S+)(?: (pulsar://\S+))?")
+TENANT = "chaos"
+NAMESPACE = "chaos/faults"
+
+
+@dataclass
+class CampaignConfig:
+    brokers: int = 3
+    faults: int = 20
+    seed: int = 1
+    #: hard bound on the whole run (start-up included), seconds
+    time_limit: float = 170.0
+    session_timeout_ms: int = 3000
+    bundles: int = 8
+    topics: int = 24
+    #: Official-client producers and consumers (on the first ``client_topics`` topics)
+    clients: bool = True
+    client_topics: int = 4
+    produce_rate: float = 20.0
+    #: pause between two faults, seconds (uniform)
+    gap: tuple[float, float] = (0.3, 1.5)
+    kinds: tuple[str, ...] = FAULT_KINDS
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    python: str = sys.executable
+    #: keep the brokers' logs and history files (the path is in the result) instead of deleting them
+    keep_workdir: bool = False
+
+
+@dataclass
+class CampaignResult:
+    seed: int
+    verdict: CampaignVerdict
+    faults: collections.Counter[str]
+    duration_s: float
+    history_events: int
+    boundaries_seen: int
+    errors: list[str] = field(default_factory=list)
+    workdir: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "faults": sum(self.faults.values()),
+            "faults_by_kind": dict(sorted(self.faults.items())),
+            "duration_s": round(self.duration_s, 1),
+            "history_events": self.history_events,
+            "split_boundaries_seen": self.boundaries_seen,
+            **self.verdict.summary(),
+            "errors": self.errors[:10],
+        }
+
+
+class _Slot:
+    """One broker position: fixed web port, history and clock files; its processes over time."""
+
+    def __init__(self, index: int, workdir: Path) -> None:
+        self.index = index
+        self.web_port = free_port()
+        self.history = workdir / f"history-{index}.jsonl"
+        self.clock_file = workdir / f"clock-{index}.txt"
+        self.clock_file.write_text("0")
+        self.log = workdir / f"broker-{index}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url = f"http://127.0.0.1:{self.web_port}"
+        self.frozen_since: int | None = None
+        #: started and announced ready (a process still starting is not a fault target)
+        self.ready = False
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None and self.ready
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+
+class Campaign:
+    """One fault campaign (module docstring)."""
+
+    def __init__(self, config: CampaignConfig) -> None:
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.workdir = Path(tempfile.mkdtemp(prefix="brokerlb-chaos-"))
+        self.zk = ZooKeeperServer(max_session_timeout_ms=60_000)
+        self.slots = [_Slot(i, self.workdir) for i in range(config.brokers)]
+        self.deaths: dict[int, int] = {}
+        self.frozen: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
+        self.faults: collections.Counter[str] = collections.Counter()
+        self.errors: list[str] = []
+        self.topics = [f"persistent://{NAMESPACE}/topic-{i}" for i in range(config.topics)]
+        self.boundaries_seen: set[int] = set()
+        #: the namespace's interior boundaries as last read
+        self.final_boundaries: list[int] = []
+        self.session_timeout = config.session_timeout_ms / 1000
+        self._background: set[asyncio.Task[Any]] = set()
+        self._stopping = False
+        self._admin: Any = None
+
+    # ------------------------------------------------------------------ processes
+    def _settings(self, slot: _Slot) -> dict[str, Any]:
+        return {
+            "clusterName": "chaos",
+            "metadataStoreSessionTimeoutMillis": self.config.session_timeout_ms,
+            "loadBalancerReportUpdateMinIntervalMillis": 200,
+            "brokerlbHostUsage": "traffic",
+            "loadBalancerSheddingIntervalMinutes": 0.05,
+            "loadBalancerSheddingGracePeriodMinutes": 0,
+            "loadBalancerNamespaceMaximumBundles": 64,
+            **self.config.overrides,
+            "metadataStoreUrl": self.zk.url,
+            "advertisedAddress": "127.0.0.1",
+            "bindAddress": "127.0.0.1",
+            "webServicePort": slot.web_port,
+            "brokerServicePort": 0,
+            "brokerlbOwnershipHistoryFile": str(slot.history),
+            "brokerlbClockOffsetFile": str(slot.clock_file),
+        }
+
+    async def _start_broker(self, slot: _Slot, timeout: float = 60.0) -> None:
+        args = [self.config.python, "-m", "brokerlb.cli.main", "broker", "--log-level", "info"]
+        for key, value in self._settings(slot).items():
+            args += ["--set", f"{key}={value}"]
+        slot.ready = False
+        offset = slot.log.stat().st_size if slot.log.exists() else 0
+        with open(slot.log, "ab") as out:
+            slot.process = subprocess.Popen(
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with open(slot.log, "rb") as f:
+                f.seek(offset)
+                if _READY.search(f.read().decode(errors="replace")):
+                    slot.ready = True
+                    self._log_fault("ready", slot=slot.index, pid=slot.process.pid)
+                    return
+            if slot.process.poll() is not None:
+                raise RuntimeError(f"broker {slot.index} exited with {slot.process.returncode}")
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"broker {slot.index} not ready within {timeout} s")
+
+    async def _kill(self, slot: _Slot) -> None:
+        proc = slot.process
+        if proc is None or proc.poll() is not None:
+            return
+        if slot.frozen_since is not None:
+            self._thaw_record(slot)
+        os.kill(proc.pid, signal.SIGKILL)
+        self.deaths[proc.pid] = time.monotonic_ns()
+        self._log_fault("SIGKILL", slot=slot.index, pid=proc.pid)
+        await asyncio.to_thread(proc.wait, 10)
+
+    def _freeze(self, slot: _Slot) -> bool:
+        if not slot.alive or slot.frozen_since is not None:
+            return False
+        assert slot.process is not None
+        slot.frozen_since = time.monotonic_ns()
+        os.kill(slot.process.pid, signal.SIGSTOP)
+        self._log_fault("SIGSTOP", slot=slot.index, pid=slot.process.pid)
+        return True
+
+    def _thaw_record(self, slot: _Slot) -> None:
+        assert slot.process is not None and slot.frozen_since is not None
+        self.frozen[slot.process.pid].append((slot.frozen_since, time.monotonic_ns()))
+        slot.frozen_since = None
+
+    def _thaw(self, slot: _Slot) -> None:
+        if slot.frozen_since is None or not slot.alive:
+            return
+        assert slot.process is not None
+        os.kill(slot.process.pid, signal.SIGCONT)
+        self._log_fault("SIGCONT", slot=slot.index, pid=slot.process.pid)
+        self._thaw_record(slot)
+
+    async def _restart_later(self, slot: _Slot, delay: float) -> None:
+        await asyncio.sleep(delay)
+        if self._stopping:
+            return
+        try:
+            await self._start_broker(slot)
+        except (RuntimeError, TimeoutError) as exc:
+            self.errors.append(f"restart of broker {slot.index}: {exc}")
+
+    async def _thaw_later(self, slot: _Slot, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self._thaw(slot)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ------------------------------------------------------------------ cluster views
+    def _live(self) -> list[_Slot]:
+        return [s for s in self.slots if s.alive and s.frozen_since is None]
+
+    async def _get(self, path: str) -> Any:
+        for slot in self.rng.sample(self._live(), k=len(self._live())):
+            try:
+                answer = await self._admin.get(slot.url + path)
+            except Exception:
+                continue
+            if answer.status_code == 200:
+                return answer.json()
+        return None
+
+    async def _leader(self) -> _Slot | None:
+        data = await self._get("/admin/v2/brokers/leaderBroker")
+        url = (data or {}).get("serviceUrl", "") if isinstance(data, dict) else ""
+        return next((s for s in self.slots if url.rstrip("/") == s.url), None)
+
+    async def _bundles(self) -> list[str]:
+        data = await self._get(f"/admin/v2/namespaces/{NAMESPACE}/bundles")
+        if not isinstance(data, dict):
+            return []
+        bounds = [int(b, 16) for b in data.get("boundaries", [])]
+        self.boundaries_seen.update(bounds[1:-1])
+        self.final_boundaries = bounds[1:-1]
+        return [f"0x{a:08x}_0x{b:08x}" for a, b in zip(bounds, bounds[1:], strict=False)]
+
+    async def _owner_of(self, bundle_range: str) -> _Slot | None:
+        """The slot owning a bundle (a lookup of a topic in it tells; ``None`` if unknown)."""
+        for topic in self.topics:
+            if _in_range(topic, bundle_range):
+                data = await self._get(f"/lookup/v2/topic/persistent/{NAMESPACE}/{topic.rsplit('/', 1)[1]}")
+                url = (data or {}).get("httpUrl", "") if isinstance(data, dict) else ""
+                return next((s for s in self.slots if url.rstrip("/") == s.url), None)
+        return None
+
+    async def _put(self, url: str, **kwargs: Any) -> int:
+        try:
+            answer = await self._admin.put(url, **kwargs)
+            return int(answer.status_code)
+        except Exception:
+            return -1
+
+    # ------------------------------------------------------------------ clients
+    async def _prober(self) -> None:
+        """Look every topic up, round and round, through a random live broker."""
+        while not self._stopping:
+            for topic in self.topics:
+                live = self._live()
+                if self._stopping:
+                    return
+                if not live:
+                    await asyncio.sleep(0.05)
+                    continue
+                slot = self.rng.choice(live)
+                with contextlib.suppress(Exception):
+                    await self._admin.get(
+                        f"{slot.url}/lookup/v2/topic/persistent/{NAMESPACE}/{topic.rsplit('/', 1)[1]}"
+                    )
+            await asyncio.sleep(0.05)
+
+    def _start_clients(self) -> list[Any]:
+        import pulsar
+
+        from brokerlb.testing.official_client import ConsumerLoad, ProducerLoad, quiet_logger
+
+        urls = ",".join(s.url.removeprefix("http://") for s in self.slots)
+        client = pulsar.Client(
+            f"http://{urls}", operation_timeout_seconds=10, logger=quiet_logger(), connection_timeout_ms=2000
+        )
+        loads: list[Any] = [client]
+        for i, topic in enumerate(self.topics[: self.config.client_topics]):
+            loads.append(ConsumerLoad(client, topic, f"sub-{i}"))
+            loads.append(ProducerLoad(client, topic, f"p{i}", rate=self.config.produce_rate))
+        for load in loads[1:]:
+            load.start()
+        return loads
+
+    # ------------------------------------------------------------------ faults
+    async def _fault(self, kind: str) -> bool:
+        """Inject one fault of ``kind``; ``False`` when it could not be (no target now)."""
+        live = self._live()
+        rng = self.rng
+        timeout = self.session_timeout
+        if kind in ("kill", "pause-short", "pause-long", "clock-jump") and not live:
+            return False
+        if kind == "kill":
+            if len(live) < 2:
+                return False
+            slot = rng.choice(live)
+            await self._kill(slot)
+            self._spawn(self._restart_later(slot, rng.uniform(0.2, 2.0)))
+        elif kind == "pause-short":
+            slot = rng.choice(live)
+            self._freeze(slot)
+            self._spawn(self._thaw_later(slot, timeout * rng.uniform(0.2, 0.6)))
+        elif kind == "pause-long":
+            if len(live) < 2:
+                return False
+            slot = rng.choice(live)
+            self._freeze(slot)
+            self._spawn(self._thaw_later(slot, timeout * rng.uniform(1.2, 1.8)))
+        elif kind == "zk-restart":
+            await asyncio.to_thread(self.zk.crash)
+            await asyncio.sleep(rng.uniform(0.1, timeout * 0.5))
+            await asyncio.to_thread(self.zk.start)
+        elif kind == "kill-leader":
+            leader = await self._leader()
+            if leader is None or not leader.alive or len(live) < 2:
+                return False
+            await asyncio.sleep(rng.uniform(0, 1.0))
+            await self._kill(leader)
+            self._spawn(self._restart_later(leader, rng.uniform(0.2, 2.0)))
+        elif kind == "kill-in-split":
+            bundles = await self._bundles()
+            if not bundles or len(bundles) >= 48:
+                return False
+            target = rng.choice(bundles)
+            owner = await self._owner_of(target)
+            if owner is None or not owner.alive or len(live) < 2:
+                return False
+            split = asyncio.ensure_future(
+                self._put(f"{owner.url}/admin/v2/namespaces/{NAMESPACE}/{target}/split?unload=false")
+            )
+            await asyncio.sleep(rng.uniform(0, 0.05))
+            await self._kill(owner)
+            await split
+            self._spawn(self._restart_later(owner, rng.uniform(0.2, 2.0)))
+        elif kind == "expire-in-transfer":
+            bundles = await self._bundles()
+            if not bundles:
+                return False
+            target = rng.choice(bundles)
+            owner = await self._owner_of(target)
+            others = [s for s in live if s is not owner]
+            if owner is None or not owner.alive or not others:
+                return False
+            destination = rng.choice(others).url.removeprefix("http://")
+            unload = asyncio.ensure_future(
+                self._put(
+                    f"{owner.url}/admin/v2/namespaces/{NAMESPACE}/{target}/unload",
+                    params={"destinationBroker": destination},
+                )
+            )
+            await asyncio.sleep(rng.uniform(0, 0.03))
+            if self._freeze(owner):
+                self._spawn(self._thaw_later(owner, timeout * rng.uniform(1.2, 1.6)))
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(unload), timeout=0.1)
+            self._spawn(unload)
+        elif kind == "unload-split":
+            bundles = await self._bundles()
+            if not bundles or not live:
+                return False
+            target = rng.choice(bundles)
+            base = f"{rng.choice(live).url}/admin/v2/namespaces/{NAMESPACE}/{target}"
+            calls = [self._put(f"{base}/unload")]
+            if len(bundles) < 48:
+                calls.append(
+                    self._put(f"{rng.choice(live).url}/admin/v2/namespaces/{NAMESPACE}/{target}/split")
+                )
+            await asyncio.gather(*calls)
+        elif kind == "clock-jump":
+            slot = rng.choice(live)
+            offset = rng.choice((-1, 1)) * rng.randint(30_000, 600_000)
+            slot.clock_file.write_text(str(offset))
+            assert slot.process is not None
+            os.kill(slot.process.pid, signal.SIGUSR1)
+        else:
+            raise ValueError(f"unknown fault kind {kind!r}")
+        self.faults[kind] += 1
+        self._log_fault(kind)
+        await self._bundles()
+        return True
+
+    def _log_fault(self, kind: str, **details: Any) -> None:
+        import json
+
+        line = {"at": time.monotonic_ns(), "kind": kind, **details}
+        with open(self.workdir / "faults.jsonl", "a") as out:
+            out.write(json.dumps(line) + "\n")
+
+    # ------------------------------------------------------------------ the run
+    async def run(self) -> CampaignResult:
+        import httpx
+
+        cfg = self.config
+        began = time.monotonic()
+        deadline = began + cfg.time_limit
+        loads: list[Any] = []
+        self._admin = httpx.AsyncClient(timeout=3.0, follow_redirects=True)
+        try:
+            await asyncio.to_thread(self.zk.start)
+            for slot in self.slots:
+                await self._start_broker(slot)
+            await self._setup_namespace()
+            prober = asyncio.ensure_future(self._prober())
+            if cfg.clients:
+                loads = await asyncio.to_thread(self._start_clients)
+            kinds = list(cfg.kinds)
+            attempts = 0
+            # keep a margin for the drain: the last pause ends, the last restart completes
+            while (
+                sum(self.faults.values()) < cfg.faults
+                and time.monotonic() < deadline - 3 * self.session_timeout - 15
+            ):
+                attempts += 1
+                if attempts > cfg.faults * 20:
+                    break
+                kind = self.rng.choice(kinds)
+                try:
+                    await self._fault(kind)
+                except Exception as exc:  # a fault's own trouble is recorded, never the end of the run
+                    self.errors.append(f"{kind}: {exc!r}")
+                await asyncio.sleep(self.rng.uniform(*cfg.gap))
+            await self._drain(deadline)
+            self._stopping = True
+            prober.cancel()
+            await self._bundles()
+        finally:
+            self._stopping = True
+            end_ns = time.monotonic_ns()
+            await self._stop_all(loads)
+        result = self._verdict(end_ns, time.monotonic() - began)
+        if not cfg.keep_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return result
+
+    async def _setup_namespace(self) -> None:
+        url = self.slots[0].url
+        await self._put(
+            f"{url}/admin/v2/tenants/{TENANT}", json={"allowedClusters": ["chaos"], "adminRoles": []}
+        )
+        status = await self._put(
+            f"{url}/admin/v2/namespaces/{NAMESPACE}", json={"bundles": {"numBundles": self.config.bundles}}
+        )
+        if status not in (204, 409):
+            raise RuntimeError(f"could not create {NAMESPACE}: HTTP {status}")
+        await self._bundles()
+
+    async def _drain(self, deadline: float) -> None:
+        """Let pending thaws and restarts finish, then give the prober a round on the healed cluster."""
+        pending = list(self._background)
+        if pending:
+            await asyncio.wait(pending, timeout=max(1.0, deadline - time.monotonic() - 10))
+        for slot in self.slots:
+            self._thaw(slot)
+        for slot in self.slots:
+            if (slot.process is None or slot.process.poll() is not None) and time.monotonic() < deadline - 10:
+                with contextlib.suppress(RuntimeError, TimeoutError):
+                    await self._start_broker(slot)
+        await asyncio.sleep(min(self.session_timeout + 2.0, max(0.0, deadline - time.monotonic() - 5)))
+
+    async def _stop_all(self, loads: list[Any]) -> None:
+        for task in list(self._background):
+            task.cancel()
+        if loads:
+            for load in loads[1:]:
+                load.finish()
+            for load in loads[1:]:
+                await asyncio.to_thread(load.join, 10)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.to_thread(loads[0].close), 10)
+        for slot in self.slots:
+            self._thaw(slot)
+        for slot in self.slots:
+            proc = slot.process
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for slot in self.slots:
+            proc = slot.process
+            if proc is None:
+                continue
+            try:
+                await asyncio.to_thread(proc.wait, 15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                await asyncio.to_thread(proc.wait, 10)
+            self.deaths.setdefault(proc.pid, time.monotonic_ns())
+        if self._admin is not None:
+            await self._admin.aclose()
+        await asyncio.to_thread(self.zk.stop)
+
+    def _verdict(self, end_ns: int, duration: float) -> CampaignResult:
+        events: list[HistoryEvent] = []
+        for slot in self.slots:
+            if slot.history.exists():
+                for line in slot.history.read_text(errors="replace").splitlines():
+                    event = parse_history_line(line)
+                    if event is not None:
+                        events.append(event)
+        # the graceful stops at the end come after end_ns: the spans end there, nothing to re-own
+        facts = CampaignFacts(
+            events=events,
+            end_ns=end_ns,
+            deaths=dict(self.deaths),
+            frozen=dict(self.frozen),
+            topics=set(self.topics),
+            session_timeout_ns=int(self.session_timeout * SECOND_NS),
+            split_boundaries={NAMESPACE: set(self.boundaries_seen)},
+            final_boundaries={NAMESPACE: list(self.final_boundaries)},
+        )
+        verdict = check_campaign(facts)
+        return CampaignResult(
+            self.config.seed,
+            verdict,
+            self.faults,
+            duration,
+            len(events),
+            len(self.boundaries_seen),
+            self.errors,
+            str(self.workdir),
+        )
+
+
+def _in_range(topic: str, bundle_range: str) -> bool:
+    from brokerlb.ring.hashing import topic_hash
+
+    lower, upper = (int(x, 16) for x in bundle_range.split("_"))
+    h = topic_hash(topic)
+    return lower <= h < upper or (upper == 0xFFFFFFFF and h == upper)
