@@ -51,6 +51,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("simulate", "brokerlb.cli.simulate", "simulate"),
     ("broker", "brokerlb.cli.serve", "broker"),
     ("standalone", "brokerlb.cli.serve", "standalone"),
+    ("chaos", "brokerlb.cli.chaos", "chaos"),
 ]
 
 
