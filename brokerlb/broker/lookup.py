@@ -31,7 +31,10 @@ is an immediate 503. Before taking a bundle, its range is checked against the
 store (a bundle cache behind a split must not make us own a dead range).
 
 :meth:`LookupService.lookup_cached` is the allocation-free hot path for owned bundles
-(no await): the HTTP layer tries it first.
+(no await): the HTTP layer tries it first. Both answer from the ownership cache only while this
+broker knows its metadata session is alive
+(:meth:`~brokerlb.coordination.MetadataStore.session_known_alive`): a process that resumes after
+a freeze past its session reads the owner from the store instead (503 until that succeeds).
 """
 
 from __future__ import annotations
@@ -156,9 +159,14 @@ class LookupService:
 
     # ------------------------------------------------------------------ the hot path
     def lookup_cached(self, topic: TopicName) -> bytes | None:
-        """LookupData bytes when the topic's bundle has an enabled owner in memory, else ``None``."""
+        """LookupData bytes when the topic's bundle has an enabled owner in memory, else ``None``.
+
+        Only while this broker knows its metadata session is alive: a process frozen past its
+        session (a GC pause, SIGSTOP) wakes up with a cache that may still name it as the owner of
+        bundles others took meanwhile; it must not answer from it before it has heard the store.
+        """
         bundles = self.bundles.cached(topic.namespace)
-        if bundles is None:
+        if bundles is None or not self.ownership.session_confirmed():
             return None
         answer = self._answers.get(bundles.find_bundle(topic))
         if answer is not None:
@@ -214,6 +222,10 @@ class LookupService:
 
     async def _resolve(self, bundle: NamespaceBundle, authoritative: bool) -> Resolution:
         info = await self.owners.lookup_owner(bundle)
+        if info is not None and not self.ownership.session_confirmed():
+            # the cache may be stale (a resumed process): ask the store, which fails (retriable)
+            # until the session is settled one way or the other
+            info = await self.owners.read_owner(bundle)
         if (
             info is not None
             and authoritative

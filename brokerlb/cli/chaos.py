@@ -29,9 +29,13 @@ def chaos(
     seed: int = typer.Option(1, "--seed", help="seed of the fault schedule"),
     brokers: int = typer.Option(3, "--brokers", "-n", min=2, help="broker processes"),
     time_limit: float = typer.Option(170.0, "--time-limit", help="bound on the whole run, seconds"),
-    session_timeout_ms: int = typer.Option(3000, "--session-timeout-ms", help="metadataStoreSessionTimeoutMillis"),
+    session_timeout_ms: int = typer.Option(
+        3000, "--session-timeout-ms", help="metadataStoreSessionTimeoutMillis"
+    ),
     kinds: str | None = _KINDS,
-    clients: bool = typer.Option(True, "--clients/--no-clients", help="official-client producers and consumers"),
+    clients: bool = typer.Option(
+        True, "--clients/--no-clients", help="official-client producers and consumers"
+    ),
     keep: bool = typer.Option(False, "--keep", help="keep the brokers' logs and histories (path printed)"),
     show: int = typer.Option(5, "--show", help="violations of each kind to print"),
 ) -> None:

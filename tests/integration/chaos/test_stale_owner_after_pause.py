@@ -66,17 +66,22 @@ async def test_a_resumed_broker_does_not_answer_for_bundles_taken_while_it_was_f
             created = await client.put(f"{cluster.urls[0]}/admin/v2/namespaces/{namespace}")
             assert created.status_code == 204, created.text
             first = {t: (await _lookup(client, cluster.urls[0], t)) for t in topics}
-            theirs = [t for t, r in first.items() if isinstance(r, httpx.Response) and r.json()["httpUrl"] == target]
+            theirs = [
+                t for t, r in first.items() if isinstance(r, httpx.Response) and r.json()["httpUrl"] == target
+            ]
             assert theirs, "broker 2 owns none of the topics; pick more topics"
 
-            print("raw before pause:", await _read_answer(await _send_lookup(target, theirs[0])))
+            before = await _read_answer(await _send_lookup(target, theirs[0]))
+            assert before[0] == 200 and f'"httpUrl":"{target}"' in before[1], before
             os.kill(paused.pid, signal.SIGSTOP)
             try:
                 # the others take broker 2's bundles once its session expired
                 async def moved() -> bool:
                     answers = [await _lookup(client, cluster.urls[0], t) for t in theirs]
                     return all(
-                        isinstance(r, httpx.Response) and r.status_code == 200 and r.json()["httpUrl"] != target
+                        isinstance(r, httpx.Response)
+                        and r.status_code == 200
+                        and r.json()["httpUrl"] != target
                         for r in answers
                     )
 
@@ -87,7 +92,8 @@ async def test_a_resumed_broker_does_not_answer_for_bundles_taken_while_it_was_f
                 os.kill(paused.pid, signal.SIGCONT)
             answers = await asyncio.gather(*(_read_answer(conn) for conn in queued))
         stale = [a for a in answers if a[0] == 200 and f'"httpUrl":"{target}"' in a[1].replace(" ", "")]
-        print(sorted((a[0], a[1][:90]) for a in answers)[:8])
-        assert answers and stale == [], f"{len(stale)} of {len(answers)} answers named the resumed broker as the owner"
+        assert answers and stale == [], (
+            f"{len(stale)} of {len(answers)} answers named the resumed broker as the owner"
+        )
     finally:
         await cluster.stop()
