@@ -230,10 +230,14 @@ class _Api:
         *,
         destination_broker: str | None = None,
         authoritative: bool = False,
+        leader_epoch: int | None = None,
     ) -> Any:
+        """``leader_epoch``: the leader's fencing token (brokerlb: the owner refuses a superseded one, 409)."""
         params: dict[str, Any] = {"authoritative": _flag(authoritative)}
         if destination_broker:
             params["destinationBroker"] = destination_broker
+        if leader_epoch is not None:
+            params["leaderEpoch"] = str(leader_epoch)
         return self._call(
             "PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/unload", params=params, parse=_none
         )
@@ -246,9 +250,13 @@ class _Api:
         unload: bool = False,
         algorithm: str | None = None,
         boundaries: Sequence[int | str] | None = None,
+        leader_epoch: int | None = None,
     ) -> Any:
-        """``bundle`` is a range, ``LARGEST`` or ``HOT``; ``boundaries`` go in the body."""
+        """``bundle`` is a range, ``LARGEST`` or ``HOT``; ``boundaries`` go in the body; ``leader_epoch`` as
+        for :meth:`unload_bundle`."""
         params: dict[str, Any] = {"unload": _flag(unload)}
+        if leader_epoch is not None:
+            params["leaderEpoch"] = str(leader_epoch)
         if algorithm:
             params["splitAlgorithmName"] = algorithm
         return self._call(

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from brokerlb.admin.client import AsyncAdminClient
+from brokerlb.broker.leader_fence import LeaderFence
 from brokerlb.broker.load_manager import LoadManager
 from brokerlb.broker.owner_actions import OwnerActions
 from brokerlb.clock import Clock
@@ -91,8 +92,13 @@ class BrokerActions:
         admin: AsyncAdminClient,
         load_data_store: LoadDataStore,
         merge_bundles: MergeBundles,
+        fencing_token: Callable[[], int | None] = lambda: None,
+        fence: LeaderFence | None = None,
     ) -> None:
         self._conf = conf
+        #: the leader epoch the commands carry (the latest leadership's, kept after it ends)
+        self._fencing_token = fencing_token
+        self._fence = fence
         self._merge_bundles = merge_bundles
         self._broker_id = broker_id
         self._clock = clock
@@ -116,16 +122,26 @@ class BrokerActions:
         try:
             if owner is None:
                 raise BrokerLBError(f"{bundle} has no owner any more")
+            token = self._fencing_token()
             if owner.broker_id == self._broker_id:
+                await self._admit(str(bundle), token, "unload")
                 return await self._actions.unload(bundle, destination)
             await self._admin.at(_url(owner.data.http_url)).unload_bundle(
-                str(bundle.namespace), bundle.range, destination_broker=destination, authoritative=True
+                str(bundle.namespace),
+                bundle.range,
+                destination_broker=destination,
+                authoritative=True,
+                leader_epoch=token,
             )
             return True
         except BrokerLBError as exc:
             self.failures.append(("unload", move.bundle, str(exc)))
             logger.warning("Leader could not unload %s: %s", move.bundle, exc)
             return False
+
+    async def _admit(self, bundle: str, token: int | None, what: str) -> None:
+        if self._fence is not None:
+            await self._fence.admit(bundle, token, what)
 
     async def split(self, splits: Sequence[SplitDecision]) -> list[bool]:
         return [await self._split(d) for d in splits]
@@ -148,6 +164,9 @@ class BrokerActions:
         unload = self._conf.loadBalancerAutoUnloadSplitBundlesEnabled
         algorithm = SPECIFIED_POSITIONS_DIVIDE if decision.boundaries else None
         try:
+            token = self._fencing_token()
+            # the leader's own write (the bundle's stored data) is fenced too: a superseded leader stops here
+            await self._admit(str(bundle), token, "split")
             await self._load_data.delete_bundle_data(bundle)
             if owner is None:
                 raise BrokerLBError(f"{bundle} has no owner to split it")
@@ -162,6 +181,7 @@ class BrokerActions:
                 unload=unload,
                 algorithm=algorithm,
                 boundaries=list(decision.boundaries) or None,
+                leader_epoch=token,
             )
             return True
         except BrokerLBError as exc:

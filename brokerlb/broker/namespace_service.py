@@ -44,6 +44,7 @@ from typing import Any, Protocol
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.identity import BrokerIdentity
+from brokerlb.broker.leader_fence import LeaderFence
 from brokerlb.broker.lookup import LookupService
 from brokerlb.broker.owner_actions import OwnerActions, SplitOutcome, parse_split_boundaries
 from brokerlb.broker.redirect import Redirect
@@ -149,8 +150,10 @@ class NamespaceService:
         topics: TopicRegistry,
         load_data: LoadDataStore,
         admin: AsyncAdminClient,
+        leader_fence: LeaderFence | None = None,
     ) -> None:
         self.identity = identity
+        self.leader_fence = leader_fence
         self.conf = conf
         self.metadata = metadata
         self.bundles = bundles
@@ -206,6 +209,7 @@ class NamespaceService:
         *,
         authoritative: bool = False,
         destination: str | None = None,
+        leader_epoch: int | None = None,
     ) -> Redirect | None:
         bundle = await self.bundle(namespace, bundle_range)
         destination = _strip_scheme(destination)
@@ -235,8 +239,13 @@ class NamespaceService:
             raise PreconditionFailedError(
                 f"Bundle {bundle} is already owned by the destination broker {destination}"
             )
+        await self._admit(str(bundle), leader_epoch, "unload")
         await self.actions.unload(bundle, destination if transfer else None)
         return None
+
+    async def _admit(self, bundle: str, leader_epoch: int | None, what: str) -> None:
+        if self.leader_fence is not None:
+            await self.leader_fence.admit(bundle, leader_epoch, what)
 
     async def split_bundle(
         self,
@@ -247,6 +256,7 @@ class NamespaceService:
         unload: bool = False,
         algorithm: str | None = None,
         body: object = None,
+        leader_epoch: int | None = None,
     ) -> Redirect | SplitOutcome:
         self._check_split_request(algorithm, body)
         positions = parse_split_boundaries(body)
@@ -255,6 +265,7 @@ class NamespaceService:
         redirect = await self._owner_or_redirect(bundle, authoritative, read_only=False)
         if redirect is not None:
             return redirect
+        await self._admit(str(bundle), leader_epoch, "split")
         return await self.actions.split(bundle, algorithm=algorithm, positions=positions, unload=unload)
 
     async def merge_bundles(

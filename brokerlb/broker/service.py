@@ -45,12 +45,14 @@ from brokerlb.broker.http.app import create_app
 from brokerlb.broker.http.server import WebServers
 from brokerlb.broker.identity import BrokerIdentity
 from brokerlb.broker.leader import BrokerActions, HistorySink, LeaderTasks
+from brokerlb.broker.leader_fence import LeaderFence
 from brokerlb.broker.leader_inputs import LeaderInputs
 from brokerlb.broker.load_manager import LoadManager
 from brokerlb.broker.lookup import LookupService
 from brokerlb.broker.namespace_service import NamespaceService
 from brokerlb.broker.operations import BrokerOperations
 from brokerlb.broker.owner_actions import OwnerActions
+from brokerlb.broker.ownership_history import attach_ownership_history
 from brokerlb.broker.partitioned_topics import PartitionedTopics
 from brokerlb.broker.policies_cache import ClusterPoliciesCache
 from brokerlb.broker.reporter import HostUsageSource, LoadReporter
@@ -182,6 +184,17 @@ class BrokerService:
         self.load_data_store = LoadDataStore(store)
         self.partitioned_topics = PartitionedTopics(store)
         self.topics = TopicRegistry(self._bundle_of, clock=self.clock)
+        self.ownership_history = attach_ownership_history(
+            conf,
+            ident.broker_id,
+            store=store,
+            ownership=self.ownership,
+            topics=self.topics,
+            election=self.election,
+        )
+        self.leader_fence = LeaderFence(
+            store, self.ownership_history.leader_action if self.ownership_history is not None else None
+        )
         serves_topics = conf.webSocketServiceEnabled or conf.brokerServicePort is not None
         self.data_path = self._data_path() if serves_topics else None
         self.admin = AsyncAdminClient(ident.web_service_url or "", token=broker_client_token(conf))
@@ -261,6 +274,7 @@ class BrokerService:
             topics=self.topics,
             load_data=self.load_data_store,
             admin=self.admin,
+            leader_fence=self.leader_fence,
         )
         self.leader_tasks = LeaderTasks(
             self.load_manager,
@@ -273,6 +287,8 @@ class BrokerService:
                 admin=self.admin,
                 load_data_store=self.load_data_store,
                 merge_bundles=self.namespaces.merge_parts,
+                fencing_token=lambda: self.election.last_fencing_token,
+                fence=self.leader_fence,
             ),
             conf=conf,
             registry=self.registry,

@@ -67,7 +67,6 @@ def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level
     import signal
 
     from brokerlb.broker.offset_clock import OffsetClock, clock_from_file
-    from brokerlb.broker.ownership_history import attach_ownership_history
     from brokerlb.broker.service import BrokerService
     from brokerlb.config import load_broker_conf
 
@@ -81,14 +80,6 @@ def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level
             if isinstance(clock, OffsetClock):
                 asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, clock.reload)
             await service.start()
-            attach_ownership_history(  # the listeners keep it alive
-                conf,
-                service.broker_id,
-                store=service.store,
-                ownership=service.ownership,
-                topics=service.topics,
-                election=service.election,
-            )
             tls = service.identity.web_service_url_tls
             binary = service.identity.pulsar_service_url or "no binary protocol"
             console.print(

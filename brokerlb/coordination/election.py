@@ -165,6 +165,7 @@ class LeaderElection:
         self._retry_delay = retry_delay
         self._state = ElectionState.STOPPED
         self._epoch = 0
+        self._last_token: int | None = None
         self._lease: LeaderLease | None = None
         self._deadline = 0.0
         self._node_version = -1
@@ -189,6 +190,12 @@ class LeaderElection:
     def epoch(self) -> int:
         """Number of times this candidate has gained leadership."""
         return self._epoch
+
+    @property
+    def last_fencing_token(self) -> int | None:
+        """The fencing token of this candidate's latest leadership, kept after it ends: work decided
+        under it carries it, so an owner can refuse that work once another leader was elected."""
+        return self._last_token
 
     @property
     def is_leader(self) -> bool:
@@ -428,6 +435,7 @@ class LeaderElection:
         self._deadline = confirmed_at + self._lease_span
         self._leader = self.candidate
         self._lease = LeaderLease(self, self._epoch, token)
+        self._last_token = token
         logger.info(
             "%s gained leadership of %s (epoch %d, leader epoch %s)",
             self.candidate.broker_id,

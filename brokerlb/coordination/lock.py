@@ -151,15 +151,35 @@ class EphemeralLock:
                 return
             self._state = LockState.RELEASING
             try:
-                await self.store.delete(self.path, version=self._version)
+                await self._delete_own_generation()
             except (NoNodeError, StoreClosedError):
                 pass
-            except BadVersionError:
-                node = await self.store.get_or_none(self.path)
-                if node is not None and self.store.owns(node.stat):
-                    await self.store.delete(self.path)
             self._finish("released")
         logger.info("Released lock on %s", self.path)
+
+    async def _delete_own_generation(self) -> None:
+        """Delete the node only if it is the one this lock created or adopted: same session and same
+        creation transaction (epoch). A node re-created meanwhile -- by another session, or by this
+        session for a newer lock on the same path -- is another generation's and stays (deleting by
+        path, or by version alone, would remove it: every new node has version 0)."""
+        node = await self.store.get_or_none(self.path)
+        if node is None or not self.store.owns(node.stat):
+            return
+        if self.epoch is not None and node.stat.czxid != self.epoch:
+            logger.info(
+                "Not deleting %s: it is a newer generation (epoch %d, ours %d)",
+                self.path,
+                node.stat.czxid,
+                self.epoch,
+            )
+            return
+        try:
+            await self.store.delete(self.path, version=node.stat.version)
+        except BadVersionError:
+            # our own node, written again between the read and the delete (an update in flight)
+            again = await self.store.get_or_none(self.path)
+            if again is not None and self.store.owns(again.stat) and again.stat.czxid == node.stat.czxid:
+                await self.store.delete(self.path, version=again.stat.version)
 
     def abandon(self) -> None:
         """Forget the lock without touching the store (the process is going away)."""

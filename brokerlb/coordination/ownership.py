@@ -222,6 +222,10 @@ class OwnershipManager:
         self._disabled = self_data.with_disabled(True).to_bytes()
         self._locks: dict[str, EphemeralLock] = {}
         self._inflight: dict[str, asyncio.Future[AcquireResult]] = {}
+        #: releases in progress: an acquisition of the same bundle waits for them (one generation of
+        #: ownership ends before the next begins, else the old release deletes the node the new
+        #: acquisition adopted)
+        self._releasing: dict[str, asyncio.Future[None]] = {}
         self._listeners: list[Callable[[OwnershipEvent], None]] = []
 
     # ------------------------------------------------------------------ views
@@ -271,6 +275,9 @@ class OwnershipManager:
     async def try_acquire(self, bundle: NamespaceBundle | str) -> AcquireResult:
         """Own ``bundle`` if nobody does; otherwise report who does."""
         name = bundle_name(bundle)
+        releasing = self._releasing.get(name)
+        if releasing is not None:
+            await asyncio.shield(releasing)
         lock = self._locks.get(name)
         if lock is not None and lock.held:
             return AcquireResult(
@@ -317,7 +324,14 @@ class OwnershipManager:
         lock = self._locks.pop(name, None)
         if lock is None:
             return
-        await lock.release()
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._releasing[name] = done
+        try:
+            await lock.release()
+        finally:
+            if self._releasing.get(name) is done:
+                del self._releasing[name]
+            done.set_result(None)
         logger.info("Released ownership of %s", name)
         self._emit(OwnershipEvent(OwnershipEventKind.RELEASED, name))
 

@@ -17,7 +17,10 @@ client publish and consume on some of the topics. Then a bounded, seeded random 
 ``kill-in-split``      ask a bundle's owner to split it and SIGKILL the owner a few ms later;
 ``expire-in-transfer`` transfer a bundle to another broker and freeze its owner past its session;
 ``unload-split``       an admin unload and an admin split of the same bundle at the same moment;
-``clock-jump``         move a broker's wall clock by up to ±10 minutes (monotonic time untouched).
+``clock-jump``         move a broker's wall clock by up to ±10 minutes (monotonic time untouched);
+``zk-restart-pause``   freeze a broker, restart ZooKeeper, keep the broker frozen until its session
+                       expired after the restart (one broker's session lost across a ZooKeeper restart);
+``kill-transfer-destination`` transfer a bundle and SIGKILL the destination at once, restart it.
 
 At the end the brokers are stopped, their history files read and
 :func:`~brokerlb.testing.ownership_checker.check_campaign` proves the invariants; the
@@ -67,6 +70,8 @@ FAULT_KINDS = (
     "expire-in-transfer",
     "unload-split",
     "clock-jump",
+    "zk-restart-pause",
+    "kill-transfer-destination",
 )
 
 _READY = re.compile(r"ready at (http://\S+)(?: (pulsar://\S+))?")
@@ -431,6 +436,35 @@ class Campaign:
                     self._put(f"{rng.choice(live).url}/admin/v2/namespaces/{NAMESPACE}/{target}/split")
                 )
             await asyncio.gather(*calls)
+        elif kind == "zk-restart-pause":
+            if len(live) < 2:
+                return False
+            slot = rng.choice(live)
+            self._freeze(slot)
+            await asyncio.to_thread(self.zk.crash)
+            await asyncio.sleep(rng.uniform(0.1, timeout * 0.5))
+            await asyncio.to_thread(self.zk.start)
+            self._spawn(self._thaw_later(slot, timeout * rng.uniform(1.3, 1.8)))
+        elif kind == "kill-transfer-destination":
+            bundles = await self._bundles()
+            if not bundles or len(live) < 2:
+                return False
+            target = rng.choice(bundles)
+            owner = await self._owner_of(target)
+            others = [s for s in live if s is not owner]
+            if owner is None or not owner.alive or not others:
+                return False
+            receiver = rng.choice(others)
+            unload = asyncio.ensure_future(
+                self._put(
+                    f"{owner.url}/admin/v2/namespaces/{NAMESPACE}/{target}/unload",
+                    params={"destinationBroker": receiver.url.removeprefix("http://")},
+                )
+            )
+            await asyncio.sleep(rng.uniform(0, 0.03))
+            await self._kill(receiver)
+            self._spawn(unload)
+            self._spawn(self._restart_later(receiver, rng.uniform(0.2, 2.0)))
         elif kind == "clock-jump":
             slot = rng.choice(live)
             offset = rng.choice((-1, 1)) * rng.randint(30_000, 600_000)
@@ -452,7 +486,9 @@ class Campaign:
             out.write(json.dumps(line) + "\n")
 
     # ------------------------------------------------------------------ the run
-    async def run(self) -> CampaignResult:
+    async def run(self, script: list[str] | None = None) -> CampaignResult:
+        """Run the campaign: the seeded random schedule, or ``script``'s fault kinds in order (a
+        regression scenario: each fault is retried until it could be injected, a few times)."""
         import httpx
 
         cfg = self.config
@@ -496,6 +532,35 @@ class Campaign:
         if not cfg.keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
         return result
+
+    def _time_left(self, deadline: float) -> bool:
+        # keep a margin for the drain: the last pause ends, the last restart completes
+        return time.monotonic() < deadline - 3 * self.session_timeout - 15
+
+    async def _inject(self, kind: str) -> bool:
+        try:
+            return await self._fault(kind)
+        except Exception as exc:  # a fault's own trouble is recorded, never the end of the run
+            self.errors.append(f"{kind}: {exc!r}")
+            return False
+
+    async def _run_random(self, deadline: float) -> None:
+        cfg = self.config
+        attempts = 0
+        while sum(self.faults.values()) < cfg.faults and self._time_left(deadline):
+            attempts += 1
+            if attempts > cfg.faults * 20:
+                break
+            await self._inject(self.rng.choice(list(cfg.kinds)))
+            await asyncio.sleep(self.rng.uniform(*cfg.gap))
+
+    async def _run_script(self, script: list[str], deadline: float) -> None:
+        for kind in script:
+            for _attempt in range(20):
+                if not self._time_left(deadline) or await self._inject(kind):
+                    break
+                await asyncio.sleep(0.2)
+            await asyncio.sleep(self.rng.uniform(*self.config.gap))
 
     async def _setup_namespace(self) -> None:
         url = self.slots[0].url

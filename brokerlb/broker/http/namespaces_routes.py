@@ -34,6 +34,7 @@ from brokerlb.broker.http.openapi import (
     TOPIC_HASH_POSITIONS,
     doc,
 )
+from brokerlb.broker.leader_fence import parse_leader_epoch
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import parse_boundary
 
@@ -179,12 +180,14 @@ def namespaces_router(  # noqa: C901 - one route per endpoint
         request: Request,
         authoritative: str | None = None,
         destinationBroker: str | None = None,
+        leaderEpoch: str | None = None,
     ) -> Response:  # noqa: N803
         result = await namespaces.unload_bundle(
             _ns(tenant, namespace),
             bundle,
             authoritative=parse_bool(authoritative, "authoritative"),
             destination=destinationBroker,
+            leader_epoch=parse_leader_epoch(leaderEpoch),
         )
         return maybe_redirect(request, result) or no_content()
 
@@ -204,6 +207,7 @@ def namespaces_router(  # noqa: C901 - one route per endpoint
         authoritative: str | None = None,
         unload: str | None = None,
         splitAlgorithmName: str | None = None,
+        leaderEpoch: str | None = None,
     ) -> Response:  # noqa: N803
         result = await namespaces.split_bundle(
             _ns(tenant, namespace),
@@ -212,6 +216,7 @@ def namespaces_router(  # noqa: C901 - one route per endpoint
             unload=parse_bool(unload, "unload"),
             algorithm=splitAlgorithmName or None,
             body=await json_body(request),
+            leader_epoch=parse_leader_epoch(leaderEpoch),
         )
         return maybe_redirect(request, result) or no_content()
 

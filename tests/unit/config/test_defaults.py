@@ -178,6 +178,8 @@ BROKERLB_DEFAULTS: dict[str, object] = {
     "brokerlbMaxNameLength": 255,
     "brokerlbStrictNamespaceBundles": True,
     "brokerlbLoadHistoryDir": None,  # brokerlb's own key
+    "brokerlbOwnershipHistoryFile": None,  # testing aids of the fault campaign
+    "brokerlbClockOffsetFile": None,
     "brokerlbThresholdShedderSingleHistoryUpdate": False,  # brokerlb's own key (Pulsar behaviour by default)
     "brokerlbTransferShedderCountSwapGain": False,  # brokerlb's own key (Pulsar behaviour by default)
     "brokerlbTransferShedderCheckSwapCandidates": False,  # brokerlb's own key (Pulsar behaviour by default)
