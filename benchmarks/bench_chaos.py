@@ -40,6 +40,7 @@ def main() -> int:
     parser.add_argument("--session-timeout-ms", type=int, default=3000)
     parser.add_argument("--round-time-limit", type=float, default=900.0)
     parser.add_argument("--no-clients", action="store_true", help="lookup prober only, no official client")
+    parser.add_argument("--keep", action="store_true", help="keep each round's logs and histories")
     args = parser.parse_args()
 
     load_start = os.getloadavg()
@@ -59,10 +60,14 @@ def main() -> int:
             time_limit=args.round_time_limit,
             session_timeout_ms=args.session_timeout_ms,
             clients=not args.no_clients,
+            keep_workdir=args.keep,
         )
         result = asyncio.run(Campaign(config).run())
         summary = result.summary()
-        print(json.dumps({"round": len(rounds) + 1, **summary}), flush=True)
+        print(
+            json.dumps({"round": len(rounds) + 1, "workdir": result.workdir if args.keep else "", **summary}),
+            flush=True,
+        )
         rounds.append(summary)
         faults.update(result.faults)
         v = result.verdict
@@ -71,6 +76,7 @@ def main() -> int:
         totals["double_serving_ms"] += round(v.double_serving_ns / 1e6)
         totals["slow_reownership"] += len(v.slow_reownership)
         totals["not_reowned"] += len(v.not_reowned)
+        totals["unserved_at_end"] += len(v.unserved_at_end)
         totals["stuck_transitions"] += len(v.stuck_transitions)
         totals["lost_split_boundaries"] += len(v.lost_boundaries)
         totals["history_events"] += result.history_events

@@ -172,6 +172,8 @@ class Campaign:
         self._background: set[asyncio.Task[Any]] = set()
         self._stopping = False
         self._admin: Any = None
+        #: topics the prober resolved at least once (the warm-up waits for all of them)
+        self._resolved: set[str] = set()
 
     # ------------------------------------------------------------------ processes
     def _settings(self, slot: _Slot) -> dict[str, Any]:
@@ -328,9 +330,11 @@ class Campaign:
                     continue
                 slot = self.rng.choice(live)
                 with contextlib.suppress(Exception):
-                    await self._admin.get(
+                    answer = await self._admin.get(
                         f"{slot.url}/lookup/v2/topic/persistent/{NAMESPACE}/{topic.rsplit('/', 1)[1]}"
                     )
+                    if answer.status_code == 200:
+                        self._resolved.add(topic)
             await asyncio.sleep(0.05)
 
     def _start_clients(self) -> list[Any]:
@@ -502,24 +506,13 @@ class Campaign:
                 await self._start_broker(slot)
             await self._setup_namespace()
             prober = asyncio.ensure_future(self._prober())
+            await self._warm_up(deadline)
             if cfg.clients:
                 loads = await asyncio.to_thread(self._start_clients)
-            kinds = list(cfg.kinds)
-            attempts = 0
-            # keep a margin for the drain: the last pause ends, the last restart completes
-            while (
-                sum(self.faults.values()) < cfg.faults
-                and time.monotonic() < deadline - 3 * self.session_timeout - 15
-            ):
-                attempts += 1
-                if attempts > cfg.faults * 20:
-                    break
-                kind = self.rng.choice(kinds)
-                try:
-                    await self._fault(kind)
-                except Exception as exc:  # a fault's own trouble is recorded, never the end of the run
-                    self.errors.append(f"{kind}: {exc!r}")
-                await asyncio.sleep(self.rng.uniform(*cfg.gap))
+            if script is not None:
+                await self._run_script(script, deadline)
+            else:
+                await self._run_random(deadline)
             await self._drain(deadline)
             self._stopping = True
             prober.cancel()
@@ -532,6 +525,12 @@ class Campaign:
         if not cfg.keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
         return result
+
+    async def _warm_up(self, deadline: float) -> None:
+        """Wait until every topic was resolved once (every bundle a topic uses has an owner)."""
+        limit = min(deadline, time.monotonic() + 60)
+        while len(self._resolved) < len(self.topics) and time.monotonic() < limit:
+            await asyncio.sleep(0.05)
 
     def _time_left(self, deadline: float) -> bool:
         # keep a margin for the drain: the last pause ends, the last restart completes

@@ -13,7 +13,7 @@ What is proved (times on the machine's monotonic clock, in ns):
    it is frozen and after it died. Two such spans of different processes whose bundle ranges
    overlap (same namespace) and whose times overlap are one *double-serving instant* (counted once
    per pair of spans).
-2. **Re-ownership**: when a process dies (SIGKILL) or is frozen longer than the session timeout,
+2. **Re-ownership**: every campaign topic is served by some process at the end; and when a process dies (SIGKILL) or is frozen longer than the session timeout,
    every bundle it was serving that a campaign topic hashes into is served again by another
    process; the time from the death to the first such ``serve-start`` is a re-ownership time, and
    one above ``session timeout + reown_slack`` is reported (``slow_reownership``). A bundle never
@@ -98,6 +98,8 @@ class CampaignVerdict:
     reownership_ns: list[int] = field(default_factory=list)
     slow_reownership: list[str] = field(default_factory=list)
     not_reowned: list[str] = field(default_factory=list)
+    #: campaign topics no process served at the end (after the campaign let the cluster heal)
+    unserved_at_end: list[str] = field(default_factory=list)
     stuck_transitions: list[str] = field(default_factory=list)
     lost_boundaries: list[str] = field(default_factory=list)
     stale_actions_accepted: list[str] = field(default_factory=list)
@@ -122,6 +124,7 @@ class CampaignVerdict:
             "reownership_ms_max": round(ms[-1], 1) if ms else None,
             "slow_reownership": len(self.slow_reownership),
             "not_reowned": len(self.not_reowned),
+            "unserved_at_end": len(self.unserved_at_end),
             "stuck_transitions": len(self.stuck_transitions),
             "lost_split_boundaries": len(self.lost_boundaries),
             "stale_leader_actions_refused": self.stale_actions_refused,
@@ -144,6 +147,7 @@ def check_campaign(facts: CampaignFacts) -> CampaignVerdict:
     verdict.spans = len(spans)
     _check_double_serving(spans, verdict)
     _check_reownership(spans, facts, verdict)
+    _check_served_at_end(spans, facts, verdict)
     _check_stuck(events, facts, verdict)
     _check_boundaries(facts, verdict)
     _check_leader_actions(events, verdict)
@@ -269,6 +273,16 @@ def _check_reownership(spans: list[ServingSpan], facts: CampaignFacts, verdict: 
                     f"{bundle} of pid {pid}: served again {took / 1e6:.0f} ms after its death "
                     f"(bound {bound / 1e6:.0f} ms)"
                 )
+
+
+def _check_served_at_end(spans: list[ServingSpan], facts: CampaignFacts, verdict: CampaignVerdict) -> None:
+    open_at_end = [s for s in spans if s.end_ns >= facts.end_ns]
+    for topic in sorted(facts.topics):
+        namespace, h = str(TopicName.parse(topic).namespace), topic_hash(topic)
+        if not any(
+            s.namespace == namespace and _range(s.bundle)[0] <= h < _range(s.bundle)[1] for s in open_at_end
+        ):
+            verdict.unserved_at_end.append(topic)
 
 
 def _check_stuck(events: list[HistoryEvent], facts: CampaignFacts, verdict: CampaignVerdict) -> None:

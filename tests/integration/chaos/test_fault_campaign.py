@@ -43,5 +43,6 @@ async def test_fault_campaign_keeps_ownership_safe_and_heals() -> None:
     assert v.lost_boundaries == [], v.lost_boundaries
     assert v.stale_actions_accepted == [], v.stale_actions_accepted
     assert v.not_reowned == [], v.not_reowned
+    assert v.unserved_at_end == [], v.unserved_at_end
     assert v.stuck_transitions == [], v.stuck_transitions
     assert v.reownership_ns, summary  # some broker died holding bundles, and they came back

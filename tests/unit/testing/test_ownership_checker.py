@@ -171,3 +171,13 @@ def test_spans_cut_around_several_freezes():
 @pytest.mark.parametrize(("pct", "expected"), [(50, 3), (99, 5), (100, 5), (1, 1)])
 def test_percentile(pct, expected):
     assert percentile([1, 2, 3, 4, 5], pct) == expected
+
+
+def test_topics_not_served_at_the_end():
+    served = [ev(0, "a", 1, "serve-start")]
+    assert check_campaign(facts(served)).unserved_at_end == []
+    stopped = [ev(0, "a", 1, "serve-start"), ev(5, "a", 1, "serve-stop")]
+    assert len(check_campaign(facts(stopped)).unserved_at_end) == len(TOPICS)
+    half = [ev(0, "a", 1, "serve-start", LEFT)]
+    left = check_campaign(facts(half)).unserved_at_end
+    assert 0 < len(left) < len(TOPICS)
