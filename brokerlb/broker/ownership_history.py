@@ -64,6 +64,8 @@ class OwnershipHistory:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         #: bundles with an open serve-start
         self._serving: set[str] = set()
+        #: bundles acquired and not released or lost (served or not)
+        self._held: set[str] = set()
         self._removers: list[Callable[[], None]] = []
 
     def close(self) -> None:
@@ -133,14 +135,17 @@ class OwnershipHistory:
         kind = event.kind
         if kind in (OwnershipEventKind.ACQUIRED, OwnershipEventKind.REACQUIRED):
             session, epoch = self.ownership.epoch_of(bundle)
+            self._held.add(bundle)
             self.record("acquire", bundle, session=session, epoch=epoch, reason=kind.value)
             self.serve_start(bundle, kind.value)
         elif kind is OwnershipEventKind.DISABLED:
             self.record("disable", bundle, reason=event.reason)
         elif kind is OwnershipEventKind.RELEASED:
+            self._held.discard(bundle)
             self.serve_stop(bundle, "released")
             self.record("release", bundle)
         elif kind is OwnershipEventKind.LOST:
+            self._held.discard(bundle)
             self.serve_stop(bundle, f"lost: {event.reason}")
             self.record("lost", bundle, reason=event.reason, at_ns=self._stop_time())
 
@@ -151,6 +156,9 @@ class OwnershipHistory:
         """The session was not known alive from ``lapsed_at`` until ``confirmed_at`` (monotonic s)."""
         for bundle in sorted(self._serving):
             self.serve_stop(bundle, "session unconfirmed", at_ns=int(lapsed_at * 1e9))
+        # held bundles serve again once the session is known alive (a confirmation that arrived
+        # after its own deadline does not make it so: the next one will)
+        for bundle in sorted(self._held):
             if self.ownership.serving(bundle):
                 self.serve_start(bundle, "session confirmed again")
 

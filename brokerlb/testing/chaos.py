@@ -574,7 +574,8 @@ class Campaign:
         await self._bundles()
 
     async def _drain(self, deadline: float) -> None:
-        """Let pending thaws and restarts finish, then give the prober a round on the healed cluster."""
+        """Let pending thaws and restarts finish, let the sessions of the frozen and killed brokers settle
+        (a session timeout and 2 s), then wait until the prober has resolved every topic again."""
         pending = list(self._background)
         if pending:
             await asyncio.wait(pending, timeout=max(1.0, deadline - time.monotonic() - 10))
@@ -585,6 +586,10 @@ class Campaign:
                 with contextlib.suppress(RuntimeError, TimeoutError):
                     await self._start_broker(slot)
         await asyncio.sleep(min(self.session_timeout + 2.0, max(0.0, deadline - time.monotonic() - 5)))
+        self._resolved = set()
+        limit = min(deadline - 5, time.monotonic() + 60)
+        while len(self._resolved) < len(self.topics) and time.monotonic() < limit:
+            await asyncio.sleep(0.05)
 
     async def _stop_all(self, loads: list[Any]) -> None:
         for task in list(self._background):
