@@ -176,7 +176,9 @@ class BrokerService:
         self.bundles = NamespaceBundlesCache(store, self.metadata)
         self.registry = await BrokerRegistry(store).start()
         self.owners = await OwnershipCache(store).start()
-        self.ownership = OwnershipManager(store, self_ownership_data(ident))
+        self.ownership = OwnershipManager(
+            store, self_ownership_data(ident), ring_guard=self.metadata.ring_guard
+        )
         self.election = LeaderElection(
             store, LeaderBroker(ident.broker_id, ident.web_service_url or ""), clock=self.clock
         )

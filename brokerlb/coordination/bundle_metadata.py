@@ -26,6 +26,7 @@ own the children, commit the split, release the parent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,7 +35,7 @@ from brokerlb.coordination.ownership import OwnershipManager, bundle_name
 from brokerlb.coordination.paths import local_policies_path, policies_path
 from brokerlb.coordination.records import LocalPolicies, Policies
 from brokerlb.coordination.retry import BUNDLE_UPDATE_RETRY, RetryPolicy, Sleep, retry_async
-from brokerlb.coordination.store import MetadataStore, Node
+from brokerlb.coordination.store import CheckOp, MetadataStore, Node
 from brokerlb.errors import (
     BadVersionError,
     ConflictError,
@@ -42,6 +43,7 @@ from brokerlb.errors import (
     NamespaceNotFoundError,
     NodeExistsError,
     OwnershipError,
+    StaleBundleError,
 )
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import NamespaceBundle, NamespaceBundles
@@ -134,6 +136,36 @@ class BundleMetadata:
         if glob is not None:
             return glob[0].namespace_bundles(ns, self.default_num_bundles)
         return NamespaceBundles.create(ns, 1)
+
+    async def ring_guard(self, bundle: NamespaceBundle | str) -> CheckOp | None:
+        """A store check that the namespace's bundles are still those ``bundle`` is one of.
+
+        Taking a bundle on a lookup is conditional on it (:class:`~brokerlb.coordination.OwnershipManager`'s
+        ``ring_guard``): the ownership node is created in one transaction with a version check of
+        the namespace's local policies, so a broker whose check of the ring raced a split or merge
+        cannot end up owning the parent of children another broker already serves. Raises
+        :class:`~brokerlb.errors.StaleBundleError` when the bundle is not in the ring now; ``None``
+        for a namespace without stored policies (its one bundle cannot be split).
+        """
+        parent = NamespaceBundle.parse(bundle_name(bundle))
+        ns = parent.namespace
+        path = local_policies_path(ns)
+        for _attempt in range(4):
+            node = await self.store.get_or_none(path)
+            try:
+                local, version = await self._local_or_from_global(ns, node)
+            except NamespaceNotFoundError:
+                return None
+            if version is None:  # bundles only in the global policies: store the local copy first
+                with contextlib.suppress(NodeExistsError):
+                    await self._write_local(ns, local, None)
+                continue
+            if parent not in local.namespace_bundles(ns):
+                raise StaleBundleError(
+                    f"Bundle {parent} was split or merged meanwhile; look the topic up again"
+                )
+            return CheckOp(path, version)
+        raise StaleBundleError(f"The bundles of {ns} keep changing; look the topic up again")
 
     async def update_bundles(
         self,
@@ -305,7 +337,7 @@ async def split_and_own(
     planned = [
         b for b in current.split(parent, boundaries) if parent.lower <= b.lower and b.upper <= parent.upper
     ]
-    taken = await ownership.acquire_many(planned)
+    taken = await ownership.acquire_many(planned, guarded=False)  # not in the ring until the commit
     try:
         busy = [r for r in taken if not r.acquired]
         if busy:

@@ -32,9 +32,17 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-from brokerlb.coordination.store import MetadataStore, Node, SessionEvent, SessionState
+from brokerlb.coordination.store import (
+    CreateOp,
+    MetadataStore,
+    Node,
+    Op,
+    SessionEvent,
+    SessionState,
+    parent_path,
+)
 from brokerlb.coordination.watches import DataWatch
 from brokerlb.errors import (
     BadVersionError,
@@ -69,8 +77,12 @@ class EphemeralLock:
         *,
         on_lost: Callable[[EphemeralLock, str], None] | None = None,
         on_reacquired: Callable[[EphemeralLock], None] | None = None,
+        guard: Callable[[], Awaitable[Op | None]] | None = None,
     ) -> None:
         self.store = store
+        #: a check the node's creation is conditional on (read anew for every creation): the node is
+        #: created with it in one transaction, and a failed check is :class:`LockBusyError`
+        self._guard = guard
         self.path = path
         self._value = bytes(value)
         self._version = -1
@@ -195,7 +207,7 @@ class EphemeralLock:
         for _attempt in range(8):
             try:
                 session = self.store.session_id
-                await self.store.create(self.path, value, ephemeral=True, make_parents=True)
+                await self._create(value)
                 self._value, self._version = value, 0
                 self.session_id, self.epoch, self._suspect = session, None, False
                 return
@@ -207,6 +219,21 @@ class EphemeralLock:
             if await self._adopt_or_clear(node, value, stale_rule):
                 return
         raise LockBusyError(f"Could not take the lock on {self.path}: it keeps changing", self.path)
+
+    async def _create(self, value: bytes) -> None:
+        check = await self._guard() if self._guard is not None else None
+        if check is None:
+            await self.store.create(self.path, value, ephemeral=True, make_parents=True)
+            return
+        await self.store.ensure_path(parent_path(self.path))
+        try:
+            await self.store.multi([check, CreateOp(self.path, value, ephemeral=True)])
+        except (BadVersionError, NoNodeError) as exc:
+            if getattr(exc, "op_index", 0) == 1:
+                raise
+            raise LockBusyError(
+                f"Not creating {self.path}: its guard no longer holds ({exc})", self.path
+            ) from exc
 
     async def _adopt_or_clear(self, node: Node, value: bytes, stale_rule: bool) -> bool:
         """True if ``node`` is ours to keep; False after deleting a stale one; LockBusy otherwise."""

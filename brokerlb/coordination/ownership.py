@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from brokerlb.coordination.cache import TreeCache
@@ -37,7 +37,7 @@ from brokerlb.coordination.paths import (
     ownership_path,
 )
 from brokerlb.coordination.records import NamespaceEphemeralData
-from brokerlb.coordination.store import MetadataStore, Node
+from brokerlb.coordination.store import MetadataStore, Node, Op
 from brokerlb.errors import CorruptMetadataError, InvalidBundleRangeError, LockBusyError, OwnershipError
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import NamespaceBundle
@@ -213,11 +213,21 @@ def _owner_info(name: str, node: Node, path: str) -> OwnerInfo:
 class OwnershipManager:
     """The bundles this broker owns, as ephemeral nodes holding ``self_data``."""
 
-    def __init__(self, store: MetadataStore, self_data: NamespaceEphemeralData) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        self_data: NamespaceEphemeralData,
+        *,
+        ring_guard: Callable[[str], Awaitable[Op | None]] | None = None,
+    ) -> None:
         if self_data.disabled:
             raise OwnershipError("self_data must describe the broker enabled (disabled=false)")
         self.store = store
         self.self_data = self_data
+        #: ``ring_guard(bundle)``: the store check a bundle's acquisition is conditional on (the
+        #: namespace's bundles unchanged since the bundle was found in them:
+        #: :meth:`~brokerlb.coordination.BundleMetadata.ring_guard`); raises when it is not in them
+        self._ring_guard = ring_guard
         self._enabled = self_data.to_bytes()
         self._disabled = self_data.with_disabled(True).to_bytes()
         self._locks: dict[str, EphemeralLock] = {}
@@ -272,8 +282,12 @@ class OwnershipManager:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     # ------------------------------------------------------------------ operations
-    async def try_acquire(self, bundle: NamespaceBundle | str) -> AcquireResult:
-        """Own ``bundle`` if nobody does; otherwise report who does."""
+    async def try_acquire(self, bundle: NamespaceBundle | str, *, guarded: bool = True) -> AcquireResult:
+        """Own ``bundle`` if nobody does; otherwise report who does.
+
+        ``guarded``: the creation of the ownership node is conditional on the ring guard (children
+        of a split being committed are taken unguarded: they are not in the ring yet).
+        """
         name = bundle_name(bundle)
         releasing = self._releasing.get(name)
         if releasing is not None:
@@ -289,7 +303,7 @@ class OwnershipManager:
         future: asyncio.Future[AcquireResult] = asyncio.get_running_loop().create_future()
         self._inflight[name] = future
         try:
-            result = await self._acquire(name)
+            result = await self._acquire(name, guarded)
             future.set_result(result)
             return result
         except BaseException as exc:
@@ -300,14 +314,14 @@ class OwnershipManager:
             del self._inflight[name]
 
     async def acquire_many(
-        self, bundles: Iterable[NamespaceBundle | str], concurrency: int = 64
+        self, bundles: Iterable[NamespaceBundle | str], concurrency: int = 64, *, guarded: bool = True
     ) -> list[AcquireResult]:
         """:meth:`try_acquire` for each bundle, ``concurrency`` at a time; results in input order."""
         gate = asyncio.Semaphore(concurrency)
 
         async def one(b: NamespaceBundle | str) -> AcquireResult:
             async with gate:
-                return await self.try_acquire(b)
+                return await self.try_acquire(b, guarded=guarded)
 
         return list(await asyncio.gather(*(one(b) for b in bundles)))
 
@@ -353,11 +367,17 @@ class OwnershipManager:
             raise OwnershipError(f"Bundle {name} is not owned by this broker")
         return lock
 
-    async def _acquire(self, name: str) -> AcquireResult:
+    async def _acquire(self, name: str, guarded: bool = True) -> AcquireResult:
         path = ownership_path(name)
+        ring_guard = self._ring_guard if guarded else None
         for _attempt in range(4):
             lock = EphemeralLock(
-                self.store, path, self._enabled, on_lost=self._on_lost, on_reacquired=self._on_reacquired
+                self.store,
+                path,
+                self._enabled,
+                on_lost=self._on_lost,
+                on_reacquired=self._on_reacquired,
+                guard=(lambda: ring_guard(name)) if ring_guard is not None else None,
             )
             try:
                 await lock.acquire()
