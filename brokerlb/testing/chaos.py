@@ -141,6 +141,8 @@ class _Slot:
         self.frozen_since: int | None = None
         #: started and announced ready (a process still starting is not a fault target)
         self.ready = False
+        #: a restart is in progress
+        self.starting = False
 
     @property
     def alive(self) -> bool:
@@ -218,6 +220,7 @@ class Campaign:
                     self._log_fault("ready", slot=slot.index, pid=slot.process.pid)
                     return
             if slot.process.poll() is not None:
+                self._record_exit(slot)
                 raise RuntimeError(f"broker {slot.index} exited with {slot.process.returncode}")
             await asyncio.sleep(0.05)
         raise TimeoutError(f"broker {slot.index} not ready within {timeout} s")
@@ -232,6 +235,26 @@ class Campaign:
         self.deaths[proc.pid] = time.monotonic_ns()
         self._log_fault("SIGKILL", slot=slot.index, pid=proc.pid)
         await asyncio.to_thread(proc.wait, 10)
+
+    def _record_exit(self, slot: _Slot) -> None:
+        """A process that ended on its own (a broker that could not start while ZooKeeper was down
+        exits with 1): it serves nothing from now on (noticed within the reaper's period)."""
+        proc = slot.process
+        if proc is not None and proc.poll() is not None and proc.pid not in self.deaths:
+            self.deaths[proc.pid] = time.monotonic_ns()
+            slot.ready = False
+            self._log_fault("exited", slot=slot.index, pid=proc.pid, code=proc.returncode)
+
+    async def _reaper(self) -> None:
+        """Notice brokers that exited on their own; record the death and start them again."""
+        while not self._stopping:
+            for slot in self.slots:
+                proc = slot.process
+                if proc is not None and proc.poll() is not None and proc.pid not in self.deaths:
+                    self._record_exit(slot)
+                    if not slot.starting:
+                        self._spawn(self._restart_later(slot, 0.2))
+            await asyncio.sleep(0.05)
 
     def _freeze(self, slot: _Slot) -> bool:
         if not slot.alive or slot.frozen_since is not None:
@@ -256,13 +279,26 @@ class Campaign:
         self._thaw_record(slot)
 
     async def _restart_later(self, slot: _Slot, delay: float) -> None:
-        await asyncio.sleep(delay)
-        if self._stopping:
+        """Start the slot's broker again after ``delay``; a start that fails (ZooKeeper down at that
+        moment) is tried again, up to 5 times."""
+        if slot.starting:
             return
+        slot.starting = True
         try:
-            await self._start_broker(slot)
-        except (RuntimeError, TimeoutError) as exc:
-            self.errors.append(f"restart of broker {slot.index}: {exc}")
+            await asyncio.sleep(delay)
+            for attempt in range(5):
+                if self._stopping:
+                    return
+                try:
+                    await self._start_broker(slot)
+                    return
+                except (RuntimeError, TimeoutError) as exc:
+                    self.errors.append(f"restart of broker {slot.index} (attempt {attempt + 1}): {exc}")
+                    if isinstance(exc, TimeoutError):
+                        return  # running but never ready: it stays as it is
+                await asyncio.sleep(1.0)
+        finally:
+            slot.starting = False
 
     async def _thaw_later(self, slot: _Slot, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -506,6 +542,7 @@ class Campaign:
                 await self._start_broker(slot)
             await self._setup_namespace()
             prober = asyncio.ensure_future(self._prober())
+            reaper = asyncio.ensure_future(self._reaper())
             await self._warm_up(deadline)
             if cfg.clients:
                 loads = await asyncio.to_thread(self._start_clients)
@@ -516,6 +553,7 @@ class Campaign:
             await self._drain(deadline)
             self._stopping = True
             prober.cancel()
+            reaper.cancel()
             await self._bundles()
         finally:
             self._stopping = True
