@@ -66,6 +66,9 @@ class OwnershipHistory:
         self._serving: set[str] = set()
         #: bundles acquired and not released or lost (served or not)
         self._held: set[str] = set()
+        #: the last ``lease`` horizon written (monotonic s) and the step between two lines
+        self._lease_written = float("-inf")
+        self._lease_step = store.session_timeout / 4
         self._removers: list[Callable[[], None]] = []
 
     def close(self) -> None:
@@ -86,6 +89,7 @@ class OwnershipHistory:
         epoch: int | None = None,
         reason: str = "",
         at_ns: int | None = None,
+        until_ns: int | None = None,
     ) -> None:
         if self._fd < 0:
             return
@@ -98,6 +102,7 @@ class OwnershipHistory:
             session,
             epoch,
             reason,
+            until_ns,
         )
         try:
             os.write(self._fd, history_line(event).encode())
@@ -117,6 +122,10 @@ class OwnershipHistory:
             self._serving.add(bundle)
             session, epoch = self.ownership.epoch_of(bundle)
             self.record("serve-start", bundle, session=session, epoch=epoch, reason=reason)
+            until = self.store.session_confirmed_until()
+            if until != float("inf") and until > self._lease_written:  # the horizon it serves under
+                self._lease_written = until
+                self.record("lease", until_ns=int(until * 1e9))
 
     def serve_stop(self, bundle: str, reason: str = "", at_ns: int | None = None) -> None:
         if bundle in self._serving:
@@ -148,6 +157,13 @@ class OwnershipHistory:
             self._held.discard(bundle)
             self.serve_stop(bundle, f"lost: {event.reason}")
             self.record("lost", bundle, reason=event.reason, at_ns=self._stop_time())
+
+    def on_confirmed(self, deadline: float) -> None:
+        """The session is known alive until ``deadline``: a ``lease`` line when it moved by a quarter
+        of the session timeout (only while serving something)."""
+        if self._serving and deadline - self._lease_written >= self._lease_step:
+            self._lease_written = deadline
+            self.record("lease", until_ns=int(deadline * 1e9))
 
     def on_topics_stopped(self, bundle: str, why: str) -> None:
         self.serve_stop(bundle, why)
@@ -189,6 +205,7 @@ def attach_ownership_history(
     history = OwnershipHistory(path, broker_id, store=store, ownership=ownership)
     history._removers.append(ownership.add_listener(history.on_ownership))
     history._removers.append(store.add_liveness_listener(history.on_liveness_gap))
+    history._removers.append(store.add_confirmation_listener(history.on_confirmed))
     history._removers.append(election.add_listener(history.on_leadership))
     topics.add_stop_listener(history.on_topics_stopped)
     for bundle in ownership.owned_bundles():

@@ -281,6 +281,7 @@ class MetadataStore(abc.ABC):
         #: backend does not track it (the embedded store: its sessions live in this process).
         self._confirmed_until: float | None = None
         self._liveness_listeners: list[Callable[[float, float], None]] = []
+        self._confirm_listeners: list[Callable[[float], None]] = []
 
     # ------------------------------------------------------------------ session
     @property
@@ -338,6 +339,14 @@ class MetadataStore(abc.ABC):
             self._liveness_listeners.remove(listener) if listener in self._liveness_listeners else None
         )
 
+    def add_confirmation_listener(self, listener: Callable[[float], None]) -> Callable[[], None]:
+        """``listener(deadline)`` every time the session is confirmed further (a tracking backend's
+        reply): the monotonic time it is now known alive until. Returns a remover."""
+        self._confirm_listeners.append(listener)
+        return lambda: (
+            self._confirm_listeners.remove(listener) if listener in self._confirm_listeners else None
+        )
+
     def _liveness_timeout(self) -> float:
         """The session timeout the server applies (backends with a negotiated one override this)."""
         return self._session_timeout
@@ -351,6 +360,11 @@ class MetadataStore(abc.ABC):
         if previous is not None and deadline <= previous:
             return
         self._confirmed_until = deadline
+        for confirmed in list(self._confirm_listeners):
+            try:
+                confirmed(deadline)
+            except Exception:
+                logger.exception("Confirmation listener %r failed", confirmed)
         now = self.clock.monotonic()
         if previous is not None and previous < now and sent_at >= previous:
             for listener in list(self._liveness_listeners):

@@ -511,6 +511,7 @@ class Campaign:
             slot.clock_file.write_text(str(offset))
             assert slot.process is not None
             os.kill(slot.process.pid, signal.SIGUSR1)
+            self._log_fault("SIGUSR1", slot=slot.index, pid=slot.process.pid, offset_ms=offset)
         else:
             raise ValueError(f"unknown fault kind {kind!r}")
         self.faults[kind] += 1

@@ -17,6 +17,10 @@ Kinds (``bundle`` is ``tenant/ns/0x…_0x…``):
   rule stopped it, which may be earlier than the moment it wrote the line: ``reason`` says so);
 * ``lead-start`` / ``lead-stop`` -- leadership gained / lost; ``epoch`` is the cluster-wide leader
   epoch (the version of the leader-epoch node written in the same transaction as the leader node);
+* ``lease`` -- while it serves anything, the broker writes how long its session is known alive
+  (``until``, monotonic ns) whenever that moved by a quarter of the session timeout since the last
+  line: up to ``until`` + a quarter of the timeout it may accept publishes, not after (a process
+  killed right after resuming from a freeze never writes its ``serve-stop``; this bounds it);
 * ``leader-action`` -- a command of a leader (unload, split) reached this broker as the bundle's
   owner; ``epoch`` is the leader epoch the command carried, ``reason`` is ``accepted`` or
   ``refused: ...``.
@@ -48,6 +52,7 @@ HISTORY_KINDS = frozenset(
         "lead-start",
         "lead-stop",
         "leader-action",
+        "lease",
     }
 )
 
@@ -64,6 +69,7 @@ class HistoryEvent:
     session: int | None = None
     epoch: int | None = None
     reason: str = ""
+    until_ns: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"at": self.at_ns, "broker": self.broker, "pid": self.pid, "kind": self.kind}
@@ -75,6 +81,8 @@ class HistoryEvent:
             out["epoch"] = self.epoch
         if self.reason:
             out["reason"] = self.reason
+        if self.until_ns is not None:
+            out["until"] = self.until_ns
         return out
 
     @classmethod
@@ -82,7 +90,7 @@ class HistoryEvent:
         kind = str(data["kind"])
         if kind not in HISTORY_KINDS:
             raise ValueError(f"unknown history event kind {kind!r}")
-        session, epoch = data.get("session"), data.get("epoch")
+        session, epoch, until = data.get("session"), data.get("epoch"), data.get("until")
         return cls(
             at_ns=int(data["at"]),
             broker=str(data["broker"]),
@@ -92,6 +100,7 @@ class HistoryEvent:
             session=None if session is None else int(session),
             epoch=None if epoch is None else int(epoch),
             reason=str(data.get("reason", "")),
+            until_ns=None if until is None else int(until),
         )
 
 

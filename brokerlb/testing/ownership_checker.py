@@ -171,13 +171,37 @@ def serving_spans(events: Iterable[HistoryEvent], facts: CampaignFacts) -> list[
                 raw.append(ServingSpan(e.pid, started[1], e.bundle, started[0], max(started[0], e.at_ns)))
     for (pid, bundle), (start, broker) in open_at.items():
         raw.append(ServingSpan(pid, broker, bundle, start, facts.end_ns))
+    leases = _lease_windows(events, facts)
     out: list[ServingSpan] = []
     for span in raw:
         end = min(span.end_ns, facts.deaths.get(span.pid, span.end_ns))
         pieces = [(span.start_ns, end)]
         for f0, f1 in facts.frozen.get(span.pid, []):
             pieces = [p for a, b in pieces for p in _cut(a, b, f0, f1)]
+        for f0, f1 in leases.get(span.pid, []):
+            pieces = [p for a, b in pieces for p in _cut(a, b, f0, f1)]
         out.extend(ServingSpan(span.pid, span.broker, span.bundle, a, b) for a, b in pieces if a < b)
+    return out
+
+
+def _lease_windows(events: Iterable[HistoryEvent], facts: CampaignFacts) -> dict[int, list[tuple[int, int]]]:
+    """Per process, the spans in which it could *not* accept publishes by its own session rule: from
+    the last ``lease`` horizon (+ a quarter of the session timeout, the most it may have moved unwritten)
+    to the next ``lease`` line."""
+    quarter = facts.session_timeout_ns // 4
+    lines: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for e in events:
+        if e.kind == "lease" and e.until_ns is not None:
+            lines[e.pid].append((e.at_ns, e.until_ns))
+    out: dict[int, list[tuple[int, int]]] = {}
+    for pid, written in lines.items():
+        written.sort()
+        gaps = []
+        for (at, until), nxt in zip(written, [*written[1:], (facts.end_ns + 1, 0)], strict=True):
+            blind_from = until + quarter
+            if blind_from < nxt[0]:
+                gaps.append((max(blind_from, at), nxt[0]))
+        out[pid] = gaps
     return out
 
 

@@ -12,6 +12,8 @@ B = "t/ns/0x00000000_0xffffffff"
 
 
 class Store:
+    session_timeout = 4.0
+
     def __init__(self) -> None:
         self.until = float("inf")
 
@@ -67,3 +69,21 @@ def test_a_lapse_stops_serving_at_its_deadline_and_a_confirmation_resumes_it(tmp
     recorded = lines(tmp_path / "h.jsonl")
     assert recorded[2][1] == 250  # at the lapse, not when it was noticed
     assert recorded[4][1] == 300 and recorded[5][1] == 300  # capped at the session deadline
+
+
+def test_lease_lines_while_serving(tmp_path: Path) -> None:
+    store, ownership = Store(), Ownership()
+    history = OwnershipHistory(str(tmp_path / "h.jsonl"), "b1", store=store, ownership=ownership)  # type: ignore[arg-type]
+    history.on_confirmed(100.0)  # serving nothing: no line
+    store.until = 101.0
+    ownership.ok.add(B)
+    history.on_ownership(OwnershipEvent(OwnershipEventKind.ACQUIRED, B))  # the horizon it starts under
+    history.on_confirmed(101.5)  # moved less than a quarter of the timeout: no line
+    history.on_confirmed(102.0)  # a quarter (1 s): a line
+    history.close()
+    kinds = [
+        (e.kind, e.until_ns)
+        for e in map(parse_history_line, (tmp_path / "h.jsonl").read_text().splitlines())
+        if e
+    ]
+    assert [k for k in kinds if k[0] == "lease"] == [("lease", 101_000_000_000), ("lease", 102_000_000_000)]

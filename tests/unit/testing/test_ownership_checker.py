@@ -181,3 +181,19 @@ def test_topics_not_served_at_the_end():
     half = [ev(0, "a", 1, "serve-start", LEFT)]
     left = check_campaign(facts(half)).unserved_at_end
     assert 0 < len(left) < len(TOPICS)
+
+
+def test_a_lease_horizon_bounds_a_span_whose_stop_was_never_written():
+    # a was frozen, resumed at 20 s and killed at 20.1 s before writing its serve-stop; its last lease
+    # line (at 9 s) said its session was known alive until 10 s: it accepted nothing after 10 + 1.25 s
+    lease = HistoryEvent(9 * S, "a", 1, "lease", until_ns=10 * S)
+    events = [ev(0, "a", 1, "serve-start"), lease, ev(16, "b", 2, "serve-start")]
+    f = facts(events, frozen={1: [(12 * S, 20 * S)]}, deaths={1: int(20.1 * S)})
+    assert check_campaign(f).double_serving == 0
+    # without the lease line the 100 ms after the resume count
+    f = facts(events[::2], frozen={1: [(12 * S, 20 * S)]}, deaths={1: int(20.1 * S)})
+    assert check_campaign(f).double_serving == 1
+    # a later lease line (confirmed again) opens it again
+    again = HistoryEvent(21 * S, "a", 1, "lease", until_ns=24 * S)
+    f = facts([*events, again], frozen={1: [(12 * S, 20 * S)]})
+    assert check_campaign(f).double_serving == 1
