@@ -229,10 +229,12 @@ class Campaign:
         proc = slot.process
         if proc is None or proc.poll() is not None:
             return
-        if slot.frozen_since is not None:
-            self._thaw_record(slot)
+        now = time.monotonic_ns()
+        if slot.frozen_since is not None:  # frozen until it dies: it never runs again
+            self.frozen[proc.pid].append((slot.frozen_since, now))
+            slot.frozen_since = None
         os.kill(proc.pid, signal.SIGKILL)
-        self.deaths[proc.pid] = time.monotonic_ns()
+        self.deaths[proc.pid] = now
         self._log_fault("SIGKILL", slot=slot.index, pid=proc.pid)
         await asyncio.to_thread(proc.wait, 10)
 
