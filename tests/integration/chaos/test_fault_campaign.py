@@ -1,5 +1,5 @@
 """The CI fault campaign: 3 broker processes on a real ZooKeeper, official-client traffic, a seeded
-schedule of every fault kind, and the ownership-history checker's verdict (2-3 minutes).
+schedule of 35 faults of every kind, and the ownership-history checker's verdict (2-3 minutes).
 
 The seed is fixed (``BROKERLB_CAMPAIGN_SEED`` picks another, to explore); the cluster's responses
 are real, so two runs of one seed differ in timing, never in what must hold:
@@ -38,11 +38,11 @@ async def test_fault_campaign_keeps_ownership_safe_and_heals() -> None:
     if not zookeeper_available():
         pytest.fail("the campaign needs java and /usr/share/java/zookeeper.jar: run scripts/setup.sh")
     kinds = tuple(k for k in FAULT_KINDS if k != "clock-jump")
-    result = await Campaign(CampaignConfig(faults=45, seed=SEED, time_limit=150.0, kinds=kinds)).run()
+    result = await Campaign(CampaignConfig(faults=35, seed=SEED, time_limit=120.0, kinds=kinds)).run()
     summary = result.summary()
     print(json.dumps(summary, indent=1))
     v = result.verdict
-    assert sum(result.faults.values()) >= 30, summary
+    assert sum(result.faults.values()) >= 20, summary
     assert len(result.faults) >= len(kinds) - 2, summary  # nearly every kind happened
     assert result.history_events > 0 and v.spans > 0, summary
     assert v.double_serving == 0, v.overlaps[:5]
