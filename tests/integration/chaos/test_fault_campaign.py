@@ -9,10 +9,9 @@ are real, so two runs of one seed differ in timing, never in what must hold:
 * liveness -- every bundle of a dead broker that a campaign topic uses was served again, and no
   bundle stayed in a transition (disabled) longer than the watchdog bound.
 
-``clock-jump`` is left out here (the benchmark and ``brokerlb chaos`` run it): the ownership
-watchdog times in-flight states on the broker's wall clock, so a backward jump holds a bundle
-Releasing past the watchdog bound (found by this campaign; open). Put it back once the watchdog
-runs on monotonic time.
+``clock-jump`` is in: the campaign found a backward jump holding a bundle Releasing past the
+watchdog bound while the ownership machine timed in-flight states on the wall clock; it runs on
+the monotonic clock now (``BundleOwnership.now_ms``).
 
 How fast the bundles of a dead broker come back (the session timeout + 2 s bound) is a timing on a
 shared machine: it is printed with the counts and measured by ``benchmarks/bench_chaos.py``, not
@@ -37,8 +36,9 @@ SEED = int(os.environ.get("BROKERLB_CAMPAIGN_SEED", "19"))
 async def test_fault_campaign_keeps_ownership_safe_and_heals() -> None:
     if not zookeeper_available():
         pytest.fail("the campaign needs java and /usr/share/java/zookeeper.jar: run scripts/setup.sh")
-    kinds = tuple(k for k in FAULT_KINDS if k != "clock-jump")
-    result = await Campaign(CampaignConfig(faults=35, seed=SEED, time_limit=120.0, kinds=kinds)).run()
+    kinds = FAULT_KINDS
+    # the time limit is a ceiling against a hung run; the run ends when the 35 faults are injected
+    result = await Campaign(CampaignConfig(faults=35, seed=SEED, time_limit=300.0, kinds=kinds)).run()
     summary = result.summary()
     print(json.dumps(summary, indent=1))
     v = result.verdict

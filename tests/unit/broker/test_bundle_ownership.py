@@ -112,3 +112,34 @@ async def test_the_watchdog_ticks_on_the_clock() -> None:
         assert clock.now_ms() >= 30_000
     finally:
         task.cancel()
+
+
+class SteppingClock(ManualClock):
+    """A ManualClock whose wall clock can be stepped (an NTP correction); monotonic time is not."""
+
+    def __init__(self, start_ms: int = 0) -> None:
+        super().__init__(start_ms)
+        self.step_ms = 0
+
+    def now_ms(self) -> int:
+        return super().now_ms() + self.step_ms
+
+
+async def test_a_wall_clock_step_back_does_not_hold_a_release_past_the_watchdog_bound() -> None:
+    # the fault campaign's finding: a broker whose wall clock stepped back 710 s kept a transfer's
+    # bundle Releasing for 56 s (bound 30 s) -- the machine's time now runs on the monotonic clock
+    clock = SteppingClock(1_000_000)
+    own = states(Executor(stuck=(CloseBundle,)), clock)
+    await own.handle(Assign(bundle=B, broker="b1", stimulus_id="lookup-1", at_ms=own.now_ms()))
+    await own.handle(Unload(bundle=B, to="b2", stimulus_id="transfer-1", at_ms=own.now_ms()))
+    clock.step_ms = -710_000
+    assert own.now_ms() == 1_000_000  # reads as wall time, untouched by the step
+    import asyncio
+
+    task = asyncio.create_task(own.run_watchdog())
+    try:
+        await clock.run_until(lambda: str(own.machine.state(B)) == "Free", within=60)
+        assert clock.monotonic() >= 30.0
+        assert own.now_ms() == 1_000_000 + round(clock.monotonic() * 1000)
+    finally:
+        task.cancel()
