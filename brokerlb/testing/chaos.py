@@ -167,6 +167,8 @@ class Campaign:
         self.slots = [_Slot(i, self.workdir) for i in range(config.brokers)]
         self.deaths: dict[int, int] = {}
         self.frozen: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
+        #: [(killed, answering again)] spans of ZooKeeper's restarts
+        self.store_outages: list[tuple[int, int]] = []
         self.faults: collections.Counter[str] = collections.Counter()
         self.errors: list[str] = []
         self.topics = [f"persistent://{NAMESPACE}/topic-{i}" for i in range(config.topics)]
@@ -422,9 +424,7 @@ class Campaign:
             self._freeze(slot)
             self._spawn(self._thaw_later(slot, timeout * rng.uniform(1.2, 1.8)))
         elif kind == "zk-restart":
-            await asyncio.to_thread(self.zk.crash)
-            await asyncio.sleep(rng.uniform(0.1, timeout * 0.5))
-            await asyncio.to_thread(self.zk.start)
+            await self._restart_zookeeper(rng.uniform(0.1, timeout * 0.5))
         elif kind == "kill-leader":
             leader = await self._leader()
             if leader is None or not leader.alive or len(live) < 2:
@@ -486,9 +486,7 @@ class Campaign:
                 return False
             slot = rng.choice(live)
             self._freeze(slot)
-            await asyncio.to_thread(self.zk.crash)
-            await asyncio.sleep(rng.uniform(0.1, timeout * 0.5))
-            await asyncio.to_thread(self.zk.start)
+            await self._restart_zookeeper(rng.uniform(0.1, timeout * 0.5))
             self._spawn(self._thaw_later(slot, timeout * rng.uniform(1.3, 1.8)))
         elif kind == "kill-transfer-destination":
             bundles = await self._bundles()
@@ -523,6 +521,16 @@ class Campaign:
         self._log_fault(kind)
         await self._bundles()
         return True
+
+    async def _restart_zookeeper(self, down_for: float) -> None:
+        """SIGKILL ZooKeeper, wait ``down_for`` s, start it on its data; the outage is recorded."""
+        down = time.monotonic_ns()
+        try:
+            await asyncio.to_thread(self.zk.crash)
+            await asyncio.sleep(down_for)
+            await asyncio.to_thread(self.zk.start)
+        finally:
+            self.store_outages.append((down, time.monotonic_ns()))
 
     def _log_fault(self, kind: str, **details: Any) -> None:
         import json
@@ -687,6 +695,7 @@ class Campaign:
             end_ns=end_ns,
             deaths=dict(self.deaths),
             frozen=dict(self.frozen),
+            store_outages=list(self.store_outages),
             topics=set(self.topics),
             session_timeout_ns=int(self.session_timeout * SECOND_NS),
             split_boundaries={NAMESPACE: set(self.boundaries_seen)},

@@ -197,3 +197,24 @@ def test_a_lease_horizon_bounds_a_span_whose_stop_was_never_written():
     again = HistoryEvent(21 * S, "a", 1, "lease", until_ns=24 * S)
     f = facts([*events, again], frozen={1: [(12 * S, 20 * S)]})
     assert check_campaign(f).double_serving == 1
+
+
+def test_reownership_is_counted_from_the_stores_return_when_zookeeper_was_restarted_meanwhile() -> None:
+    # a broker dies at 1 s; ZooKeeper is down from 2 s to 6 s (no owner can change meanwhile, and the
+    # restarted server gives the dead broker's session a fresh timeout); another broker serves the
+    # bundle at 9 s: 3 s after the store's return (within 5 s + 2 s), 8 s after the death
+    facts = CampaignFacts(
+        events=[ev(0, "a", 1, "serve-start"), ev(9, "b", 2, "serve-start")],
+        end_ns=20 * S,
+        deaths={1: 1 * S},
+        store_outages=[(2 * S, 6 * S)],
+        topics={"persistent://t/ns/x"},
+        session_timeout_ns=5 * S,
+    )
+    verdict = check_campaign(facts)
+    assert verdict.reownership_ns == [3 * S] and verdict.reownership_from_death_ns == [8 * S]
+    assert verdict.slow_reownership == []
+    # without the outage the same history is slow
+    facts.store_outages = []
+    slow = check_campaign(facts).slow_reownership
+    assert len(slow) == 1 and "(killed)" in slow[0] and "8000 ms" in slow[0]
