@@ -50,9 +50,19 @@ from brokerlb.ownership import (
     Transition,
 )
 
-__all__ = ["BundleOwnership", "InstructionExecutor", "transition_json"]
+__all__ = ["BundleOwnership", "InstructionExecutor", "transition_json", "watchdog_interval"]
 
 logger = logging.getLogger(__name__)
+
+
+def watchdog_interval(in_flight_timeout_ms: int) -> float:
+    """Seconds between two watchdog ticks: a sixth of the in-flight timeout, between 0.5 and 5 s.
+    An in-flight state is resolved between the timeout and the timeout plus one interval after it began.
+
+    >>> watchdog_interval(30_000), watchdog_interval(1_000)
+    (5.0, 0.5)
+    """
+    return min(5.0, max(0.5, in_flight_timeout_ms / 6000))
 
 
 class InstructionExecutor(Protocol):
@@ -118,8 +128,8 @@ class BundleOwnership:
 
     # ------------------------------------------------------------------ watchdog
     def watchdog_interval(self) -> float:
-        """Seconds between two ticks: a sixth of the in-flight timeout, between 0.5 and 5 s."""
-        return min(5.0, max(0.5, self.machine.in_flight_timeout_ms / 6000))
+        """Seconds between two ticks (:func:`watchdog_interval`)."""
+        return watchdog_interval(self.machine.in_flight_timeout_ms)
 
     async def run_watchdog(self) -> None:
         """Tick on the clock until cancelled."""

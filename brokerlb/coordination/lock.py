@@ -50,6 +50,7 @@ from brokerlb.errors import (
     MetadataStoreError,
     NodeExistsError,
     NoNodeError,
+    SessionExpiredError,
     StoreClosedError,
 )
 
@@ -164,8 +165,15 @@ class EphemeralLock:
             self._state = LockState.RELEASING
             try:
                 await self._delete_own_generation()
-            except (NoNodeError, StoreClosedError):
-                pass
+            except (NoNodeError, StoreClosedError, SessionExpiredError):
+                pass  # the node is gone, or goes with the session
+            except MetadataStoreError:
+                # the store did not answer (connection lost, timeout): the node may still be ours.
+                # Held again, so that a later release -- the caller's retry, the ownership watchdog
+                # -- deletes it, or a revalidation finds it gone; not left half-released, where
+                # nothing would ever delete a node its live session keeps.
+                self._state = LockState.HELD
+                raise
             self._finish("released")
         logger.info("Released lock on %s", self.path)
 

@@ -38,7 +38,13 @@ from brokerlb.coordination.paths import (
 )
 from brokerlb.coordination.records import NamespaceEphemeralData
 from brokerlb.coordination.store import MetadataStore, Node, Op
-from brokerlb.errors import CorruptMetadataError, InvalidBundleRangeError, LockBusyError, OwnershipError
+from brokerlb.errors import (
+    CorruptMetadataError,
+    InvalidBundleRangeError,
+    LockBusyError,
+    MetadataStoreError,
+    OwnershipError,
+)
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import NamespaceBundle
 
@@ -342,6 +348,12 @@ class OwnershipManager:
         self._releasing[name] = done
         try:
             await lock.release()
+        except MetadataStoreError:
+            # not released (the store did not answer): the bundle is still ours, disabled or not,
+            # and stays in the books so that a retry or the ownership watchdog releases it
+            if lock.held and name not in self._locks:
+                self._locks[name] = lock
+            raise
         finally:
             if self._releasing.get(name) is done:
                 del self._releasing[name]

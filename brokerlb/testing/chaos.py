@@ -79,6 +79,8 @@ _READY = re.compile(r"ready at (http://\S+)(?: (pulsar://\S+))?")
 TENANT = "chaos"
 #: seconds the end of a campaign waits for every topic to be resolved again (a guard against hanging)
 HEAL_TIMEOUT = 120.0
+#: Pulsar's key for how long a bundle may stay in flight before the ownership watchdog resolves it
+IN_FLIGHT_TIMEOUT_KEY = "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis"
 NAMESPACE = "chaos/faults"
 
 
@@ -681,6 +683,14 @@ class Campaign:
             await self._admin.aclose()
         await asyncio.to_thread(self.zk.stop)
 
+    def _watchdog_bound_ns(self) -> int:
+        """How long an in-flight state may last: the brokers' in-flight timeout plus one watchdog tick
+        (the tick that finds it past the timeout comes up to one interval later)."""
+        from brokerlb.broker.bundle_ownership import watchdog_interval
+
+        timeout_ms = int(self.config.overrides.get(IN_FLIGHT_TIMEOUT_KEY, 30_000))
+        return (timeout_ms + round(watchdog_interval(timeout_ms) * 1000)) * 1_000_000
+
     def _verdict(self, end_ns: int, duration: float) -> CampaignResult:
         events: list[HistoryEvent] = []
         for slot in self.slots:
@@ -698,6 +708,7 @@ class Campaign:
             store_outages=list(self.store_outages),
             topics=set(self.topics),
             session_timeout_ns=int(self.session_timeout * SECOND_NS),
+            watchdog_ns=self._watchdog_bound_ns(),
             split_boundaries={NAMESPACE: set(self.boundaries_seen)},
             final_boundaries={NAMESPACE: list(self.final_boundaries)},
         )

@@ -23,7 +23,8 @@ What is proved (times on the machine's monotonic clock, in ns):
    (``reownership_from_death_ns`` keeps the raw times). A bundle never served again before the end
    is ``not_reowned``.
 3. **No stuck transition**: a bundle ``disable``-d by its owner is released or lost within
-   ``watchdog_ns`` (Pulsar's ``loadBalancerInFlightServiceUnitStateWaitingTimeInMillis``).
+   ``watchdog_ns`` (Pulsar's ``loadBalancerInFlightServiceUnitStateWaitingTimeInMillis`` plus one
+   tick of the ownership watchdog, which resolves what stayed in flight that long).
 4. **No split boundary lost**: every boundary a committed split created is among the namespace's
    final boundaries (no merges run in a campaign).
 5. **Stale leader actions refused**: a ``leader-action`` accepted with epoch *E* at *t* while a
