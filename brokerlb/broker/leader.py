@@ -167,7 +167,7 @@ class BrokerActions:
             token = self._fencing_token()
             # the leader's own write (the bundle's stored data) is fenced too: a superseded leader stops here
             await self._admit(str(bundle), token, "split")
-            await self._load_data.delete_bundle_data(bundle)
+            await self._load_data.delete_bundle_data(bundle, leader_epoch=token)
             if owner is None:
                 raise BrokerLBError(f"{bundle} has no owner to split it")
             if owner.broker_id == self._broker_id:
@@ -337,17 +337,19 @@ class LeaderTasks:
         return record
 
     async def persist_once(self, lease: LeaderLease) -> int:
-        """Write bundle data and broker time averages (Pulsar's resource-quota update)."""
+        """Write bundle data and broker time averages (Pulsar's resource-quota update), each write
+        conditional on this leadership's epoch: a leader superseded mid-way writes nothing more."""
         data = self.leader.load_state.load_data
+        epoch = lease.fencing_token
         writes = 0
         for bundle, history in list(data.bundle_data.items()):
             lease.check()
-            await self.load_data_store.write_bundle_data(bundle, history.to_json())
+            await self.load_data_store.write_bundle_data(bundle, history.to_json(), leader_epoch=epoch)
             writes += 1
         for broker, broker_data in list(data.broker_data.items()):
             lease.check()
             await self.load_data_store.write_broker_time_average(
-                broker, broker_data.time_average_data.to_json()
+                broker, broker_data.time_average_data.to_json(), leader_epoch=epoch
             )
             writes += 1
         self.cycles["persist"] += 1

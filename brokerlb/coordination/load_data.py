@@ -4,14 +4,20 @@ The modular load manager's leader persists each bundle's BundleData and each
 broker's TimeAverageBrokerData (every ``loadBalancerResourceQuotaUpdateIntervalMinutes``)
 so that a new leader starts with history. The records themselves belong to
 ``brokerlb.model``; this store is data-agnostic (JSON-able values or objects with
-``to_json()`` in, decoded JSON out). Writes are unconditional (the leader is the
-single writer).
+``to_json()`` in, decoded JSON out).
+
+The leader is the single writer. A write or delete given ``leader_epoch`` (the leadership's
+:attr:`~brokerlb.coordination.LeaderLease.fencing_token`) is conditional on it: one transaction
+with a check of the leader-epoch node (:func:`~brokerlb.coordination.fenced_ops`), so a leader
+superseded meanwhile -- a process that lost its session and resumed mid-write -- changes nothing
+and gets :class:`~brokerlb.errors.ConflictError`. Pulsar writes unconditionally.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from brokerlb.coordination.election import fenced_ops
 from brokerlb.coordination.paths import (
     BROKER_TIME_AVERAGE_ROOT,
     broker_time_average_path,
@@ -20,8 +26,8 @@ from brokerlb.coordination.paths import (
     resource_quota_path,
 )
 from brokerlb.coordination.records import decode_json, encode_json
-from brokerlb.coordination.store import MetadataStore
-from brokerlb.errors import NodeExistsError, NoNodeError
+from brokerlb.coordination.store import CreateOp, DeleteOp, MetadataStore, Op, SetOp, parent_path
+from brokerlb.errors import BadVersionError, ConflictError, NodeExistsError, NoNodeError
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import NamespaceBundle
 
@@ -35,15 +41,23 @@ class LoadDataStore:
         self.store = store
 
     # ------------------------------------------------------------------ bundle data
-    async def write_bundle_data(self, bundle: NamespaceBundle | str, data: Any) -> None:
-        await self._put(bundle_data_path(bundle), encode_json(data))
+    async def write_bundle_data(
+        self, bundle: NamespaceBundle | str, data: Any, *, leader_epoch: int | None = None
+    ) -> None:
+        await self._put(bundle_data_path(bundle), encode_json(data), leader_epoch)
 
     async def read_bundle_data(self, bundle: NamespaceBundle | str) -> Any | None:
         return await self._read(bundle_data_path(bundle))
 
-    async def delete_bundle_data(self, bundle: NamespaceBundle | str) -> None:
+    async def delete_bundle_data(
+        self, bundle: NamespaceBundle | str, *, leader_epoch: int | None = None
+    ) -> None:
+        path = bundle_data_path(bundle)
         try:
-            await self.store.delete(bundle_data_path(bundle))
+            if leader_epoch is None:
+                await self.store.delete(path)
+            else:
+                await self._fenced(leader_epoch, DeleteOp(path))
         except NoNodeError:
             pass
 
@@ -67,8 +81,10 @@ class LoadDataStore:
         return await self._read(resource_quota_path(bundle))
 
     # ------------------------------------------------------------------ broker time averages
-    async def write_broker_time_average(self, broker_id: str, data: Any) -> None:
-        await self._put(broker_time_average_path(broker_id), encode_json(data))
+    async def write_broker_time_average(
+        self, broker_id: str, data: Any, *, leader_epoch: int | None = None
+    ) -> None:
+        await self._put(broker_time_average_path(broker_id), encode_json(data), leader_epoch)
 
     async def read_broker_time_average(self, broker_id: str) -> Any | None:
         return await self._read(broker_time_average_path(broker_id))
@@ -84,16 +100,36 @@ class LoadDataStore:
         node = await self.store.get_or_none(path)
         return None if node is None else decode_json(node.data, path)
 
-    async def _put(self, path: str, data: bytes) -> None:
+    async def _put(self, path: str, data: bytes, leader_epoch: int | None = None) -> None:
         for _attempt in range(3):
             try:
-                await self.store.set(path, data)
+                await self._apply(SetOp(path, data), leader_epoch)
                 return
             except NoNodeError:
                 pass
+            await self.store.ensure_path(parent_path(path))
             try:
-                await self.store.create(path, data, make_parents=True)
+                await self._apply(CreateOp(path, data), leader_epoch)
                 return
             except NodeExistsError:
                 continue
-        await self.store.set(path, data)
+        await self._apply(SetOp(path, data), leader_epoch)
+
+    async def _apply(self, op: SetOp | CreateOp, leader_epoch: int | None) -> None:
+        if leader_epoch is not None:
+            await self._fenced(leader_epoch, op)
+        elif isinstance(op, SetOp):
+            await self.store.set(op.path, op.data)
+        else:
+            await self.store.create(op.path, op.data)
+
+    async def _fenced(self, leader_epoch: int, op: Op) -> None:
+        """``op`` in one transaction with the check that ``leader_epoch`` is still the current one."""
+        try:
+            await self.store.multi(fenced_ops(leader_epoch, [op]))
+        except (BadVersionError, NoNodeError) as exc:
+            if getattr(exc, "op_index", None) == 0:
+                raise ConflictError(
+                    f"Leader epoch {leader_epoch} is superseded: {op.path} left unchanged"
+                ) from exc
+            raise

@@ -55,3 +55,37 @@ async def test_load_data_round_trip(store):
     await store.create("/loadbalance/broker-time-average/bad:1", b"not json")
     with pytest.raises(CorruptMetadataError, match="bad:1"):
         await load.read_broker_time_average("bad:1")
+
+
+async def test_a_superseded_leaders_load_data_writes_change_nothing(store):
+    """The leader's load-data writes and deletes are conditional on its leader epoch: after another
+    leader was elected (the epoch node written again), the former one's write, first write and
+    delete are refused (409) and the stored data stays as the current leader left it."""
+    from brokerlb.coordination import current_fencing_token
+    from brokerlb.coordination.election import epoch_path_of
+    from brokerlb.coordination.paths import LEADER_PATH
+
+    load = LoadDataStore(store)
+    await store.create(epoch_path_of(LEADER_PATH), b"", make_parents=True)
+    former = await current_fencing_token(store)
+    assert former is not None
+    bundle, fresh = "t/ns/0x00000000_0x40000000", "t/ns/0x40000000_0x80000000"
+    await load.write_bundle_data(bundle, {"topics": 1}, leader_epoch=former)  # creates it
+    await load.write_bundle_data(bundle, {"topics": 2}, leader_epoch=former)  # sets it
+    await store.set(epoch_path_of(LEADER_PATH), b"")  # a new leader is elected
+    current = await current_fencing_token(store)
+    assert current != former
+    with pytest.raises(ConflictError, match=f"epoch {former} is superseded"):
+        await load.write_bundle_data(bundle, {"topics": 99}, leader_epoch=former)
+    with pytest.raises(ConflictError):
+        await load.write_bundle_data(fresh, {"topics": 99}, leader_epoch=former)
+    with pytest.raises(ConflictError):
+        await load.write_broker_time_average("b1:8080", {"shortTermMsgRateIn": 9.0}, leader_epoch=former)
+    with pytest.raises(ConflictError):
+        await load.delete_bundle_data(bundle, leader_epoch=former)
+    assert (await load.read_bundle_data(bundle))["topics"] == 2
+    assert await load.read_bundle_data(fresh) is None
+    assert await load.read_broker_time_average("b1:8080") is None
+    await load.write_bundle_data(bundle, {"topics": 3}, leader_epoch=current)
+    await load.delete_bundle_data(fresh, leader_epoch=current)  # nothing there: no error
+    assert (await load.read_bundle_data(bundle))["topics"] == 3
