@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brokerlb.admin import AsyncAdminClient
+from brokerlb.coordination.retry import RetryPolicy, is_retriable, retry_async
 from brokerlb.naming import TopicName
 from brokerlb.perf.moves import Move, attribute_pauses, pause_summary, pauses_by_close
 from brokerlb.perf.runner import (
@@ -43,6 +44,9 @@ from brokerlb.perf.workload import skew_weights
 from brokerlb.ring import NamespaceBundles
 from brokerlb.testing.standalone_process import StandaloneProcess
 from brokerlb.testing.waiting import eventually
+
+#: a lookup of a bundle in flight: retried every 0.2 s, up to a minute (a move ends well within it)
+IN_FLIGHT_RETRY = RetryPolicy(max_retries=300, delay_s=0.2)
 
 __all__ = ["MoveScenario", "MoveScenarioResult", "run_move_scenario", "SCENARIO_OVERRIDES", "hottest_bundles"]
 
@@ -213,7 +217,12 @@ async def _move(
     namespace, _, bundle_range = bundle.rpartition("/")
     source = None
     if topics:
-        owner = await admin.lookup_topic(next(iter(topics)))
+        # the bundle may be in flight (the leader's shedding moves it too): 503, look it up again,
+        # as a client does
+        topic = next(iter(topics))
+        owner = await retry_async(
+            lambda: admin.lookup_topic(topic), policy=IN_FLIGHT_RETRY, retry_on=is_retriable, what="lookup"
+        )
         source = str(owner["httpUrl"]).split("://", 1)[1]
     destination = next((b for b in brokers if b != source), None) if kind == "transfer" else None
     start = time.monotonic()

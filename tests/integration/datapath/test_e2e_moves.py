@@ -60,8 +60,11 @@ async def test_bundles_move_under_skewed_traffic_and_no_send_is_lost(
     assert consume.reconnects >= 0.9 * produce.reconnects
     assert consume.received >= 0.95 * produce.acked
 
-    # the pause every move cost its producers was measured
-    assert all(m.pause is not None for m in result.moves), [m.to_json() for m in result.moves]
+    # the pause every plain unload cost its producers was measured (they look the topic up again);
+    # a transfer's producers reconnect straight to the new owner, and one whose producers had nothing
+    # pending at the close shows no pause at all (seen: 2 of 3 transfers in one run, 17 ms the third)
+    unloads = [m for m in result.moves if m.kind == "unload"]
+    assert all(m.pause is not None for m in unloads), [m.to_json() for m in result.moves]
     assert produce.longest_pause.seconds > 0  # how long is a figure, printed below and benchmarked
     pauses = result.admin_pauses
     by_close = result.close_pauses
