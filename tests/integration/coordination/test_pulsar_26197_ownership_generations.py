@@ -14,20 +14,12 @@ from __future__ import annotations
 
 import asyncio
 
-from brokerlb.coordination import EphemeralLock, NamespaceEphemeralData, OwnershipManager
+from brokerlb.coordination import EphemeralLock, OwnershipManager
 from brokerlb.coordination.paths import ownership_path
 
+from .conftest import broker_data
+
 BUNDLE = "pulsar/ns-26197/0x00000000_0xffffffff"
-
-
-def data(n: int) -> NamespaceEphemeralData:
-    return NamespaceEphemeralData(
-        native_url=f"pulsar://b{n}:6650",
-        native_url_tls=None,
-        http_url=f"http://b{n}:8080",
-        http_url_tls=None,
-        disabled=False,
-    )
 
 
 async def test_a_release_deletes_only_its_own_generation(backend, store, other):
@@ -47,7 +39,7 @@ async def test_a_release_deletes_only_its_own_generation(backend, store, other):
 
 
 async def test_an_acquisition_during_a_release_is_a_new_generation_that_stays(backend, store, other):
-    manager = OwnershipManager(store, data(1))
+    manager = OwnershipManager(store, broker_data(1))
     first = await manager.try_acquire(BUNDLE)
     assert first.acquired
     for _round in range(5):
@@ -58,6 +50,6 @@ async def test_an_acquisition_during_a_release_is_a_new_generation_that_stays(ba
         assert node is not None and store.owns(node.stat), "acquired a bundle whose node is gone"
         assert manager.serving(BUNDLE)
         # so nobody else can take it
-        rival = OwnershipManager(other, data(2))
+        rival = OwnershipManager(other, broker_data(2))
         assert not (await rival.try_acquire(BUNDLE)).acquired
     await manager.close()

@@ -10,27 +10,19 @@ succeeds.
 
 from __future__ import annotations
 
-from brokerlb.coordination import NamespaceEphemeralData, OwnershipEventKind, OwnershipManager
+from brokerlb.coordination import OwnershipEventKind, OwnershipManager
 from brokerlb.coordination.paths import ownership_path
 from brokerlb.errors import ConnectionLossError
 
+from .conftest import broker_data
+
 BUNDLE = "pulsar/ns-release/0x00000000_0xffffffff"
-
-
-def data(n: int) -> NamespaceEphemeralData:
-    return NamespaceEphemeralData(
-        native_url=f"pulsar://b{n}:6650",
-        native_url_tls=None,
-        http_url=f"http://b{n}:8080",
-        http_url_tls=None,
-        disabled=False,
-    )
 
 
 async def test_a_release_the_store_did_not_answer_keeps_the_bundle_in_the_books(
     backend, store, other, monkeypatch
 ):
-    manager = OwnershipManager(store, data(1))
+    manager = OwnershipManager(store, broker_data(1))
     events = []
     manager.add_listener(lambda e: events.append(e.kind))
     assert (await manager.try_acquire(BUNDLE)).acquired

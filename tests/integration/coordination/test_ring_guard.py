@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import pytest
 
-from brokerlb.coordination import BundleMetadata, NamespaceEphemeralData, OwnershipManager, split_and_own
+from brokerlb.coordination import BundleMetadata, OwnershipManager, split_and_own
 from brokerlb.errors import LockBusyError, StaleBundleError
 
+from .conftest import broker_data
+
 NS = "pulsar/ring-guard"
-
-
-def data(n: int) -> NamespaceEphemeralData:
-    return NamespaceEphemeralData(native_url=f"pulsar://b{n}:6650", http_url=f"http://b{n}:8080")
 
 
 async def test_a_stale_ring_check_cannot_take_a_split_parent(backend, store, other) -> None:
     mine = BundleMetadata(store)
     bundles = await mine.create_namespace(NS, num_bundles=1)
     parent = bundles.bundles[0]
-    owner = OwnershipManager(store, data(1), ring_guard=mine.ring_guard)
+    owner = OwnershipManager(store, broker_data(1), ring_guard=mine.ring_guard)
     assert (await owner.try_acquire(parent)).acquired
     theirs = BundleMetadata(other)
     checked = await theirs.ring_guard(parent)  # the other broker found the parent in the ring ...
@@ -33,7 +31,7 @@ async def test_a_stale_ring_check_cannot_take_a_split_parent(backend, store, oth
     async def stale_guard(_bundle: str):
         return checked  # ... and creates its node only now, with what it saw then
 
-    late = OwnershipManager(other, data(2), ring_guard=stale_guard)
+    late = OwnershipManager(other, broker_data(2), ring_guard=stale_guard)
     children = await split_and_own(mine, owner, parent, [0x80000000])
     assert len(children) == 2 and not owner.is_owned(parent)
     with pytest.raises(LockBusyError):
@@ -41,7 +39,7 @@ async def test_a_stale_ring_check_cannot_take_a_split_parent(backend, store, oth
     assert not late.is_owned(parent)
     assert await store.get_or_none(f"/namespace/{parent}") is None
     # a fresh check says why: the parent is no longer in the ring
-    fresh = OwnershipManager(other, data(2), ring_guard=theirs.ring_guard)
+    fresh = OwnershipManager(other, broker_data(2), ring_guard=theirs.ring_guard)
     with pytest.raises(StaleBundleError):
         await fresh.try_acquire(parent)
     # and the children are taken only by their owner
@@ -54,10 +52,10 @@ async def test_without_the_guard_the_stale_broker_takes_the_parent(backend, stor
     """What the guard prevents (the unguarded manager, as before it): two owners of one range."""
     mine = BundleMetadata(store)
     parent = (await mine.create_namespace(NS, num_bundles=1)).bundles[0]
-    owner = OwnershipManager(store, data(1))
+    owner = OwnershipManager(store, broker_data(1))
     assert (await owner.try_acquire(parent)).acquired
     await split_and_own(mine, owner, parent, [0x80000000])
-    late = OwnershipManager(other, data(2))
+    late = OwnershipManager(other, broker_data(2))
     assert (await late.try_acquire(parent)).acquired  # overlaps the children its owner holds
     await late.close()
     await owner.close()
