@@ -197,6 +197,11 @@ class LoadManager:
         """The next placement of ``bundle`` chooses ``broker`` if it is still registered (once)."""
         self.leader.set_affinity(bundle, broker)
 
+    def hand_over_started(self, bundle: str, broker: str) -> None:
+        """``bundle`` is being handed to ``broker``: placements answer ``broker`` until it is taken
+        (:meth:`Leader.hand_over_started <brokerlb.loadbalance.leader.Leader.hand_over_started>`)."""
+        self.leader.hand_over_started(self._clock.now_ms(), bundle, broker)
+
     def bundles_merged(self, parts: Sequence[str]) -> None:
         """Adjacent bundles were merged: the leader forgets the parts' histories."""
         self.leader.bundle_merged(parts)

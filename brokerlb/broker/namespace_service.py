@@ -17,8 +17,9 @@ unload bundle              unowned → no-op; owner → disable, close topics, r
                            ``destinationBroker``: must be active (412 "Not allowed unload
                            namespace bundle to inactive destination broker"); a transfer
                            (:func:`~brokerlb.loadbalance.leader.is_transfer`): the owner hands
-                           the bundle over (an unowned one is assigned there now); otherwise
-                           the leader keeps the destination as a one-shot affinity
+                           the bundle over (an unowned one is assigned there now) and the
+                           leader places the bundle there until it is taken; otherwise the
+                           leader keeps the destination as a one-shot affinity
 unload namespace           one bundle unload per bundle, through the owners
 split bundle               ``LARGEST`` / ``HOT`` resolved from the load reports (404 if none);
                            412 unsupported algorithm, empty boundaries for
@@ -89,6 +90,8 @@ class PlacementControl(Protocol):
     async def place(self, bundle: NamespaceBundle) -> str: ...
 
     def set_affinity(self, bundle: str, broker: str) -> None: ...
+
+    def hand_over_started(self, bundle: str, broker: str) -> None: ...
 
     def bundles_merged(self, parts: Sequence[str]) -> None: ...
 
@@ -223,7 +226,9 @@ class NamespaceService:
                 redirect = self._leader_redirect()
                 if redirect is not None:
                     return redirect
-                if not transfer:
+                if transfer:  # a lookup between the owner's release and the take goes there too
+                    self.placement.hand_over_started(str(bundle), destination)
+                else:
                     self.placement.set_affinity(str(bundle), destination)
         info = await self.owners.lookup_owner(bundle)
         if info is None:
@@ -502,7 +507,7 @@ class NamespaceService:
         ``None`` if that fails (the next lookup places it)."""
         try:
             broker = chosen if chosen is not None else await self.placement.place(bundle)
-            self.placement.set_affinity(str(bundle), broker)  # a lookup meanwhile follows the state
+            self.placement.hand_over_started(str(bundle), broker)  # a lookup meanwhile follows the state
             await self.actions.hand_over(bundle, broker)
             return broker
         except (NoBrokerAvailableError, RemoteBrokerError) as exc:

@@ -7,7 +7,8 @@
 * ``GET /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/placement`` --
   ``{"broker": id, "handOver": bool}``: where the leader's placement puts the bundle now (307
   to the leader from other brokers, 503 when there is none). Nothing is owned by asking; the
-  choice is kept as the bundle's one-shot affinity, so a lookup during the hand-off follows it.
+  leader places the bundle on its choice until that broker has taken it, so a lookup during the
+  hand-off follows the state.
   For a bundle being merged: the broker chosen for the merged bundle, ``handOver`` false (the
   owner sends it the topics' state and releases the bundle; that broker takes the merged one).
 """
@@ -43,21 +44,22 @@ class HandOffPlacement(Protocol):
 
     async def place(self, bundle: NamespaceBundle) -> str: ...
 
-    def set_affinity(self, bundle: str, broker: str) -> None: ...
+    def hand_over_started(self, bundle: str, broker: str) -> None: ...
 
     def merging_into(self, bundle: str) -> str | None: ...
 
 
 async def place_for_hand_off(placement: HandOffPlacement, bundle: NamespaceBundle) -> HandOffTarget:
-    """The placement's choice for ``bundle``, kept as its one-shot affinity: a lookup that comes in
-    while the owner hands the bundle over (between its release and the chosen broker taking it)
-    is then placed on the broker that holds the handed-over state, not on another one. A part of
-    a merge under way: the merged bundle's broker, without a hand-over."""
+    """The placement's choice for ``bundle``, where the leader then places it until that broker has
+    taken it: a lookup that comes in while the owner hands the bundle over (between its release
+    and the chosen broker taking it) is placed on the broker that holds the handed-over state,
+    not on another one. A part of a merge under way: the merged bundle's broker, without a
+    hand-over."""
     merged_on = placement.merging_into(str(bundle))
     if merged_on is not None:
         return HandOffTarget(merged_on, hand_over=False)
     broker = str(await placement.place(bundle))
-    placement.set_affinity(str(bundle), broker)
+    placement.hand_over_started(str(bundle), broker)
     return HandOffTarget(broker)
 
 

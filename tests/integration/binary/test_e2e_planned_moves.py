@@ -8,6 +8,7 @@ must be zero.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import shutil
 import tempfile
@@ -74,8 +75,25 @@ async def test_a_hundred_planned_moves_under_skewed_traffic_lose_nothing(
     cluster = await zk_cluster(zk_server)
     try:
         await _run(cluster, capsys)
+    except BaseException:
+        keep_logs(cluster)  # a failure before the traffic ended: the cluster still runs
+        raise
     finally:
         await cluster.stop()  # idempotent: also after a failure before the traffic ended
+
+
+def keep_logs(cluster: ProcessCluster) -> None:
+    """Copy the brokers' logs where they outlive the cluster (its stop deletes them)."""
+    kept = tempfile.mkdtemp(prefix="brokerlb-e2e-logs-")
+    copied = 0
+    for i in range(len(cluster.urls)):
+        if cluster.log_path(i).exists():
+            shutil.copy(cluster.log_path(i), kept)
+            copied += 1
+    if copied:
+        print(f"broker logs kept in {kept}")
+    else:
+        os.rmdir(kept)
 
 
 async def _run(cluster: ProcessCluster, capsys: pytest.CaptureFixture[str]) -> None:
@@ -141,10 +159,7 @@ async def _run(cluster: ProcessCluster, capsys: pytest.CaptureFixture[str]) -> N
                     print(
                         f"{c.topic} {c.subscription}: {len(lost)} lost, e.g. {lost[:5]} of {len(c.received)}"
                     )
-            kept = tempfile.mkdtemp(prefix="brokerlb-e2e-logs-")
-            for i in range(3):
-                shutil.copy(cluster.log_path(i), kept)
-            print(f"broker logs kept in {kept}")
+            keep_logs(cluster)
             raise
     finally:
         for consumer in consumers:

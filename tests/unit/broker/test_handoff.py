@@ -76,13 +76,13 @@ class Placement:
 
     def __init__(self, merging: dict[str, str]) -> None:
         self.merging = merging
-        self.affinities: dict[str, str] = {}
+        self.handing_over: dict[str, str] = {}
 
     async def place(self, bundle) -> str:
         return "broker-3:8080"
 
-    def set_affinity(self, bundle: str, broker: str) -> None:
-        self.affinities[bundle] = broker
+    def hand_over_started(self, bundle: str, broker: str) -> None:
+        self.handing_over[bundle] = broker
 
     def merging_into(self, bundle: str) -> str | None:
         return self.merging.get(bundle)
@@ -92,7 +92,7 @@ async def test_a_bundle_is_handed_to_its_placement_and_a_part_of_a_merge_only_it
     placement = Placement({str(BUNDLE): "broker-2:8080"})
     # a part of a merge: its topics' state to the merged bundle's broker, nobody takes the part
     assert await place_for_hand_off(placement, BUNDLE) == HandOffTarget("broker-2:8080", hand_over=False)
-    assert placement.affinities == {}
+    assert placement.handing_over == {}
     other = NamespaceBundles.create("t/ns", 4).bundles[2]
     assert await place_for_hand_off(placement, other) == HandOffTarget("broker-3:8080")
-    assert placement.affinities == {str(other): "broker-3:8080"}  # lookups meanwhile follow the state
+    assert placement.handing_over == {str(other): "broker-3:8080"}  # lookups meanwhile follow the state
