@@ -168,8 +168,8 @@ class Move:
 
 @dataclass(frozen=True, slots=True)
 class HandOver:
-    """``bundle`` is on its way to ``broker``: its owner releases it and ``broker`` takes it, with
-    the topics' state already sent there. Ends when a report of ``broker`` folded after refresh
+    """A bundle on its way to ``broker``: its owner releases it and ``broker`` takes it, with the
+    topics' state already sent there. Ends when a report of ``broker`` folded after refresh
     ``after_refresh`` lists the bundle, when ``broker`` leaves, or at ``until_ms``."""
 
     broker: str
