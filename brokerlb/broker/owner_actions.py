@@ -565,12 +565,15 @@ class OwnerActions:
         return [SplitDone(bundle=str(bundle), stimulus_id=sid, at_ms=self._now(), by=self.broker_id)]
 
     async def _drop(self, bundle: NamespaceBundle, why: str) -> None:
-        """The watchdog gave up on a move: delete this broker's node of the bundle if it is there."""
+        """The watchdog gave up on a move: delete this broker's node of the bundle if it is there --
+        held, or created by an acquisition the store did not answer and so never held."""
         if self.owns(bundle):
             logger.warning("Dropping %s: %s", bundle, why)
             await self.topics.close_bundle(str(bundle), self._unload_timeout(), UNLOAD)
             await self.ownership.release(bundle)
             self._report_changed()
+        elif await self.ownership.delete_unheld(bundle):
+            logger.warning("Dropped %s (never held here): %s", bundle, why)
 
     def _unload_timeout(self) -> float:
         return self.conf.namespaceBundleUnloadingTimeoutMs / 1000

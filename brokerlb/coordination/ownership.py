@@ -39,10 +39,12 @@ from brokerlb.coordination.paths import (
 from brokerlb.coordination.records import NamespaceEphemeralData
 from brokerlb.coordination.store import MetadataStore, Node, Op
 from brokerlb.errors import (
+    BadVersionError,
     CorruptMetadataError,
     InvalidBundleRangeError,
     LockBusyError,
     MetadataStoreError,
+    NoNodeError,
     OwnershipError,
 )
 from brokerlb.naming import NamespaceName
@@ -360,6 +362,26 @@ class OwnershipManager:
             done.set_result(None)
         logger.info("Released ownership of %s", name)
         self._emit(OwnershipEvent(OwnershipEventKind.RELEASED, name))
+
+    async def delete_unheld(self, bundle: NamespaceBundle | str) -> bool:
+        """Delete ``bundle``'s ownership node if this session created it but this broker does not
+        hold it (not in the books, not being taken or released): an acquisition the store did not
+        answer (the connection dropped after ZooKeeper applied the create) leaves such a node. Only
+        this session could ever delete it, and until then every lookup names this broker, which
+        does not serve the bundle. ``True`` if a node was deleted."""
+        name = bundle_name(bundle)
+        if name in self._locks or name in self._inflight or name in self._releasing:
+            return False
+        path = ownership_path(name)
+        node = await self.store.get_or_none(path)
+        if node is None or not self.store.owns(node.stat):
+            return False
+        try:
+            await self.store.delete(path, version=node.stat.version)
+        except (NoNodeError, BadVersionError):
+            return False  # gone or rewritten meanwhile: not the node looked at
+        logger.warning("Deleted the ownership node of %s: this session created it but never held it", name)
+        return True
 
     async def release_all(self) -> None:
         await asyncio.gather(*(self.release(b) for b in list(self._locks)))

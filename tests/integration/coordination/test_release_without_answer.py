@@ -1,4 +1,6 @@
-"""A release the metadata store did not answer (found by the fault campaign).
+"""A release or an acquisition the metadata store did not answer.
+
+The release (found by the fault campaign):
 
 A broker's ZooKeeper connection dropped while it deleted the ownership node of a bundle it was
 unloading. The failed release had already taken the lock out of the ownership manager's books, so
@@ -6,6 +8,11 @@ nothing -- not the ownership watchdog, not a retry -- would ever delete the disa
 live session kept: the bundle would stay unavailable to every broker until the session ended (the
 campaign saw a bundle disabled for 39 s). Now the bundle stays owned, disabled, until a release
 succeeds.
+
+The acquisition (suspected behind a subscribe that timed out in the end-to-end test under load): the
+create was applied and its answer lost, so the node is the live session's but the manager does
+not hold it. Every lookup names the broker, which refuses the clients, until the session ends;
+the ownership watchdog now deletes such a node when it gives up on the assignment.
 """
 
 from __future__ import annotations
@@ -46,3 +53,42 @@ async def test_a_release_the_store_did_not_answer_keeps_the_bundle_in_the_books(
     await manager.release(BUNDLE)
     assert await other.get_or_none(ownership_path(BUNDLE)) is None
     assert not manager.is_disabled(BUNDLE) and events[-1] is OwnershipEventKind.RELEASED
+
+
+async def test_a_node_an_unanswered_acquisition_created_is_deleted_only_by_its_session(
+    backend, store, other, monkeypatch
+):
+    """The acquisition's create was applied but its answer lost: the node is this session's, the
+    manager does not hold it. ``delete_unheld`` removes exactly such a node -- not a held one, not
+    another session's (the ownership watchdog calls it when it gives up on the assignment)."""
+    manager = OwnershipManager(store, broker_data(1))
+    path = ownership_path(BUNDLE)
+    real_create, real_multi = store.create, store.multi
+
+    async def create_then_drop(node_path, *args, **kwargs):
+        await real_create(node_path, *args, **kwargs)
+        raise ConnectionLossError(f"connection lost (path {node_path})")
+
+    async def multi_then_drop(ops, *args, **kwargs):
+        await real_multi(ops, *args, **kwargs)
+        raise ConnectionLossError("connection lost (multi)")
+
+    monkeypatch.setattr(store, "create", create_then_drop)
+    monkeypatch.setattr(store, "multi", multi_then_drop)
+    try:
+        await manager.try_acquire(BUNDLE)
+    except ConnectionLossError:
+        pass
+    else:
+        raise AssertionError("the acquisition should have failed")
+    monkeypatch.setattr(store, "create", real_create)
+    monkeypatch.setattr(store, "multi", real_multi)
+    node = await other.get_or_none(path)
+    assert node is not None and store.owns(node.stat) and not manager.is_owned(BUNDLE)
+    other_manager = OwnershipManager(other, broker_data(2))
+    assert not await other_manager.delete_unheld(BUNDLE)  # not its session's node
+    assert await manager.delete_unheld(BUNDLE)
+    assert await other.get_or_none(path) is None
+    assert (await manager.try_acquire(BUNDLE)).acquired
+    assert not await manager.delete_unheld(BUNDLE)  # held: released only by a release
+    assert await other.get_or_none(path) is not None
