@@ -40,11 +40,13 @@ from brokerlb.coordination.records import NamespaceEphemeralData
 from brokerlb.coordination.store import MetadataStore, Node, Op
 from brokerlb.errors import (
     BadVersionError,
+    ConnectionLossError,
     CorruptMetadataError,
     InvalidBundleRangeError,
     LockBusyError,
     MetadataStoreError,
     NoNodeError,
+    OperationTimeoutError,
     OwnershipError,
 )
 from brokerlb.naming import NamespaceName
@@ -404,6 +406,7 @@ class OwnershipManager:
     async def _acquire(self, name: str, guarded: bool = True) -> AcquireResult:
         path = ownership_path(name)
         ring_guard = self._ring_guard if guarded else None
+        unanswered = False
         for _attempt in range(4):
             lock = EphemeralLock(
                 self.store,
@@ -421,6 +424,16 @@ class OwnershipManager:
                     continue  # the owner just left: try again
                 owner = _owner_info(name, node, path)
                 return AcquireResult(name, owner.data, False, owner.session_id)
+            except (ConnectionLossError, OperationTimeoutError):
+                # not answered: the create may have been applied all the same. Once the session is
+                # back, try once more -- the lock adopts a node of this session, takes a free path,
+                # or names the owner. (If the store stays away, the ownership watchdog deletes a
+                # node left behind: delete_unheld.)
+                if unanswered:
+                    raise
+                unanswered = True
+                await self.store.wait_connected(timeout=self.store.session_timeout)
+                continue
             self._locks[name] = lock
             logger.info("Acquired ownership of %s", name)
             self._emit(OwnershipEvent(OwnershipEventKind.ACQUIRED, name))

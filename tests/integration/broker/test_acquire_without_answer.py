@@ -4,8 +4,10 @@ A broker creates a bundle's ownership node and the answer is lost (the connectio
 ZooKeeper applied the create). The broker does not count the bundle as its own, yet the node is
 its live session's: every lookup names this broker, and this broker refuses the clients ("not
 served by this broker") until its session ends -- nothing else would ever delete the node. The
-ownership watchdog, which gives up on the assignment after the in-flight timeout, now deletes a
-node of this session that the broker does not hold, and the next lookup takes the bundle.
+acquisition now looks again once the store answers (and adopts the node); when the store does not
+come back in time, the ownership watchdog, which gives up on the assignment after the in-flight
+timeout, deletes a node of this session that the broker does not hold, and the next lookup takes
+the bundle. This test is the second case.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import httpx
 import pytest
 
 from brokerlb.coordination.paths import ownership_path
-from brokerlb.errors import ConnectionLossError
+from brokerlb.errors import ConnectionLossError, OperationTimeoutError
 from brokerlb.ring import NamespaceBundle
 from brokerlb.testing.clusters import InProcessCluster
 from brokerlb.testing.waiting import eventually
@@ -59,8 +61,15 @@ async def test_an_acquisition_the_store_did_not_answer_does_not_leave_a_bundle_n
                     raise ConnectionLossError(f"connection lost (path {node_path})")
                 return result
 
+            real_wait = store.wait_connected
+
+            async def not_back_at_once(timeout=None):  # no second look: the watchdog's case
+                monkeypatch.setattr(store, "wait_connected", real_wait)
+                raise OperationTimeoutError("the store did not come back in time")
+
             monkeypatch.setattr(store, "multi", multi_then_drop)
             monkeypatch.setattr(store, "create", create_then_drop)
+            monkeypatch.setattr(store, "wait_connected", not_back_at_once)
             first = await http.get(f"/lookup/v2/topic/persistent/{topic.removeprefix('persistent://')}")
             assert first.status_code >= 500 and lost == [path], first.text
             node = await store.get_or_none(path)

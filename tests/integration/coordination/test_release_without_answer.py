@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from brokerlb.coordination import OwnershipEventKind, OwnershipManager
 from brokerlb.coordination.paths import ownership_path
-from brokerlb.errors import ConnectionLossError
+from brokerlb.errors import ConnectionLossError, OperationTimeoutError
 
 from .conftest import broker_data
 
@@ -58,8 +58,8 @@ async def test_a_release_the_store_did_not_answer_keeps_the_bundle_in_the_books(
 async def test_a_node_an_unanswered_acquisition_created_is_deleted_only_by_its_session(
     backend, store, other, monkeypatch
 ):
-    """The acquisition's create was applied but its answer lost: the node is this session's, the
-    manager does not hold it. ``delete_unheld`` removes exactly such a node -- not a held one, not
+    """The acquisition's create was applied but its answer lost, and the store did not come back in
+    time for a second look: the node is this session's, the manager does not hold it. ``delete_unheld`` removes exactly such a node -- not a held one, not
     another session's (the ownership watchdog calls it when it gives up on the assignment)."""
     manager = OwnershipManager(store, broker_data(1))
     path = ownership_path(BUNDLE)
@@ -73,11 +73,15 @@ async def test_a_node_an_unanswered_acquisition_created_is_deleted_only_by_its_s
         await real_multi(ops, *args, **kwargs)
         raise ConnectionLossError("connection lost (multi)")
 
+    async def not_back(timeout=None):
+        raise OperationTimeoutError("the store did not come back")
+
     monkeypatch.setattr(store, "create", create_then_drop)
     monkeypatch.setattr(store, "multi", multi_then_drop)
+    monkeypatch.setattr(store, "wait_connected", not_back)
     try:
         await manager.try_acquire(BUNDLE)
-    except ConnectionLossError:
+    except OperationTimeoutError:
         pass
     else:
         raise AssertionError("the acquisition should have failed")
@@ -92,3 +96,34 @@ async def test_a_node_an_unanswered_acquisition_created_is_deleted_only_by_its_s
     assert (await manager.try_acquire(BUNDLE)).acquired
     assert not await manager.delete_unheld(BUNDLE)  # held: released only by a release
     assert await other.get_or_none(path) is not None
+
+
+async def test_an_acquisition_whose_answer_was_lost_adopts_its_node_once_the_store_answers(
+    backend, store, other, monkeypatch
+):
+    manager = OwnershipManager(store, broker_data(1))
+    real_create, real_multi = store.create, store.multi
+    dropped = []
+
+    async def create_then_drop(node_path, *args, **kwargs):
+        result = await real_create(node_path, *args, **kwargs)
+        if not dropped:
+            dropped.append(node_path)
+            raise ConnectionLossError(f"connection lost (path {node_path})")
+        return result
+
+    async def multi_then_drop(ops, *args, **kwargs):
+        result = await real_multi(ops, *args, **kwargs)
+        if not dropped:
+            dropped.append("multi")
+            raise ConnectionLossError("connection lost (multi)")
+        return result
+
+    monkeypatch.setattr(store, "create", create_then_drop)
+    monkeypatch.setattr(store, "multi", multi_then_drop)
+    result = await manager.try_acquire(BUNDLE)
+    assert dropped and result.acquired and manager.is_owned(BUNDLE)
+    node = await other.get_or_none(ownership_path(BUNDLE))
+    assert node is not None and store.owns(node.stat)
+    await manager.release(BUNDLE)
+    assert await other.get_or_none(ownership_path(BUNDLE)) is None
