@@ -127,6 +127,7 @@ class DataPath:
         stats_window: int,
         clock: Clock = SYSTEM_CLOCK,
         policies: TopicPolicies = TopicPolicies(),
+        ring_version: Callable[[], int] | None = None,
     ) -> None:
         self.registry = registry
         self.ownership = ownership
@@ -135,6 +136,9 @@ class DataPath:
         self.stats_window = max(1, int(stats_window))
         self.clock = clock
         self.policies = policies
+        #: changes whenever a topic's bundle may have (the bundles cache's version); ``None``: the
+        #: bundle is computed for every publish
+        self._ring_version = ring_version
         self.topics: dict[str, ServedTopic] = {}
         # message ids: a fresh "ledger" per topic incarnation, unique across brokers and restarts
         self._ledgers = itertools.count(clock.now_ms() * 1000)
@@ -192,10 +196,27 @@ class DataPath:
         # publishes are accepted only while this broker serves the topic's bundle *now* (its ownership
         # node is current and its session known alive): a process frozen past its session wakes up
         # refusing them, before any notification of the loss reaches it
-        engine.accepting = lambda: self.ownership.serving(self._bundle_of(topic))
+        engine.accepting = self._accepting(topic)
         # a publish held by the backlog quota carries its own receipt: ``token(topic, entry_id)``
         engine.on_released = lambda token, entry_id: token(engine, entry_id)  # type: ignore[operator]
         return engine
+
+    def _accepting(self, topic: TopicName) -> Callable[[], bool]:
+        """Whether this broker serves ``topic``'s bundle now -- asked before every publish. The
+        bundle's name is computed again only when ``ring_version`` changes (a split or merge)."""
+        serving, bundle_of, ring_version = self.ownership.serving, self._bundle_of, self._ring_version
+        if ring_version is None:
+            return lambda: serving(bundle_of(topic))
+        seen: list[Any] = [None, ""]  # [ring version, bundle name]
+
+        def accepting() -> bool:
+            version = ring_version()
+            if version != seen[0]:
+                seen[1] = bundle_of(topic)
+                seen[0] = version
+            return serving(seen[1])
+
+        return accepting
 
     def bundle_of(self, topic: TopicName) -> str:
         """The bundle ``topic`` hashes into now."""

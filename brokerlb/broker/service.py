@@ -346,6 +346,7 @@ class BrokerService:
             registry=self.topics,
             ownership=self.ownership,
             bundle_of=self._bundle_of,
+            ring_version=lambda: self.bundles.version,
             broker_urls=self._broker_urls,
             stats_window=self.conf.statsUpdateFrequencyInSecs,
             clock=self.clock,

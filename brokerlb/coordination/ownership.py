@@ -251,7 +251,7 @@ class OwnershipManager:
     # ------------------------------------------------------------------ views
     def is_owned(self, bundle: NamespaceBundle | str) -> bool:
         """Held by this broker and not disabled (unloading)."""
-        lock = self._locks.get(bundle_name(bundle))
+        lock = self._lock_of(bundle)
         return lock is not None and lock.held and lock.value == self._enabled
 
     def serving(self, bundle: NamespaceBundle | str) -> bool:
@@ -261,7 +261,7 @@ class OwnershipManager:
         its session (frozen past it, cut off from the store longer than the session timeout) may
         have lost the bundle to another broker before any notification reaches it.
         """
-        lock = self._locks.get(bundle_name(bundle))
+        lock = self._lock_of(bundle)
         return (
             lock is not None
             and lock.current
@@ -397,6 +397,15 @@ class OwnershipManager:
         self._locks.clear()
 
     # ------------------------------------------------------------------ internals
+    def _lock_of(self, bundle: NamespaceBundle | str) -> EphemeralLock | None:
+        """The lock of ``bundle`` if held here. A name found as it is is canonical already (the keys
+        are), so the per-publish check skips parsing it; any other name is validated first."""
+        if isinstance(bundle, str):
+            lock = self._locks.get(bundle)
+            if lock is not None:
+                return lock
+        return self._locks.get(bundle_name(bundle))
+
     def _owned_lock(self, name: str) -> EphemeralLock:
         lock = self._locks.get(name)
         if lock is None or not lock.held:

@@ -212,3 +212,35 @@ def test_publishes_are_ignored_while_the_bundle_is_not_served_now() -> None:
     assert topic.publish(SECTION) is None
     owned.bundles.add(BUNDLE)
     assert topic.publish(SECTION) == 1
+
+
+def test_a_publish_asks_for_the_topics_bundle_again_only_when_the_ring_changed() -> None:
+    """The check before every publish: is the topic's bundle served here now? Its name is computed
+    once per ring version; after a split the topic belongs to a child, served or not."""
+    split = NamespaceBundles.create("t/ns", 8)
+    child = str(split.find_bundle(TOPIC))
+    ring = {"bundles": BUNDLES, "version": 1}
+    asked: list[TopicName] = []
+
+    def bundle_of(topic: TopicName) -> str:
+        asked.append(topic)
+        return str(ring["bundles"].find_bundle(topic))  # type: ignore[attr-defined]
+
+    owned = Owned(BUNDLE)
+    path = DataPath(
+        registry=TopicRegistry(bundle_of),
+        ownership=owned,
+        bundle_of=bundle_of,
+        broker_urls=lambda b: (None, None),
+        stats_window=2,
+        clock=ManualClock(1_000_000),
+        ring_version=lambda: ring["version"],  # type: ignore[return-value]
+    )
+    engine = path.open(TOPIC).topic
+    asked.clear()
+    assert all(engine.accepting() for _ in range(5)) and len(asked) == 1
+    ring.update(bundles=split, version=2)  # split: the parent is no longer held here
+    owned.bundles = {child}
+    assert child != BUNDLE and engine.accepting() and len(asked) == 2
+    owned.bundles = set()
+    assert engine.accepting() is False and len(asked) == 2
