@@ -17,6 +17,8 @@ the ownership watchdog now deletes such a node when it gives up on the assignmen
 
 from __future__ import annotations
 
+import pytest
+
 from brokerlb.coordination import OwnershipEventKind, OwnershipManager
 from brokerlb.coordination.paths import ownership_path
 from brokerlb.errors import ConnectionLossError, OperationTimeoutError
@@ -40,12 +42,8 @@ async def test_a_release_the_store_did_not_answer_keeps_the_bundle_in_the_books(
         raise ConnectionLossError(f"connection lost (path {path})")
 
     monkeypatch.setattr(store, "delete", dropped)
-    try:
+    with pytest.raises(ConnectionLossError):
         await manager.release(BUNDLE)
-    except ConnectionLossError:
-        pass
-    else:
-        raise AssertionError("the release should have failed")
     assert manager.is_disabled(BUNDLE) and OwnershipEventKind.RELEASED not in events
     node = await other.get_or_none(ownership_path(BUNDLE))
     assert node is not None and store.owns(node.stat)  # still there: nobody else can take it yet
@@ -59,34 +57,20 @@ async def test_a_node_an_unanswered_acquisition_created_is_deleted_only_by_its_s
     backend, store, other, monkeypatch
 ):
     """The acquisition's create was applied but its answer lost, and the store did not come back in
-    time for a second look: the node is this session's, the manager does not hold it. ``delete_unheld`` removes exactly such a node -- not a held one, not
-    another session's (the ownership watchdog calls it when it gives up on the assignment)."""
+    time for a second look: the node is this session's, the manager does not hold it.
+    ``delete_unheld`` removes exactly such a node -- not a held one, not another session's (the
+    ownership watchdog calls it when it gives up on the assignment)."""
     manager = OwnershipManager(store, broker_data(1))
     path = ownership_path(BUNDLE)
-    real_create, real_multi = store.create, store.multi
-
-    async def create_then_drop(node_path, *args, **kwargs):
-        await real_create(node_path, *args, **kwargs)
-        raise ConnectionLossError(f"connection lost (path {node_path})")
-
-    async def multi_then_drop(ops, *args, **kwargs):
-        await real_multi(ops, *args, **kwargs)
-        raise ConnectionLossError("connection lost (multi)")
 
     async def not_back(timeout=None):
         raise OperationTimeoutError("the store did not come back")
 
-    monkeypatch.setattr(store, "create", create_then_drop)
-    monkeypatch.setattr(store, "multi", multi_then_drop)
+    restore = drop_create_answers(monkeypatch, store)
     monkeypatch.setattr(store, "wait_connected", not_back)
-    try:
+    with pytest.raises(OperationTimeoutError):
         await manager.try_acquire(BUNDLE)
-    except OperationTimeoutError:
-        pass
-    else:
-        raise AssertionError("the acquisition should have failed")
-    monkeypatch.setattr(store, "create", real_create)
-    monkeypatch.setattr(store, "multi", real_multi)
+    restore()
     node = await other.get_or_none(path)
     assert node is not None and store.owns(node.stat) and not manager.is_owned(BUNDLE)
     other_manager = OwnershipManager(other, broker_data(2))
@@ -102,28 +86,42 @@ async def test_an_acquisition_whose_answer_was_lost_adopts_its_node_once_the_sto
     backend, store, other, monkeypatch
 ):
     manager = OwnershipManager(store, broker_data(1))
-    real_create, real_multi = store.create, store.multi
     dropped = []
-
-    async def create_then_drop(node_path, *args, **kwargs):
-        result = await real_create(node_path, *args, **kwargs)
-        if not dropped:
-            dropped.append(node_path)
-            raise ConnectionLossError(f"connection lost (path {node_path})")
-        return result
-
-    async def multi_then_drop(ops, *args, **kwargs):
-        result = await real_multi(ops, *args, **kwargs)
-        if not dropped:
-            dropped.append("multi")
-            raise ConnectionLossError("connection lost (multi)")
-        return result
-
-    monkeypatch.setattr(store, "create", create_then_drop)
-    monkeypatch.setattr(store, "multi", multi_then_drop)
+    drop_create_answers(monkeypatch, store, dropped, once=True)
     result = await manager.try_acquire(BUNDLE)
     assert dropped and result.acquired and manager.is_owned(BUNDLE)
     node = await other.get_or_none(ownership_path(BUNDLE))
     assert node is not None and store.owns(node.stat)
     await manager.release(BUNDLE)
     assert await other.get_or_none(ownership_path(BUNDLE)) is None
+
+
+def drop_create_answers(monkeypatch, store, dropped=None, *, once=False):
+    """Make ``store``'s creates (plain and in a ``multi``) apply, then raise a connection loss (the
+    answer lost); ``once``: only the first. Returns a function that restores the store."""
+    real_create, real_multi = store.create, store.multi
+    dropped = [] if dropped is None else dropped
+
+    def lose(what):
+        if not (once and dropped):
+            dropped.append(what)
+            raise ConnectionLossError(f"connection lost ({what})")
+
+    async def create(node_path, *args, **kwargs):
+        result = await real_create(node_path, *args, **kwargs)
+        lose(node_path)
+        return result
+
+    async def multi(ops, *args, **kwargs):
+        result = await real_multi(ops, *args, **kwargs)
+        lose("multi")
+        return result
+
+    monkeypatch.setattr(store, "create", create)
+    monkeypatch.setattr(store, "multi", multi)
+
+    def restore():
+        monkeypatch.setattr(store, "create", real_create)
+        monkeypatch.setattr(store, "multi", real_multi)
+
+    return restore
