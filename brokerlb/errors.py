@@ -37,6 +37,9 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── BundleNotFoundError
     │   ├── BrokerNotFoundError
     │   └── TopicNotFoundError
+    ├── ManagedLedgerError                       500  the storage tier failed an operation (retriable)
+    │   ├── StorageUnavailableError              503  the storage engine is unreachable; outcome unknown
+    │   └── LedgerFencedError                    409  another owner fenced the ledger / the hash range
     ├── ConflictError                            409  already exists / not empty
     │   ├── ConsumerBusyError                    409  exclusive subscription taken, consumer limit
     │   └── ConsumerAssignError                  409  Key_Shared hash range conflict / none left
@@ -147,6 +150,9 @@ __all__ = [
     "BundleUnloadingError",
     "OwnershipLostError",
     "LeadershipLostError",
+    "ManagedLedgerError",
+    "StorageUnavailableError",
+    "LedgerFencedError",
     "ClientError",
     "ProducerSendError",
     "SendTimeoutError",
@@ -547,6 +553,31 @@ class CorruptMetadataError(MetadataStoreError):
     """A stored value cannot be decoded as the record expected at its path."""
 
     http_status = 500
+
+
+# --------------------------------------------------------------------------- storage tier
+
+
+class ManagedLedgerError(BrokerLBError):
+    """The storage tier failed an operation on a managed ledger (Pulsar's ``ManagedLedgerException``)."""
+
+    retriable = True
+    http_status = 500
+
+
+class StorageUnavailableError(ManagedLedgerError):
+    """The storage engine cannot be reached or failed mid-operation (the outcome of a write may be
+    unknown: the managed ledger recovers from storage before it writes again)."""
+
+    http_status = 503
+
+
+class LedgerFencedError(ManagedLedgerError):
+    """Another owner fenced the topic's ledger or its bundle's hash range: this broker may no longer
+    append to it or move its cursors (Pulsar's ``ManagedLedgerFencedException``)."""
+
+    retriable = False
+    http_status = 409
 
 
 # --------------------------------------------------------------------------- ownership

@@ -9,6 +9,6 @@ scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy --strict brokerlb/naming.py brokerlb/ring brokerlb/model brokerlb/loadbalance brokerlb/ownership \
-  brokerlb/dispatch brokerlb/messaging brokerlb/kafka/assignors brokerlb/kafka/reconciliation.py \
+  brokerlb/dispatch brokerlb/messaging brokerlb/mledger brokerlb/kafka/assignors brokerlb/kafka/reconciliation.py \
   brokerlb/kafka/checker.py
 .venv/bin/mypy brokerlb

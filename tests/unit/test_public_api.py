@@ -74,6 +74,7 @@ OPTIONAL_PURE = [
     "brokerlb.kafka.reconciliation",
     "brokerlb.history",
     "brokerlb.messaging",
+    "brokerlb.mledger",
 ]
 FORBIDDEN = [
     "asyncio",
