@@ -183,6 +183,52 @@ def ns_bundles(ctx: typer.Context, namespace: str) -> None:
     run(ctx, lambda a: a.get_bundles(namespace), table)
 
 
+def story_row(entry: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
+    """One line of a bundle's story: ``(at, recorded by, what, by, reason, stimulus)``.
+
+    A story mixes the ownership machines' transitions (``kind: transition``: ``from`` -> ``to``)
+    with the leader's decisions (``kind: decision``: transfer, unload, split or merge, with a
+    reason and whether it was carried out); an entry of a kind this client does not know is
+    shown by its kind.
+    """
+    at_ms = int(entry.get("atMs", 0))
+    at = time.strftime("%H:%M:%S", time.gmtime(at_ms / 1000)) + f".{at_ms % 1000:03d}"
+    brokers = " -> ".join(str(entry[k]) for k in ("source", "destination") if entry.get(k))
+    kind = entry.get("kind", "transition")
+    if kind == "transition":
+        what = f"{entry.get('from')} -> {entry.get('to')}" + (f" ({brokers})" if brokers else "")
+        if entry.get("forced"):
+            what += " FORCED"
+    elif kind == "decision":
+        what = f"leader decided {entry.get('decision')}" + (f" ({brokers})" if brokers else "")
+        if not entry.get("executed", True):
+            what += " NOT CARRIED OUT"
+    else:
+        what = str(kind)
+    reason = str(entry.get("reason", ""))
+    if entry.get("detail"):
+        reason += f": {entry['detail']}"
+    return (
+        at,
+        str(entry.get("recordedBy", "")),
+        what,
+        str(entry.get("by", "")),
+        reason,
+        str(entry.get("stimulusId", "")),
+    )
+
+
+def story_table(data: dict[str, Any]) -> None:
+    t = Table(title=f"{data['bundle']}: owned by {data.get('owner') or 'nobody'}")
+    for column in ("at", "recorded by", "what", "by", "reason", "stimulus"):
+        t.add_column(column, overflow="fold")
+    for entry in data.get("transitions", []):
+        t.add_row(*story_row(entry))
+    console.print(t)
+    if data.get("unreachable"):
+        console.print(f"not reached: {', '.join(data['unreachable'])}", highlight=False)
+
+
 @namespaces.command("bundle-story")
 def ns_bundle_story(
     ctx: typer.Context,
@@ -190,23 +236,7 @@ def ns_bundle_story(
     bundle: str = typer.Option(..., "--bundle", "-b", help="bundle range, e.g. 0x00000000_0x40000000"),
 ) -> None:
     """Why a bundle is where it is: its ownership transitions on every broker (brokerlb extension)."""
-
-    def table(data: dict[str, Any]) -> None:
-        t = Table(title=f"{data['bundle']}: owned by {data['owner'] or 'nobody'}")
-        for column in ("at", "recorded by", "transition", "by", "reason", "stimulus"):
-            t.add_column(column, overflow="fold")
-        for tr in data["transitions"]:
-            brokers = ", ".join(f"{k} {tr[k]}" for k in ("source", "destination") if tr.get(k))
-            move = f"{tr['from']} -> {tr['to']}" + (f" ({brokers})" if brokers else "")
-            if tr["forced"]:
-                move += " FORCED"
-            at = time.strftime("%H:%M:%S", time.gmtime(tr["atMs"] / 1000)) + f".{tr['atMs'] % 1000:03d}"
-            t.add_row(at, tr["recordedBy"], move, tr["by"], tr["reason"], tr["stimulusId"])
-        console.print(t)
-        if data["unreachable"]:
-            console.print(f"not reached: {', '.join(data['unreachable'])}", highlight=False)
-
-    run(ctx, lambda a: a.bundle_story(namespace, bundle), table)
+    run(ctx, lambda a: a.bundle_story(namespace, bundle), story_table)
 
 
 @namespaces.command("unload")

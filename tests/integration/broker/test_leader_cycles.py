@@ -10,13 +10,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 import pytest
+from typer.testing import CliRunner
 
 from brokerlb.admin import AsyncAdminClient
 from brokerlb.broker.synthetic import SyntheticClients
 from brokerlb.broker.topics import TopicStats
+from brokerlb.cli.admin import app as admin_app
 from brokerlb.coordination.paths import BROKER_TIME_AVERAGE_ROOT, bundle_data_path
 from brokerlb.testing import eventually
 from brokerlb.testing.clusters import InProcessCluster
@@ -149,6 +152,15 @@ async def test_shedding_moves_bundles_off_an_overloaded_broker(strategy, transfe
             and (e["from"], e["to"]) == ("Owned", "Releasing")
             for e in story
         ), story
+        # the operator's command renders the same story (it crashed on the leader's decisions)
+        table = await asyncio.to_thread(
+            CliRunner().invoke,
+            admin_app,
+            ["--url", cluster.urls[0], "namespaces", "bundle-story", namespace, "--bundle", bundle_range],
+            env={"COLUMNS": "250"},
+        )
+        assert table.exit_code == 0, table.output
+        assert f"leader decided {'transfer' if transfer else 'unload'}" in table.output, table.output
         await clients.close()
     finally:
         await cluster.stop()
