@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, ClassVar
 
 from brokerlb.model._validate import JsonObject, check_count, check_non_negative, check_str, invalid
@@ -320,6 +321,26 @@ class LocalBrokerData:
             (cpu_weight, memory_weight, direct_memory_weight, bandwidth_in_weight, bandwidth_out_weight),
         )
 
+    def print_resource_usage(self) -> str:
+        """Pulsar's ``printResourceUsage()``: the five resources in percent, for logs and decisions.
+
+        ``String.format(Locale.ENGLISH, "cpu: %.2f%%, ...")`` of Java's 32-bit percentages: Java
+        rounds the shortest decimal of the value half up (Python's format would round 0.125 to even).
+
+        >>> LocalBrokerData(cpu=ResourceUsage(12.5, 400.0)).print_resource_usage()
+        'cpu: 3.13%, memory: 0.00%, directMemory: 0.00%, bandwidthIn: 0.00%, bandwidthOut: 0.00%'
+        """
+        return ", ".join(
+            f"{name}: {_java_two_decimals(usage.percent_usage())}%"
+            for name, usage in (
+                ("cpu", self.cpu),
+                ("memory", self.memory),
+                ("directMemory", self.direct_memory),
+                ("bandwidthIn", self.bandwidth_in),
+                ("bandwidthOut", self.bandwidth_out),
+            )
+        )
+
     # ------------------------------------------------------------------ copies and JSON
 
     def copy(self) -> LocalBrokerData:
@@ -418,3 +439,8 @@ def _checked_stats(
             raise invalid(f"{field}[{bundle}]", sample, "expected a NamespaceBundleStats")
         stats[bundle] = sample
     return stats
+
+
+def _java_two_decimals(value: float) -> str:
+    """Java's ``%.2f``: the shortest decimal of ``value`` rounded half up to two places."""
+    return str(Decimal(repr(value)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))

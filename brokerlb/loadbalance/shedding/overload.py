@@ -64,7 +64,8 @@ class OverloadShedder:
                 continue
             detail = (
                 f"max usage {usage:.3f} >= threshold {threshold:.3f}: offload at least "
-                f"{minimum / MB:.2f} MB/s ({share:.1%} of {local.total_msg_throughput() / MB:.2f} MB/s)"
+                f"{minimum / MB:.2f} MB/s ({share:.1%} of {local.total_msg_throughput() / MB:.2f} MB/s); "
+                f"{local.print_resource_usage()}"
             )
             decisions.extend(
                 UnloadDecision(broker, bundle, None, reason=Reason.OVERLOADED, detail=detail)

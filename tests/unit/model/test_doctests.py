@@ -8,6 +8,7 @@ import pytest
 MODULES = [
     "brokerlb.model.resources",
     "brokerlb.model.bundle_stats",
+    "brokerlb.model.broker_data",
     "brokerlb.model.time_average",
     "brokerlb.model.extensible",
     "brokerlb.model.report_update",

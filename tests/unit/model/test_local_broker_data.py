@@ -329,6 +329,19 @@ def test_unmeasured_resources_count_as_zero():
     assert data.max_resource_usage() == 0.1
 
 
+def test_print_resource_usage_is_pulsars_log_line():
+    """Pulsar's ``LocalBrokerData.printResourceUsage()``: Java's ``%.2f`` of the 32-bit percentages,
+    widened to double and rounded half up: 3.125 is 3.13 (Python's own format gives 3.12), and
+    0.005 is 0.00 (its float32 is 0.004999999888...)."""
+    assert broker_with(cpu=12.345, bw_out=1.0).print_resource_usage() == (
+        "cpu: 12.35%, memory: 0.00%, directMemory: 0.00%, bandwidthIn: 0.00%, bandwidthOut: 1.00%"
+    )
+    assert broker_with(cpu=3.125, memory=50.0, direct=0.005, bw_in=99.999).print_resource_usage() == (
+        "cpu: 3.13%, memory: 50.00%, directMemory: 0.00%, bandwidthIn: 100.00%, bandwidthOut: 0.00%"
+    )
+    assert f"{3.125:.2f}" == "3.12"  # why the half-up rounding is spelled out
+
+
 def test_to_json_max_usage_formula_option():
     data = broker_with(cpu=10.0, memory=50.0)
     assert data.to_json()["maxResourceUsage"] == 0.1

@@ -14,6 +14,9 @@ def test_worked_example_sheds_the_largest_bundle_until_under_threshold() -> None
     assert unloads(result) == [("b1:8080", A)]
     assert result.unloads[0].reason.value == "Overloaded"
     assert result.stats["brokerUsage"]["b1:8080"] == 0.9
+    # as Pulsar's log line: the broker's resources by printResourceUsage()
+    assert result.unloads[0].detail.endswith("; cpu: 90.00%, memory: 0.00%, directMemory: 0.00%, "
+                                             "bandwidthIn: 0.00%, bandwidthOut: 0.00%")  # fmt: skip
 
 
 def test_enough_bundles_to_cover_the_offload() -> None:
