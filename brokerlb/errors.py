@@ -147,6 +147,7 @@ __all__ = [
     "CorruptMetadataError",
     "OwnershipError",
     "InvalidTransitionError",
+    "RecordConflictError",
     "BundleUnloadingError",
     "OwnershipLostError",
     "LeadershipLostError",
@@ -593,6 +594,14 @@ class InvalidTransitionError(OwnershipError):
     def __init__(self, message: str, story: Sequence[Any] = ()) -> None:
         self.story = list(story)
         super().__init__(message)
+
+
+class RecordConflictError(OwnershipError, ConflictError):
+    """A bundle's ownership record changed since it was read (a lost compare-and-set): read it again.
+    Pulsar's table view swallows its ``ConflictException``; the new record arrives through the view."""
+
+    http_status = 409
+    retriable = True
 
 
 class BundleUnloadingError(OwnershipError):

@@ -9,7 +9,7 @@ path                                               content
 ``/loadbalance/bundle-data/{tenant}/{ns}/{range}`` BundleData
 ``/loadbalance/broker-time-average/{brokerId}``    TimeAverageBrokerData
 ``/loadbalance/resource-quota/namespace/{bundle}`` legacy ResourceQuota
-``/namespace/{tenant}/{ns}/{range}``               ephemeral NamespaceEphemeralData (ownership)
+``/service_unit_state/{tenant}/{ns}/{range}``      the bundle's ownership record (ServiceUnitStateData)
 ``/admin/policies/{tenant}``                       TenantInfo (``adminRoles``, ``allowedClusters``)
 ``/admin/policies/{tenant}/{ns}``                  global Policies (``bundles``, ...)
 ``/admin/local-policies/{tenant}/{ns}``            LocalPolicies (``bundles``, anti-affinity group)
@@ -42,6 +42,9 @@ __all__ = [
     "BROKER_TIME_AVERAGE_ROOT",
     "RESOURCE_QUOTA_ROOT",
     "OWNERSHIP_ROOT",
+    "SERVICE_UNIT_STATE_ROOT",
+    "service_unit_state_path",
+    "bundle_of_service_unit_path",
     "POLICIES_ROOT",
     "LOCAL_POLICIES_ROOT",
     "CLUSTERS_ROOT",
@@ -80,6 +83,8 @@ BUNDLE_DATA_ROOT = "/loadbalance/bundle-data"
 BROKER_TIME_AVERAGE_ROOT = "/loadbalance/broker-time-average"
 RESOURCE_QUOTA_ROOT = "/loadbalance/resource-quota/namespace"
 OWNERSHIP_ROOT = "/namespace"
+#: Pulsar's ``ServiceUnitStateMetadataStoreTableViewImpl.PATH_PREFIX``
+SERVICE_UNIT_STATE_ROOT = "/service_unit_state"
 POLICIES_ROOT = "/admin/policies"
 LOCAL_POLICIES_ROOT = "/admin/local-policies"
 CLUSTERS_ROOT = "/admin/clusters"
@@ -144,6 +149,21 @@ def bundle_of_ownership_path(path: str) -> NamespaceBundle:
     prefix = OWNERSHIP_ROOT + "/"
     if not path.startswith(prefix):
         raise InvalidInputError(f"{path!r} is not an ownership path ({prefix}<namespace>/<range>)")
+    return NamespaceBundle.parse(path[len(prefix) :])
+
+
+def service_unit_state_path(bundle: NamespaceBundle | str) -> str:
+    """``/service_unit_state/{tenant}/{ns}/{range}``: the bundle's ownership record (Pulsar's
+    metadata-store table view keys records by the bundle's full name under this prefix)."""
+    b = _bundle(bundle)
+    return f"{SERVICE_UNIT_STATE_ROOT}/{b.namespace}/{b.range}"
+
+
+def bundle_of_service_unit_path(path: str) -> NamespaceBundle:
+    """The bundle an ownership record stands for (``/service_unit_state/t/ns/0x.._0x..`` → ``t/ns/0x.._0x..``)."""
+    prefix = SERVICE_UNIT_STATE_ROOT + "/"
+    if not path.startswith(prefix):
+        raise InvalidInputError(f"{path!r} is not an ownership record path ({prefix}<namespace>/<range>)")
     return NamespaceBundle.parse(path[len(prefix) :])
 
 

@@ -185,6 +185,22 @@ class BrokerRegistry:
         """The broker's node (data and stat) from the cache, or ``None``."""
         return self._cache.get(self._path(broker_id))
 
+    def sessions(self) -> dict[str, int]:
+        """Registered broker id -> the metadata session its registration belongs to (the node's
+        ephemeral owner): the live incarnation of each broker (a memory read)."""
+        out: dict[str, int] = {}
+        for broker in self._reports:
+            node = self._cache.get(self._path(broker))
+            if node is not None and node.stat.ephemeral_owner is not None:
+                out[broker] = node.stat.ephemeral_owner
+        return out
+
+    async def read_session(self, broker_id: str) -> int | None:
+        """The session the broker's registration belongs to, read from the store now (``None``:
+        not registered)."""
+        stat = await self.store.exists(self._path(broker_id))
+        return None if stat is None else stat.ephemeral_owner
+
     def broker_json(self, broker_id: str) -> Any | None:
         """The broker's registration data decoded (a JSON object), or ``None`` (absent or unreadable)."""
         return self._reports.get(broker_id)

@@ -28,10 +28,13 @@ from collections.abc import Mapping
 __all__ = [
     "BundleState",
     "VALID_TRANSITIONS",
+    "STORE_TRANSITIONS",
+    "COMMIT_TRANSITIONS",
     "FORCED_TRANSITIONS",
     "IN_FLIGHT",
     "ACTIVE",
     "is_valid_transition",
+    "is_store_transition",
     "is_forced_transition",
 ]
 
@@ -88,6 +91,35 @@ FORCED_TRANSITIONS: frozenset[tuple[BundleState, BundleState]] = frozenset(
     }
 )
 
+#: Pulsar's table for the metadata-store table view (``ServiceUnitState.validTransitionsOverMetadataStore``):
+#: the one the ownership record in the metadata store follows.
+STORE_TRANSITIONS: Mapping[BundleState, frozenset[BundleState]] = {
+    S.INIT: frozenset({S.ASSIGNING}),
+    S.FREE: frozenset({S.ASSIGNING}),
+    S.OWNED: frozenset({S.SPLITTING, S.RELEASING}),
+    S.ASSIGNING: frozenset({S.OWNED}),
+    S.RELEASING: frozenset({S.ASSIGNING, S.FREE}),
+    S.SPLITTING: frozenset({S.DELETED}),
+    S.DELETED: frozenset({S.INIT}),
+}
+
+#: brokerlb's moves inside one split or merge *commit* -- one transaction with the namespace's
+#: bundles, so no reader ever sees a parent and a child both owned:
+#:
+#: * split: the parent Splitting → Deleted, each child Init / Free / Deleted → Owned by the parent's
+#:   owner (Pulsar publishes the children first and the parent's Deleted later, three writes);
+#: * merge (no Pulsar counterpart): each part Owned → Deleted, the merged bundle Init / Free /
+#:   Deleted → Owned by the parts' owner (the parts were first moved to one broker).
+COMMIT_TRANSITIONS: frozenset[tuple[BundleState, BundleState]] = frozenset(
+    {
+        (S.SPLITTING, S.DELETED),
+        (S.OWNED, S.DELETED),
+        (S.INIT, S.OWNED),
+        (S.FREE, S.OWNED),
+        (S.DELETED, S.OWNED),
+    }
+)
+
 #: Waiting for a broker to act; resolved by the watchdog when stuck.
 IN_FLIGHT: frozenset[BundleState] = frozenset({S.ASSIGNING, S.RELEASING, S.SPLITTING})
 #: A broker is responsible for the bundle.
@@ -100,3 +132,8 @@ def is_valid_transition(start: BundleState, finish: BundleState) -> bool:
 
 def is_forced_transition(start: BundleState, finish: BundleState) -> bool:
     return (start, finish) in FORCED_TRANSITIONS
+
+
+def is_store_transition(start: BundleState, finish: BundleState) -> bool:
+    """A valid change of the ownership record in the metadata store (:data:`STORE_TRANSITIONS`)."""
+    return finish in STORE_TRANSITIONS[start]
