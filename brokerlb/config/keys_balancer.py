@@ -87,6 +87,35 @@ class BalancerKeys(KeyGroup):
         ge=0,
         dynamic=True,
     )
+    brokerlbBalancerIdleThresholdPercentage: float = key(
+        DOUBLE,
+        10.0,
+        "Load (percent of a broker's capacity in its dominant resource) below which nothing is worth "
+        "a reconnect: while the busiest broker is below it the balancer moves, splits and merges "
+        "nothing, and a bundle is split for load only when it alone weighs at least this much. "
+        "The default is where no Pulsar shedder acts either (ThresholdShedder sheds only 10 points "
+        "above the average).",
+        ge=0,
+        le=100,
+        dynamic=True,
+    )
+    brokerlbBalancerNoMergeAfterSplitMinutes: float = key(
+        MINUTES,
+        30,
+        "A range split by anyone (the balancer, the split check, an operator) is not merged again "
+        "within this time; a leader merges nothing in its first such period (it did not see what "
+        "was split before it led).",
+        ge=0,
+        dynamic=True,
+    )
+    brokerlbBalancerNoSplitAfterMergeMinutes: float = key(
+        MINUTES,
+        10,
+        "A bundle merged by anyone (the balancer, an operator) is not split for load by the balancer "
+        "within this time.",
+        ge=0,
+        dynamic=True,
+    )
     brokerlbBalancerSplitHotBundles: bool = key(
         BOOL,
         True,

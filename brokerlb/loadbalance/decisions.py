@@ -75,7 +75,7 @@ class Reason(StrEnum):
     NO_LOAD_DATA = "NoLoadData"  #: an available broker has no load data
     NO_BROKERS = "NoBrokers"  #: no broker is left to compare
     UNKNOWN = "Unknown"  #: an unexpected error
-    ADMIN = "Admin"  #: requested by an operator
+    ADMIN = "Admin"  #: requested by an operator (a ``Skip``: held back for an operator's action)
     HIT_COUNT = "HitCount"  #: the condition has not held for enough cycles in a row
     # --- Pulsar SplitDecision.Reason
     TOPICS = "Topics"  #: more topics than loadBalancerNamespaceBundleMaxTopics
@@ -88,6 +88,7 @@ class Reason(StrEnum):
     SINGLE_BUNDLE = (
         "SingleBundle"  #: the broker owns only one bundle, shedding it would just move the hot spot
     )
+    IDLE = "Idle"  #: the busiest broker is below brokerlbBalancerIdleThresholdPercentage: nothing is worth a move
     BELOW_THRESHOLD = "BelowThreshold"  #: what would move is below a minimum (throughput, message rate)
     RECENTLY_UNLOADED = "RecentlyUnloaded"  #: unloaded within loadBalancerSheddingGracePeriodMinutes
     NOT_OWNED = "NotOwned"  #: the bundle is not owned by the broker the strategy named

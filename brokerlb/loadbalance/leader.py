@@ -38,7 +38,10 @@ Operations:
 * :meth:`Leader.split_check` -- the split check
   (:func:`~brokerlb.loadbalance.split.find_bundles_to_split`);
 * :meth:`Leader.split_decided` / :meth:`Leader.bundle_merged` / :meth:`Leader.forget_bundle` --
-  drop the history of a bundle chosen for a split, of merged parts, or of a deleted bundle.
+  drop the history of a bundle chosen for a split, of merged parts, or of a deleted bundle;
+* :meth:`Leader.operator_action` -- an operator split, unloaded, transferred or merged a bundle
+  by hand: kept for ``loadBalancerSheddingGracePeriodMinutes`` and shown to the strategies
+  (:mod:`brokerlb.loadbalance.operator_actions`; brokerlb's balancer respects it).
 
 Worked example: two brokers report, the leader refreshes, and placing a new bundle twice
 gives the same broker (the first placement preallocated it):
@@ -72,6 +75,7 @@ from brokerlb.loadbalance.decisions import (
     SplitResult,
     UnloadDecision,
 )
+from brokerlb.loadbalance.operator_actions import OperatorAction, recent_operator_actions
 from brokerlb.loadbalance.placement.context import PlacementContext
 from brokerlb.loadbalance.placement.pipeline import place_bundle
 from brokerlb.loadbalance.policies import FailureDomain, NamespaceIsolationData, NamespacePolicy
@@ -202,6 +206,8 @@ class Leader:
         self.handing_over: dict[str, HandOver] = {}
         #: bundles whose split was decided and that some report still lists
         self.splitting: set[str] = set()
+        #: bundle -> the operator's latest action on it (kept for the grace period)
+        self.operator_actions: dict[str, OperatorAction] = {}
         self._stored = dict(stored_bundle_data or {})
         self._context: PlacementContext | None = None
         self._last_context: PlacementContext | None = None
@@ -297,7 +303,23 @@ class Leader:
             namespace_policies=inputs.namespace_policies,
             isolation_policies=inputs.isolation_policies,
             failure_domains=inputs.failure_domains,
+            operator_actions=self._recent_operator_actions(now_ms),
         )
+
+    def operator_action(self, action: OperatorAction) -> None:
+        """An operator acted on a bundle by hand (module docstring of
+        :mod:`~brokerlb.loadbalance.operator_actions`): remembered for the grace period."""
+        self.operator_actions[action.bundle] = action
+        self._context = None
+
+    def _recent_operator_actions(self, now_ms: int) -> dict[str, OperatorAction]:
+        if not self.operator_actions:
+            return {}
+        grace_ms = int(self._config.duration_seconds("loadBalancerSheddingGracePeriodMinutes") * 1000)
+        kept = recent_operator_actions(self.operator_actions, now_ms, grace_ms)
+        if len(kept) != len(self.operator_actions):
+            self.operator_actions = kept
+        return dict(kept)
 
     def forget_bundle(self, bundle: str) -> None:
         """Drop a split, merged or deleted bundle's history (Pulsar removes its bundle data)."""

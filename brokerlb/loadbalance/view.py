@@ -13,7 +13,9 @@ of ``(view, state, rng)``:
 * ``broker_load_data``, ``top_bundles``, ``broker_lookup_data``, ``ownership`` -- the
   extensible load manager's inputs (load-data stores, broker registry, channel owners);
 * ``recently_unloaded_brokers`` -- TransferShedder's cool-down memory (broker -> time);
-* ``namespace_policies``, ``isolation_policies``, ``failure_domains`` -- policies.
+* ``namespace_policies``, ``isolation_policies``, ``failure_domains`` -- policies;
+* ``operator_actions`` -- bundle -> the operator's latest split / unload / transfer / merge of it
+  within the grace period (:mod:`brokerlb.loadbalance.operator_actions`).
 
 The view is immutable by convention: strategies must not change it or anything it holds
 (the leader's refresh, :mod:`brokerlb.loadbalance.refresh`, is what mutates ``LoadData``
@@ -46,6 +48,7 @@ from brokerlb.config import ServiceConfig, is_extensible_load_manager
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
 from brokerlb.loadbalance.fold import FoldSummary
 from brokerlb.loadbalance.java_order import JavaOrder, java_hash_map_order
+from brokerlb.loadbalance.operator_actions import OperatorAction
 from brokerlb.loadbalance.policies import (
     FailureDomain,
     NamespaceIsolationData,
@@ -97,6 +100,8 @@ class ClusterView:
     isolation_policies: Mapping[str, NamespaceIsolationData] = field(default_factory=dict)
     #: failure domain name -> brokers
     failure_domains: Mapping[str, FailureDomain] = field(default_factory=dict)
+    #: bundle -> the operator's latest action on it within the grace period (the leader's record)
+    operator_actions: Mapping[str, OperatorAction] = field(default_factory=dict)
     #: broker -> namespace -> bundle ranges, when the caller keeps it (a leader's refresh does);
     #: ``None``: computed from ``load_data`` on first use
     bundle_ranges: Mapping[str, Mapping[str, AbstractSet[str]]] | None = None

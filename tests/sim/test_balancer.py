@@ -58,8 +58,19 @@ def test_heterogeneous_brokers_stay_within_fifteen_points():
     assert result.summary["flaps"] == 0
 
 
+def test_an_idle_cluster_is_left_alone():
+    # one broker at 1,500 msg/s, a second joins: at about 1 % load nothing is worth a reconnect
+    result = run_scenario("uniform-hidden-minimums", "brokerlb", {"duration": "45m"}, validate=True)
+    assert result.summary["moves_by_cause"]["transfer"] == 0
+    assert result.summary["moves_by_cause"]["merge"] == 0 and result.summary["splits"] == 0
+    assert result.summary["decisions"]["unload/Skip/Idle"] > 0
+
+
 def test_cold_bundles_merge_in_the_simulator_and_the_ring_stays_whole():
-    result = run_scenario("uniform-hidden-minimums", "brokerlb", {"duration": "20m"}, validate=True)
+    # the same cluster with the idle threshold off: cold neighbours merge once the leader has
+    # watched the ring for brokerlbBalancerNoMergeAfterSplitMinutes
+    overrides = {"duration": "45m", "brokerlbBalancerIdleThresholdPercentage": 0}
+    result = run_scenario("uniform-hidden-minimums", "brokerlb", overrides, validate=True)
     assert result.summary["moves_by_cause"]["merge"] > 0
     assert result.summary["decisions"]["merge/Success/ColdBundles"] > 0
     assert result.summary["final_bundles"] < 16

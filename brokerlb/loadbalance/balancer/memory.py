@@ -16,6 +16,12 @@
 * **seen** -- every bundle name seen in a report (a name never seen before whose range lies inside
   a seen one of its namespace is a split or merge child, placed by the balancer's ring change: it
   counts as moved; a bundle coming back after a restart keeps its name and does not);
+* **ring changes** -- ranges split and merged, by anyone (the balancer's own, or a new bundle
+  name seen inside a seen range -- a split child -- or covering seen ranges -- a merged bundle):
+  a range split is not merged within ``brokerlbBalancerNoMergeAfterSplitMinutes``, a merged one not
+  split for load within ``brokerlbBalancerNoSplitAfterMergeMinutes``;
+* **started** -- when the balancer first ran in this leadership (it saw no split made before: it
+  merges nothing until it has watched the ring for ``brokerlbBalancerNoMergeAfterSplitMinutes``);
 * **base fraction** -- what an idle broker uses per unit of capacity (learnt from a broker that
   reported no traffic).
 """
@@ -60,12 +66,30 @@ class BalancerMemory:
     base_fraction: tuple[float, ...] | None = None
     #: bumped whenever moves or bindings are recorded (placement models built before are stale)
     version: int = 0
+    #: when the balancer first ran in this leadership
+    started_ms: int | None = None
+    #: bundle -> when a split of it (a parent) or that made it (a child) was decided or seen
+    split_ranges: dict[str, int] = field(default_factory=dict)
+    #: merged bundle -> when its merge was decided or seen
+    merged_ranges: dict[str, int] = field(default_factory=dict)
 
-    def forget_before(self, *, moved_cutoff_ms: int, left_cutoff_ms: int) -> None:
-        """Drop ``last_moved`` entries older than ``moved_cutoff_ms`` and ``left`` entries older
-        than ``left_cutoff_ms`` (memory stays bounded by what moved recently)."""
+    def forget_before(
+        self,
+        *,
+        moved_cutoff_ms: int,
+        left_cutoff_ms: int,
+        split_cutoff_ms: int | None = None,
+        merge_cutoff_ms: int | None = None,
+    ) -> None:
+        """Drop ``last_moved`` entries older than ``moved_cutoff_ms``, ``left`` entries older
+        than ``left_cutoff_ms``, ring changes older than their cool-downs' cutoffs (memory stays
+        bounded by what changed recently)."""
         self.last_moved = {b: t for b, t in self.last_moved.items() if t >= moved_cutoff_ms}
         self.split_at = {b: t for b, t in self.split_at.items() if t >= moved_cutoff_ms}
+        if split_cutoff_ms is not None and self.split_ranges:
+            self.split_ranges = {b: t for b, t in self.split_ranges.items() if t >= split_cutoff_ms}
+        if merge_cutoff_ms is not None and self.merged_ranges:
+            self.merged_ranges = {b: t for b, t in self.merged_ranges.items() if t >= merge_cutoff_ms}
         kept: dict[str, dict[str, int]] = {}
         for bundle, brokers in self.left.items():
             recent = {broker: t for broker, t in brokers.items() if t >= left_cutoff_ms}
@@ -91,4 +115,7 @@ class BalancerMemory:
             "left": {b: dict(sorted(v.items())) for b, v in sorted(self.left.items())},
             "bindings": dict(sorted(self.bindings.items())),
             "seenBundles": None if self.seen is None else len(self.seen),
+            "startedAt": self.started_ms,
+            "splitRanges": dict(sorted(self.split_ranges.items())),
+            "mergedRanges": dict(sorted(self.merged_ranges.items())),
         }

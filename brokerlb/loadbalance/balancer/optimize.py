@@ -71,7 +71,7 @@ def optimize(
     if max_moves is not None and max_moves < 0:
         raise InvalidInputError(f"--max-moves {max_moves}: expected 0 or more")
     allowance = 10**9 if max_moves is None else max_moves
-    cycle = Cycle(view, BalancerMemory())
+    cycle = Cycle(view, BalancerMemory(), offline=True)
     prepared = cycle.prepare()
     out = Optimization()
     if prepared is None:
@@ -122,7 +122,7 @@ def optimize(
 def _greedy(
     prepared: Prepared, allowance: int, min_improvement: float
 ) -> tuple[list[tuple[int, int, int, str]], dict[str, Any]]:
-    model, movable, targets, destinations, _ = prepared
+    model, movable, targets, destinations = prepared[:4]
     plan = plan_moves(
         model,
         targets,
@@ -155,7 +155,7 @@ def _greedy(
 def _exact(prepared: Prepared) -> tuple[list[tuple[int, int, int, str]], dict[str, Any]]:
     from brokerlb.loadbalance.balancer.oracle import min_max_load, min_moved_throughput
 
-    model, movable, targets, destinations, _ = prepared
+    model, movable, targets, destinations = prepared[:4]
     before = model.loads()
     lowest = min_max_load(model, movable, destinations)
     goal = np.maximum(targets.upper, lowest + 1e-9)

@@ -23,7 +23,7 @@ Worked example: namespace ``t/cold`` with 8 bundles of 100 msg/s each on one bro
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ from brokerlb.loadbalance.split.thresholds import (
 )
 from brokerlb.loadbalance.view import ClusterView
 
-__all__ = ["split_decision", "plan_merges", "bundle_fill"]
+__all__ = ["split_decision", "plan_merges", "bundle_fill", "overlapping"]
 
 
 def split_decision(
@@ -73,6 +73,26 @@ def split_decision(
             f"{detail}; {conf.defaultNamespaceBundleSplitAlgorithm} gives no boundary here",
         )
     return SplitDecision(name, tuple(boundaries), Label.SUCCESS, Reason.OVER_TARGET, detail)
+
+
+def overlapping(bundles: Sequence[str], ranges: Iterable[str]) -> np.ndarray:
+    """(m,) whether each of ``bundles`` overlaps one of ``ranges`` (bundle names) of its namespace."""
+    out = np.zeros(len(bundles), dtype=bool)
+    by_namespace: dict[str, list[tuple[int, int]]] = {}
+    for name in ranges:
+        bounds = range_bounds(name)
+        if bounds is not None:
+            by_namespace.setdefault(name.rpartition("/")[0], []).append(bounds)
+    if not by_namespace:
+        return out
+    for k, name in enumerate(bundles):
+        recorded = by_namespace.get(name.rpartition("/")[0])
+        if not recorded:
+            continue
+        bounds = range_bounds(name)
+        if bounds is not None and any(lo < bounds[1] and bounds[0] < up for lo, up in recorded):
+            out[k] = True
+    return out
 
 
 def bundle_fill(model: ClusterModel, thresholds: SplitThresholds) -> np.ndarray:

@@ -68,7 +68,7 @@ from brokerlb.loadbalance.balancer.plan import (
     compute_targets,
     plan_moves,
 )
-from brokerlb.loadbalance.balancer.ring_changes import plan_merges, split_decision
+from brokerlb.loadbalance.balancer.ring_changes import overlapping, plan_merges, split_decision
 from brokerlb.loadbalance.decisions import (
     Label,
     MergeDecision,
@@ -77,6 +77,7 @@ from brokerlb.loadbalance.decisions import (
     SplitDecision,
     UnloadDecision,
 )
+from brokerlb.loadbalance.operator_actions import OperatorActionKind
 from brokerlb.loadbalance.placement.context import PlacementContext
 from brokerlb.loadbalance.placement.modular_pipeline import modular_candidates
 from brokerlb.loadbalance.placement.unload_checks import (
@@ -133,6 +134,10 @@ class Balancer:
             # among what every other filter allows (as the shedding destinations do)
             candidates = modular_candidates(context, bundle, even_spread=False).candidates or candidates
         memory = state.get(MEMORY_KEY, BalancerMemory)
+        held = context.view.operator_actions.get(bundle)
+        if held is not None and held.kind is OperatorActionKind.UNLOAD and len(candidates) > 1:
+            # an operator unloaded it from that broker: not placed back there (the grace period)
+            candidates = [c for c in candidates if c != held.source] or candidates
         bound = memory.bindings.get(bundle)
         if bound is not None and bound in candidates:
             del memory.bindings[bundle]
@@ -240,28 +245,39 @@ def _placements(context: PlacementContext, memory: BalancerMemory) -> _Placement
 
 
 class Prepared(NamedTuple):
-    """What a cycle plans on: the model, the movable bundles, the targets, the destination filter
-    and the splits of bundles too hot to move."""
+    """What a cycle plans on: the model, the movable bundles, the targets, the destination filter,
+    the splits of bundles too hot to move, and whether the cluster is idle (its busiest broker
+    below ``brokerlbBalancerIdleThresholdPercentage``)."""
 
     model: ClusterModel
     movable: np.ndarray
     targets: Targets
     destinations: Destinations
     splits: list[SplitDecision]
+    idle: bool = False
 
 
 class Cycle:
-    """One shedding cycle of the balancer."""
+    """One shedding cycle of the balancer. ``offline``: planning over a snapshot (``plan
+    optimize``), not a leader's cycle -- the idle threshold and the new leader's wait do not apply."""
 
-    def __init__(self, view: ClusterView, memory: BalancerMemory) -> None:
+    def __init__(self, view: ClusterView, memory: BalancerMemory, *, offline: bool = False) -> None:
         self.view = view
         self.memory = memory
         conf = view.config
         self.conf = conf
+        self.offline = offline
         self.now = view.now_ms
         self.grace_ms = int(conf.duration_seconds("loadBalancerSheddingGracePeriodMinutes") * 1000)
         self.swap_ms = int(conf.duration_seconds("brokerlbBalancerSwapBackBlockMinutes") * 1000)
         self.report_ms = int(conf.duration_seconds("loadBalancerReportUpdateMaxIntervalMinutes") * 1000)
+        self.no_merge_ms = int(conf.duration_seconds("brokerlbBalancerNoMergeAfterSplitMinutes") * 1000)
+        self.no_split_ms = int(conf.duration_seconds("brokerlbBalancerNoSplitAfterMergeMinutes") * 1000)
+        self.idle_threshold = conf.brokerlbBalancerIdleThresholdPercentage / 100.0
+        if memory.started_ms is None and not offline:
+            memory.started_ms = self.now
+        #: bundle -> the operator's action the balancer holds back for (within the grace period)
+        self.held = view.operator_actions
 
     def prepare(self) -> Prepared | None:
         """Memory upkeep, the model, what may move, ring-change splits and the targets (``None``
@@ -271,11 +287,12 @@ class Cycle:
         self._notice_new_bundles(model)
         if len(model.brokers) < 2:
             return None
+        idle = not self.offline and float(model.loads().max()) < self.idle_threshold
         movable = self._movable(model)
         contribution = _own_contribution(model)
         plain = compute_targets(model, np.zeros(len(model.brokers)), 0.0, 0.0)
         hot_limit = plain.balanced * (1 + self.conf.brokerlbBalancerTargetTolerance)
-        splits, fixed = self._hot_bundles(model, movable, contribution, hot_limit)
+        splits, fixed = self._hot_bundles(model, movable, contribution, hot_limit, may_split=not idle)
         targets = compute_targets(
             model,
             fixed,
@@ -283,7 +300,13 @@ class Cycle:
             self.conf.brokerlbBalancerUnderloadTolerance,
         )
         destinations = Destinations(self, model, PlacementContext(self.view))
-        return Prepared(model, movable, targets, destinations, splits)
+        return Prepared(model, movable, targets, destinations, splits, idle)
+
+    def watching_since(self, cool_down_ms: int) -> bool:
+        """Whether this leadership has watched the ring for ``cool_down_ms`` (it saw no ring
+        change made before it led: until then it makes none that the cool-down guards)."""
+        started = self.memory.started_ms
+        return self.offline or started is None or self.now - started >= cool_down_ms
 
     def run(self) -> SheddingResult:
         view, memory = self.view, self.memory
@@ -293,8 +316,34 @@ class Cycle:
                 [UnloadDecision.skip(Reason.SINGLE_BROKER, "fewer than two brokers report")],
                 {"brokers": len(view.brokers)},
             )
-        model, movable, targets, destinations, splits = prepared
+        model, movable, targets, destinations, splits, idle = prepared
         stats: dict[str, Any] = {"brokers": len(model.brokers), "bundles": len(model.bundles)}
+        holds = self._holds(model)
+        if holds:
+            stats["operatorActions"] = {
+                bundle: {**action.to_json(), "untilMs": action.until_ms(self.grace_ms)}
+                for bundle, action in sorted(self.held.items())
+            }
+        if idle:
+            loads = model.loads()
+            busiest = int(np.argmax(loads))
+            stats.update(
+                busiest=model.brokers[busiest],
+                busiestLoad=round(float(loads[busiest]), 6),
+                idleThreshold=self.idle_threshold,
+            )
+            return SheddingResult.of(
+                [
+                    *holds,
+                    UnloadDecision.skip(
+                        Reason.IDLE,
+                        f"the busiest broker {model.brokers[busiest]} is at {float(loads[busiest]):.3f}, below "
+                        f"the idle threshold {self.idle_threshold:.3f} (brokerlbBalancerIdleThresholdPercentage): "
+                        "nothing is moved, split or merged",
+                    ),
+                ],
+                stats,
+            )
         budget = Budget.from_config(self.conf)
         plan = plan_moves(
             model,
@@ -309,11 +358,15 @@ class Cycle:
         for move in plan.moves:
             self._remember(model, move)
         merges: list[MergeDecision] = []
-        if not plan.moves and self.conf.brokerlbBalancerMergeColdBundles:
+        if (
+            not plan.moves
+            and self.conf.brokerlbBalancerMergeColdBundles
+            and self.watching_since(self.no_merge_ms)
+        ):
             merges = plan_merges(
                 view,
                 model,
-                movable,
+                movable & ~self._recently_split(model),
                 limit=min(self.conf.brokerlbBalancerMaxMergesPerCycle, budget.moves),
                 conf=self.conf,
             )
@@ -322,10 +375,11 @@ class Cycle:
         for split in splits:
             if split.is_split:
                 memory.split_at[split.bundle] = self.now
+                memory.split_ranges[split.bundle] = self.now
         stats.update(self._stats(model, targets, plan, budget))
         if not decisions:
             decisions.append(self._nothing_to_do(model, targets, plan))
-        return SheddingResult.of(decisions, stats, splits=splits, merges=merges)
+        return SheddingResult.of([*holds, *decisions], stats, splits=splits, merges=merges)
 
     # -------------------------------------------------------------- memory
 
@@ -345,10 +399,17 @@ class Cycle:
                 or (stale_source and not at_destination)
             ):
                 del memory.pending[bundle]
-        memory.forget_before(moved_cutoff_ms=self.now - self.grace_ms, left_cutoff_ms=self.now - self.swap_ms)
+        memory.forget_before(
+            moved_cutoff_ms=self.now - self.grace_ms,
+            left_cutoff_ms=self.now - self.swap_ms,
+            split_cutoff_ms=self.now - self.no_merge_ms,
+            merge_cutoff_ms=self.now - self.no_split_ms,
+        )
 
     def _notice_new_bundles(self, model: ClusterModel) -> None:
-        """Split and merge children count as just moved (module docstring of :mod:`.memory`)."""
+        """Split and merge children count as just moved, and as ring changes (module docstring of
+        :mod:`.memory`): a new name inside a seen range is a split child, one covering more than
+        a seen range a merged bundle."""
         memory = self.memory
         current = set(model.bundles)
         if memory.seen is None:
@@ -356,20 +417,32 @@ class Cycle:
             return
         new = current - memory.seen
         if new:
+            namespaces = {bundle.rpartition("/")[0] for bundle in new}
             seen_ranges: dict[str, list[tuple[int, int]]] = {}
             for bundle in memory.seen:
+                namespace = bundle.rpartition("/")[0]
+                if namespace not in namespaces:
+                    continue
                 bounds = range_bounds(bundle)
                 if bounds is not None:
-                    seen_ranges.setdefault(bundle.rpartition("/")[0], []).append(bounds)
+                    seen_ranges.setdefault(namespace, []).append(bounds)
             for bundle in new:
                 bounds = range_bounds(bundle)
                 if bounds is None:
                     continue
                 lower, upper = bounds
-                if any(
-                    lo < upper and lower < up for lo, up in seen_ranges.get(bundle.rpartition("/")[0], ())
-                ):
-                    memory.last_moved.setdefault(bundle, self.now)
+                overlaps = [
+                    (lo, up)
+                    for lo, up in seen_ranges.get(bundle.rpartition("/")[0], ())
+                    if lo < upper and lower < up
+                ]
+                if not overlaps:
+                    continue
+                memory.last_moved.setdefault(bundle, self.now)
+                if any(lo <= lower and upper <= up for lo, up in overlaps):
+                    memory.split_ranges.setdefault(bundle, self.now)  # inside a seen range: split
+                else:
+                    memory.merged_ranges.setdefault(bundle, self.now)  # covers seen ranges: merged
             memory.seen |= new
 
     def _remember(self, model: ClusterModel, move: PlannedMove) -> None:
@@ -390,8 +463,52 @@ class Cycle:
         self.memory.bindings[merge.merged] = owner
         self.memory.version += 1
         self.memory.last_moved[merge.merged] = self.now
+        self.memory.merged_ranges[merge.merged] = self.now
         for part in merge.bundles:
             self.memory.last_moved[part] = self.now
+
+    # -------------------------------------------------------------- ring-change cool-downs
+
+    def _recently_split(self, model: ClusterModel) -> np.ndarray:
+        """(m,) bundles overlapping a range split within ``brokerlbBalancerNoMergeAfterSplitMinutes``
+        or by an operator within the grace period: not merged."""
+        ranges = list(self.memory.split_ranges)
+        ranges += [b for b, a in self.held.items() if a.kind is OperatorActionKind.SPLIT]
+        return overlapping(model.bundles, ranges) if ranges else np.zeros(len(model.bundles), dtype=bool)
+
+    def _recently_merged(self, model: ClusterModel) -> np.ndarray:
+        """(m,) bundles overlapping a range merged within ``brokerlbBalancerNoSplitAfterMergeMinutes``
+        or by an operator within the grace period: not split for load."""
+        ranges = list(self.memory.merged_ranges)
+        ranges += [b for b, a in self.held.items() if a.kind is OperatorActionKind.MERGE]
+        return overlapping(model.bundles, ranges) if ranges else np.zeros(len(model.bundles), dtype=bool)
+
+    # -------------------------------------------------------------- operator actions
+
+    def _holds(self, model: ClusterModel) -> list[UnloadDecision]:
+        """One ``Skip``/``Admin`` decision per operator action the balancer holds back for."""
+        out = []
+        for bundle, action in sorted(self.held.items()):
+            k = model.bundle_index.get(bundle)
+            broker = (
+                model.brokers[int(model.owner[k])] if k is not None else action.destination or action.source
+            )
+            until = action.until_ms(self.grace_ms)
+            what = "not moved, split or merged"
+            if action.kind is OperatorActionKind.SPLIT:
+                what = "its range not merged back"
+            elif action.kind is OperatorActionKind.UNLOAD and action.source:
+                what = f"not moved or placed back on {action.source}"
+            out.append(
+                UnloadDecision.skip(
+                    Reason.ADMIN,
+                    f"{action.describe()} at {action.at_ms}: {what} until {until} "
+                    f"(loadBalancerSheddingGracePeriodMinutes)",
+                    broker=broker,
+                    bundle=bundle,
+                )
+            )
+        return out
 
     # -------------------------------------------------------------- what may move
 
@@ -404,6 +521,7 @@ class Cycle:
             *memory.pending,
             *view.recently_unloaded_bundles,
             *(b for b, at in memory.last_moved.items() if at >= cutoff),
+            *self.held,
         ]
         out[[index[b] for b in blocked if b in index]] = False
         namespaces: dict[str, list[int]] = {}
@@ -415,21 +533,35 @@ class Cycle:
         return out
 
     def _hot_bundles(
-        self, model: ClusterModel, movable: np.ndarray, contribution: np.ndarray, hot_limit: float
+        self,
+        model: ClusterModel,
+        movable: np.ndarray,
+        contribution: np.ndarray,
+        hot_limit: float,
+        *,
+        may_split: bool = True,
     ) -> tuple[list[SplitDecision], np.ndarray]:
         """Bundles above the target on every broker: split them (module docstring of
-        :mod:`~brokerlb.loadbalance.balancer.ring_changes`); their brokers' floor otherwise."""
+        :mod:`~brokerlb.loadbalance.balancer.ring_changes`) when they alone weigh at least the
+        idle threshold, were not merged within the cool-down and no operator acted on them; their
+        brokers' floor otherwise."""
         fixed = np.zeros(len(model.brokers))
         splits: list[SplitDecision] = []
         if not len(model.bundles):
             return splits, fixed
         lightest = _lightest_contribution(model)
-        for hot in np.flatnonzero(lightest > hot_limit):
-            k = int(hot)
+        hot = np.flatnonzero(lightest > hot_limit)
+        may_split = may_split and self.conf.brokerlbBalancerSplitHotBundles
+        merged = self._recently_merged(model) if may_split and len(hot) else None
+        for k in map(int, hot):
             owner = int(model.owner[k])
             name = model.bundles[k]
             if (
-                self.conf.brokerlbBalancerSplitHotBundles
+                may_split
+                and merged is not None
+                and not merged[k]
+                and float(lightest[k]) >= self.idle_threshold
+                and name not in self.held
                 and name not in self.memory.split_at
                 and name not in self.memory.pending
             ):

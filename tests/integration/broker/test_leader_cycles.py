@@ -71,8 +71,9 @@ async def hot_broker_setup(
 
 
 async def bundle_level_hot_broker(cluster: InProcessCluster, ns: str) -> tuple[SyntheticClients, str]:
-    """Six bundles; those of the broker holding the most carry 200 msg/s each, the others 60:
-    the busiest broker is over target, no bundle alone is, and one transfer always lowers it."""
+    """Six bundles; those of the broker holding the most carry 1,000 msg/s each (10 % of a modelled
+    core), the others 300: the busiest broker is over target and above brokerlb's idle threshold,
+    no bundle alone is, and one transfer always lowers it."""
     from brokerlb.ring import NamespaceBundles
 
     async with AsyncAdminClient(cluster.urls[0]) as admin:
@@ -87,7 +88,7 @@ async def bundle_level_hot_broker(cluster: InProcessCluster, ns: str) -> tuple[S
     per_bundle = Counter(bundle_of.values())
     for topic in topics:
         bundle = bundle_of[topic]
-        total = 200.0 if owner_of[bundle] == hot else 60.0
+        total = 1000.0 if owner_of[bundle] == hot else 300.0
         clients.set_stats(topic, TopicStats(msg_rate_in=total / per_bundle[bundle]))
     return clients, hot
 

@@ -40,6 +40,16 @@ def cluster(
     )
 
 
+def watched(since: int = NOW - 3_600_000) -> StrategyState:
+    """A balancer state whose leadership has watched the ring since ``since`` (an hour before
+    ``NOW``): past the new leader's wait before merges."""
+    from brokerlb.loadbalance.balancer.memory import MEMORY_KEY, BalancerMemory
+
+    state = StrategyState()
+    state.get(MEMORY_KEY, BalancerMemory).started_ms = since
+    return state
+
+
 def cycle(view: ClusterView, state: StrategyState | None = None, seed: int = 0) -> SheddingResult:
     return run_shedding_cycle(
         view, state if state is not None else StrategyState(), new_rng(seed), strategy="brokerlb"

@@ -12,7 +12,7 @@ from brokerlb.loadbalance.decisions import Label, Reason
 from brokerlb.loadbalance.placement.pipeline import select_broker_for_assignment
 from brokerlb.loadbalance.policies import AutoFailoverPolicy
 from brokerlb.loadbalance.registry import BROKERLB_BALANCER, StrategyKind, resolve
-from tests.unit.loadbalance.balancer.helpers import NOW, cluster, cycle, moves, node
+from tests.unit.loadbalance.balancer.helpers import NOW, cluster, cycle, moves, node, watched
 
 A1, A2 = "t/a/0x00000000_0x40000000", "t/a/0x40000000_0x80000000"
 B1, C1 = "t/b/0x00000000_0x40000000", "t/c/0x00000000_0xffffffff"
@@ -185,7 +185,9 @@ def test_cold_neighbours_merge_when_the_namespace_has_more_bundles_than_it_needs
     cold = {f"t/cold/0x{i:x}0000000_0x{i + 1:x}0000000": 0.01 for i in range(8)}
     cold["t/cold/0x80000000_0xffffffff"] = 0.01
     view = cluster([node("b1:8080", {**cold, A1: 30}), node("b2:8080", {D1: 30})])
-    result = cycle(view)
+    fresh = cycle(view)  # a new leader merges nothing until it has watched the ring for the cool-down
+    assert fresh.merges == [] and fresh.unloads == []
+    result = cycle(view, watched())
     assert result.unloads == []
     merges = result.merges
     assert len(merges) == 2 and merges[0].bundles == (
@@ -193,7 +195,10 @@ def test_cold_neighbours_merge_when_the_namespace_has_more_bundles_than_it_needs
         "t/cold/0x10000000_0x20000000",
     )
     assert merges[0].reason is Reason.COLD_BUNDLES and merges[0].merged == "t/cold/0x00000000_0x20000000"
-    off = cycle(replace(view, config=view.config.with_overrides({"brokerlbBalancerMergeColdBundles": False})))
+    off = cycle(
+        replace(view, config=view.config.with_overrides({"brokerlbBalancerMergeColdBundles": False})),
+        watched(),
+    )
     assert off.merges == []
 
 
