@@ -12,13 +12,15 @@ broker's watch-fed caches (memory reads; nothing here waits on the store).
   bundles of every namespace a lookup or a report has loaded);
 * **isolation policies and failure domains** -- the cluster policies cache;
 * **policies version** -- changes when any of the above changes in a way placement must see
-  (the leader rebuilds its placement indexes then).
+  (the leader rebuilds its placement indexes then);
+* **owner of** -- who owns a bundle now (the ownership cache): the leader skips a strategy's
+  move of a bundle its source no longer owns (``NotOwned``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
@@ -58,8 +60,14 @@ class LeaderInputs:
     """Builds the leader's inputs from the registry, bundles and cluster-policies caches."""
 
     def __init__(
-        self, registry: BrokerRegistry, bundles: NamespaceBundlesCache, policies: ClusterPoliciesCache
+        self,
+        registry: BrokerRegistry,
+        bundles: NamespaceBundlesCache,
+        policies: ClusterPoliciesCache,
+        *,
+        owner_of: Callable[[str], str | None] | None = None,
     ) -> None:
+        self._owner_of = owner_of
         self._registry = registry
         self._bundles = bundles
         self._policies = policies
@@ -100,6 +108,7 @@ class LeaderInputs:
             isolation_policies=self._policies.isolation,
             failure_domains=self._policies.failure_domains,
             policies_version=self._bundles.version + self._policies.version,
+            owner_of=self._owner_of,
         )
 
 

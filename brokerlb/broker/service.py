@@ -216,7 +216,7 @@ class BrokerService:
         self.leader = Leader(ident.broker_id, conf, rng=self._rng)
         self.load_manager = LoadManager(
             self.leader,
-            LeaderInputs(self.registry, self.bundles, self.policies_cache),
+            LeaderInputs(self.registry, self.bundles, self.policies_cache, owner_of=self._owner_of),
             bundles=self.bundles,
             load_data_store=self.load_data_store,
             clock=self.clock,
@@ -415,6 +415,11 @@ class BrokerService:
         return open_history_sink(self.conf.brokerlbLoadHistoryDir, self.identity.broker_id, self.clock)
 
     # ------------------------------------------------------------------ callbacks
+    def _owner_of(self, bundle: str) -> str | None:
+        """Who owns ``bundle`` now, as this broker's ownership cache has it (the leader's check)."""
+        owner = self.owners.get_owner(bundle)
+        return owner.broker_id if owner is not None else None
+
     def _bundle_of(self, topic: TopicName) -> str:
         bundles = self.bundles.cached(topic.namespace)
         if bundles is None:

@@ -101,6 +101,7 @@ __all__ = [
     "StoredBundleData",
     "StoredResourceQuota",
     "is_transfer",
+    "unless_stale",
 ]
 
 #: ``stored(bundle) -> BundleData | None``: a bundle's persisted history (``/loadbalance/bundle-data``).
@@ -144,6 +145,10 @@ class ClusterInputs:
     failure_domains: Mapping[str, FailureDomain] = field(default_factory=dict)
     #: changes whenever a policy, a namespace or its bundles changed (placement indexes rebuild)
     policies_version: int = 0
+    #: ``owner_of(bundle)``: the broker that owns the bundle now as the shell knows it (``None``:
+    #: no broker does); the leader checks each move against it (:meth:`Leader.shed`). Not given:
+    #: no check (a strategy's decisions are carried out as they are)
+    owner_of: Callable[[str], str | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,8 +361,13 @@ class Leader:
         Each move with a destination that is not a transfer leaves that destination as a
         one-shot affinity for the bundle's next placement; a transfer's destination is where the
         bundle is being handed (:meth:`hand_over_started`).
+
+        A decision to move a bundle its source does not own now (``inputs.owner_of``) is not
+        carried out: it becomes ``Skip``/``NotOwned`` (:func:`unless_stale`).
         """
         result = run_shedding_cycle(self.view(now_ms, inputs), self.strategy_state, self.rng)
+        if inputs.owner_of is not None:
+            result = unless_stale(result, inputs.owner_of)
         moves = []
         for decision in result.unloads:
             bundle, source = decision.bundle or "", decision.broker or ""
@@ -499,3 +509,42 @@ class Leader:
             "preallocated": len(self.load_state.preallocated_bundle_to_broker),
             "refreshes": self.refreshes,
         }
+
+
+def unless_stale(result: SheddingResult, owner_of: Callable[[str], str | None]) -> SheddingResult:
+    """``result`` with every unload of a bundle its source does not own now turned into a
+    ``Skip``/``NotOwned`` decision that says who owns it.
+
+    A strategy reads load reports, and a broker rewrites its report only when its load changed
+    enough or ``loadBalancerReportUpdateMaxIntervalMinutes`` passed: a report may still list a
+    bundle that moved away minutes ago, and a new leader has no memory of the recent moves to
+    keep it from choosing that bundle again. Carried out, such a decision unloads the bundle from
+    a broker the strategy did not mean -- or, when the bundle is already on the destination, is
+    a transfer to its own owner, which the ownership machine refuses ("unload to the same broker
+    is not allowed"). The leader skips it instead, with the reason, and the shells count it
+    (``pulsar_lb_unload_broker_breakdown_total{result="Skip",reason="NotOwned"}``).
+
+    >>> from brokerlb.loadbalance.decisions import UnloadDecision, Label, Reason
+    >>> stale = UnloadDecision("b1:8080", "t/ns/0x00000000_0xffffffff", "b2:8080", Label.SUCCESS, Reason.OVERLOADED)
+    >>> checked = unless_stale(SheddingResult.of([stale]), {"t/ns/0x00000000_0xffffffff": "b2:8080"}.get)
+    >>> checked.unloads, str(checked.decisions[0].reason), checked.decisions[0].detail
+    ([], 'NotOwned', 'not moved: b2:8080 owns it already (its destination; b1:8080 reported it last)')
+    """
+    decisions = list(result.decisions)
+    changed = False
+    for i, decision in enumerate(decisions):
+        if not decision.is_unload or decision.bundle is None:
+            continue
+        owner = owner_of(decision.bundle)
+        if owner == decision.broker:
+            continue
+        if owner is None:
+            why = "no broker owns it now"
+        elif owner == decision.destination:
+            why = f"{owner} owns it already (its destination; {decision.broker} reported it last)"
+        else:
+            why = f"{owner} owns it now ({decision.broker} reported it last)"
+        detail = f"{decision.detail}; not moved: {why}" if decision.detail else f"not moved: {why}"
+        decisions[i] = replace(decision, label=Label.SKIP, reason=Reason.NOT_OWNED, detail=detail)
+        changed = True
+    return replace(result, decisions=tuple(decisions)) if changed else result

@@ -18,6 +18,11 @@ steps (:mod:`brokerlb.loadbalance.cycle`); the simulation is its scheduler and i
   broker's merge assigns it through placement). A decision on a bundle that is no longer owned
   by a live broker is not carried out.
 
+The leader's inputs say who owns each bundle now (``ClusterInputs.owner_of``), so a strategy's
+move of a bundle its source no longer owns -- read from a stale report -- is skipped by the
+leader as ``Skip``/``NotOwned``, as the live leader does; a move the ownership machine still
+refuses is not carried out (``unload/NotExecuted/Refused``) and the run goes on.
+
 CPU time spent inside the leader's steps is added to ``engine_seconds`` (CPU, not wall time,
 so the share stays meaningful on a busy machine).
 """
@@ -29,6 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from brokerlb.config import ServiceConfig
+from brokerlb.errors import InvalidTransitionError
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
 from brokerlb.loadbalance.cycle import CycleRecord, LeaderSchedule, run_now, shedding_cycle, split_cycle
 from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision
@@ -121,6 +127,7 @@ class LeaderDuties(SimulationParts):
             broker_lookup=self._broker_lookup(registered),
             ownership=self.ownership.ownership_map,  # computed only if the leader asks
             namespace_policies=self._namespace_policies(),
+            owner_of=self._owner_of,
         )
         self._cached_inputs = inputs
         self._inputs_version = self._change_version
@@ -214,6 +221,13 @@ class LeaderDuties(SimulationParts):
 
     # ------------------------------------------------------------------ executing decisions
 
+    def _owner_of(self, bundle: str) -> str | None:
+        """The broker that owns ``bundle`` now (``None``: in transit, free or gone)."""
+        b = self.topology.bundle_index.get(bundle)
+        if b is None or self.ownership.state[b] != BundleState.OWNED:
+            return None
+        return self.broker_ids[int(self.ownership.owner[b])]
+
     def _execute_move(self, move: Move) -> bool:
         """Release a bundle for a move (``False`` if it is no longer owned by a live broker)."""
         b = self.topology.bundle_index.get(move.bundle)
@@ -223,14 +237,20 @@ class LeaderDuties(SimulationParts):
             return False
         now = self.now_ms
         dest = self.broker_index.get(move.destination, -1) if move.transfer and move.destination else -1
-        self.ownership.release(
-            b,
-            now,
-            "transfer" if dest >= 0 else "shed",
-            self._throughput_of(b),
-            destination=dest,
-            detail=f"{move.reason}: {move.detail}".strip(": "),
-        )
+        try:
+            self.ownership.release(
+                b,
+                now,
+                "transfer" if dest >= 0 else "shed",
+                self._throughput_of(b),
+                destination=dest,
+                detail=f"{move.reason}: {move.detail}".strip(": "),
+            )
+        except InvalidTransitionError:
+            # the ownership machine refused the move and changed nothing: one bad decision of a
+            # strategy is not carried out, and the simulation goes on (counted in the decisions)
+            self._cycle_decisions["unload/NotExecuted/Refused"] += 1
+            return False
         delay = self.scenario.timing.transfer if dest >= 0 else self.scenario.timing.unload
         self.timeline.schedule(now + delay * 1000, "release_done", (b, dest))
         return True

@@ -11,7 +11,7 @@ behaviour as the users described it -- and that the strategies built to fix it d
 import numpy as np
 import pytest
 
-from brokerlb.sim import run_scenario
+from brokerlb.sim import compare, parse_scenario, run_scenario
 
 
 def idle_share(result, broker: str) -> float:
@@ -128,3 +128,38 @@ def test_uniform_load_shedder_silently_skips_under_its_hidden_minimums():
     assert r.broker_throughput[-1, 1] == 0  # broker-2 never gets traffic
     skipped = {k: v for k, v in decisions(r).items() if k.startswith("unload/Skip/")}
     assert skipped.get("unload/Skip/BelowThreshold", 0) > 0, skipped
+
+
+# ------------------------------------------------------------------ a stale report during a rolling restart
+
+
+def test_a_move_read_from_a_stale_report_is_skipped_and_the_comparison_goes_on() -> None:
+    """A rolling restart of brokers of two sizes. A broker's report still lists a bundle that
+    moved away nine minutes earlier (reports are rewritten only when the load changed enough),
+    and a new leader has no memory of that move: ThresholdShedder decides to move the bundle to
+    the broker that already owns it. The ownership machine refused that transfer and the whole
+    comparison ended with "Invalid Unload ... unload to the same broker is not allowed". The
+    leader now skips such decisions (NotOwned, counted) and every strategy's run completes."""
+    restarts = [
+        {"at": f"{5 + 10 * i}m", "type": "restart_broker", "broker": name, "downtime": "30s"}
+        for i, name in enumerate(["small-1", "small-2", "small-3", "medium-1", "medium-2", "medium-3"])
+    ]
+    scenario = parse_scenario(
+        {
+            "seed": 816257,
+            "duration": "90m",
+            "tick": "30s",
+            "resources": {"base_cpu": 2, "cpu_us_per_mb": 2000, "cpu_us_per_msg": 20},
+            "brokers": [{"name": "small-{i}", "count": 3, "cores": 4}, {"name": "medium-{i}", "count": 3, "cores": 8}],
+            "workload": {"fanout": 2, "msg_rate": "120k", "msg_size": "1KB", "noise": 0.03, "zipf": 0.8},
+            "namespaces": [{"name": "tenant/ns-{i}", "count": 10, "bundles": 4, "topics": 300}],
+            "events": restarts,
+        },
+        source="rolling-restart",
+    )  # fmt: skip
+    runs = compare(scenario, ["ThresholdShedder", "UniformLoadShedder"])
+    threshold = decisions(runs[0])
+    assert threshold.get("unload/Skip/NotOwned", 0) > 0, threshold
+    for result in runs:
+        assert "unload/NotExecuted/Refused" not in decisions(result)
+        assert result.cycles > 0

@@ -14,7 +14,7 @@ what the simulation carried out. Every shedding, split and placement decision mu
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -56,6 +56,8 @@ class Step:
     bundle: str = ""
     decided: Any = None
     executed: list[str] = field(default_factory=list)
+    #: shed: who owned each bundle the leader asked about
+    owners: dict[str, str | None] = field(default_factory=dict)
 
 
 class RecordingLeader(Leader):
@@ -82,8 +84,15 @@ class RecordingLeader(Leader):
         return super().refresh(now_ms, inputs, stored=stored)
 
     def shed(self, now_ms, inputs):
-        result, moves = super().shed(now_ms, inputs)
-        self.steps.append(Step("shed", now_ms, self._namespaces(inputs), decided=(result, moves)))
+        asked: dict[str, str | None] = {}  # the owners the leader asked about, and the answers
+
+        def owner_of(bundle: str) -> str | None:
+            asked[bundle] = inputs.owner_of(bundle)
+            return asked[bundle]
+
+        result, moves = super().shed(now_ms, replace(inputs, owner_of=owner_of))
+        step = Step("shed", now_ms, self._namespaces(inputs), decided=(result, moves), owners=asked)
+        self.steps.append(step)
         return result, moves
 
     def moves_executed(self, result, executed, now_ms):
@@ -138,6 +147,8 @@ class LivePath:
         self.leader = leader
         self.written: dict[str, tuple[dict[str, Any], str | None]] = {}
         self.reports: dict[str, bytes] = {}
+        #: who owns each bundle, as the simulation answered the step being replayed
+        self.owners: dict[str, str | None] = {}
 
     async def start(self) -> LivePath:
         store = self.store
@@ -148,7 +159,7 @@ class LivePath:
         self.actions = ReplayActions(self.clock)
         self.lm = LoadManager(
             self.leader,
-            LeaderInputs(self.registry, self.bundles, self.policies),
+            LeaderInputs(self.registry, self.bundles, self.policies, owner_of=lambda b: self.owners.get(b)),
             bundles=self.bundles,
             load_data_store=LoadDataStore(store),
             clock=self.clock,
@@ -254,6 +265,7 @@ async def test_the_live_leader_decides_as_the_simulated_one_on_the_same_history(
             elif step.kind == "shed":
                 expected_result, expected_moves = step.decided
                 live.actions.executed = set(step.executed)
+                live.owners = step.owners
                 record = await live.tasks.shed_once(Lease())
                 assert [d.to_json() for d in record.decisions] == decisions_of(expected_result), step.now
                 assert list(record.moves) == list(expected_moves), step.now

@@ -249,6 +249,46 @@ def test_a_transfer_is_a_hand_over_until_its_destination_reports_the_bundle() ->
         assert leader.place(60_001, move.bundle, cluster).broker == move.destination
 
 
+@pytest.mark.parametrize("owned_by", ["destination", "another broker"])
+def test_a_move_of_a_bundle_its_source_no_longer_owns_is_skipped_recorded_and_not_carried_out(
+    owned_by,
+) -> None:
+    """B1's stale report still lists a bundle that moved away (a report is rewritten only when the
+    load changed enough): the strategy decides to move it to the broker that owns it already (the
+    simulator's ownership machine refused that and aborted the run), or away from B1 while a third
+    broker owns it. The leader skips it as NotOwned, saying who owns it; it does not become a move."""
+    config = ServiceConfig().with_overrides({"loadBalancerLoadSheddingStrategy": "OverloadShedder"})
+    cluster = overloaded()
+    probe = Leader(B3, config, rng=random.Random(3))
+    probe.refresh(0, cluster)
+    planned = probe.shed(60_000, cluster)[1]
+    assert planned, "the overloaded broker sheds something"
+    move = planned[0]
+    owner = (
+        move.destination if owned_by == "destination" else next(b for b in (B2, B3) if b != move.destination)
+    )
+    cluster.owner_of = lambda bundle: owner if bundle == move.bundle else B1
+    leader = Leader(B3, config, rng=random.Random(3))
+    leader.refresh(0, cluster)
+    actions = Actions()
+    record = run_now(shedding_cycle(leader, actions, cluster))
+    assert move.bundle not in [m.bundle for m in actions.moved]
+    (skipped,) = [d for d in record.decisions if d.bundle == move.bundle]
+    assert (str(skipped.label), str(skipped.reason)) == ("Skip", "NotOwned")
+    why = (
+        f"{owner} owns it already (its destination; {B1} reported it last)"
+        if owned_by == "destination"
+        else f"{owner} owns it now ({B1} reported it last)"
+    )
+    assert skipped.detail.endswith(f"not moved: {why}")
+    assert "unload/Skip/NotOwned" in record.decision_keys()
+    # nothing of the skipped move is left behind: no hand-over, no affinity, not "recently unloaded"
+    assert move.bundle not in leader.handing_over and move.bundle not in leader.affinity
+    assert move.bundle not in leader.load_state.load_data.recently_unloaded_bundles
+    # the moves of bundles the source does own go on as decided
+    assert [m.bundle for m in actions.moved] == [m.bundle for m in planned[1:]]
+
+
 def test_a_bundle_chosen_for_a_split_is_forgotten_and_not_chosen_again_while_reported() -> None:
     config = ServiceConfig().with_overrides({"loadBalancerNamespaceBundleMaxTopics": 2})
     leader = Leader(B1, config, rng=random.Random(1))
