@@ -65,6 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_decision_engine import reports as synthetic_reports  # noqa: E402
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache  # noqa: E402
+from brokerlb.broker.collector import FREEZER, own_collector  # noqa: E402
 from brokerlb.broker.leader import LeaderTasks  # noqa: E402
 from brokerlb.broker.leader_inputs import LeaderInputs  # noqa: E402
 from brokerlb.broker.load_manager import LoadManager  # noqa: E402
@@ -359,6 +360,8 @@ async def run(args: argparse.Namespace) -> None:
     # that its pauses measure the leader's own objects.
     gc.collect()
     gc.freeze()
+    if args.collector == "freeze":
+        own_collector()  # as the broker process does once started (brokerlb.cli.serve)
 
     def touch_every_bundle() -> float:
         return sum(
@@ -461,7 +464,9 @@ async def run(args: argparse.Namespace) -> None:
         print(
             f"  {'GC pauses inside a cycle':<40} p50 {gc_p[0] * 1e3:7.1f} p99 {gc_p[1] * 1e3:7.1f} max "
             f"{gc_p[2] * 1e3:7.1f} ms; collections gen0/1/2: {pauses.count} "
-            f"({', '.join(f'{s * 1e3:.0f}' for s in pauses.seconds)} ms)"
+            f"({', '.join(f'{s * 1e3:.0f}' for s in pauses.seconds)} ms); collector policy "
+            f"{args.collector}: {FREEZER.freezes} freezes, {FREEZER.reclaims} reclaims, "
+            f"{gc.get_freeze_count():,} objects frozen"
         )
         cycle_p99 = percentiles(timings.wall["cycle"])[1]
         place_p99 = percentiles(timings.wall["place first"])[1] if "place first" in timings.wall else 0.0
@@ -486,6 +491,13 @@ async def run(args: argparse.Namespace) -> None:
         print(f"  split check without the prefilter:   {wall * 1e3:.1f} ms wall, {cpu * 1e3:.1f} ms CPU")
         _, wall, cpu = await timed(lambda: PlacementContext(leader.view(now, inputs)))
         print(f"  placement context built cold: {wall * 1e3:.1f} ms wall, {cpu * 1e3:.1f} ms CPU")
+        frozen = gc.get_freeze_count()
+        gc.unfreeze()
+        found = gc.collect()
+        print(
+            f"  frozen garbage: {found:,} unreachable objects among {frozen:,} frozen/collected at the end "
+            f"(what freezing kept from the collector over {args.cycles} cycles; {FREEZER.reclaims} reclaims)"
+        )
         if profiler is not None:
             profiler.dump_stats(args.profile)
             print(f"  profile of the timed cycles written to {args.profile}")
@@ -524,6 +536,13 @@ def main() -> None:
         "--new-namespaces", type=int, default=50, help="namespaces (16 bundles each) placed over the run"
     )
     ap.add_argument("--profile", metavar="FILE", help="cProfile the timed cycles into FILE")
+    ap.add_argument(
+        "--collector",
+        choices=("freeze", "plain"),
+        default="freeze",
+        help="freeze: the broker process's policy (the leader's state frozen after each refresh, "
+        "brokerlb.broker.collector); plain: the collector left alone",
+    )
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     asyncio.run(run(args))

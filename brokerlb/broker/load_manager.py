@@ -9,7 +9,8 @@ anything itself:
   (``/loadbalance/bundle-data``) of bundles the leader has not seen and loads the namespaces the
   reports mention (their anti-affinity groups); then it builds the placement indexes of the new
   load data, so the next lookup does not wait for them (placement reads no clock: where they are
-  built changes no decision). One refresh runs at a time;
+  built changes no decision). One refresh runs at a time; after it, a process that owns its
+  garbage collector freezes what is alive (:mod:`brokerlb.broker.collector`);
 * **placement** (:meth:`LoadManager.place`) -- what a lookup of an unowned bundle calls when this
   broker decides (it leads, or no leader is known: Pulsar's rule). A bundle being merged is not
   placed (503, retriable); otherwise :meth:`Leader.place` answers (a one-shot affinity, else
@@ -31,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.collector import after_leader_refresh
 from brokerlb.broker.leader_inputs import LeaderInputs
 from brokerlb.clock import Clock
 from brokerlb.coordination import LoadDataStore
@@ -93,6 +95,7 @@ class LoadManager:
             # the refresh made the leader's brokers exactly those with a report in ``inputs``
             self._in_step = (inputs.reports, self.leader.refreshes)
             self.prepare_placement()
+            after_leader_refresh()  # the long-lived state out of the collector's way
             return result
 
     def prepare_placement(self) -> None:

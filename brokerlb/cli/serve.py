@@ -15,6 +15,7 @@ from pathlib import Path
 
 import typer
 
+from brokerlb.broker.collector import own_collector
 from brokerlb.cli.common import cli_errors, console
 
 __all__ = ["broker", "standalone", "run_until_signalled"]
@@ -33,7 +34,9 @@ def run_until_signalled(start: Callable[[], Awaitable[object]], stop: Callable[[
 
     After start-up every object then alive is moved out of the garbage collector's view
     (``gc.freeze``): full collections no longer walk the imported modules and caches, which
-    otherwise shows as multi-millisecond pauses in the lookup latency tail.
+    otherwise shows as multi-millisecond pauses in the lookup latency tail. The process owns its
+    collector from then on: the leader's refresh freezes its long-lived state too
+    (:mod:`brokerlb.broker.collector`).
     """
 
     async def main() -> None:
@@ -45,6 +48,7 @@ def run_until_signalled(start: Callable[[], Awaitable[object]], stop: Callable[[
             await start()
             gc.collect()
             gc.freeze()
+            own_collector()
             await done.wait()
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):

@@ -202,6 +202,14 @@ class ClusterView:
         it lives as long as the view and no longer."""
         return {}
 
+    def drop_derived(self) -> None:
+        """Forget what was derived from this view. Its placement context refers back to the view:
+        a step that is done with the view drops the pair here, so reference counting frees them
+        (with the reports the view holds) at once rather than the cyclic collector later -- a
+        long-lived process that freezes its state between refreshes (:mod:`brokerlb.broker.collector`)
+        would otherwise freeze that garbage. Asking for a derived value again just rebuilds it."""
+        self.__dict__.pop("derived", None)
+
     @cached_property
     def _reported_cache(self) -> dict[str, frozenset[str]]:
         return {}

@@ -78,10 +78,13 @@ def run_shedding_cycle(
             ]
         )
     pruned_view = _with_pruned_recently_unloaded(view)
-    result: SheddingResult = spec.create().find_bundles_for_unloading(pruned_view, state, rng)
-    if spec.extensible:
-        return result
-    return _apply_modular_checks(pruned_view, state, rng, spec, result)
+    try:
+        result: SheddingResult = spec.create().find_bundles_for_unloading(pruned_view, state, rng)
+        if spec.extensible:
+            return result
+        return _apply_modular_checks(pruned_view, state, rng, spec, result)
+    finally:
+        pruned_view.drop_derived()  # the view and its placement context: freed by reference counting
 
 
 def _with_pruned_recently_unloaded(view: ClusterView) -> ClusterView:
