@@ -17,6 +17,9 @@ Pulsar's rules (``TopicName``, ``NamespaceName``, ``NamedEntity`` in pulsar-comm
   ``"t/ns/\\t"``, ``"persistent://t/ns/ "``. A local name that merely contains or starts with
   spaces (``" a "``) or is a no-break space is accepted, as in Pulsar.
 * A partition is ``<base>-partition-<N>`` with N a canonical non-negative int.
+* The topic hash (:func:`topic_hash`) is the IEEE CRC-32 of the full name's UTF-8 bytes, as an
+  unsigned 32-bit int: Pulsar's bundle factory hashes ``TopicName.toString()`` with Guava's
+  ``Hashing.crc32()`` (``padToLong()``). A parsed name carries it (``ring_hash``).
 
 >>> t = TopicName.parse("my-topic-partition-3")
 >>> str(t), t.partition_index, str(t.partitioned_topic_name)
@@ -31,10 +34,12 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
+from zlib import crc32
 
 from brokerlb.errors import InvalidNamespaceNameError, InvalidTopicNameError
 
 __all__ = [
+    "topic_hash",
     "TopicDomain",
     "NamespaceName",
     "TopicName",
@@ -50,6 +55,17 @@ __all__ = [
     "is_system_service_namespace",
     "is_blank",
 ]
+
+
+def topic_hash(full_name: str) -> int:
+    """CRC-32 of ``full_name``'s UTF-8 bytes (``zlib.crc32`` is unsigned in Python 3): the
+    topic's place on its namespace's bundle ring (:mod:`brokerlb.ring`).
+
+    >>> hex(topic_hash("persistent://public/default/my-topic"))
+    '0x2bad45f7'
+    """
+    return crc32(full_name.encode("utf-8"))
+
 
 TopicDomain = Literal["persistent", "non-persistent"]
 _DOMAINS: dict[str, TopicDomain] = {"persistent": "persistent", "non-persistent": "non-persistent"}
@@ -81,10 +97,16 @@ class NamespaceName:
 
     @classmethod
     def parse(cls, name: str | NamespaceName) -> NamespaceName:
+        """Parse ``tenant/ns`` or ``tenant/cluster/ns`` (results cached: the names of one
+        namespace are then mostly one object, which makes comparing them cheap)."""
         if isinstance(name, NamespaceName):
             return name
         if not isinstance(name, str) or not name:
             raise InvalidNamespaceNameError(name, "a namespace name must be a non-empty string")
+        return _parse_namespace_cached(name)
+
+    @classmethod
+    def _parse_uncached(cls, name: str) -> NamespaceName:
         parts = name.split("/")
         if len(parts) == 2:
             _check_entity(parts[0], "tenant", name)
@@ -168,10 +190,18 @@ class TopicName:
     local_name: str
     partition_index: int = -1
     _full: str = field(default="", compare=False, repr=False)
+    #: the topic's place on its namespace's bundle ring: :func:`topic_hash` of the full name,
+    #: computed when the name is made (parsed names are cached: a known topic hashes nothing)
+    ring_hash: int = field(default=-1, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ring_hash", topic_hash(str(self)))
 
     @classmethod
     def parse(cls, name: str | TopicName) -> TopicName:
         """Parse a full or short topic name (results cached, as Pulsar's ``TopicName.get``)."""
+        if type(name) is str:
+            return _parse_topic_cached(name)
         if isinstance(name, TopicName):
             return name
         if not isinstance(name, str):
@@ -285,6 +315,7 @@ class TopicName:
 
 #: Pulsar keeps a 100,000-entry cache of parsed names; so do we (errors are not cached).
 _parse_topic_cached = lru_cache(maxsize=100_000)(TopicName._parse_uncached)
+_parse_namespace_cached = lru_cache(maxsize=10_000)(NamespaceName._parse_uncached)
 
 
 # ------------------------------------------------------------------ system namespaces

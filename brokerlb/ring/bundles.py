@@ -386,11 +386,18 @@ class NamespaceBundles:
         A string already in full form (``domain://tenant/ns/local``) is hashed as given
         (after a cheap namespace check); other strings are parsed first.
         """
-        if isinstance(topic, str) and self._is_full_name_here(topic):
-            full = topic
+        if type(topic) is TopicName:  # what lookups pass: a parsed (cached) name, its hash kept
+            namespace = topic.namespace
+            if namespace is not self.namespace and namespace != self.namespace:
+                raise BundleNotFoundError(f"Topic {topic} is not in namespace {self.namespace}")
+            h = topic.ring_hash
+        elif isinstance(topic, str) and self._is_full_name_here(topic):
+            h = topic_hash(topic)
         else:
-            full = str(self._checked(TopicName.parse(topic)))
-        return self._bundles[self.index_of_hash(topic_hash(full))]
+            h = self._checked(TopicName.parse(topic)).ring_hash
+        i = bisect_right(self._bounds, h) - 1  # index_of_hash, inlined
+        bundles = self._bundles
+        return bundles[i] if i < len(bundles) else bundles[-1]
 
     def _is_full_name_here(self, name: str) -> bool:
         """``name`` is already a canonical full name of a topic in this namespace (a local name

@@ -3,7 +3,9 @@
 Pulsar's ``NamespaceService`` builds its bundle factory with Guava's
 ``Hashing.crc32()``; ``padToLong()`` makes it the unsigned value in
 ``[0, 0xffffffff]``. The string hashed is ``TopicName.toString()`` -- the full
-name with domain, each partition with its ``-partition-N`` suffix.
+name with domain, each partition with its ``-partition-N`` suffix. The rule is
+written once, in :func:`brokerlb.naming.topic_hash` (a parsed ``TopicName`` carries
+its hash as ``ring_hash``); this module re-exports it with the vectorised form.
 
 >>> hex(topic_hash("persistent://public/default/my-topic"))
 '0x2bad45f7'
@@ -15,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 from zlib import crc32
 
+from brokerlb.naming import topic_hash
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -24,11 +28,6 @@ FULL_LOWER_BOUND = 0x00000000
 FULL_UPPER_BOUND = 0xFFFFFFFF
 #: Pulsar's ``MAX_BUNDLES = 1 << 32``.
 MAX_BUNDLES = 1 << 32
-
-
-def topic_hash(full_name: str) -> int:
-    """CRC-32 of ``full_name``'s UTF-8 bytes (``zlib.crc32`` is unsigned in Python 3)."""
-    return crc32(full_name.encode("utf-8"))
 
 
 def topic_hashes(full_names: Iterable[str], count: int = -1) -> np.ndarray:

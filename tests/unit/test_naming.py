@@ -209,3 +209,16 @@ def test_partition_index_of_any_string_as_pulsars_static_get_partition_index():
         -1
     ] * 4
     assert of("t-partition-\u0663") == 3 and of("t-partition-2147483648") == -1 and of("t") == -1
+
+
+def test_a_topic_of_another_namespace_is_not_found_in_a_ring() -> None:
+    from brokerlb import NamespaceBundles
+    from brokerlb.errors import BundleNotFoundError
+
+    nb = NamespaceBundles.create("public/default", 4)
+    with pytest.raises(BundleNotFoundError, match="not in namespace public/default"):
+        nb.find_bundle(TopicName.parse("persistent://public/other/a"))
+    # an equal namespace that is another object still matches
+    ns = NamespaceName("public", "default")
+    assert nb.find_bundle(TopicName("persistent", ns, "a")) == nb.find_bundle("persistent://public/default/a")
+    assert TopicName("persistent", ns, "a").ring_hash == TopicName.parse("public/default/a").ring_hash

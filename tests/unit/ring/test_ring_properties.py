@@ -55,3 +55,29 @@ def test_mapping_is_stable_and_matches_batch(n, locals_):
     first = [nb.find_bundle(t) for t in topics]
     assert first == [NamespaceBundles.create("t/ns", n).find_bundle(t) for t in topics]
     assert [nb.bundles[i] for i in nb.find_bundle_indices(topics)] == first
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 64),
+    ops,
+    st.lists(st.text(min_size=1, max_size=12).filter(lambda s: s.strip() and "/" not in s), max_size=20),
+)
+def test_every_entry_point_finds_the_bundle_of_the_names_crc32(n, steps, locals_):
+    """A parsed name (its hash kept from the parse), a full-name string, a short name and the
+    batch path agree with the ring's definition: the bundle holding CRC-32 of the full name."""
+    import zlib
+
+    from brokerlb import TopicName
+
+    nb = NamespaceBundles.create("public/default", n)
+    for op, a, k in steps:
+        nb = apply(nb, op, a, k)
+    full = [f"persistent://public/default/{x}" for x in locals_]
+    for local, name in zip(locals_, full, strict=True):
+        expected = nb.bundle_for_hash(zlib.crc32(name.encode("utf-8")))
+        topic = TopicName.parse(name)
+        assert topic.ring_hash == zlib.crc32(name.encode("utf-8")) == topic_hash(name)
+        assert nb.find_bundle(topic) == nb.find_bundle(name) == nb.find_bundle(local) == expected
+    if full:
+        assert [nb.bundles[i] for i in nb.find_bundle_indices(full)] == [nb.find_bundle(x) for x in full]
