@@ -12,8 +12,11 @@ Reported (JSON, totals over the rounds, and each round's own line): faults by ki
 instants (and their total length), re-ownership times of the bundles of dead brokers p50 / p99 /
 max (from the death, or from ZooKeeper's return when it was restarted meanwhile; and from the death
 alone), re-ownerships slower than session timeout + 2 s, bundles never served again, stuck
-transitions, lost split boundaries, stale leader actions refused and accepted, and the machine's
-load average at start and end (the box is shared: figures are meaningful with their load).
+transitions, lost split boundaries, leader actions accepted, stale leader actions refused and
+accepted, the clients' messages acknowledged, delivered and lost (``acknowledged_lost``: acknowledged
+to a producer and never received by the durable subscription), in all and per fault kind, and the
+machine's load average at start and end (the box is shared: figures are meaningful with their load).
+Exit status 1 on double serving, a stale leader action accepted or an acknowledged message lost.
 
     nice .venv/bin/python benchmarks/bench_chaos.py --faults 1000 --per-round 250 --seed 1
 """
@@ -50,7 +53,9 @@ def main() -> int:
     faults: collections.Counter[str] = collections.Counter()
     reown_ms: list[float] = []
     from_death_ms: list[float] = []
-    refused = accepted_stale = 0
+    refused = accepted_stale = leader_actions = 0
+    messages: collections.Counter[str] = collections.Counter()
+    by_kind: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     rounds = []
     seed = args.seed
     while sum(faults.values()) < args.faults:
@@ -92,6 +97,11 @@ def main() -> int:
         totals["history_events"] += result.history_events
         totals["fault_errors"] += len(result.errors)
         refused += v.stale_actions_refused
+        leader_actions += v.leader_actions_accepted
+        if result.traffic is not None:
+            messages.update(result.traffic["messages"])
+            for kind, counts in result.traffic["messages_by_fault_kind"].items():
+                by_kind[kind].update(counts)
         accepted_stale += len(v.stale_actions_accepted)
         seed += 1
         if result.faults.total() == 0:
@@ -116,12 +126,17 @@ def main() -> int:
         "reownership_from_death_ms_max": round(from_death_ms[-1], 1) if from_death_ms else None,
         "stale_leader_actions_refused": refused,
         "stale_leader_actions_accepted": accepted_stale,
+        "leader_actions_accepted": leader_actions,
+        "acknowledged_lost": messages["acknowledged_lost"],
+        "messages": dict(messages),
+        "messages_by_fault_kind": {kind: dict(counts) for kind, counts in sorted(by_kind.items())},
         "loadavg_start": [round(x, 2) for x in load_start],
         "loadavg_end": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
     }
     print(json.dumps(report, indent=1))
-    return 0 if totals["double_serving_instants"] == 0 and not accepted_stale else 1
+    safe = totals["double_serving_instants"] == 0 and not accepted_stale
+    return 0 if safe and not messages["acknowledged_lost"] else 1
 
 
 if __name__ == "__main__":

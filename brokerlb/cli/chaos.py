@@ -4,8 +4,10 @@ Starts a ZooKeeper server and ``--brokers`` ``brokerlb broker`` processes on fre
 ports, runs clients and a seeded schedule of ``--faults`` faults (at most ``--time-limit``
 seconds in all), stops everything by PID and prints what the ownership-history checker found:
 faults by kind, double-serving instants, re-ownership times, stuck transitions, lost split
-boundaries, stale leader actions refused. Exit status 1 when a safety property failed (double
-serving, a lost split boundary, a stale leader action accepted). Needs ``java`` and the ZooKeeper
+boundaries, leader actions accepted and stale ones refused -- and what the clients saw: messages
+acknowledged, delivered and lost, in all and per fault kind. Exit status 1 when a safety property
+failed (double serving, a lost split boundary, a stale leader action accepted) or a message
+acknowledged to a producer never reached its durable subscription (``acknowledged_lost`` > 0). Needs ``java`` and the ZooKeeper
 jar (``scripts/setup.sh``), and ``pulsar-client`` unless ``--no-clients``.
 """
 
@@ -73,7 +75,13 @@ def chaos(
         ):
             for item in items[:show]:
                 console.print(f"{title}: {item}", highlight=False)
+        if result.acknowledged_lost:
+            console.print(
+                f"acknowledged and lost: {result.acknowledged_lost} messages "
+                f"(first: {', '.join((result.traffic or {}).get('lost_examples', [])[:show])})",
+                highlight=False,
+            )
         if keep:
             console.print(f"logs and histories in {result.workdir}", highlight=False)
-        if not v.safe:
+        if not v.safe or result.acknowledged_lost:
             raise typer.Exit(1)

@@ -6,7 +6,10 @@ file -- ``brokerlbOwnershipHistoryFile`` -- and reading its wall-clock offset fr
 ``brokerlbClockOffsetFile``). Clients use the cluster the whole time: a lookup prober resolves
 every campaign topic in turn through a random live broker (that is what brings the bundles of a
 dead broker back), and, with ``clients=True``, producers and consumers of Apache Pulsar's official
-client publish and consume on some of the topics. Then a bounded, seeded random schedule of faults
+client publish and consume on some of the topics, retrying as applications do
+(:mod:`brokerlb.testing.chaos_traffic`). The brokers shed load every 3 s with Pulsar's
+``UniformLoadShedder`` and minimums of 1, so the leader keeps moving bundles (its commands carry
+its epoch, and the stale-leader check has commands to judge). Then a bounded, seeded random schedule of faults
 (:data:`FAULT_KINDS`) runs one fault after another:
 
 ``kill``               SIGKILL a broker, restart it after a moment (same port, new process);
@@ -14,6 +17,11 @@ client publish and consume on some of the topics. Then a bounded, seeded random 
 ``pause-long``         SIGSTOP it for 120-180 % of the session timeout (its session expires);
 ``zk-restart``         SIGKILL ZooKeeper and start it again on its data (sessions survive);
 ``kill-leader``        SIGKILL the leader (shedding runs every few seconds: often mid-cycle);
+``pause-leader``       SIGSTOP the leader past its session, then SIGCONT: a former leader resuming
+                       mid-cycle, whose commands the owners must refuse;
+``stale-leader-command`` send an owner an unload of one of its bundles carrying a superseded leader
+                       epoch (read from the brokers' histories), as a former leader that resumed
+                       mid-task does: the owner must refuse it;
 ``kill-in-split``      ask a bundle's owner to split it and SIGKILL the owner a few ms later;
 ``expire-in-transfer`` transfer a bundle to another broker and freeze its owner past its session;
 ``unload-split``       an admin unload and an admin split of the same bundle at the same moment;
@@ -22,9 +30,13 @@ client publish and consume on some of the topics. Then a bounded, seeded random 
                        expired after the restart (one broker's session lost across a ZooKeeper restart);
 ``kill-transfer-destination`` transfer a bundle and SIGKILL the destination at once, restart it.
 
-At the end the brokers are stopped, their history files read and
+At the end the producers stop, the consumers get a bounded time to receive what was
+acknowledged, the brokers are stopped, their history files read and
 :func:`~brokerlb.testing.ownership_checker.check_campaign` proves the invariants; the
-:class:`CampaignResult` carries its verdict, the faults injected by kind and the seed. Every
+:class:`CampaignResult` carries its verdict, the faults injected by kind, the seed, and the
+messages acknowledged, delivered and lost, in all and per fault kind
+(:func:`~brokerlb.testing.chaos_traffic.account`; ``acknowledged_lost`` is what a durable storage
+tier must keep at 0). Every
 process is stopped by its PID. A random run is bounded by ``time_limit`` seconds and ``faults``
 faults; a scripted run (a regression scenario) injects its whole script, each fault retried a few
 times, and only its warm-up is bounded by ``time_limit``. The same seed gives the same schedule
@@ -53,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brokerlb.testing.chaos_traffic import ChaosTraffic
 from brokerlb.testing.history import HistoryEvent, parse_history_line
 from brokerlb.testing.ownership_checker import SECOND_NS, CampaignFacts, CampaignVerdict, check_campaign
 from brokerlb.testing.zookeeper import ZooKeeperServer, free_port
@@ -67,6 +80,8 @@ FAULT_KINDS = (
     "pause-long",
     "zk-restart",
     "kill-leader",
+    "pause-leader",
+    "stale-leader-command",
     "kill-in-split",
     "expire-in-transfer",
     "unload-split",
@@ -117,6 +132,13 @@ class CampaignResult:
     boundaries_seen: int
     errors: list[str] = field(default_factory=list)
     workdir: str = ""
+    #: the clients' account (:meth:`ChaosTraffic.summary`); ``None`` without clients
+    traffic: dict[str, Any] | None = None
+
+    @property
+    def acknowledged_lost(self) -> int:
+        """Messages acknowledged to a producer that no durable subscription received."""
+        return int(self.traffic["acknowledged_lost"]) if self.traffic is not None else 0
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -127,6 +149,8 @@ class CampaignResult:
             "history_events": self.history_events,
             "split_boundaries_seen": self.boundaries_seen,
             **self.verdict.summary(),
+            "acknowledged_lost": self.acknowledged_lost,
+            **({k: v for k, v in self.traffic.items() if k != "acknowledged_lost"} if self.traffic else {}),
             "errors": self.errors[:10],
         }
 
@@ -172,6 +196,9 @@ class Campaign:
         #: [(killed, answering again)] spans of ZooKeeper's restarts
         self.store_outages: list[tuple[int, int]] = []
         self.faults: collections.Counter[str] = collections.Counter()
+        #: (monotonic ns, kind) of every fault injected, in order; when the schedule ended
+        self.fault_log: list[tuple[int, str]] = []
+        self.schedule_end_ns: int | None = None
         self.errors: list[str] = []
         self.topics = [f"persistent://{NAMESPACE}/topic-{i}" for i in range(config.topics)]
         self.boundaries_seen: set[int] = set()
@@ -194,6 +221,10 @@ class Campaign:
             "loadBalancerSheddingIntervalMinutes": 0.05,
             "loadBalancerSheddingGracePeriodMinutes": 0,
             "loadBalancerNamespaceMaximumBundles": 64,
+            # the leader keeps moving bundles (module docstring): any traffic difference is shed
+            "loadBalancerLoadSheddingStrategy": "UniformLoadShedder",
+            "minUnloadMessage": 1,
+            "minUnloadMessageThroughput": 1,
             **self.config.overrides,
             "metadataStoreUrl": self.zk.url,
             "advertisedAddress": "127.0.0.1",
@@ -382,24 +413,13 @@ class Campaign:
                         self._resolved.add(topic)
             await asyncio.sleep(0.05)
 
-    def _start_clients(self) -> list[Any]:
-        import pulsar
-
-        from brokerlb.testing.official_client import ConsumerLoad, ProducerLoad
-
+    def _start_clients(self) -> ChaosTraffic:
         urls = ",".join(s.url.removeprefix("http://") for s in self.slots)
         quiet = logging.getLogger("brokerlb.testing.chaos.pulsar-client")
         quiet.setLevel(logging.CRITICAL)  # every fault makes the client log reconnection errors
-        client = pulsar.Client(
-            f"http://{urls}", operation_timeout_seconds=10, logger=quiet, connection_timeout_ms=2000
-        )
-        loads: list[Any] = [client]
-        for i, topic in enumerate(self.topics[: self.config.client_topics]):
-            loads.append(ConsumerLoad(client, topic, f"sub-{i}"))
-            loads.append(ProducerLoad(client, topic, f"p{i}", rate=self.config.produce_rate))
-        for load in loads[1:]:
-            load.start()
-        return loads
+        return ChaosTraffic(
+            f"http://{urls}", self.topics[: self.config.client_topics], self.config.produce_rate, quiet
+        ).start()
 
     # ------------------------------------------------------------------ faults
     async def _fault(self, kind: str) -> bool:
@@ -434,6 +454,31 @@ class Campaign:
             await asyncio.sleep(rng.uniform(0, 1.0))
             await self._kill(leader)
             self._spawn(self._restart_later(leader, rng.uniform(0.2, 2.0)))
+        elif kind == "pause-leader":
+            leader = await self._leader()
+            if leader is None or not leader.alive or len(live) < 2:
+                return False
+            await asyncio.sleep(rng.uniform(0, 1.0))
+            if not self._freeze(leader):
+                return False
+            self._spawn(self._thaw_later(leader, timeout * rng.uniform(1.3, 2.0)))
+        elif kind == "stale-leader-command":
+            epochs = sorted(self._leader_epochs())
+            bundles = await self._bundles()
+            if len(epochs) < 2 or not bundles:
+                return False  # no leader was superseded yet
+            target = rng.choice(bundles)
+            owner = await self._owner_of(target)
+            if owner is None or not owner.alive:
+                return False
+            stale = rng.choice(epochs[:-1])
+            status = await self._put(
+                f"{owner.url}/admin/v2/namespaces/{NAMESPACE}/{target}/unload",
+                params={"leaderEpoch": str(stale)},
+            )
+            self._log_fault(kind, slot=owner.index, bundle=target, epoch=stale, status=status)
+            if status != 409:  # not refused by an owner (none now, or it moved): not injected
+                return False
         elif kind == "kill-in-split":
             bundles = await self._bundles()
             if not bundles or len(bundles) >= 48:
@@ -524,6 +569,17 @@ class Campaign:
         await self._bundles()
         return True
 
+    def _leader_epochs(self) -> set[int]:
+        """The leader epochs the brokers' histories have recorded so far."""
+        epochs: set[int] = set()
+        for slot in self.slots:
+            if slot.history.exists():
+                for line in slot.history.read_text(errors="replace").splitlines():
+                    event = parse_history_line(line)
+                    if event is not None and event.kind == "lead-start" and event.epoch is not None:
+                        epochs.add(event.epoch)
+        return epochs
+
     async def _restart_zookeeper(self, down_for: float) -> None:
         """SIGKILL ZooKeeper, wait ``down_for`` s, start it on its data; the outage is recorded."""
         down = time.monotonic_ns()
@@ -550,7 +606,8 @@ class Campaign:
         cfg = self.config
         began = time.monotonic()
         deadline = began + cfg.time_limit
-        loads: list[Any] = []
+        traffic: ChaosTraffic | None = None
+        account: dict[str, Any] | None = None
         self._admin = httpx.AsyncClient(timeout=3.0, follow_redirects=True)
         try:
             await asyncio.to_thread(self.zk.start)
@@ -561,7 +618,7 @@ class Campaign:
             reaper = asyncio.ensure_future(self._reaper())
             await self._warm_up(deadline)
             if cfg.clients:
-                loads = await asyncio.to_thread(self._start_clients)
+                traffic = await asyncio.to_thread(self._start_clients)
             if script is not None:
                 # a script is the scenario: it runs whole, however slow the machine, and the drain
                 # after it keeps its own margin
@@ -569,7 +626,10 @@ class Campaign:
                 deadline = max(deadline, time.monotonic() + self._drain_margin())
             else:
                 await self._run_random(deadline)
+            self.schedule_end_ns = time.monotonic_ns()
             await self._drain(deadline)
+            if traffic is not None:
+                account = await self._settle(traffic)
             self._stopping = True
             prober.cancel()
             reaper.cancel()
@@ -577,8 +637,9 @@ class Campaign:
         finally:
             self._stopping = True
             end_ns = time.monotonic_ns()
-            await self._stop_all(loads)
+            await self._stop_all(traffic)
         result = self._verdict(end_ns, time.monotonic() - began)
+        result.traffic = account
         if not cfg.keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
         return result
@@ -597,11 +658,15 @@ class Campaign:
         return time.monotonic() < deadline - self._drain_margin()
 
     async def _inject(self, kind: str) -> bool:
+        began = time.monotonic_ns()
         try:
-            return await self._fault(kind)
+            injected = await self._fault(kind)
         except Exception as exc:  # a fault's own trouble is recorded, never the end of the run
             self.errors.append(f"{kind}: {exc!r}")
             return False
+        if injected:
+            self.fault_log.append((began, kind))
+        return injected
 
     async def _run_random(self, deadline: float) -> None:
         cfg = self.config
@@ -653,16 +718,19 @@ class Campaign:
         while len(self._resolved) < len(self.topics) and time.monotonic() < limit:
             await asyncio.sleep(0.05)
 
-    async def _stop_all(self, loads: list[Any]) -> None:
+    async def _settle(self, traffic: ChaosTraffic) -> dict[str, Any]:
+        """Stop producing, give the consumers a bounded time to receive what was acknowledged, and
+        account for every message (the brokers still run)."""
+        await asyncio.to_thread(traffic.stop_producing)
+        await asyncio.to_thread(traffic.wait_delivered)
+        return traffic.summary(self.fault_log, self.schedule_end_ns)
+
+    async def _stop_all(self, traffic: ChaosTraffic | None) -> None:
         for task in list(self._background):
             task.cancel()
-        if loads:
-            for load in loads[1:]:
-                load.finish()
-            for load in loads[1:]:
-                await asyncio.to_thread(load.join, 10)
+        if traffic is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.to_thread(loads[0].close), 10)
+                await asyncio.wait_for(asyncio.to_thread(traffic.close), 30)
         for slot in self.slots:
             self._thaw(slot)
         for slot in self.slots:
