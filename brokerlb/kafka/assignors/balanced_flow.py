@@ -11,219 +11,54 @@ it does keep, so
 * partitions moved (previously owned, now elsewhere) are
   ``sum_{t,m} owned[t][m] - min(x[t][m], owned[t][m])``.
 
-:func:`balanced_counts` returns the ``x`` that minimises, lexicographically,
+:func:`balanced_counts` returns an ``x`` that minimises, lexicographically,
 (1) ``sum_m c[m]**2`` -- the balance: no chain of single-partition moves
 (``A`` gives a partition to ``B``, ``B`` one to ``C`` ...) can take a partition
 from a member with ``c`` partitions to a member with ``c - 2`` or fewer; for a
 homogeneous group, counts differing by at most one -- and then (2) the number of
 partitions moved.
 
-It is a min-cost flow source -> topic (capacity: its partitions) -> subscribed
-member -> sink. A topic->member arc costs 0 per unit up to ``owned[t][m]`` (a kept
+The network: source -> topic (capacity: its partitions) -> subscribed member ->
+sink. A topic->member arc costs 0 per unit up to ``owned[t][m]`` (a kept
 partition) and 1 beyond (a partition given to someone who did not own it); the
-member->sink arc is convex, ``W * (2c + 1)`` for the member's ``c+1``-th unit, so
-the total is ``W * sum c**2 + moves`` with ``W`` larger than any number of
-moves. Solved by the primal-dual method (successive shortest paths with
-potentials; each phase a Dinic blocking flow on the zero-reduced-cost arcs),
-which ends with a minimum-cost flow of value ``sum_t partitions[t]``: the
-optimum. Ties are broken by topic and member index (deterministic).
+member->sink cost is convex, ``W * (2c + 1)`` for the member's ``c+1``-th unit
+(one arc of capacity 1 per unit), so the total is ``W * sum c**2 + moves`` with
+``W`` larger than any number of moves. It is solved by OR-Tools'
+``SimpleMinCostFlow`` (a compiled cost-scaling push-relabel solver), which
+answers an optimal flow: the optimum of the lexicographic objective.
+
+Keeping the network small:
+
+* a topic with a single subscriber is that member's whole, without a choice: it
+  is left out of the network and the member's convex arcs start at that count;
+* each member gets unit arcs for its first ``cap`` units beyond that (``cap``:
+  the mean count, plus two) and one arc for the rest at the price of unit
+  ``cap + 1``. That price is below the true convex one from there on, so a flow
+  that uses the last arc for at most one unit is optimal for the true costs too
+  (the two costs agree up to ``cap + 1`` units); if the solver's flow uses it for
+  more, those members' ``cap`` is doubled and the flow solved again (the cost of a
+  member far above the mean: a second solve);
+* ``W`` is the number of previously owned partitions plus one (no answer moves
+  more): 1 for a fresh group, which keeps the solver's cost range small.
+
+Ties between optimal flows are broken by the solver, deterministically for a
+given network; the network is built in topic and member index order, so the
+answer depends on the group's content only.
 
 Worked example: t0 (2 partitions) subscribed by A; t1 (2) by A and B. All
-fresh: the flow gives A both of t0 and B both of t1 (counts 2/2). If B owned
+fresh: A gets both of t0 and B both of t1 (counts 2/2). If B owned
 t1-0 and A owned t1-1 before, the answer is the same counts and only t1-1
 moves (A cannot keep it without leaving B with 1 and itself with 3).
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+from ortools.graph.python import min_cost_flow
+
 __all__ = ["balanced_counts"]
-
-_INF = float("inf")
-
-
-class _Flow:
-    """The residual network over topics ``0..T-1``, members ``T..T+M-1``, source and sink."""
-
-    def __init__(
-        self,
-        partitions: Sequence[int],
-        subscribers: Sequence[Sequence[int]],
-        owned: Sequence[Mapping[int, int]],
-        num_members: int,
-    ) -> None:
-        self.T = len(partitions)
-        self.M = num_members
-        self.source = self.T + self.M
-        self.sink = self.source + 1
-        self.free = list(partitions)  # residual capacity source -> topic
-        self.subscribers = [sorted(s) for s in subscribers]
-        self.topics_of: list[list[int]] = [[] for _ in range(num_members)]
-        for t, subs in enumerate(self.subscribers):
-            for m in subs:
-                self.topics_of[m].append(t)
-        self.owned = [dict(o) for o in owned]
-        self.x: list[dict[int, int]] = [{} for _ in range(self.T)]
-        self.count = [0] * num_members
-        self.weight = sum(partitions) + 1  # W: one unit of balance outweighs every move
-        self.potential = [0] * (self.sink + 1)
-
-    # ------------------------------------------------------------------ residual arcs
-
-    def arcs(self, node: int) -> list[tuple[int, int]]:
-        """``(neighbour, cost)`` of every residual arc leaving ``node`` (cheapest parallel arc only)."""
-        T = self.T
-        if node == self.source:
-            return [(t, 0) for t in range(T) if self.free[t] > 0]
-        if node < T:
-            x, owned = self.x[node], self.owned[node]
-            return [(T + m, 0 if x.get(m, 0) < owned.get(m, 0) else 1) for m in self.subscribers[node]]
-        if node == self.sink:
-            return []
-        m = node - T
-        out = [(self.sink, self.weight * (2 * self.count[m] + 1))]
-        for t in self.topics_of[m]:
-            have = self.x[t].get(m, 0)
-            if have > 0:
-                out.append((t, -1 if have > self.owned[t].get(m, 0) else 0))
-        return out
-
-    def reduced(self, u: int, v: int, cost: int) -> int:
-        return cost + self.potential[u] - self.potential[v]
-
-    # ------------------------------------------------------------------ primal-dual
-
-    def dijkstra(self) -> bool:
-        """Shortest reduced distances from the source; fold them into the potentials."""
-        n = self.sink + 1
-        dist: list[float] = [_INF] * n
-        dist[self.source] = 0
-        heap = [(0, self.source)]
-        while heap:
-            d, u = heapq.heappop(heap)
-            if d > dist[u]:
-                continue
-            for v, cost in self.arcs(u):
-                nd = d + self.reduced(u, v, cost)
-                if nd < dist[v]:
-                    dist[v] = nd
-                    heapq.heappush(heap, (nd, v))
-        if dist[self.sink] == _INF:
-            return False
-        reach = max(d for d in dist if d != _INF)
-        for v in range(n):
-            self.potential[v] += int(dist[v] if dist[v] != _INF else reach)
-        return True
-
-    def admissible(self, u: int) -> list[tuple[int, int]]:
-        """Arcs of zero reduced cost leaving ``u`` with their residual capacity (``arcs`` inlined)."""
-        T, pot = self.T, self.potential
-        pu = pot[u]
-        if u == self.source:
-            return [(t, self.free[t]) for t in range(T) if self.free[t] > 0 and pu == pot[t]]
-        if u < T:
-            x, owned = self.x[u], self.owned[u]
-            out = []
-            for m in self.subscribers[u]:
-                v = T + m
-                have, own = x.get(m, 0), owned.get(m, 0)
-                if have < own:
-                    if pu == pot[v]:
-                        out.append((v, own - have))
-                elif pu + 1 == pot[v]:
-                    out.append((v, 1 << 62))
-            return out
-        if u == self.sink:
-            return []
-        m = u - T
-        out = []
-        if self.weight * (2 * self.count[m] + 1) + pu == pot[self.sink]:
-            out.append((self.sink, 1))  # the next unit of this member costs more
-        for t in self.topics_of[m]:
-            have = self.x[t].get(m, 0)
-            if have > 0:
-                own = self.owned[t].get(m, 0)
-                if have > own:
-                    if pu - 1 == pot[t]:
-                        out.append((t, have - own))
-                elif pu == pot[t]:
-                    out.append((t, have))
-        return out
-
-    def push(self, u: int, v: int, amount: int) -> None:
-        T = self.T
-        if u == self.source:
-            self.free[v] -= amount
-        elif v == self.sink:
-            self.count[u - T] += amount
-        elif u < T:
-            m = v - T
-            self.x[u][m] = self.x[u].get(m, 0) + amount
-        else:
-            m = u - T
-            left = self.x[v][m] - amount
-            if left:
-                self.x[v][m] = left
-            else:
-                del self.x[v][m]
-
-    def blocking_flows(self) -> None:
-        """Push flow along zero-reduced-cost paths until the sink is cut off (Dinic)."""
-        while True:
-            level = {self.source: 0}
-            order = [self.source]
-            graph: dict[int, list[tuple[int, int]]] = {}
-            for u in order:  # BFS; ``order`` grows while we walk it
-                graph[u] = self.admissible(u)
-                for v, cap in graph[u]:
-                    if cap > 0 and v not in level:
-                        level[v] = level[u] + 1
-                        order.append(v)
-            if self.sink not in level:
-                return
-            layered = {
-                u: [(v, cap) for v, cap in arcs if cap > 0 and level.get(v) == level[u] + 1]
-                for u, arcs in graph.items()
-            }
-            for u in layered:
-                layered[u].reverse()  # popped from the end: lowest index first
-            while self._augment(layered):
-                pass
-
-    def _augment(self, layered: dict[int, list[tuple[int, int]]]) -> bool:
-        """One source->sink path in the layered graph (dead ends pruned); push its bottleneck."""
-        path: list[int] = [self.source]
-        caps: list[int] = []
-        while path:
-            u = path[-1]
-            if u == self.sink:
-                amount = min(caps)
-                for i, cap in enumerate(caps):
-                    a, b = path[i], path[i + 1]
-                    self.push(a, b, amount)
-                    arcs = layered[a]
-                    if cap - amount > 0:
-                        arcs[-1] = (b, cap - amount)
-                    else:
-                        arcs.pop()
-                return True
-            arcs = layered.get(u, [])
-            if not arcs:
-                path.pop()
-                if caps:
-                    caps.pop()
-                    layered[path[-1]].pop()  # dead end: drop the arc into it
-                continue
-            v, cap = arcs[-1]
-            path.append(v)
-            caps.append(cap)
-        return False
-
-    def solve(self) -> None:
-        while any(self.free) and self.dijkstra():
-            self.blocking_flows()
 
 
 def balanced_counts(
@@ -235,13 +70,128 @@ def balanced_counts(
     """``x[t] = {member: count}``: balanced first (min ``sum c**2``), then fewest moves.
 
     ``partitions[t]`` is topic ``t``'s partition count, ``subscribers[t]`` the
-    member indices subscribed to it (every topic has at least one),
+    member indices subscribed to it (every topic with partitions has at least one),
     ``owned[t] = {member: n}`` how many of its partitions each subscriber validly
     owned before. Every partition is assigned.
     """
+    x: list[dict[int, int]] = [{} for _ in partitions]
+    forced = [0] * num_members  # partitions of topics a member alone subscribes to
+    shared: list[int] = []
     for t, subs in enumerate(subscribers):
-        if partitions[t] > 0 and not subs:
+        if partitions[t] <= 0:
+            continue
+        if not subs:
             raise ValueError(f"topic index {t} has partitions but no subscriber")
-    flow = _Flow(partitions, subscribers, owned, num_members)
-    flow.solve()
-    return flow.x
+        if len(subs) == 1:
+            x[t][subs[0]] = partitions[t]
+            forced[subs[0]] += partitions[t]
+        else:
+            shared.append(t)
+    if not shared:
+        return x
+    total = sum(partitions[t] for t in shared)
+    caps = np.full(num_members, -(-total // max(1, num_members)) + 2, dtype=np.int64)
+    while True:
+        flows, short = _solve(partitions, subscribers, owned, num_members, shared, forced, total, caps)
+        if not len(short):
+            break
+        caps[short] *= 2
+    for t, member, amount in flows:
+        x[t][member] = x[t].get(member, 0) + amount
+    return x
+
+
+def _solve(
+    partitions: Sequence[int],
+    subscribers: Sequence[Sequence[int]],
+    owned: Sequence[Mapping[int, int]],
+    num_members: int,
+    shared: Sequence[int],
+    forced: Sequence[int],
+    total: int,
+    caps: np.ndarray,
+) -> tuple[list[tuple[int, int, int]], np.ndarray]:
+    """The optimal ``(topic, member, units)`` flows, and the members whose ``caps`` were too
+    small for them to be sure (then the flows are not used)."""
+    T, M = len(shared), num_members
+    source, sink = T + M, T + M + 1
+    weight = sum(sum(o.values()) for o in owned) + 1  # W: above the most moves any answer can make
+    topic_of = np.asarray(shared, dtype=np.int64)
+    sizes = np.asarray([partitions[t] for t in shared], dtype=np.int64)
+    degree = np.asarray([len(subscribers[t]) for t in shared], dtype=np.int64)
+    members = np.concatenate([np.asarray(subscribers[t], dtype=np.int64) for t in shared])
+    arc_topic = np.repeat(np.arange(T, dtype=np.int64), degree)
+
+    # what each member can take at most: the partitions of its shared topics
+    reach = np.bincount(members, weights=sizes[arc_topic], minlength=M).astype(np.int64)
+    kept_t, kept_m, kept_n = [], [], []
+    for k, t in enumerate(shared):
+        for m, n in sorted(owned[t].items()):
+            if n > 0:
+                kept_t.append(k)
+                kept_m.append(m)
+                kept_n.append(n)
+
+    units = np.minimum(reach, caps)  # unit arcs per member
+    start = np.asarray(forced, dtype=np.int64)  # the convex cost starts after the forced units
+    unit_member = np.repeat(np.arange(M, dtype=np.int64), units)
+    offsets = np.arange(len(unit_member), dtype=np.int64) - np.repeat(np.cumsum(units) - units, units)
+    rest = reach - units
+    rest_members = np.nonzero(rest > 0)[0]
+
+    tails = np.concatenate(
+        [
+            np.full(T, source, dtype=np.int64),  # source -> topic
+            np.asarray(kept_t, dtype=np.int64),  # topic -> member, kept partitions
+            arc_topic,  # topic -> member, any partition
+            T + unit_member,  # member -> sink, one unit each
+            T + rest_members,  # member -> sink, beyond cap
+        ]
+    )
+    heads = np.concatenate(
+        [
+            np.arange(T, dtype=np.int64),
+            T + np.asarray(kept_m, dtype=np.int64),
+            T + members,
+            np.full(len(unit_member), sink, dtype=np.int64),
+            np.full(len(rest_members), sink, dtype=np.int64),
+        ]
+    )
+    capacities = np.concatenate(
+        [
+            sizes,
+            np.asarray(kept_n, dtype=np.int64),
+            sizes[arc_topic],
+            np.ones(len(unit_member), dtype=np.int64),
+            rest[rest_members],
+        ]
+    )
+    costs = np.concatenate(
+        [
+            np.zeros(T, dtype=np.int64),
+            np.zeros(len(kept_t), dtype=np.int64),
+            np.ones(len(arc_topic), dtype=np.int64),
+            weight * (2 * (start[unit_member] + offsets) + 1),
+            weight * (2 * (start[rest_members] + units[rest_members]) + 1),
+        ]
+    )
+    solver = min_cost_flow.SimpleMinCostFlow()
+    arcs = solver.add_arcs_with_capacity_and_unit_cost(tails, heads, capacities, costs)
+    solver.set_nodes_supplies(np.asarray([source, sink], dtype=np.int64), np.asarray([total, -total]))
+    status = solver.solve()
+    if status != solver.OPTIMAL:
+        raise RuntimeError(f"min-cost flow of the uniform assignor ended with status {status}")
+    flow = solver.flows(arcs)
+    beyond = flow[len(flow) - len(rest_members) :]
+    short = rest_members[beyond > 1]
+    if len(short):
+        return [], short
+    first = T
+    out: list[tuple[int, int, int]] = []
+    for k in np.nonzero(flow[first : first + len(kept_t)])[0].tolist():
+        out.append((shared[kept_t[k]], kept_m[k], int(flow[first + k])))
+    first += len(kept_t)
+    moved = flow[first : first + len(arc_topic)]
+    for k in np.nonzero(moved)[0].tolist():
+        out.append((int(topic_of[arc_topic[k]]), int(members[k]), int(moved[k])))
+    return out, short
