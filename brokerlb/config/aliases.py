@@ -136,7 +136,7 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     brokerDeduplicationMaxNumberOfProducers brokerDeduplicationSnapshotFrequencyInSeconds
     brokerDeduplicationSnapshotIntervalSeconds brokerDeduplicationEntriesInterval
     brokerDeduplicationProducerInactivityTimeoutMinutes maxNamespacesPerTenant maxTopicsPerNamespace
-    brokerMaxConnections brokerMaxConnectionsPerIp isAllowAutoUpdateSchemaEnabled
+    isAllowAutoUpdateSchemaEnabled
     clientLibraryVersionCheckEnabled statusFilePath maxUnackedMessagesPerConsumer
     maxUnackedMessagesPerSubscription maxUnackedMessagesPerBroker
     maxUnackedMessagesPerSubscriptionOnBrokerBlocked maxConsumerMetadataSize unblockStuckSubscriptionEnabled

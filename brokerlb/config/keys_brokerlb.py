@@ -133,6 +133,15 @@ class BrokerlbKeys(KeyGroup):
         "one is answered 412 (400 for names outside the topic hierarchy). 0 = no limit, as in Pulsar.",
         ge=0,
     )
+    brokerlbFrameCompletionTimeoutSeconds: float = key(
+        DOUBLE,
+        30.0,
+        "A binary frame that has begun must be complete within this time, or the connection is closed "
+        "(a client cannot make the broker hold partial frames; Pulsar has no such bound). A connection "
+        "that has not read what the broker sent for keepAliveIntervalSeconds is closed too.",
+        gt=0,
+        unit="seconds",
+    )
     brokerlbStrictNamespaceBundles: bool = key(
         BOOL,
         True,

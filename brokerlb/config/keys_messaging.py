@@ -6,7 +6,7 @@ wording.
 
 from __future__ import annotations
 
-from brokerlb.config.kinds import INT, LONG, choice
+from brokerlb.config.kinds import BOOL, INT, LONG, choice
 from brokerlb.config.registry import KeyGroup, key
 
 __all__ = ["MessagingKeys", "BACKLOG_QUOTA_POLICIES"]
@@ -38,6 +38,44 @@ class MessagingKeys(KeyGroup):
         "How often the broker pings a quiet binary connection; one unanswered ping closes it.",
         ge=1,
         unit="seconds",
+    )
+    brokerMaxConnections: int = key(
+        INT,
+        0,
+        "Most binary-protocol connections (plain and TLS) the broker keeps; one more is answered "
+        "ERROR{NotAllowedError} and closed. 0 = no limit.",
+        ge=0,
+    )
+    brokerMaxConnectionsPerIp: int = key(
+        INT,
+        0,
+        "Most binary-protocol connections from one client address; 0 = no limit.",
+        ge=0,
+        deviation="Pulsar counts IPv4 clients only (IPv6 ones are never limited); brokerlb counts every "
+        "client address.",
+    )
+    pulsarChannelWriteBufferHighWaterMark: int = key(
+        INT,
+        64 * 1024,
+        "Bytes queued for a binary connection above which it is unwritable: its consumers get nothing "
+        "more until the queue drains below pulsarChannelWriteBufferLowWaterMark (Netty's writability).",
+        ge=1024,
+        unit="bytes",
+    )
+    pulsarChannelWriteBufferLowWaterMark: int = key(
+        INT,
+        32 * 1024,
+        "Bytes queued below which an unwritable binary connection is writable again.",
+        ge=0,
+        unit="bytes",
+    )
+    pulsarChannelPauseReceivingRequestsIfUnwritable: bool = key(
+        BOOL,
+        True,
+        "Stop reading a binary connection's requests while it is unwritable (a client that sends "
+        "without reading the answers cannot make the broker queue more).",
+        deviation="Pulsar's default is false; brokerlb stops reading by default, so one client cannot "
+        "make the broker buffer answers without bound.",
     )
     defaultRetentionTimeInMinutes: int = key(
         INT,

@@ -60,6 +60,16 @@ def _avg_shedder_thresholds(v: Values) -> None:
         )
 
 
+def _write_buffer_marks(v: Values) -> None:
+    low, high = v["pulsarChannelWriteBufferLowWaterMark"], v["pulsarChannelWriteBufferHighWaterMark"]
+    if low > high:
+        raise InvalidConfigError(
+            "pulsarChannelWriteBufferLowWaterMark",
+            low,
+            f"must not exceed pulsarChannelWriteBufferHighWaterMark ({high})",
+        )
+
+
 def _authorization_needs_authentication(v: Values) -> None:
     if v["authorizationEnabled"] and not v["authenticationEnabled"]:
         raise InvalidConfigError(
@@ -76,6 +86,7 @@ CROSS_KEY_CHECKS: tuple[Callable[[Values], None], ...] = (
     _some_port("webServicePort", "webServicePortTls"),
     _some_port("brokerServicePort", "brokerServicePortTls"),
     _avg_shedder_thresholds,
+    _write_buffer_marks,
     _authorization_needs_authentication,
 )
 

@@ -75,14 +75,17 @@ class DispatchConsumer:
     """One connected consumer as a dispatcher sees it (Pulsar's broker-side ``Consumer``).
 
     ``priority_level``: 0 is the highest priority. ``permits``: messages it may
-    still receive (``availablePermits``). ``hash_ranges``: a STICKY Key_Shared
-    consumer's fixed ranges. ``consumer_id`` is unique per connection.
+    still receive (``availablePermits``). ``writable``: its connection can take more
+    (Pulsar's ``cnx.isWritable()``: a consumer whose connection's outbound buffer is above
+    its high-water mark is skipped, apache/pulsar#6740). ``hash_ranges``: a STICKY
+    Key_Shared consumer's fixed ranges. ``consumer_id`` is unique per connection.
     """
 
     consumer_name: str
     priority_level: int = 0
     permits: int = 0
     blocked: bool = False
+    writable: bool = True
     hash_ranges: tuple[HashRange, ...] = ()
     consumer_id: int = field(default_factory=lambda: next(_ids))
 
@@ -101,8 +104,8 @@ class DispatchConsumer:
 
     @property
     def available(self) -> bool:
-        """``isConsumerAvailable``: not blocked on unacked messages and has permits."""
-        return not self.blocked and self.permits > 0
+        """``isConsumerAvailable``: not blocked on unacked messages, has permits, its connection writable."""
+        return not self.blocked and self.permits > 0 and self.writable
 
     def add_permits(self, count: int) -> None:
         if count < 0:

@@ -100,7 +100,7 @@ class FailoverDispatcher:
     def dispatch(self, messages: Sequence[Message]) -> DispatchResult:
         result = DispatchResult()
         active = self._active
-        count = 0 if active is None or active.blocked else min(active.permits, len(messages))
+        count = 0 if active is None or not active.available else min(active.permits, len(messages))
         if active is not None:
             for message in messages[:count]:
                 result.add(active, message)

@@ -113,15 +113,21 @@ class Frame:
 class FrameDecoder:
     """Cuts a byte stream into :class:`Frame` s (module docstring). Feed it whatever the socket gives."""
 
-    __slots__ = ("max_frame_size", "_buf")
+    __slots__ = ("max_frame_size", "_buf", "frames_seen")
 
     def __init__(self, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         self.max_frame_size = max_message_size + FRAME_PADDING
         self._buf = bytearray()
+        #: frames cut so far (a caller timing a partial frame tells a new frame from the old one)
+        self.frames_seen = 0
 
     @property
     def buffered(self) -> int:
         return len(self._buf)
+
+    def clear(self) -> None:
+        """Drop what is buffered (a closed connection's partial frame)."""
+        self._buf = bytearray()
 
     def feed(self, data: bytes) -> list[Frame]:
         buf = self._buf
@@ -155,6 +161,7 @@ class FrameDecoder:
             raise
         if pos:
             del buf[:pos]
+        self.frames_seen += len(frames)
         return frames
 
 

@@ -34,11 +34,27 @@ When a bundle moves, the data path closes the topic's sessions: each producer an
 Bad input never takes the listener down: a frame that cannot be read gets ``ERROR`` and the
 connection is closed (the byte stream cannot be trusted any more); a bad command gets its
 error and the connection goes on.
+
+**Bounded memory.** What one connection can make the broker hold is bounded:
+
+* *outbound*: frames queued for the peer (in this turn's batch and in the transport's buffer)
+  above ``pulsarChannelWriteBufferHighWaterMark`` make the connection *unwritable* (Netty's
+  channel writability, as in Pulsar) until they drain below
+  ``pulsarChannelWriteBufferLowWaterMark``: its consumers are skipped by dispatch (their
+  deliveries, redeliveries included, wait; apache/pulsar#6740) and, with
+  ``pulsarChannelPauseReceivingRequestsIfUnwritable``, the broker stops reading its requests. A
+  connection still unwritable after a whole ``keepAliveIntervalSeconds`` -- a peer that does not
+  read -- is closed and its buffers dropped;
+* *inbound*: a frame is at most ``maxMessageSize`` plus 10 KB, and a frame that has begun must
+  complete within ``brokerlbFrameCompletionTimeoutSeconds`` or the connection is closed;
+* connections: ``brokerMaxConnections`` and ``brokerMaxConnectionsPerIp``
+  (:mod:`~brokerlb.broker.binary.limits`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
 import socket
@@ -113,6 +129,8 @@ SUBSCRIPTION_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_S
 #: request id of broker-initiated CLOSE_PRODUCER / CLOSE_CONSUMER (Pulsar sends -1)
 _NO_REQUEST = -1
 _WORD = (1 << 64) - 1
+#: producer ids a connection remembers as closed (their in-flight SENDs are ignored, not refused)
+_CLOSED_PRODUCERS_KEPT = 1000
 
 
 def _mask_of(words: list[int]) -> int | None:
@@ -234,7 +252,18 @@ class BinaryConnection(asyncio.Protocol):
         self.producers: dict[int, BinaryProducer] = {}
         self.consumers: dict[int, BinaryConsumer] = {}
         self._pending_producers: set[int] = set()
+        #: producer ids this broker closed (a move), whose in-flight SENDs are ignored (Pulsar's
+        #: ``recentlyClosedProducers``); bounded
+        self._closed_producers: collections.OrderedDict[int, None] = collections.OrderedDict()
         self._out: list[bytes] = []
+        #: bytes in ``_out`` (not yet handed to the transport)
+        self._queued = 0
+        #: outbound backpressure (module docstring)
+        self.writable = True
+        self._transport_paused = False
+        self._unwritable_since: float | None = None
+        self._reading_paused = False
+        self._partial_frame: TimerHandle | None = None
         self._flush_scheduled = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._waiting_for_pong = False
@@ -269,14 +298,29 @@ class BinaryConnection(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+        refused = self.ctx.connection_limits.admit(self)
+        if refused is not None:  # Pulsar's ServerCnx.channelActive: ERROR, then close
+            logger.info("Refusing connection from %s: %s", self.peer, refused)
+            self.closed = True
+            self.transport.write(
+                simple_frame(CommandError(_NO_REQUEST, int(ServerError.NotAllowedError), refused))
+            )
+            self.transport.close()
+            return
+        self.transport.set_write_buffer_limits(
+            high=self.ctx.write_buffer_high_water_mark, low=self.ctx.write_buffer_low_water_mark
+        )
         self._schedule_keep_alive()
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
         try:
             frames = self.decoder.feed(data)
         except BinaryProtocolError as exc:
             self._fatal(exc)
             return
+        self._watch_partial_frame()
         for frame in frames:
             if self.closed:
                 break
@@ -295,12 +339,16 @@ class BinaryConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._teardown()
+        self.ctx.connection_limits.release(self)  # also a connection refused at once
 
     def send(self, frame: bytes) -> None:
         """Queue a frame; everything queued in one event-loop turn goes out in one write."""
         if self.closed:
             return
         self._out.append(frame)
+        self._queued += len(frame)
+        if self.writable and self._queued > self.ctx.write_buffer_high_water_mark:
+            self._set_writable(False)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
@@ -309,22 +357,92 @@ class BinaryConnection(asyncio.Protocol):
         self._flush_scheduled = False
         if self._out and self.transport is not None and not self.closed:
             out, self._out = self._out, []
+            self._queued = 0
             self.transport.write(b"".join(out) if len(out) > 1 else out[0])
+            if not self.writable and not self._transport_paused and not self.closed:
+                self._set_writable(True)  # the batch went out (or into a buffer under the mark)
+
+    # ------------------------------------------------------------------ backpressure
+    def pause_writing(self) -> None:
+        """The transport's buffer passed the high-water mark (asyncio's flow control)."""
+        self._transport_paused = True
+        self._set_writable(False)
+
+    def resume_writing(self) -> None:
+        """The transport's buffer drained below the low-water mark."""
+        self._transport_paused = False
+        if self._queued <= self.ctx.write_buffer_high_water_mark:
+            self._set_writable(True)
+
+    def _set_writable(self, writable: bool) -> None:
+        if writable == self.writable or self.closed:
+            return
+        self.writable = writable
+        self._unwritable_since = None if writable else self.ctx.clock.monotonic()
+        for consumer in list(self.consumers.values()):
+            consumer.dispatch.writable = writable
+        if self.ctx.pause_reading_if_unwritable and self.transport is not None:
+            if not writable and not self._reading_paused:
+                self._reading_paused = True
+                self.transport.pause_reading()
+            elif writable and self._reading_paused:
+                self._reading_paused = False
+                self.transport.resume_reading()
+        if writable:  # what waited for this connection goes out now
+            for consumer in list(self.consumers.values()):
+                consumer.served.topic.flow(consumer.subscription, consumer.dispatch, 0)
+
+    def _watch_partial_frame(self) -> None:
+        """A frame that has begun must complete within ``brokerlbFrameCompletionTimeoutSeconds``."""
+        if self.decoder.buffered == 0:
+            if self._partial_frame is not None:
+                self._partial_frame.cancel()
+                self._partial_frame = None
+        elif self._partial_frame is None:
+            self._partial_frame = self.ctx.clock.call_later(
+                self.ctx.frame_completion_timeout, self._partial_frame_expired, self.decoder.frames_seen
+            )
+
+    def _partial_frame_expired(self, frames_seen: int) -> None:
+        self._partial_frame = None
+        if self.closed or self.decoder.buffered == 0:
+            return
+        if self.decoder.frames_seen != frames_seen or self._reading_paused:
+            # that frame completed (the one now begun gets its time), or the broker itself stopped
+            # reading (backpressure: the drain rule of the keep-alive check applies instead)
+            self._watch_partial_frame()
+            return
+        self._fatal(
+            BinaryProtocolError(
+                "NotAllowedError",
+                f"A frame was not completed within {self.ctx.frame_completion_timeout:g} s "
+                f"({self.decoder.buffered} bytes received; brokerlbFrameCompletionTimeoutSeconds)",
+                fatal=True,
+            )
+        )
 
     def close(self) -> None:
-        """Close the connection (after sending what is queued)."""
+        """Close the connection (after sending what is queued; at once when the peer does not read)."""
         if self.closed:
             return
         self.flush()
         self._teardown()
         if self.transport is not None:
-            self.transport.close()
+            if self.writable:
+                self.transport.close()
+            else:
+                self.transport.abort()  # a peer that does not read would keep the buffer for ever
 
     def _teardown(self) -> None:
         if self.closed:
             return
         self.closed = True
         self._out.clear()
+        self._queued = 0
+        self.decoder.clear()
+        self.ctx.connection_limits.release(self)
+        if self._partial_frame is not None:
+            self._partial_frame.cancel()
         if self._keep_alive is not None:
             self._keep_alive.cancel()
         for task in list(self._tasks):
@@ -354,6 +472,15 @@ class BinaryConnection(asyncio.Protocol):
 
     def _keep_alive_check(self) -> None:
         if self.closed:
+            return
+        since = self._unwritable_since
+        if since is not None and self.ctx.clock.monotonic() - since >= self.ctx.keep_alive_seconds:
+            logger.info(
+                "Closing connection from %s: it has not read what the broker sent for %.0f s",
+                self.peer,
+                self.ctx.clock.monotonic() - since,
+            )
+            self.close()
             return
         if not self.connected or self._waiting_for_pong:
             logger.info("Closing connection from %s: no answer within keepAliveIntervalSeconds", self.peer)
@@ -572,6 +699,9 @@ class BinaryConnection(asyncio.Protocol):
     def drop_producer(self, producer: BinaryProducer) -> None:
         if self.producers.get(producer.producer_id) is producer:
             del self.producers[producer.producer_id]
+            self._closed_producers[producer.producer_id] = None
+            while len(self._closed_producers) > _CLOSED_PRODUCERS_KEPT:
+                self._closed_producers.popitem(last=False)
         producer.served.topic.remove_producer(producer.name, producer)
         self.ctx.data_path.remove_session(producer.served, producer)
 
@@ -580,7 +710,14 @@ class BinaryConnection(asyncio.Protocol):
         assert isinstance(cmd, CommandSend)
         producer = self.producers.get(cmd.producer_id)
         if producer is None:
-            return  # closed meanwhile (a move): the client re-sends to the next owner
+            if cmd.producer_id in self._closed_producers:
+                return  # closed by the broker meanwhile (a move): the client re-sends to the next owner
+            # Pulsar's ServerCnx.handleSend: "producer is not ready" -- the connection is closed
+            raise BinaryProtocolError(
+                "NotAllowedError",
+                f"SEND for producer {cmd.producer_id}, which is not open on this connection",
+                fatal=True,
+            )
         section = frame.payload
         if not section:
             raise BinaryProtocolError("UnknownError", "SEND without a payload", fatal=True)
@@ -665,6 +802,7 @@ class BinaryConnection(asyncio.Protocol):
                 priority_level=max(0, cmd.priority_level or 0),
                 hash_ranges=ranges if mode is KeySharedMode.STICKY else (),
             )
+            dispatch.writable = self.writable
             consumer = BinaryConsumer(self, cmd.consumer_id, served, cmd.subscription, dispatch)
             durable = cmd.durable is not False
             start: tuple[int, int] | str | None = None

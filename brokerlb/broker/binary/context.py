@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from brokerlb.broker.binary.limits import ConnectionLimits
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.naming import NamespaceName, TopicName
 
@@ -68,6 +69,15 @@ class BinaryContext:
     name_prefix: str
     max_message_size: int = 5 * 1024 * 1024
     keep_alive_seconds: float = 30.0
+    #: outbound backpressure (Pulsar's ``pulsarChannelWriteBuffer{High,Low}WaterMark``, bytes)
+    write_buffer_high_water_mark: int = 64 * 1024
+    write_buffer_low_water_mark: int = 32 * 1024
+    #: stop reading a connection's requests while it is unwritable
+    pause_reading_if_unwritable: bool = True
+    #: seconds a frame that has begun may take to complete (``brokerlbFrameCompletionTimeoutSeconds``)
+    frame_completion_timeout: float = 30.0
+    #: ``brokerMaxConnections`` / ``brokerMaxConnectionsPerIp``, shared by the plain and TLS listeners
+    connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     #: keep-alive checks are timers on this clock
     clock: Clock = SYSTEM_CLOCK
     authenticator: Authenticator = field(default_factory=AnonymousAuthenticator)

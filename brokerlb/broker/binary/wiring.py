@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from brokerlb import __version__
 from brokerlb.broker.binary.context import ANONYMOUS_ROLE, BinaryContext
+from brokerlb.broker.binary.limits import ConnectionLimits
 from brokerlb.broker.binary.server import BinaryServer, bind_binary_socket
 from brokerlb.broker.handoff import TopicHandOff
 from brokerlb.broker.http.access import Security
@@ -149,6 +150,11 @@ def binary_server(
         name_prefix=ident.broker_id.replace(":", "-"),
         max_message_size=conf.maxMessageSize,
         keep_alive_seconds=conf.keepAliveIntervalSeconds,
+        write_buffer_high_water_mark=conf.pulsarChannelWriteBufferHighWaterMark,
+        write_buffer_low_water_mark=conf.pulsarChannelWriteBufferLowWaterMark,
+        pause_reading_if_unwritable=conf.pulsarChannelPauseReceivingRequestsIfUnwritable,
+        frame_completion_timeout=conf.brokerlbFrameCompletionTimeoutSeconds,
+        connection_limits=ConnectionLimits(conf.brokerMaxConnections, conf.brokerMaxConnectionsPerIp),
         clock=clock,
         server_version=f"brokerlb-{__version__}",
     )

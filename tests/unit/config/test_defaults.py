@@ -41,6 +41,10 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     # messaging
     "maxMessageSize": (5242880, False),
     "keepAliveIntervalSeconds": (30, False),
+    "brokerMaxConnections": (0, False),
+    "brokerMaxConnectionsPerIp": (0, False),
+    "pulsarChannelWriteBufferHighWaterMark": (65536, False),
+    "pulsarChannelWriteBufferLowWaterMark": (32768, False),
     "defaultRetentionTimeInMinutes": (0, False),
     "defaultRetentionSizeInMB": (0, False),
     "backlogQuotaDefaultLimitBytes": (-1, False),
@@ -174,6 +178,8 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
 BROKERLB_DEFAULTS: dict[str, object] = {
     "metadataStoreUrl": "memory:",  # Pulsar: unset (must be configured)
     "httpMaxRequestSize": 1048576,  # Pulsar: -1 (no limit)
+    "pulsarChannelPauseReceivingRequestsIfUnwritable": True,  # Pulsar: false
+    "brokerlbFrameCompletionTimeoutSeconds": 30.0,
     "brokerlbMaxJsonDepth": 64,  # brokerlb's own keys (input bounds)
     "brokerlbMaxNameLength": 255,
     "brokerlbStrictNamespaceBundles": True,

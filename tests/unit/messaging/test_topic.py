@@ -326,3 +326,32 @@ def test_nothing_published_is_lost_whatever_happens(ops: list[tuple[str, int]], 
     delivered_now = {e for e, _ in sink.got}
     assert published - acked <= delivered_now  # everything unacknowledged reaches the consumer
     assert topic.backlog("s") == len(published - acked)
+
+
+def test_redelivery_is_bounded_by_the_consumers_permits() -> None:
+    topic, _ = make_topic()
+    consumer, sink = attach(topic, "s", "Exclusive", "c", permits=3)
+    for _ in range(5):
+        topic.publish(section())
+    assert sink.ids == [0, 1, 2] and consumer.permits == 0
+    for _ in range(10):  # REDELIVER_UNACKNOWLEDGED_MESSAGES again and again: nothing without permits
+        topic.redeliver("s", consumer)
+    assert sink.ids == [0, 1, 2]
+    topic.flow("s", consumer, 2)
+    assert sink.got[3:] == [(0, 1), (1, 1)]  # counted once: they were no longer pending
+
+
+def test_a_consumer_whose_connection_is_unwritable_is_skipped_until_it_drains() -> None:
+    topic, _ = make_topic()
+    c1, s1 = attach(topic, "s", "Shared", "c1")
+    c2, s2 = attach(topic, "s", "Shared", "c2")
+    c1.writable = False
+    for _ in range(4):
+        topic.publish(section())
+    assert s1.ids == [] and s2.ids == [0, 1, 2, 3]
+    c2.writable = False
+    topic.publish(section())
+    assert s1.ids == [] and s2.ids == [0, 1, 2, 3]  # kept, not dropped
+    c1.writable = True
+    topic.flow("s", c1, 0)  # the connection drained: what waited goes out
+    assert s1.ids == [4]
