@@ -194,13 +194,17 @@ class _Api:
         *,
         num_bundles: int | None = None,
         boundaries: Sequence[str] | None = None,
+        clusters: Sequence[str] | None = None,
     ) -> Any:
-        """``PUT /admin/v2/namespaces/{ns}`` with ``{"bundles": {...}}`` when a count or boundaries are given."""
+        """``PUT /admin/v2/namespaces/{ns}`` with Pulsar's ``Policies``: ``{"bundles": {...}}`` when a
+        count or boundaries are given, ``replication_clusters`` when clusters are."""
         body: dict[str, Any] | None = None
         if boundaries is not None:
             body = {"bundles": {"boundaries": list(boundaries), "numBundles": len(boundaries) - 1}}
         elif num_bundles is not None:
             body = {"bundles": {"numBundles": num_bundles}}
+        if clusters is not None:
+            body = {**(body or {}), "replication_clusters": list(clusters)}
         return self._call("PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}", body=body, parse=_none)
 
     def get_permissions(self, namespace: NamespaceName | str) -> Any:

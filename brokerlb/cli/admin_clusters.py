@@ -29,11 +29,12 @@ clusters = typer.Typer(no_args_is_help=True, help="Clusters and their failure do
 isolation = typer.Typer(no_args_is_help=True, help="Namespace isolation policies of a cluster.")
 
 _DOMAIN = typer.Option(..., "--domain-name", help="failure domain name")
-_BROKERS = typer.Option(..., "--broker-list", help="brokers of the domain (host:port, comma-separated)")
+_BROKERS = typer.Option([], "--broker-list", help="brokers of the domain (host:port, comma-separated)")
 
 
 @clusters.command("list")
 def clusters_list(ctx: typer.Context) -> None:
+    """The clusters (brokerlb: the one its brokers are configured with, clusterName)."""
     run(ctx, lambda a: a.get_clusters(), lambda names: list_table("clusters", "cluster", names))
 
 
@@ -54,11 +55,13 @@ def _domains_table(domains: dict[str, Any]) -> None:
 
 @clusters.command("list-failure-domains")
 def domains_list(ctx: typer.Context, cluster: str) -> None:
+    """The cluster's failure domains and their brokers."""
     run(ctx, lambda a: a.get_failure_domains(cluster), _domains_table)
 
 
 @clusters.command("get-failure-domain")
 def domains_get(ctx: typer.Context, cluster: str, domain: str = _DOMAIN) -> None:
+    """One failure domain's brokers."""
     run(ctx, lambda a: a.get_failure_domain(cluster, domain), lambda d: _domains_table({domain: d}))
 
 
@@ -74,11 +77,13 @@ def domains_create(
 def domains_update(
     ctx: typer.Context, cluster: str, domain: str = _DOMAIN, brokers: list[str] = _BROKERS
 ) -> None:
+    """Replace a failure domain's brokers (creates it if it does not exist)."""
     run(ctx, lambda a: a.set_failure_domain(cluster, domain, split_list(brokers)), done=f"updated {domain}")
 
 
 @clusters.command("delete-failure-domain")
 def domains_delete(ctx: typer.Context, cluster: str, domain: str = _DOMAIN) -> None:
+    """Delete a failure domain."""
     run(ctx, lambda a: a.delete_failure_domain(cluster, domain), done=f"deleted {domain}")
 
 

@@ -8,7 +8,7 @@ and ``PUT /{tenant}/{namespace}/{bundle}/acquire`` (the destination side of a tr
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
@@ -35,6 +35,7 @@ from brokerlb.broker.http.openapi import (
     doc,
 )
 from brokerlb.broker.leader_fence import parse_leader_epoch
+from brokerlb.errors import PreconditionFailedError
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import parse_boundary
 
@@ -86,8 +87,26 @@ def namespaces_router(  # noqa: C901 - one route per endpoint
         body = await json_body(request)
         limits.check_policies_bundles(body, parse_boundary)
         await tenants.check_namespace_allowed(tenant, local_cluster)
+        await _check_replication_clusters(tenant, body)
         await namespaces.create_namespace(name, body)
         return no_content()
+
+    async def _check_replication_clusters(tenant: str, body: Any) -> None:
+        """Pulsar's ``validatePolicies``: every cluster of ``replication_clusters`` exists (this
+        broker's cluster is the one there is) and the tenant may use it."""
+        clusters = body.get("replication_clusters") if isinstance(body, dict) else None
+        if clusters is None:
+            return
+        if not isinstance(clusters, list) or not all(isinstance(c, str) for c in clusters):
+            raise PreconditionFailedError(
+                f"Invalid replication_clusters: expected a list of names, got {clusters!r}"
+            )
+        for cluster in clusters:
+            if cluster != local_cluster:
+                raise PreconditionFailedError(
+                    f"Cluster [{cluster}] does not exist (this cluster: {local_cluster})"
+                )
+            await tenants.check_namespace_allowed(tenant, cluster)
 
     @router.get(
         f"{_P}/{{tenant}}/{{namespace}}/bundles",

@@ -157,7 +157,16 @@ async def test_shedding_moves_bundles_off_an_overloaded_broker(strategy, transfe
         table = await asyncio.to_thread(
             CliRunner().invoke,
             admin_app,
-            ["--url", cluster.urls[0], "namespaces", "bundle-story", namespace, "--bundle", bundle_range],
+            [
+                "--url",
+                cluster.urls[0],
+                "--table",
+                "namespaces",
+                "bundle-story",
+                namespace,
+                "--bundle",
+                bundle_range,
+            ],
             env={"COLUMNS": "250"},
         )
         assert table.exit_code == 0, table.output

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from brokerlb.cli import admin
+from brokerlb.cli import admin_namespaces
 from brokerlb.cli.admin import story_row, story_table
 
 LEADER = "127.0.0.1:8080"
@@ -51,7 +51,7 @@ def test_a_transition_row_names_the_states_and_a_forced_move() -> None:
 
 def test_the_table_of_a_moved_bundle_renders(monkeypatch) -> None:
     out = Console(width=200, record=True)
-    monkeypatch.setattr(admin, "console", out)
+    monkeypatch.setattr(admin_namespaces, "console", out)
     story_table(STORY)
     text = out.export_text()
     assert "leader decided transfer" in text and "Overloaded" in text
