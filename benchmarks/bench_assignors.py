@@ -44,6 +44,9 @@ from brokerlb.kafka.assignors import (  # noqa: E402
 )
 from brokerlb.kafka.checker import check_assignor_result  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verdict import verdict  # noqa: E402
+
 
 def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     best, result = float("inf"), None
@@ -166,8 +169,15 @@ def main() -> None:
         ratio = seconds / baseline[scenario] if baseline.get(scenario) else float("nan")
         print(f"{name:<20} {scenario:<12} {seconds:>9.3f} {ratio:>8.1f} {moved:>8}")
     print("\nreference: ours vs kafka-python 3.0.12 (identical answers checked)")
+    ratios = []
     for label, ours, theirs in reference(args):
         print(f"  {label:<34} ours {ours:8.3f} s   kafka-python {theirs:8.3f} s   ({theirs / ours:5.1f}x)")
+        ratios.append(theirs / ours)
+    verdict(
+        "the classic assignors at least as fast as kafka-python's on identical answers",
+        ", ".join(f"{r:.1f}x" for r in ratios),
+        all(r >= 1.0 for r in ratios),
+    )
 
 
 if __name__ == "__main__":

@@ -6,10 +6,15 @@ What runs where (all on 127.0.0.1; every party in its own process):
 
 * the **broker**: ``brokerlb standalone --brokers 1`` (throughput) or ``--brokers 3`` (moves);
 * the **load generator**: Apache Pulsar's official Python client (``pulsar-client``, C++ core) in
-  processes of their own (:data:`LOADGEN`; ``--loadgens``, default 2, at once -- one process is
-  limited by the client's Python side to ~30,000 msg/s), producers on 4 topics each, as fast as
-  1000 pending messages per producer allow; batching on (the client's defaults: up to 1000
-  messages / 128 KB / 10 ms per batch) and off;
+  a process of its own (:data:`LOADGEN`; ``--loadgens``, default 1), producers on 4 topics, as
+  fast as 1000 pending messages per producer allow; batching on (the client's defaults: up to
+  1000 messages / 128 KB / 10 ms per batch) and off;
+* **cores**: on a 2-core machine the broker (and the null broker) is pinned to one core and the
+  load generator to the other (``--no-pin``: not). Unpinned, two load generators took both cores
+  and the figure measured mostly the client; pinned, the broker has a core of its own, and its
+  CPU per message (read from the kernel, not the client) is printed beside the rates: when both
+  the broker and the null broker keep up with one client, their rates agree and the CPU per
+  message is what tells the broker's cost;
 * **baselines of the same run**: the **null broker** (:mod:`brokerlb.testing.null_broker`: the
   same protocol code acking every SEND without storing it -- the protocol's own cost) driven by
   the same load generator; and the **WebSocket path** of the same broker driven by
@@ -17,8 +22,9 @@ What runs where (all on 127.0.0.1; every party in its own process):
 
 Phases:
 
-1. **throughput** -- messages/s acknowledged to the producers and the broker's CPU µs per
-   message, batching off and on, broker vs null broker; the WebSocket path for comparison;
+1. **throughput** -- after a warm-up of both, ``--rounds`` pairs (broker, null broker,
+   alternated) of messages/s acknowledged to the producers and the server's CPU µs per message,
+   batching off and on, the ratios taken pair by pair; the WebSocket path for comparison;
 2. **with a consumer** -- the same producers plus an official-client consumer per topic
    acknowledging everything: messages/s acknowledged and received;
 3. **pause per planned move** -- one official-client producer at ``--pause-rate`` msg/s on a
@@ -26,8 +32,9 @@ Phases:
    times each, alternately, 1.5 s apart; the pause of a move is the longest gap between two
    consecutive acknowledgements from the move's start to the next move (p50 / p90 / max per kind).
 
-On this 2-core box broker and load generator each get about one core, and the figures move
-with other load on the machine: compare each against the baseline of the same run.
+The figures move with other load on the machine: compare each against the baseline of the same
+run. Goal (the last line): the broker's messages/s >= 0.8x the null broker's, batching off and on
+(medians of the pairs).
 """
 
 from __future__ import annotations
@@ -54,6 +61,11 @@ BROKER_SETTINGS = {
     "loadBalancerSheddingEnabled": False,
     "metadataStoreSessionTimeoutMillis": 10000,
 }
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from verdict import verdict  # noqa: E402
+
+GOAL = 0.8
 
 #: The load generator (its own process): official-client producers (and consumers), JSON out.
 LOADGEN = r"""
@@ -123,6 +135,28 @@ client.close()
 """
 
 
+#: cores of the broker (and the null broker) and of the load generators, when the machine has two
+BROKER_CPUS: set[int] = set()
+LOADGEN_CPUS: set[int] = set()
+
+
+def plan_cores(pin: bool) -> str:
+    """Give the broker one core and the load generators the other, when there are two to give."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if not pin or len(cpus) < 2:
+        return "not pinned"
+    BROKER_CPUS.clear()
+    LOADGEN_CPUS.clear()
+    BROKER_CPUS.add(cpus[0])
+    LOADGEN_CPUS.update(cpus[1:])
+    return f"broker on CPU {sorted(BROKER_CPUS)}, load generators on CPU {sorted(LOADGEN_CPUS)}"
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    if cpus:
+        os.sched_setaffinity(pid, cpus)
+
+
 def cpu_seconds(pid: int) -> float:
     import psutil
 
@@ -149,6 +183,7 @@ class LoadGen:
             limit=1 << 26,  # the pause phase's answer lists every acknowledgement time
         )
         assert self.proc.stdout is not None
+        pin(self.proc.pid, LOADGEN_CPUS)
         line = await asyncio.wait_for(self.proc.stdout.readline(), 120)
         if line.strip() != b"ready":
             err = await self.proc.stderr.read() if self.proc.stderr else b""
@@ -223,25 +258,8 @@ async def throughput(args: argparse.Namespace) -> dict[str, Any]:
     from brokerlb.admin import AsyncAdminClient
     from brokerlb.testing.standalone_process import StandaloneProcess
 
-    results: dict[str, Any] = {}
-    secs, size = args.seconds, args.size
-    async with StandaloneProcess(1, BROKER_SETTINGS) as broker:
-        pid = broker.process.pid if broker.process is not None else 0
-        async with AsyncAdminClient(broker.urls[0]) as admin:
-            await admin.create_namespace("public/bench", num_bundles=4)
-        url = broker.binary_urls[0]
-        ns = "persistent://public/bench"
-        await produce(url, f"{ns}/warmup", 3, size, True, pid)
-        gens = args.loadgens
-        results["unbatched"] = await produce(url, f"{ns}/plain", secs, size, False, pid, gens)
-        results["batched"] = await produce(url, f"{ns}/batched", secs, size, True, pid, gens)
-        results["unbatchedWithConsumers"] = await produce(
-            url, f"{ns}/plain-c", secs, size, False, pid, gens, consume=True
-        )
-        results["batchedWithConsumers"] = await produce(
-            url, f"{ns}/batched-c", secs, size, True, pid, gens, consume=True
-        )
-        results["websocket"] = await websocket_path(broker.urls[0], f"{ns}/ws", secs, size, pid)
+    results: dict[str, Any] = {"cores": plan_cores(args.pin)}
+    secs, size, gens = args.seconds, args.size, args.loadgens
     null = subprocess.Popen(
         [sys.executable, "-m", "brokerlb.testing.null_broker"], stdout=subprocess.PIPE, start_new_session=True
     )
@@ -249,12 +267,44 @@ async def throughput(args: argparse.Namespace) -> dict[str, Any]:
         assert null.stdout is not None
         line = (await asyncio.to_thread(null.stdout.readline)).decode()
         null_url = line.split("ready at ", 1)[1].strip()
-        results["nullUnbatched"] = await produce(
-            null_url, "persistent://public/bench/null", secs, size, False, null.pid, args.loadgens
-        )
-        results["nullBatched"] = await produce(
-            null_url, "persistent://public/bench/null-b", secs, size, True, null.pid, args.loadgens
-        )
+        pin(null.pid, BROKER_CPUS)
+        async with StandaloneProcess(1, BROKER_SETTINGS) as broker:
+            pid = broker.process.pid if broker.process is not None else 0
+            pin(pid, BROKER_CPUS)
+            async with AsyncAdminClient(broker.urls[0]) as admin:
+                await admin.create_namespace("public/bench", num_bundles=4)
+            url = broker.binary_urls[0]
+            ns = "persistent://public/bench"
+            # warm-up of both, then pairs alternated: broker, null broker, broker, ...
+            for batching in (False, True):
+                await produce(url, f"{ns}/warmup-{batching}", min(3.0, secs), size, batching, pid, gens)
+                await produce(
+                    null_url, f"{ns}/null-warmup-{batching}", min(3.0, secs), size, batching, null.pid, gens
+                )
+            for kind, batching in (("unbatched", False), ("batched", True)):
+                pairs = []
+                for i in range(args.rounds):
+                    subject = await produce(url, f"{ns}/{kind}-{i}", secs, size, batching, pid, gens)
+                    baseline = await produce(
+                        null_url, f"{ns}/null-{kind}-{i}", secs, size, batching, null.pid, gens
+                    )
+                    pairs.append((subject, baseline))
+                order = sorted(
+                    range(len(pairs)), key=lambda k: pairs[k][0]["rate"] / max(pairs[k][1]["rate"], 1e-9)
+                )
+                middle = order[len(order) // 2]
+                results[kind], results["null" + kind.capitalize()] = pairs[middle]
+                results[kind + "Ratios"] = [round(s["rate"] / max(b["rate"], 1e-9), 3) for s, b in pairs]
+                results[kind + "CpuRatios"] = [
+                    round(s["serverCpuUsPerMsg"] / max(b["serverCpuUsPerMsg"], 1e-9), 3) for s, b in pairs
+                ]
+            results["unbatchedWithConsumers"] = await produce(
+                url, f"{ns}/plain-c", secs, size, False, pid, gens, consume=True
+            )
+            results["batchedWithConsumers"] = await produce(
+                url, f"{ns}/batched-c", secs, size, True, pid, gens, consume=True
+            )
+            results["websocket"] = await websocket_path(broker.urls[0], f"{ns}/ws", secs, size, pid)
     finally:
         null.terminate()
         null.wait(10)
@@ -347,9 +397,14 @@ def report(r: dict[str, Any]) -> None:
     print(
         f"  {'WebSocket path (brokerlb perf)':34s} {ws_rate:>9,.0f} msg/s  broker CPU {ws['serverCpuUsPerMsg']:>6.1f} µs/msg"
     )
+    print(f"  cores: {t['cores']}")
     for kind in ("unbatched", "batched"):
-        null = t["null" + kind.capitalize()]
-        print(f"  broker / null broker ({kind}): {t[kind]['rate'] / max(null['rate'], 1e-9):.2f}")
+        ratios, cpu = t[kind + "Ratios"], t[kind + "CpuRatios"]
+        print(
+            f"  broker / null broker ({kind}), pair by pair: msg/s {ratios} -> median "
+            f"{statistics.median(ratios):.2f}; broker CPU per message {cpu} -> median {statistics.median(cpu):.2f}"
+            " (the median pair shown above)"
+        )
     m = r["moves"]
     print(f"publish pause per planned move (official client at {m['rate']:.0f} msg/s):")
     for kind in ("unload", "transfer"):
@@ -382,8 +437,12 @@ if __name__ == "__main__":
     parser.add_argument(
         "--loadgens",
         type=int,
-        default=2,
-        help="load-generator processes at once (the client's Python side is the limit)",
+        default=1,
+        help="load-generator processes at once (on the load generators' core when pinned)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="broker / null broker pairs, alternated")
+    parser.add_argument(
+        "--no-pin", dest="pin", action="store_false", help="leave the processes to the scheduler"
     )
     parser.add_argument("--json", action="store_true")
     arguments = parser.parse_args()
@@ -391,3 +450,11 @@ if __name__ == "__main__":
     report(outcome)
     if arguments.json:
         print(json.dumps(outcome, indent=2))
+    t = outcome["throughput"]
+    medians = {kind: statistics.median(t[kind + "Ratios"]) for kind in ("unbatched", "batched")}
+    verdict(
+        f"official-client messages/s through the broker >= {GOAL}x the null broker's, batching off and on "
+        "(medians of alternated pairs)",
+        ", ".join(f"{kind} {x:.2f}x" for kind, x in medians.items()),
+        all(x >= GOAL for x in medians.values()),
+    )

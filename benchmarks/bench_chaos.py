@@ -34,6 +34,9 @@ import time
 from brokerlb.testing.chaos import Campaign, CampaignConfig
 from brokerlb.testing.ownership_checker import percentile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verdict import verdict  # noqa: E402
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -136,7 +139,15 @@ def main() -> int:
     }
     print(json.dumps(report, indent=1))
     safe = totals["double_serving_instants"] == 0 and not accepted_stale
-    return 0 if safe and not messages["acknowledged_lost"] else 1
+    ok = safe and not messages["acknowledged_lost"]
+    verdict(
+        f"{args.faults} faults with no double serving, no stale leader action accepted, no acknowledged "
+        "message lost",
+        f"{report['faults']} faults, {totals['double_serving_instants']} double-serving instants, "
+        f"{accepted_stale} stale actions accepted, {messages['acknowledged_lost']} acknowledged lost",
+        ok and report["faults"] >= args.faults,
+    )
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -1,29 +1,36 @@
-"""Lookup latency and throughput of a standalone cluster, on the embedded store and on ZooKeeper.
+"""Lookup throughput of a cluster's owned bundles against a constant ASGI app, on both stores.
 
-    .venv/bin/python benchmarks/bench_lookup.py [--store memory|zk|both] [--seconds 8] [--connections 16]
+    .venv/bin/python benchmarks/bench_lookup.py [--store memory|zk|both] [--seconds 4] [--rounds 4]
+        [--connections 16]
 
 What runs where (all on 127.0.0.1):
 
 * **memory** -- ``brokerlb standalone --brokers 3`` in one process (the embedded store lives in
   that process, so all three brokers share it);
 * **zk** -- a ZooKeeper server and three ``brokerlb broker`` processes;
+* **baseline** -- a process serving a constant ASGI app (every request answers the body of a real
+  lookup answer, as ``application/json``) through the broker's own server class
+  (:class:`brokerlb.broker.http.server.HttpServer`: the same uvicorn settings, on uvloop as the
+  broker process runs): what the HTTP stack costs with no lookup behind it;
 * the **load generator** is a separate process: a raw asyncio HTTP/1.1 keep-alive client
   (httpx would be the bottleneck), ``--connections`` connections, following 307 redirects.
 
-Measurements (each a separate phase):
+Phases:
 
-1. **first-time assignment** -- one lookup per unowned bundle of a 512-bundle namespace, sent to a
-   broker that is *not* the leader: 307 to the leader, placement (decision engine), 307 to the
-   chosen broker, which takes ownership (a store write) and answers 200;
-2. **owned bundles, throughput** -- lookups of random topics of that namespace (every bundle
-   owned) against one broker process for ``--seconds``, ``--connections`` at once;
-3. **owned bundles, latency** -- the same with 4 connections, and with one (no queueing);
-4. **baseline** -- ``GET /admin/v2/brokers/health`` (the FastAPI stack, no work) with one
-   connection: the framework's floor on the same box, for a ratio.
+1. **first-time assignment** (reported, no goal) -- one lookup per unowned bundle of a namespace
+   of ``loadBalancerNamespaceMaximumBundles`` (128) bundles, sent to a broker that is *not* the
+   leader: 307 to the leader, placement, 307 to the chosen broker, which takes ownership and
+   answers 200;
+2. **owned lookups against the baseline** -- lookups of random topics of that namespace (every
+   bundle owned), sent to one broker that is not the leader (an answer for a bundle another
+   broker owns is a 307 there, followed: what clients see), for ``--seconds``; then the constant
+   app for ``--seconds``; ``--rounds`` such pairs, alternated (subject, baseline, subject, ...),
+   the ratio taken pair by pair (median quoted);
+3. **latency** (reported, no goal) -- owned lookups with one connection (no queueing).
 
-Figures are printed as a table and as JSON (``--json``), with the machine (CPUs, load average):
-on a busy 2-core box the numbers move with the other load; compare against the baseline of the
-same run.
+Goal: owned lookups >= 0.8x the constant app's requests per second on each store (median of the
+pairs). The last line prints it with ``met`` / ``NOT met``; ``--json`` prints every figure as
+JSON before it.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-BUNDLES = 512
+GOAL = 0.8
 SETTINGS = {
     "brokerlbHostUsage": "traffic",
     "clusterName": "bench",
@@ -236,17 +243,20 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _setup_namespace(url: str, namespace: str) -> tuple[list[str], list[str]]:
-    """Create the namespace; one topic per bundle (for assignment) and 20,000 topics (for owned lookups)."""
+    """Create the namespace with as many bundles as a namespace may have; one topic per bundle
+    (for assignment) and 20,000 topics (for owned lookups)."""
     from brokerlb.admin import AdminClient
+    from brokerlb.config import ServiceConfig
     from brokerlb.naming import TopicName
     from brokerlb.ring import NamespaceBundles
 
+    count = ServiceConfig().loadBalancerNamespaceMaximumBundles
     with AdminClient(url) as admin:
-        admin.create_namespace(namespace, num_bundles=BUNDLES)
-    bundles = NamespaceBundles.create(namespace, BUNDLES)
+        admin.create_namespace(namespace, num_bundles=count)
+    bundles = NamespaceBundles.create(namespace, count)
     first: dict[str, str] = {}
     i = 0
-    while len(first) < BUNDLES:
+    while len(first) < count:
         topic = f"persistent://{namespace}/t-{i}"
         first.setdefault(str(bundles.find_bundle(topic)), topic)
         i += 1
@@ -258,8 +268,70 @@ def _setup_namespace(url: str, namespace: str) -> tuple[list[str], list[str]]:
     return per_bundle, owned
 
 
+class ConstantApp:
+    """The baseline: a process serving one constant answer through the broker's HTTP server class."""
+
+    def __init__(self, body: bytes) -> None:
+        self.log = tempfile.NamedTemporaryFile(prefix="bench-constant-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--constant-app"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            cwd=ROOT,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(body)
+        self.proc.stdin.close()
+        line = self.proc.stdout.readline().decode()
+        if not line.startswith("port "):
+            raise RuntimeError(f"constant app did not start: {line!r} {Path(self.log.name).read_text()}")
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        os.unlink(self.log.name)
+
+
+def serve_constant_app() -> None:
+    """``--constant-app``: read the body from stdin, serve it to every request, print the port."""
+    from brokerlb.broker.http.server import HttpServer, bind_socket
+
+    body = sys.stdin.buffer.read()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    start = {"type": "http.response.start", "status": 200, "headers": headers}
+    answer = {"type": "http.response.body", "body": body}
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await send(start)
+        await send(answer)
+
+    async def main() -> None:
+        server = HttpServer(app, bind_socket("127.0.0.1", 0))
+        await server.start()
+        print(f"port {server.port}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        import uvloop
+
+        uvloop.run(main())
+    except ImportError:  # pragma: no cover - the server extra installs uvloop
+        asyncio.run(main())
+
+
+def _one_answer(url: str, path: str) -> bytes:
+    import httpx
+
+    with httpx.Client(follow_redirects=True) as client:
+        response = client.get(url + path)
+        response.raise_for_status()
+        return response.content
+
+
 def bench_store(
-    name: str, cluster: Any, seconds: float, connections: int, pool: ProcessPoolExecutor
+    name: str, cluster: Any, seconds: float, rounds: int, connections: int, pool: ProcessPoolExecutor
 ) -> dict[str, Any]:
     from brokerlb.admin import AdminClient
 
@@ -271,15 +343,22 @@ def bench_store(
     results: dict[str, Any] = {"store": name, "target": target, "leader": leader}
     assign = pool.submit(run_load, target, per_bundle, 8, None).result()
     results["first_time_assignment"] = _summary(assign)
-    pool.submit(run_load, target, owned[:2000], 8, 2.0).result()  # warm up
-    results["owned_throughput"] = _summary(
-        pool.submit(run_load, target, owned, connections, seconds).result()
-    )
-    results["owned_4conn"] = _summary(pool.submit(run_load, target, owned, 4, seconds / 2).result())
+    constant = ConstantApp(_one_answer(target, owned[0]))
+    try:
+        pool.submit(run_load, target, owned[:2000], 8, min(2.0, seconds)).result()  # warm-up, both
+        pool.submit(run_load, constant.url, owned[:2000], 8, min(2.0, seconds)).result()
+        pairs = []
+        for _ in range(rounds):
+            subject = _summary(pool.submit(run_load, target, owned, connections, seconds).result())
+            baseline = _summary(pool.submit(run_load, constant.url, owned, connections, seconds).result())
+            pairs.append((subject, baseline))
+    finally:
+        constant.stop()
+    results["owned_pairs"] = pairs
+    ratios = [s["per_second"] / b["per_second"] for s, b in pairs if s["requests"] and b["requests"]]
+    results["ratio"] = round(statistics.median(ratios), 3) if ratios else 0.0
+    results["ratios"] = [round(r, 3) for r in ratios]
     results["owned_latency_1conn"] = _summary(pool.submit(run_load, target, owned, 1, seconds / 2).result())
-    results["baseline_health_1conn"] = _summary(
-        pool.submit(run_load, target, ["/admin/v2/brokers/health"], 1, seconds / 2).result()
-    )
     return results
 
 
@@ -293,28 +372,38 @@ def _machine() -> dict[str, Any]:
 
 def _print(results: list[dict[str, Any]]) -> None:
     print(f"machine: {_machine()}")
-    head = f"{'store':8} {'phase':24} {'requests':>9} {'per s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} statuses"
+    head = f"{'store':8} {'phase':28} {'requests':>9} {'per s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} statuses"
     print(head)
     print("-" * len(head))
+
+    def row(store: str, phase: str, s: dict[str, Any]) -> None:
+        if not s.get("requests"):
+            print(f"{store:8} {phase:28} {0:>9}")
+            return
+        print(
+            f"{store:8} {phase:28} {s['requests']:>9} {s['per_second']:>9} {s['p50_ms']:>8} "
+            f"{s['p99_ms']:>8} {s['max_ms']:>8} {s['statuses']} redirects={s['redirects']}"
+        )
+
     for r in results:
-        for phase in (
-            "first_time_assignment",
-            "owned_throughput",
-            "owned_4conn",
-            "owned_latency_1conn",
-            "baseline_health_1conn",
-        ):
-            s = r[phase]
-            print(
-                f"{r['store']:8} {phase:24} {s['requests']:>9} {s['per_second']:>9} {s['p50_ms']:>8} "
-                f"{s['p99_ms']:>8} {s['max_ms']:>8} {s['statuses']} redirects={s['redirects']}"
-            )
+        row(r["store"], "first_time_assignment", r["first_time_assignment"])
+        for i, (subject, baseline) in enumerate(r["owned_pairs"], 1):
+            row(r["store"], f"owned lookups, pair {i}", subject)
+            row(r["store"], f"constant app, pair {i}", baseline)
+        row(r["store"], "owned lookups, 1 connection", r["owned_latency_1conn"])
+        print(f"{r['store']:8} owned / constant app, pair by pair: {r['ratios']} -> median {r['ratio']}")
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--constant-app"]:
+        serve_constant_app()
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", choices=["memory", "zk", "both"], default="both")
-    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--seconds", type=float, default=4.0, help="each half of a pair")
+    parser.add_argument(
+        "--rounds", type=int, default=4, help="alternating pairs (owned lookups, constant app)"
+    )
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -324,13 +413,20 @@ def main() -> None:
         for store in stores:
             cluster = MemoryCluster() if store == "memory" else ZooKeeperCluster()
             try:
-                results.append(bench_store(store, cluster, args.seconds, args.connections, pool))
+                results.append(bench_store(store, cluster, args.seconds, args.rounds, args.connections, pool))
             finally:
                 cluster.stop()
     if args.json:
         print(json.dumps({"machine": _machine(), "results": results}, indent=2))
     else:
         _print(results)
+    verdicts = [f"{r['store']} {r['ratio']:.2f}x" for r in results]
+    met = all(r["ratio"] >= GOAL for r in results)
+    print(
+        f"goal: owned lookups >= {GOAL}x a constant ASGI app on the broker's uvicorn settings "
+        f"(median of {args.rounds} alternating pairs, load average {os.getloadavg()[0]:.1f}): "
+        f"{', '.join(verdicts)} -> {'met' if met else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

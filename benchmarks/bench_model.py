@@ -6,6 +6,10 @@ pick the top-K bundles. Baselines measured in the same run: ``json.loads`` of th
 same document (parsing without validation), and a plain ``sorted`` of the same
 stats by throughput (ordering without Pulsar's resolution keys).
 
+Goals (the last line): a report parsed and validated (``LocalBrokerData.from_json`` of the
+parsed document) within 1.5x ``json.loads`` of it -- validation must not cost more than half
+the parse -- and ``top_k_bundles`` within 2x the plain sort (Pulsar's tie-breaking keys on top).
+
 Run: ``.venv/bin/python benchmarks/bench_model.py [--bundles 10000]``
 """
 
@@ -13,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import sys
 import time
 
 from brokerlb.model import (
@@ -33,6 +39,10 @@ def best_of(fn, repeat: int = 5) -> float:
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verdict import verdict  # noqa: E402
 
 
 def main() -> None:
@@ -83,6 +93,11 @@ def main() -> None:
     print(f"BundleData.update            : {t_fold / n * 1e6:8.2f} µs per sample (both windows)")
     print(f"baseline sorted by tput      : {t_sorted * 1e3:8.1f} ms")
     print(f"top_k_bundles(k=10)          : {t_topk * 1e3:8.1f} ms ({t_topk / t_sorted:.2f}x the plain sort)")
+    verdict(
+        "from_json <= 1.5x json.loads, top_k_bundles <= 2x the plain sort",
+        f"{t_from / t_loads:.2f}x, {t_topk / t_sorted:.2f}x",
+        t_from / t_loads <= 1.5 and t_topk / t_sorted <= 2.0,
+    )
 
 
 if __name__ == "__main__":

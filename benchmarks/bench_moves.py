@@ -14,7 +14,11 @@ Both parts run ``brokerlb standalone --brokers 3`` in its own process; the clien
    transfers of the hottest bundles; pauses per admin move, and around every close any producer
    saw (admin and shedding moves), by close reason.
 
-Figures move with the load on the machine (2-core VM); both kinds are measured in the same run.
+Figures move with the load on the machine (2-core VM); both kinds are measured in the same run,
+alternated (the plain unload is the baseline of the transfer).
+
+Goal (the last line): a transfer pauses the producer at most half as long as a plain unload
+(quiet medians), and no send of either part is lost (every one acknowledged or failed).
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ def stats_ms(values: list[float]) -> dict[str, float | None]:
         "p90": round(ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))], 1),
         "max": round(ordered[-1], 1),
     }
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from verdict import verdict  # noqa: E402
 
 
 async def quiet(moves: int) -> dict[str, Any]:
@@ -184,7 +192,7 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--moves", type=int, default=10, help="moves of each kind in the quiet part")
-    parser.add_argument("--scenario-runs", type=int, default=1, help="runs of the loaded scenario")
+    parser.add_argument("--scenario-runs", type=int, default=1, help="runs of the loaded scenario (0: none)")
     parser.add_argument("--json", action="store_true")
     options = parser.parse_args()
     started = time.monotonic()
@@ -193,3 +201,12 @@ if __name__ == "__main__":
     print(f"(benchmark took {time.monotonic() - started:.0f} s)")
     if options.json:
         print(json.dumps(results, indent=2))
+    q = results["quiet"]
+    ratio = (q["transfer"]["median"] or 0.0) / max(q["unload"]["median"] or 0.0, 1e-9)
+    whole = q["accounted"] and all(run["unaccounted"] == 0 for run in results["loaded"])
+    verdict(
+        "transfer pause <= 0.5x plain unload pause (quiet medians), no send unaccounted",
+        f"{q['transfer']['median']} ms against {q['unload']['median']} ms ({ratio:.2f}x); "
+        f"{'every send accounted for' if whole else 'SENDS UNACCOUNTED'}",
+        ratio <= 0.5 and whole,
+    )

@@ -62,6 +62,10 @@ STEP_MS = 60_000
 T0 = 1_700_000_000_000
 
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verdict import verdict  # noqa: E402
+
+
 def generate(data: Path, rows: int, topics: int, master: str) -> None:
     """Write the history under ``data`` (runs in its own process)."""
     from pyspark.sql import functions as F
@@ -332,6 +336,8 @@ def main() -> None:
             print(f"generated in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         result = measure(data, args.master, args.driver_memory)
         print(json.dumps(result, indent=2))
+        rate = result["rowsPerSecond"]["endToEnd"]
+        verdict("100,000 rows/s end to end (ingest + load data)", f"{rate:,} rows/s", rate >= 100_000)
     finally:
         if not args.keep:
             shutil.rmtree(data, ignore_errors=True)

@@ -28,8 +28,10 @@ import os
 import platform
 import random
 import statistics
+import sys
 import time
 import warnings
+from pathlib import Path
 
 from brokerlb.config import ServiceConfig
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
@@ -56,6 +58,10 @@ from brokerlb.testing import broker_load, system_usage
 
 EXTENSIBLE_LM = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
 EXT_LRUWW = "org.apache.pulsar.broker.loadbalance.extensions.strategy.LeastResourceUsageWithWeight"
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from verdict import verdict  # noqa: E402
 
 
 def synthetic_view(n_brokers: int, n_bundles: int, seed: int = 7) -> ClusterView:
@@ -195,6 +201,7 @@ def main() -> None:
     baseline = (time.perf_counter() - t0) / args.placements
     print(f"  baseline: min over {len(names)} precomputed scores     {baseline * 1000:6.3f} ms per placement")
 
+    medians: dict[str, float] = {}
     for label, strategy in (
         ("modular LeastLongTermMessageRate (default)", None),
         ("modular LeastResourceUsageWithWeight", "LeastResourceUsageWithWeight"),
@@ -205,9 +212,11 @@ def main() -> None:
             print(f"  PlacementContext build (once per refresh)    {build:7.2f} s")
         report(label, laps, cpu)
         print(f"  {'':<52} median = {statistics.median(laps) / baseline:4.1f} x baseline")
+        medians[label] = statistics.median(laps)
     extensible = view.with_overrides({"loadManagerClassName": EXTENSIBLE_LM})
     _, laps, cpu = time_placements(extensible, bundles, EXT_LRUWW)
     report("extensible pipeline + its LeastResourceUsageWithWeight", laps, cpu)
+    medians["extensible"] = statistics.median(laps)
 
     for label, strategy in (
         ("split check BundleSplitterTask", "BundleSplitterTask"),
@@ -220,6 +229,12 @@ def main() -> None:
             f"({result.stats['bundlesChecked']} bundles, {len(result.splits)} splits, "
             f"{len(result.decisions)} decisions)"
         )
+    slowest = max(medians, key=medians.__getitem__)
+    verdict(
+        "a placement <= 1 ms (median, every strategy)",
+        f"slowest {slowest} {medians[slowest] * 1000:.3f} ms",
+        medians[slowest] <= 0.001,
+    )
 
 
 if __name__ == "__main__":

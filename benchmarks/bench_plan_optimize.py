@@ -34,6 +34,9 @@ from brokerlb.loadbalance.refresh import LeaderLoadState, refresh  # noqa: E402
 from brokerlb.loadbalance.shedding.loop import run_shedding_cycle  # noqa: E402
 from brokerlb.loadbalance.snapshot import load_snapshot, snapshot_to_json  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verdict import verdict  # noqa: E402
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -76,9 +79,10 @@ def main() -> None:
     print(f"  plan     {t3 - t2:6.2f} s wall {c3 - c2:6.2f} s CPU  {len(plan.operations)} operations")
     total = t3 - t0
     print(
-        f"  TOTAL    {total:6.2f} s wall {c3 - c0:6.2f} s CPU  goal <= 10 s: {'met' if total <= 10 else 'NOT met'}; "
+        f"  TOTAL    {total:6.2f} s wall {c3 - c0:6.2f} s CPU; "
         f"{total / baseline:.1f} x `plan shed --strategy ThresholdShedder` ({baseline:.2f} s)"
     )
+    verdict("`plan optimize` <= 10 s in total", f"{total:.2f} s wall, {c3 - c0:.2f} s CPU", total <= 10)
 
 
 if __name__ == "__main__":
