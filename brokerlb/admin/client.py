@@ -353,6 +353,14 @@ class _Api:
         """brokerlb extension: the balancer's state (off / ready / in_progress / stalled), from the leader."""
         return self._call("GET", f"{_ADMIN}/brokers/balancer")
 
+    def get_load_history(self) -> Any:
+        """brokerlb extension: this broker's load-history writer (directory, last publication, held back, cost)."""
+        return self._call("GET", f"{_ADMIN}/brokers/load-history")
+
+    def publish_load_history(self, *, local: bool = False) -> Any:
+        """brokerlb extension: publish the open load-history files now, on every broker (``local``: this one)."""
+        return self._call("POST", f"{_ADMIN}/brokers/load-history/publish", params={"local": _flag(local)})
+
     def get_dashboard_state(self) -> Any:
         """brokerlb: the live dashboard's state document (the leader's view)."""
         return self._call("GET", "/dashboard/api/state")

@@ -41,10 +41,11 @@ from brokerlb.broker.bundle_ownership import BundleOwnership
 from brokerlb.broker.bundle_story import BundleStories
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.health import heartbeat_bundles
+from brokerlb.broker.history_sink import attach_broker_history
 from brokerlb.broker.http.app import create_app
 from brokerlb.broker.http.server import WebServers
 from brokerlb.broker.identity import BrokerIdentity
-from brokerlb.broker.leader import BrokerActions, HistorySink, LeaderTasks
+from brokerlb.broker.leader import BrokerActions, LeaderTasks
 from brokerlb.broker.leader_fence import LeaderFence
 from brokerlb.broker.leader_inputs import LeaderInputs
 from brokerlb.broker.load_manager import LoadManager
@@ -56,6 +57,7 @@ from brokerlb.broker.ownership_history import attach_ownership_history
 from brokerlb.broker.partitioned_topics import PartitionedTopics
 from brokerlb.broker.policies_cache import ClusterPoliciesCache
 from brokerlb.broker.reporter import HostUsageSource, LoadReporter
+from brokerlb.broker.served_topics import ServedTopics
 from brokerlb.broker.topics import TopicRegistry
 from brokerlb.broker.traffic_usage import TrafficHostUsage
 from brokerlb.clock import SYSTEM_CLOCK, Clock
@@ -278,6 +280,16 @@ class BrokerService:
             admin=self.admin,
             leader_fence=self.leader_fence,
         )
+        self.history = attach_broker_history(
+            conf,
+            ident.broker_id,
+            clock=self.clock,
+            registry=self.registry,
+            bundles=self.bundles,
+            metadata=self.metadata,
+            served=ServedTopics(self.topics, self.data_path, ident.broker_id),
+            topics=self.topics,
+        )
         self.leader_tasks = LeaderTasks(
             self.load_manager,
             BrokerActions(
@@ -296,7 +308,7 @@ class BrokerService:
             registry=self.registry,
             load_data_store=self.load_data_store,
             clock=self.clock,
-            history=self._history_sink(),
+            history=self.history,
         )
         self.operations = BrokerOperations(
             identity=ident,
@@ -391,6 +403,9 @@ class BrokerService:
         self._spawn(self.states.run_watchdog(), "ownership watchdog")
         if self.data_path is not None:
             self._spawn(self.data_path.run(), "topic stats")
+        if self.history is not None:
+            self._listeners.append(self.election.run_while_leader(self.history.lead, "load history"))
+            self._spawn(self.history.run(), "load history")
 
     async def _own_heartbeat_namespaces(self) -> None:
         """Own ``pulsar/{cluster}/{brokerId}`` and ``pulsar/{brokerId}`` (full bundles), as Pulsar does."""
@@ -405,14 +420,6 @@ class BrokerService:
         if self._closing:
             raise ServiceUnavailableError(f"Broker {self.identity.broker_id} is shutting down")
         return await self.operations.assignments.observe(self.load_manager.place(bundle))
-
-    def _history_sink(self) -> HistorySink | None:
-        """The load-history sink when ``brokerlbLoadHistoryDir`` is set."""
-        if not self.conf.brokerlbLoadHistoryDir:
-            return None
-        from brokerlb.broker.history_sink import open_history_sink
-
-        return open_history_sink(self.conf.brokerlbLoadHistoryDir, self.identity.broker_id, self.clock)
 
     # ------------------------------------------------------------------ callbacks
     def _owner_of(self, bundle: str) -> str | None:
@@ -484,6 +491,8 @@ class BrokerService:
         self._closing = True
         self.ready = False
         started = self.clock.monotonic()
+        if self.history is not None:  # its shutdown rule: nothing of the stop is load history
+            self.history.stopping()
         await self.election.close()
         await self._cancel_tasks()
         with contextlib.suppress(BrokerLBError):  # Pulsar's disableBroker: no placement picks us now
@@ -514,6 +523,8 @@ class BrokerService:
             return
         self._closing = True
         self.ready = False
+        if self.history is not None:  # held-back records die with the process
+            self.history.stopping()
         self.election.abandon()
         await self._cancel_tasks()
         await self.ownership.close(release=False)

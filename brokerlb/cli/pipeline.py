@@ -106,6 +106,22 @@ def _run(job: str, fn: Callable[[], T]) -> T:
         raise PipelineError(f"{job} failed: {first}") from exc
 
 
+@app.command("publish")
+def publish_cmd(
+    url: str = typer.Option(..., "--url", help="admin URL of any broker, e.g. http://localhost:8080"),
+    local: bool = typer.Option(False, "--local", help="only the broker at --url (default: every broker)"),
+    token: str | None = typer.Option(None, "--token", help="bearer token (default: $BROKERLB_ADMIN_TOKEN)"),
+) -> None:
+    """Ask a live cluster to publish its open load-history files now (no Spark): what ingest reads next."""
+    import os
+
+    from brokerlb.admin import AdminClient
+
+    with cli_errors():
+        with AdminClient(url, token=token or os.environ.get("BROKERLB_ADMIN_TOKEN") or None) as admin:
+            print_json(admin.publish_load_history(local=local))
+
+
 @app.command("ingest")
 def ingest_cmd(
     history: Path = _HISTORY,

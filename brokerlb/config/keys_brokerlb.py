@@ -26,8 +26,29 @@ class BrokerlbKeys(KeyGroup):
     brokerlbLoadHistoryDir: str | None = key(
         OPTIONAL_STRING,
         None,
-        "Directory where load reports and decisions are appended for later analysis "
-        "(simulator, Spark pipeline); unset = no history is written.",
+        "Directory (one every broker of the cluster can write) where the load history is written for "
+        "the Spark pipeline and the simulator (docs/load-history.md): the leader's broker samples, "
+        "each broker's topic samples every statsUpdateFrequencyInSecs, every bundle layout written; "
+        "unset = no history is written.",
+    )
+    brokerlbLoadHistoryPublishIntervalSeconds: float = key(
+        DOUBLE,
+        60.0,
+        "With brokerlbLoadHistoryDir: each broker publishes its open history files (renames them from "
+        "their hidden in-progress names, so the pipeline's ingest sees them) at least this often; also "
+        "on demand, POST /admin/v2/brokers/load-history/publish.",
+        gt=0,
+        unit="seconds",
+    )
+    brokerlbLoadHistoryDepartureHoldSeconds: float = key(
+        DOUBLE,
+        60.0,
+        "With brokerlbLoadHistoryDir: after a broker leaves, load records (broker and topic samples) "
+        "are held back this long and written only if the writing broker is still running then; a "
+        "broker that stops first drops them, so a cluster that stops does not record its brokers "
+        "leaving with their load (docs/load-history.md). 0 = write at once.",
+        ge=0,
+        unit="seconds",
     )
     brokerlbOwnershipHistoryFile: str | None = key(
         OPTIONAL_STRING,

@@ -72,6 +72,20 @@ class BundleMetadata:
         self.retry = retry
         #: Waits between retries: the store's clock unless given.
         self._sleep = sleep if sleep is not None else store.clock.sleep
+        self._layout_listeners: list[Callable[[NamespaceBundles], None]] = []
+
+    def add_layout_listener(self, listener: Callable[[NamespaceBundles], None]) -> Callable[[], None]:
+        """``listener(bundles)`` after every layout written here (namespace created, split, merge,
+        update), e.g. the load history's record; returns a remover. A failing listener is logged."""
+        self._layout_listeners.append(listener)
+        return lambda: self._layout_listeners.remove(listener) if listener in self._layout_listeners else None
+
+    def _written(self, bundles: NamespaceBundles) -> None:
+        for listener in list(self._layout_listeners):
+            try:
+                listener(bundles)
+            except Exception:
+                logger.exception("Layout listener failed for %s", bundles.namespace)
 
     # ------------------------------------------------------------------ namespaces
     async def create_namespace(
@@ -107,6 +121,7 @@ class BundleMetadata:
         local = LocalPolicies(bundles=bundles.to_json(), namespace_anti_affinity_group=anti_affinity_group)
         await self._put(local_policies_path(ns), local.to_bytes())
         logger.info("Created namespace %s with %d bundles", ns, len(bundles))
+        self._written(bundles)
         return bundles
 
     async def namespace_exists(self, namespace: NamespaceName | str) -> bool:
@@ -188,6 +203,7 @@ class BundleMetadata:
             sleep=self._sleep,
             what=f"{what} of {ns}",
         )
+        self._written(written)
         await self._sync_global(ns)
         return written
 

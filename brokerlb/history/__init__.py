@@ -24,6 +24,8 @@ Who writes what::
 """
 
 from brokerlb.history.broker_stats import topic_samples_from_broker_stats
+from brokerlb.history.hold import DepartureHold
+from brokerlb.history.members import MEMBERS_FILE, read_members, write_members
 from brokerlb.history.reader import history_files, read_history, read_history_file
 from brokerlb.history.records import (
     BROKER_SAMPLES,
@@ -51,6 +53,7 @@ __all__ = [
     "BROKER_SAMPLES",
     "BUNDLE_BOUNDARIES",
     "CYCLE_MODES",
+    "MEMBERS_FILE",
     "MAX_TIMESTAMP_MS",
     "RECORD_KINDS",
     "TOPIC_SAMPLES",
@@ -60,6 +63,7 @@ __all__ = [
     "BundleBoundaries",
     "BundleHistoryEntry",
     "DayFileWriter",
+    "DepartureHold",
     "HistoryRecord",
     "HistoryWriter",
     "ReplayedLoadData",
@@ -67,9 +71,11 @@ __all__ = [
     "history_files",
     "read_history",
     "read_history_file",
+    "read_members",
     "record_from_json",
     "replay_load_data",
     "safe_writer_id",
     "topic_samples_from_broker_stats",
     "utc_day",
+    "write_members",
 ]

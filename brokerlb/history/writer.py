@@ -101,18 +101,25 @@ class DayFileWriter:
     # ------------------------------------------------------------------ writing
     def write_line(self, timestamp_ms: int, line: str) -> None:
         """Append one JSON line (no trailing newline) for a record of ``timestamp_ms``."""
-        day = utc_day(timestamp_ms)
-        if self._file is not None and day != self._day:
-            self.roll()
-        if self._file is None:
-            self._open(day)
-        assert self._file is not None
-        self._file.write(line)
-        self._file.write("\n")
-        self._file.flush()
-        self._records += 1
-        if self.max_records_per_file is not None and self._records >= self.max_records_per_file:
-            self.roll()
+        self.write_lines([(timestamp_ms, line)])
+
+    def write_lines(self, lines: Iterable[tuple[int, str]]) -> None:
+        """Append ``(timestamp_ms, line)`` pairs in order, flushed once at the end (a topic dump is
+        one write to the operating system, not one per topic)."""
+        for timestamp_ms, line in lines:
+            day = utc_day(timestamp_ms)
+            if self._file is not None and day != self._day:
+                self.roll()
+            if self._file is None:
+                self._open(day)
+            assert self._file is not None
+            self._file.write(line)
+            self._file.write("\n")
+            self._records += 1
+            if self.max_records_per_file is not None and self._records >= self.max_records_per_file:
+                self.roll()
+        if self._file is not None:
+            self._file.flush()
 
     def roll(self) -> Path | None:
         """Publish the open file (if any) under its final name; the next record opens a new part."""
@@ -194,18 +201,22 @@ class HistoryWriter:
 
     def write(self, record: HistoryRecord) -> None:
         """Append one record to the day file of its kind and its timestamp's UTC day."""
-        kind = getattr(record, "kind", None)
-        if kind not in RECORD_KINDS:
-            raise InvalidInputError(f"Not a history record: {record!r}")
-        line = json.dumps(record.to_json(), separators=(",", ":"), allow_nan=False)
+        self.write_all([record])
+
+    def write_all(self, records: Iterable[HistoryRecord]) -> None:
+        """Append records in order (each kind's lines flushed once)."""
+        by_kind: dict[str, list[tuple[int, str]]] = {}
+        for record in records:
+            kind = getattr(record, "kind", None)
+            if kind not in RECORD_KINDS:
+                raise InvalidInputError(f"Not a history record: {record!r}")
+            line = json.dumps(record.to_json(), separators=(",", ":"), allow_nan=False)
+            by_kind.setdefault(kind, []).append((record.timestamp, line))
         with self._lock:
             if self._closed:
                 raise InvalidInputError("HistoryWriter is closed")
-            self._writer(kind).write_line(record.timestamp, line)
-
-    def write_all(self, records: Iterable[HistoryRecord]) -> None:
-        for record in records:
-            self.write(record)
+            for kind, lines in by_kind.items():
+                self._writer(kind).write_lines(lines)
 
     def roll(self) -> list[Path]:
         """Publish every open file now (e.g. hourly, so an ingest sees recent data)."""

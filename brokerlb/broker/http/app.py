@@ -32,6 +32,7 @@ from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router
 from brokerlb.broker.http.errors import error_body, error_headers, error_status, json_bytes
 from brokerlb.broker.http.guard import RequestGuard
 from brokerlb.broker.http.handoff_routes import handoff_router
+from brokerlb.broker.http.history_routes import load_history_router
 from brokerlb.broker.http.lookup_routes import LookupEndpoint, lookup_router
 from brokerlb.broker.http.namespaces_routes import namespaces_router
 from brokerlb.broker.http.openapi import complete_responses
@@ -57,7 +58,7 @@ topics). Operations on a bundle are answered by its owner: other brokers reply 3
 owner's URL. Errors are `{"reason": "..."}`.
 
 brokerlb extensions (not in Pulsar) carry the tag **brokerlb extensions**: merging adjacent
-bundles, the transfer-destination `acquire` call and the balancer's status. `/metrics` serves
+bundles, the transfer-destination `acquire` call, the balancer's status and the load-history writer. `/metrics` serves
 Prometheus text with Pulsar's metric names; `/dashboard` is a live web dashboard.
 """
 
@@ -137,6 +138,9 @@ def _routers(service: BrokerService, security: Security) -> list[APIRouter]:
             cluster_policies=service.cluster_policies,
             partitioned_topics=service.partitioned_topics,
             admin=service.admin,
+        ),
+        load_history_router(  # before brokers_router: its fixed path before /admin/v2/brokers/{cluster}
+            service.history, broker_id=ident.broker_id, registry=service.registry, admin=service.admin
         ),
         lookup_router(service.lookup, ops.lookups),
         namespaces_router(service.namespaces, service.stories, ops.tenants, ident.cluster),

@@ -183,7 +183,9 @@ BROKERLB_DEFAULTS: dict[str, object] = {
     "brokerlbMaxJsonDepth": 64,  # brokerlb's own keys (input bounds)
     "brokerlbMaxNameLength": 255,
     "brokerlbStrictNamespaceBundles": True,
-    "brokerlbLoadHistoryDir": None,  # brokerlb's own key
+    "brokerlbLoadHistoryDir": None,  # brokerlb's own keys (load history)
+    "brokerlbLoadHistoryPublishIntervalSeconds": 60.0,
+    "brokerlbLoadHistoryDepartureHoldSeconds": 60.0,
     "brokerlbOwnershipHistoryFile": None,  # testing aids of the fault campaign
     "brokerlbClockOffsetFile": None,
     "brokerlbThresholdShedderSingleHistoryUpdate": False,  # brokerlb's own key (Pulsar behaviour by default)
