@@ -30,6 +30,7 @@ from brokerlb.history.reader import history_files, read_history, read_history_fi
 from brokerlb.history.records import (
     BROKER_SAMPLES,
     BUNDLE_BOUNDARIES,
+    KIND_PRODUCERS,
     MAX_TIMESTAMP_MS,
     RECORD_KINDS,
     TOPIC_SAMPLES,
@@ -53,6 +54,7 @@ __all__ = [
     "BROKER_SAMPLES",
     "BUNDLE_BOUNDARIES",
     "CYCLE_MODES",
+    "KIND_PRODUCERS",
     "MEMBERS_FILE",
     "MAX_TIMESTAMP_MS",
     "RECORD_KINDS",

@@ -55,6 +55,7 @@ __all__ = [
     "TOPIC_SAMPLES",
     "BUNDLE_BOUNDARIES",
     "RECORD_KINDS",
+    "KIND_PRODUCERS",
     "BrokerSample",
     "TopicSample",
     "BundleBoundaries",
@@ -68,6 +69,17 @@ BROKER_SAMPLES = "broker-samples"
 TOPIC_SAMPLES = "topic-samples"
 BUNDLE_BOUNDARIES = "bundle-boundaries"
 RECORD_KINDS = (BROKER_SAMPLES, TOPIC_SAMPLES, BUNDLE_BOUNDARIES)
+
+#: Who writes each kind (for errors and reports that find a kind missing).
+KIND_PRODUCERS = {
+    BROKER_SAMPLES: "the leader broker writes one per load report it reads when brokerlbLoadHistoryDir is set "
+    "(the simulator too, run_scenario(..., history_dir=...))",
+    TOPIC_SAMPLES: "every broker writes its topics every statsUpdateFrequencyInSecs when brokerlbLoadHistoryDir "
+    "is set (the simulator too, run_scenario(..., history_dir=...))",
+    BUNDLE_BOUNDARIES: "the brokers write a namespace's layout when it is created, split or merged, and a new "
+    "leader the layouts of the namespaces in the reports, when brokerlbLoadHistoryDir is set (the simulator "
+    "too)",
+}
 
 #: Timestamps are below 2**42 ms (year 2109); the pipeline packs them into 64-bit keys.
 MAX_TIMESTAMP_MS = (1 << 42) - 1

@@ -31,16 +31,16 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from brokerlb.errors import InvalidInputError
 from brokerlb.history.records import BROKER_SAMPLES, BUNDLE_BOUNDARIES, RECORD_KINDS, TOPIC_SAMPLES
-from brokerlb.pipeline.tables import Warehouse
+from brokerlb.pipeline.tables import LAST_INGEST, Warehouse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["IngestResult", "ingest", "KIND_TABLES"]
+__all__ = ["IngestResult", "KindFiles", "ingest", "KIND_TABLES", "ABANDONED_AFTER_S"]
 
 #: Schema of the binary-file source the stream lists new files with.
 _FILE_LISTING = "path string, modificationTime timestamp, length long, content binary"
@@ -53,9 +53,50 @@ KIND_TABLES = {
 }
 
 
+#: An in-progress file not modified for this long was left by a writer that stopped without
+#: closing it (a crash): a writer with the same id publishes it when it starts again.
+ABANDONED_AFTER_S = 3600.0
+
+
+@dataclass
+class KindFiles:
+    """What ``ingest`` found in one kind's directory (local histories; ``None`` where not listed)."""
+
+    directory: str
+    #: Published files (``*.jsonl``) there after the run.
+    published: int | None = None
+    #: Files this run read.
+    new: int = 0
+    #: Files earlier runs read (from the stream's checkpoint).
+    ingested_before: int | None = None
+    #: Published files no run has read yet (published while this run listed): the next run reads them.
+    waiting: int | None = None
+    #: Hidden ``.inprogress`` files: still being written, not published yet.
+    in_progress: int = 0
+    #: Seconds since the oldest in-progress file was last written.
+    oldest_in_progress_s: float | None = None
+    #: In-progress files not written for :data:`ABANDONED_AFTER_S`.
+    abandoned: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "directory": self.directory,
+            "published": self.published,
+            "new": self.new,
+            "ingestedBefore": self.ingested_before,
+            "waiting": self.waiting,
+            "inProgress": self.in_progress,
+            "oldestInProgressSeconds": None
+            if self.oldest_in_progress_s is None
+            else round(self.oldest_in_progress_s, 1),
+            "abandoned": self.abandoned,
+        }
+
+
 @dataclass
 class IngestResult:
-    """What one ``ingest`` run did: per kind, micro-batches, rows per table and rejected lines."""
+    """What one ``ingest`` run did: per kind, micro-batches, rows per table and rejected lines, the
+    files it found, read and left, and ``notes`` saying what was skipped and why."""
 
     batches: dict[str, int] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
@@ -64,13 +105,19 @@ class IngestResult:
     seconds: float = 0.0
     #: Files per kind whose good rows were parsed by the JSON file source (see ``plain_files``).
     json_source_files: dict[str, int] = field(default_factory=dict)
+    history: str = ""
+    files: dict[str, KindFiles] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
+            "history": self.history,
             "batches": self.batches,
             "rows": self.rows,
             "rejects": self.rejects,
             "skipped": self.skipped,
+            "files": {kind: f.to_json() for kind, f in self.files.items()},
+            "notes": self.notes,
             "jsonSourceFiles": self.json_source_files,
             "seconds": round(self.seconds, 3),
         }
@@ -152,6 +199,8 @@ class _BatchWriter:
         if not files:
             self.result.batches[self.kind] = self.result.batches.get(self.kind, 0) + 1
             return
+        if self.kind in self.result.files:
+            self.result.files[self.kind].new += len(files)
         tag = f"b{batch_id:08d}"
         parsed = self._parse(spark, files)
         cached = self.kind != TOPIC_SAMPLES
@@ -233,12 +282,108 @@ def ingest(
     if unknown:
         raise InvalidInputError(f"Unknown history kinds {unknown}; known: {', '.join(RECORD_KINDS)}")
     wh = Warehouse(warehouse)
-    result = IngestResult()
+    result = IngestResult(history=str(history_root))
     started = time.perf_counter()
     with sql_conf(spark, PARSE_CONF):
         _ingest_kinds(spark, history_root, wh, kinds, max_files_per_trigger, result, json_file_source)
     result.seconds = time.perf_counter() - started
+    _record_run(wh, result)
     return result
+
+
+def _source_paths(checkpoint: str) -> set[str] | None:
+    """The files a stream's checkpoint says it has read (Spark's file-source log: ``sources/0/<batch>``
+    and ``.compact`` files, ``v1`` then one JSON entry per file); ``None`` if it cannot be read."""
+    import json
+
+    log = os.path.join(checkpoint, "sources", "0")
+    if "://" in checkpoint:
+        return None
+    if not os.path.isdir(log):
+        return set()
+    paths: set[str] = set()
+    try:
+        for name in os.listdir(log):
+            if name.startswith(".") or name.endswith(".tmp"):
+                continue
+            with open(os.path.join(log, name), encoding="utf-8") as f:
+                for line in f:
+                    line = line.strip()
+                    if line.startswith("{"):
+                        paths.add(_local_path(json.loads(line)["path"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return paths
+
+
+def _local_path(uri: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme in ("file", "") else uri
+
+
+def _list_kind(directory: str, now: float) -> KindFiles:
+    files = KindFiles(directory)
+    if "://" in directory or not os.path.isdir(directory):
+        return files
+    published = 0
+    ages = []
+    for entry in os.scandir(directory):
+        if not entry.is_file():
+            continue
+        if entry.name.endswith(".jsonl") and not entry.name.startswith((".", "_")):
+            published += 1
+        elif entry.name.startswith(".") and entry.name.endswith(".inprogress"):
+            ages.append(max(0.0, now - entry.stat().st_mtime))
+    files.published = published
+    files.in_progress = len(ages)
+    files.oldest_in_progress_s = max(ages) if ages else None
+    files.abandoned = sum(1 for age in ages if age >= ABANDONED_AFTER_S)
+    return files
+
+
+def _notes(kind: str, files: KindFiles) -> list[str]:
+    """What a run left of a kind, and why, in words."""
+    from brokerlb.history.records import KIND_PRODUCERS
+
+    notes = []
+    live = files.in_progress - files.abandoned
+    if live > 0:
+        notes.append(
+            f"{kind}: {live} file(s) still being written in {files.directory} (hidden .inprogress, the "
+            f"oldest last written {files.oldest_in_progress_s or 0:.0f} s ago) are not read until published: "
+            "brokers publish them every brokerlbLoadHistoryPublishIntervalSeconds, or now with "
+            "'brokerlb pipeline publish --url URL'"
+        )
+    if files.abandoned:
+        notes.append(
+            f"{kind}: {files.abandoned} in-progress file(s) in {files.directory} not written for over "
+            f"{ABANDONED_AFTER_S / 3600:.0f} h were left by a writer that stopped without closing them (a "
+            "crash): a writer with the same id publishes them when it starts again"
+        )
+    if files.waiting:
+        notes.append(
+            f"{kind}: {files.waiting} file(s) published while this run listed {files.directory}: the next "
+            "run reads them"
+        )
+    if files.published == 0 and files.ingested_before == 0 and not files.new:
+        notes.append(f"{kind}: no published file in {files.directory} yet; {KIND_PRODUCERS[kind]}")
+    return notes
+
+
+def _record_run(wh: Warehouse, result: IngestResult) -> None:
+    import json
+
+    if "://" in wh.root:
+        return
+    path = wh.path(*LAST_INGEST)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    doc = {"at": int(time.time() * 1000), **result.to_json()}
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2)
+    os.replace(tmp, path)
 
 
 #: Session settings ``ingest`` runs with (restored afterwards).
@@ -281,11 +426,16 @@ def _ingest_kinds(
     result: IngestResult,
     json_file_source: bool,
 ) -> None:
+    from brokerlb.history.records import KIND_PRODUCERS
+
     for kind in kinds:
         source = os.path.join(str(history_root), kind)
         if not _exists(source):
             result.skipped.append(kind)
+            result.notes.append(f"{kind}: skipped, no directory {source}; {KIND_PRODUCERS[kind]}")
             continue
+        before = _source_paths(wh.checkpoint(kind))
+        result.files[kind] = KindFiles(source)
         # The stream tracks files, not lines: the binary-file source lists the new files of each
         # micro-batch without reading them (its ``content`` column is not selected), and the batch
         # writer reads them -- as text, or, for plain topic-sample files, with the JSON file source.
@@ -306,3 +456,16 @@ def _ingest_kinds(
             .start()
         )
         query.awaitTermination()
+        files = _list_kind(source, time.time())
+        files.new = result.files[kind].new
+        after = _source_paths(wh.checkpoint(kind))
+        if before is not None and after is not None and files.published is not None:
+            files.ingested_before = len(before)
+            listed = {
+                os.path.abspath(os.path.join(source, n))
+                for n in os.listdir(source)
+                if n.endswith(".jsonl") and not n.startswith((".", "_"))
+            }
+            files.waiting = len(listed - after)
+        result.files[kind] = files
+        result.notes.extend(_notes(kind, files))

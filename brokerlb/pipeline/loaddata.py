@@ -7,7 +7,9 @@ Inputs (from the warehouse ``ingest`` filled):
 * ``source="topics"``: ``topic_samples`` mapped to bundles (``crc32`` + the layout valid at the
   sample's time, :mod:`brokerlb.pipeline.topic_bundles`) and summed per ``(timestamp, broker,
   bundle)`` into bundle samples, as a broker sums its topics into ``lastStats``
-  (``topics`` = number of topics; ``cacheSize`` 0). Each ``(timestamp, broker)`` is one report.
+  (``topics`` = number of topics; ``cacheSize`` 0). Each ``(timestamp, broker)`` is one report;
+  the leader's removals in ``broker_samples`` (when ingested) of brokers that wrote topic samples
+  are cycles too: a broker that left stops counting, its last dump is not current for ever.
 
 Report cycles, and the fold order inside a cycle, are those of
 :func:`brokerlb.history.replay_load_data` (``cycles="leader"``: every report re-folds every
@@ -348,6 +350,25 @@ def _window(df: DataFrame, since: int | None, until: int | None) -> DataFrame:
     return df
 
 
+def _with_removals(
+    dumps: DataFrame, broker_samples: DataFrame | None, since: int | None, until: int | None
+) -> DataFrame:
+    """The topic dumps' cycles plus the leader's removals of the brokers that wrote them: a broker whose
+    registration vanished stops counting, as in the leader (its last dump is not current for ever)."""
+    if broker_samples is None:
+        return dumps
+    from pyspark.sql import functions as F
+
+    writers = dumps.select("brokerId").distinct()
+    removals = (
+        _window(broker_samples, since, until)
+        .where(F.col("removed"))
+        .select("timestamp", "brokerId", "removed")
+        .join(writers, "brokerId", "left_semi")
+    )
+    return dumps.unionByName(removals)
+
+
 def _write_counted(df: DataFrame, path: str, partition_by: str | None = None) -> int:
     """Write ``df`` as Parquet (replacing ``path``) and return its row count, counted by the write
     itself through an ``Observation`` -- a separate ``count()`` would be one more Spark job per table."""
@@ -389,6 +410,7 @@ def load_data(
         topic_samples = _window(wh.read(spark, "topic_samples"), since, until)
         layouts = wh.read_optional(spark, "bundle_boundaries")
         cycle_records, bundle_samples, unmapped = bundle_samples_from_topics(spark, topic_samples, layouts)
+        cycle_records = _with_removals(cycle_records, wh.read_optional(spark, "broker_samples"), since, until)
         bundle_samples = bundle_samples.persist()
     frames = compute_load_data(spark, cycle_records, bundle_samples, cycles=cycles)
     counts["cycles"] = frames.cycles

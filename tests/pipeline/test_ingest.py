@@ -99,5 +99,18 @@ def test_missing_kind_directories_are_skipped_and_unknown_kinds_refused(spark, t
 
     result = ingest(spark, str(tmp_path / "empty"), str(tmp_path / "wh"))
     assert result.skipped == list(RECORD_KINDS) and result.batches == {}
+    assert [n.split(":")[0] for n in result.notes] == list(RECORD_KINDS)
+    assert f"no directory {tmp_path / 'empty' / TOPIC_SAMPLES}" in result.notes[1]
+    from brokerlb.pipeline.loaddata import load_data
+
+    with pytest.raises(InvalidInputError) as missing:
+        load_data(spark, str(tmp_path / "wh"), source="topics")
+    message = str(missing.value)
+    for words in (
+        "No topic samples in warehouse",  # the kind
+        f"there is no directory {tmp_path / 'empty' / TOPIC_SAMPLES}",  # where the last ingest looked
+        "every broker writes its topics every statsUpdateFrequencyInSecs when brokerlbLoadHistoryDir",  # who
+    ):
+        assert words in message, message
     with pytest.raises(InvalidInputError, match="Unknown history kinds"):
         ingest(spark, str(tmp_path), str(tmp_path / "wh"), kinds=["reports"])

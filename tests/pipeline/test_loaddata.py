@@ -139,6 +139,32 @@ def test_topic_level_history_equals_what_brokers_would_report(spark, history):
     assert {r["bundle"] for r in split} == {"t/ns/0x00000000_0x40000000", "t/ns/0x00000000_0x20000000"}
 
 
+def test_topic_source_stops_counting_a_broker_the_leader_removed(spark, tmp_path):
+    """A broker's last topic dump is not current for ever: the leader's removal ends it, as in the model."""
+    from brokerlb.history import BundleBoundaries
+    from brokerlb.pipeline.ingest import ingest
+    from brokerlb.pipeline.loaddata import load_data
+
+    t0, ns = 1_700_000_000_000, "t/gone"
+    layout = BundleBoundaries.of(t0 - 1, NamespaceBundles.create(ns, 4))
+    topics = [f"persistent://{ns}/t{i}" for i in range(6)]
+    samples, removals = [], [BrokerSample.removed(t0 + 3_500, "b2:8080")]
+    for step in range(6):
+        ts = t0 + step * 1_000
+        for i, topic in enumerate(topics):
+            broker = "b1:8080" if i % 2 == 0 or step >= 4 else "b2:8080"  # b2's topics move to b1
+            if step >= 4 or broker == "b1:8080" or step < 3:
+                samples.append(TopicSample(ts, broker, topic, msg_rate_in=10.0 + i))
+    with HistoryWriter(tmp_path / "h", "w") as writer:
+        writer.write_all([layout, *samples, *removals])
+    ingest(spark, str(tmp_path / "h"), str(tmp_path / "wh"))
+    result = load_data(spark, str(tmp_path / "wh"), source="topics")
+    reports = topic_reports(samples, [layout])
+    ref = replay_load_data(sorted(reports + removals, key=lambda r: (r.timestamp, r.broker_id)))
+    assert_equal_to_replay(spark, result, ref)
+    assert set(ref.time_average_data) == {"b1:8080"}
+
+
 def test_topic_to_bundle_uses_crc32_and_the_layout_valid_at_the_time(spark, history):
     from pyspark.sql import functions as F
 
@@ -224,7 +250,7 @@ def test_window_and_bad_arguments(spark, history):
     assert_equal_to_replay(spark, result, replay_load_data(inside, cycles="report"))
     with pytest.raises(InvalidInputError, match="source"):
         load_data(spark, str(history.warehouse), source="metrics")
-    with pytest.raises(InvalidInputError, match="does not exist"):
+    with pytest.raises(InvalidInputError, match="No broker samples in warehouse .*No ingest has run"):
         load_data(spark, str(history.warehouse / "nowhere"))
 
 
