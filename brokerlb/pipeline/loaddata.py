@@ -264,36 +264,25 @@ def compute_load_data(
 
 def bundle_samples_from_topics(
     spark: SparkSession, topic_samples: DataFrame, layouts: DataFrame | None
-) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """``(cycle_records, bundle_samples, unmapped)`` from topic samples (see the module docstring)."""
+) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
+    """``(cycle_records, bundle_samples, unmapped, unmapped_count)`` from topic samples (see the module
+    docstring); ``unmapped_count`` is one row, ``n``: the samples without a bundle."""
     from pyspark.sql import functions as F
 
     from brokerlb.pipeline.topic_bundles import (
+        SUMMED,
         assign_bundles,
         boundary_index,
         bundle_name_from_range,
+        bundle_sums,
         unmapped_reason,
     )
 
     index = boundary_index(layouts)
-    mapped = assign_bundles(spark, topic_samples, index)
-    # One pass over the samples: summed per (timestamp, broker, bundle), the samples without a
-    # bundle in a null-bundle group. The result is small (reports x bundles); everything after
-    # works on it. Unmapped samples are read again only if there are any.
-    # Summed first per (timestamp, broker, namespace, looked-up range, recorded bundle) -- numeric
-    # keys, so the bundle's name is built once per group instead of once per sample -- then per
-    # (timestamp, broker, bundle) on that small result.
-    sums = (
-        "msgRateIn",
-        "msgThroughputIn",
-        "msgRateOut",
-        "msgThroughputOut",
-        "consumerCount",
-        "producerCount",
-    )
-    ranges = mapped.groupBy(
-        "timestamp", "broker", "namespace", "bundleLower", "bundleUpper", "recordedBundle"
-    ).agg(*(F.sum(name).alias(name) for name in sums), F.count(F.lit(1)).alias("topics"))
+    # One pass over the samples: the layout lookup and the sums per (timestamp, broker, namespace,
+    # looked-up range, recorded bundle) -- numeric keys, so the bundle's name is built once per group
+    # instead of once per sample -- then per (timestamp, broker, bundle) on that small result.
+    ranges = bundle_sums(spark, topic_samples, index)
     computed, recorded = bundle_name_from_range(), F.col("recordedBundle")
     mismatch = computed.isNotNull() & recorded.isNotNull() & (computed != recorded)
     groups = (
@@ -301,7 +290,7 @@ def bundle_samples_from_topics(
         .withColumn("mismatches", F.when(mismatch, F.col("topics")).otherwise(F.lit(0)))
         .groupBy("timestamp", F.col("broker").alias("brokerId"), "bundle")
         .agg(
-            *(F.sum(name).alias(name) for name in sums),
+            *(F.sum(name).alias(name) for name in SUMMED),
             F.sum("topics").alias("topics"),
             F.sum("mismatches").alias("bundleMismatches"),
         )
@@ -309,12 +298,17 @@ def bundle_samples_from_topics(
     )
     cycle_records = groups.select("timestamp", "brokerId").distinct().withColumn("removed", F.lit(False))
     bundle_samples = groups.where(F.col("bundle").isNotNull())
-    unmapped = mapped.where(F.col("bundle").isNull()).select(
-        unmapped_reason().alias("reason"), "timestamp", "broker", "topic", "namespace"
+    # The samples without a bundle, with their reason: a second pass over the samples, which
+    # load_data runs only when the sums counted some (a null-bundle group).
+    unmapped = (
+        assign_bundles(spark, topic_samples, index)
+        .where(F.col("bundle").isNull())
+        .select(unmapped_reason().alias("reason"), "timestamp", "broker", "topic", "namespace")
     )
-    if groups.where(F.col("bundle").isNull()).isEmpty():
-        unmapped = unmapped.limit(0)  # nothing to find: no second pass over the samples
-    return cycle_records, bundle_samples, unmapped
+    unmapped_count = groups.where(F.col("bundle").isNull()).agg(
+        F.coalesce(F.sum("topics"), F.lit(0)).alias("n")
+    )
+    return cycle_records, bundle_samples, unmapped, unmapped_count
 
 
 @dataclass
@@ -402,14 +396,16 @@ def load_data(
     wh = Warehouse(warehouse)
     out = Warehouse(output or wh.path("loaddata", f"{source}-{cycles}"))
     counts: dict[str, int] = {}
-    unmapped = None
+    unmapped = unmapped_count = None
     if source == "reports":
         cycle_records = _window(wh.read(spark, "broker_samples"), since, until)
         bundle_samples = _window(wh.read(spark, "bundle_samples"), since, until)
     else:
         topic_samples = _window(wh.read(spark, "topic_samples"), since, until)
         layouts = wh.read_optional(spark, "bundle_boundaries")
-        cycle_records, bundle_samples, unmapped = bundle_samples_from_topics(spark, topic_samples, layouts)
+        cycle_records, bundle_samples, unmapped, unmapped_count = bundle_samples_from_topics(
+            spark, topic_samples, layouts
+        )
         cycle_records = _with_removals(cycle_records, wh.read_optional(spark, "broker_samples"), since, until)
         bundle_samples = bundle_samples.persist()
     frames = compute_load_data(spark, cycle_records, bundle_samples, cycles=cycles)
@@ -420,9 +416,12 @@ def load_data(
     )
     counts["brokers"] = _write_counted(frames.broker_time_average, out.table("broker_time_average"))
     _write_counted(frames.broker_time_average_history, out.table("broker_time_average_history"), "date")
-    if unmapped is not None:
+    if unmapped is not None and unmapped_count is not None:
         from pyspark.sql import functions as F
 
+        found = unmapped_count.first()  # from the cached sums: no pass over the samples
+        if found is None or not found["n"]:
+            unmapped = unmapped.limit(0)
         counts["unmappedTopicSamples"] = _write_counted(unmapped, out.table("unmapped_topic_samples"))
         mismatches = bundle_samples.agg(F.coalesce(F.sum("bundleMismatches"), F.lit(0)).alias("n")).first()
         counts["bundleMismatches"] = int(mismatches["n"]) if mismatches is not None else 0

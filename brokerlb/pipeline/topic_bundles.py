@@ -29,6 +29,9 @@ __all__ = [
     "versions_frame",
     "bundle_ranges_frame",
     "assign_bundles",
+    "bundle_sums",
+    "candidate_ranges_frame",
+    "SUMMED",
     "bundle_name_from_range",
     "unmapped_reason",
 ]
@@ -69,6 +72,95 @@ def bundle_ranges_frame(spark: SparkSession, index: BoundaryIndex) -> DataFrame:
     return spark.createDataFrame(
         rows, "versionId long, bucket long, bundleLower long, bundleUpper long, upperExclusive long"
     )
+
+
+def candidate_ranges_frame(spark: SparkSession, index: BoundaryIndex) -> DataFrame:
+    """``(namespace, bucket, validFrom, validTo, bundleLower, bundleUpper, upperExclusive)``: every bundle
+    of every layout version, once per hash bucket it overlaps -- the one small table
+    :func:`bundle_sums` joins against. Built from Arrow, so Spark reads it from the plan (no Python
+    worker runs for it, however often it is broadcast)."""
+    import pyarrow as pa
+
+    columns: dict[str, list[int | str | None]] = {
+        name: []
+        for name in (
+            "namespace",
+            "bucket",
+            "validFrom",
+            "validTo",
+            "bundleLower",
+            "bundleUpper",
+            "upperExclusive",
+        )
+    }
+    for v in index.versions:
+        last = len(v.boundaries) - 2
+        for i, (lower, upper) in enumerate(zip(v.boundaries[:-1], v.boundaries[1:], strict=True)):
+            exclusive = upper + 1 if i == last else upper
+            for bucket in range(lower >> BUCKET_SHIFT, ((exclusive - 1) >> BUCKET_SHIFT) + 1):
+                for name, value in (
+                    ("namespace", v.namespace),
+                    ("bucket", bucket),
+                    ("validFrom", v.valid_from),
+                    ("validTo", v.valid_to),
+                    ("bundleLower", lower),
+                    ("bundleUpper", upper),
+                    ("upperExclusive", exclusive),
+                ):
+                    columns[name].append(value)
+    table = pa.table(
+        {
+            name: pa.array(values, type=pa.string() if name == "namespace" else pa.int64())
+            for name, values in columns.items()
+        }
+    )
+    return spark.createDataFrame(table)
+
+
+#: The per-bundle sums of topic samples (``bundle_sums``).
+SUMMED = ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "consumerCount", "producerCount")
+
+
+def bundle_sums(spark: SparkSession, samples: DataFrame, index: BoundaryIndex) -> DataFrame:
+    """Topic samples summed per ``(timestamp, broker, namespace, bundleLower, bundleUpper,
+    recordedBundle)``, with ``topics`` (their count): the layout lookup and the sums in one pass.
+
+    One broadcast join on ``(namespace, bucket)`` against :func:`candidate_ranges_frame` keeps the
+    candidate whose version is valid at the sample's time and whose range holds its hash (at most
+    one); a sample without one keeps null bounds (its ``recordedBundle``, if any, names it). No
+    bundle name is built per sample: the result is small (dumps x bundles).
+    """
+    from pyspark.sql import functions as F
+
+    if "topicHash" not in samples.columns:
+        samples = samples.withColumn("topicHash", F.crc32(F.col("topic")))
+    s = samples.select(
+        "timestamp",
+        "broker",
+        "namespace",
+        "topicHash",
+        F.col("bundle").alias("recordedBundle"),
+        *SUMMED,
+        F.shiftright(F.col("topicHash"), BUCKET_SHIFT).alias("bucket"),
+    ).alias("s")
+    if len(index) == 0:
+        mapped = s.withColumn("bundleLower", F.lit(None).cast("long")).withColumn(
+            "bundleUpper", F.lit(None).cast("long")
+        )
+    else:
+        r = candidate_ranges_frame(spark, index).alias("r")
+        hit = (
+            (F.col("s.namespace") == F.col("r.namespace"))
+            & (F.col("s.bucket") == F.col("r.bucket"))
+            & (F.col("s.timestamp") >= F.col("r.validFrom"))
+            & (F.col("r.validTo").isNull() | (F.col("s.timestamp") < F.col("r.validTo")))
+            & (F.col("s.topicHash") >= F.col("r.bundleLower"))
+            & (F.col("s.topicHash") < F.col("r.upperExclusive"))
+        )
+        mapped = s.join(F.broadcast(r), hit, "left").select("s.*", "r.bundleLower", "r.bundleUpper")
+    return mapped.groupBy(
+        "timestamp", "broker", "namespace", "bundleLower", "bundleUpper", "recordedBundle"
+    ).agg(*(F.sum(name).alias(name) for name in SUMMED), F.count(F.lit(1)).alias("topics"))
 
 
 def assign_bundles(spark: SparkSession, samples: DataFrame, index: BoundaryIndex) -> DataFrame:
