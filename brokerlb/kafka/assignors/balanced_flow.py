@@ -31,13 +31,15 @@ Keeping the network small:
 
 * a topic with a single subscriber is that member's whole, without a choice: it
   is left out of the network and the member's convex arcs start at that count;
-* each member gets unit arcs for its first ``cap`` units beyond that (``cap``:
-  the mean count, plus two) and one arc for the rest at the price of unit
-  ``cap + 1``. That price is below the true convex one from there on, so a flow
-  that uses the last arc for at most one unit is optimal for the true costs too
-  (the two costs agree up to ``cap + 1`` units); if the solver's flow uses it for
-  more, those members' ``cap`` is doubled and the flow solved again (the cost of a
-  member far above the mean: a second solve);
+* each member's convex arcs are cut to a few: one arc for its first ``floor``
+  units (the mean count minus two) at the price of the last of them, unit arcs up
+  to ``cap`` (the mean plus three) and one arc for the rest at the price of unit
+  ``cap + 1``. Both linear arcs price no unit above its true convex cost and agree
+  with it (up to a constant) from ``floor - 1`` to ``cap + 1`` units, so a flow in
+  which every member takes between ``floor - 1`` and ``cap + 1`` units is optimal
+  for the true costs too (the true total is never below the cut one and equals it
+  there). A member outside that range gets its full unit arcs below (``floor`` 0)
+  or twice the cap, and the flow is solved again;
 * ``W`` is the number of previously owned partitions plus one (no answer moves
   more): 1 for a fresh group, which keeps the solver's cost range small.
 
@@ -90,12 +92,17 @@ def balanced_counts(
     if not shared:
         return x
     total = sum(partitions[t] for t in shared)
-    caps = np.full(num_members, -(-total // max(1, num_members)) + 2, dtype=np.int64)
+    mean = total // max(1, num_members)
+    floors = np.full(num_members, max(0, mean - 2), dtype=np.int64)
+    caps = np.full(num_members, mean + 3, dtype=np.int64)
     while True:
-        flows, short = _solve(partitions, subscribers, owned, num_members, shared, forced, total, caps)
-        if not len(short):
+        flows, low, high = _solve(
+            partitions, subscribers, owned, num_members, shared, forced, total, floors, caps
+        )
+        if not len(low) and not len(high):
             break
-        caps[short] *= 2
+        floors[low] = 0
+        caps[high] *= 2
     for t, member, amount in flows:
         x[t][member] = x[t].get(member, 0) + amount
     return x
@@ -109,10 +116,11 @@ def _solve(
     shared: Sequence[int],
     forced: Sequence[int],
     total: int,
+    floors: np.ndarray,
     caps: np.ndarray,
-) -> tuple[list[tuple[int, int, int]], np.ndarray]:
-    """The optimal ``(topic, member, units)`` flows, and the members whose ``caps`` were too
-    small for them to be sure (then the flows are not used)."""
+) -> tuple[list[tuple[int, int, int]], np.ndarray, np.ndarray]:
+    """The optimal ``(topic, member, units)`` flows, and the members whose ``floors`` were too
+    high or ``caps`` too low for the flow to be sure (then the flows are not used)."""
     T, M = len(shared), num_members
     source, sink = T + M, T + M + 1
     weight = sum(sum(o.values()) for o in owned) + 1  # W: above the most moves any answer can make
@@ -132,20 +140,29 @@ def _solve(
                 kept_m.append(m)
                 kept_n.append(n)
 
-    units = np.minimum(reach, caps)  # unit arcs per member
     start = np.asarray(forced, dtype=np.int64)  # the convex cost starts after the forced units
+    floor = np.minimum(floors, reach)  # units on the one linear first arc
+    top = np.maximum(np.minimum(caps, reach), floor)  # units below the last arc
+    units = top - floor  # unit arcs per member
     unit_member = np.repeat(np.arange(M, dtype=np.int64), units)
     offsets = np.arange(len(unit_member), dtype=np.int64) - np.repeat(np.cumsum(units) - units, units)
-    rest = reach - units
+    floor_members = np.nonzero(floor > 0)[0]
+    rest = reach - top
     rest_members = np.nonzero(rest > 0)[0]
+
+    def unit_cost(member: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The true cost of member's ``j+1``-th unit beyond its forced ones: ``W (2c + 1)``."""
+        cost: np.ndarray = weight * (2 * (start[member] + j) + 1)
+        return cost
 
     tails = np.concatenate(
         [
             np.full(T, source, dtype=np.int64),  # source -> topic
             np.asarray(kept_t, dtype=np.int64),  # topic -> member, kept partitions
             arc_topic,  # topic -> member, any partition
+            T + floor_members,  # member -> sink, the first units at the price of the last of them
             T + unit_member,  # member -> sink, one unit each
-            T + rest_members,  # member -> sink, beyond cap
+            T + rest_members,  # member -> sink, beyond the cap
         ]
     )
     heads = np.concatenate(
@@ -153,8 +170,7 @@ def _solve(
             np.arange(T, dtype=np.int64),
             T + np.asarray(kept_m, dtype=np.int64),
             T + members,
-            np.full(len(unit_member), sink, dtype=np.int64),
-            np.full(len(rest_members), sink, dtype=np.int64),
+            np.full(len(floor_members) + len(unit_member) + len(rest_members), sink, dtype=np.int64),
         ]
     )
     capacities = np.concatenate(
@@ -162,6 +178,7 @@ def _solve(
             sizes,
             np.asarray(kept_n, dtype=np.int64),
             sizes[arc_topic],
+            floor[floor_members],
             np.ones(len(unit_member), dtype=np.int64),
             rest[rest_members],
         ]
@@ -171,8 +188,9 @@ def _solve(
             np.zeros(T, dtype=np.int64),
             np.zeros(len(kept_t), dtype=np.int64),
             np.ones(len(arc_topic), dtype=np.int64),
-            weight * (2 * (start[unit_member] + offsets) + 1),
-            weight * (2 * (start[rest_members] + units[rest_members]) + 1),
+            unit_cost(floor_members, floor[floor_members] - 1),
+            unit_cost(unit_member, floor[unit_member] + offsets),
+            unit_cost(rest_members, top[rest_members]),
         ]
     )
     solver = min_cost_flow.SimpleMinCostFlow()
@@ -182,16 +200,21 @@ def _solve(
     if status != solver.OPTIMAL:
         raise RuntimeError(f"min-cost flow of the uniform assignor ended with status {status}")
     flow = solver.flows(arcs)
-    beyond = flow[len(flow) - len(rest_members) :]
-    short = rest_members[beyond > 1]
-    if len(short):
-        return [], short
     first = T
-    out: list[tuple[int, int, int]] = []
-    for k in np.nonzero(flow[first : first + len(kept_t)])[0].tolist():
-        out.append((shared[kept_t[k]], kept_m[k], int(flow[first + k])))
+    kept_flow = flow[first : first + len(kept_t)]
     first += len(kept_t)
     moved = flow[first : first + len(arc_topic)]
+    beyond = flow[len(flow) - len(rest_members) :]
+    # exact where every member took at least floor - 1 units and at most one beyond the cap
+    count = np.bincount(np.asarray(kept_m, dtype=np.int64), weights=kept_flow, minlength=M).astype(np.int64)
+    count += np.bincount(members, weights=moved, minlength=M).astype(np.int64)
+    low = np.nonzero((floor > 0) & (count < floor - 1))[0]
+    high = rest_members[beyond > 1]
+    if len(low) or len(high):
+        return [], low, high
+    out: list[tuple[int, int, int]] = []
+    for k in np.nonzero(kept_flow)[0].tolist():
+        out.append((shared[kept_t[k]], kept_m[k], int(kept_flow[k])))
     for k in np.nonzero(moved)[0].tolist():
         out.append((int(topic_of[arc_topic[k]]), int(members[k]), int(moved[k])))
-    return out, short
+    return out, low, high
