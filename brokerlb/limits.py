@@ -9,7 +9,9 @@ input                     bound                                      key
 request body              at most ``httpMaxRequestSize`` bytes       ``httpMaxRequestSize`` (413)
 JSON body                 nesting at most ``brokerlbMaxJsonDepth``   ``brokerlbMaxJsonDepth`` (400)
 tenant, namespace, topic  each name at most ``brokerlbMaxNameLength``  ``brokerlbMaxNameLength`` (412)
-  and other stored names  characters
+  and other stored names  characters, on every protocol: every HTTP
+                          and WebSocket path segment, every topic
+                          and namespace of a binary command
 bundles of a namespace    1 .. ``loadBalancerNamespaceMaximumBundles``  ``loadBalancerNamespaceMaximumBundles``
                           (``numBundles`` and boundaries)            (400)
 bundle boundaries         strictly increasing, no duplicates          ``brokerlbStrictNamespaceBundles`` (400)
@@ -36,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_plus
 
 from brokerlb.errors import (
     InvalidBundlesError,
@@ -43,13 +46,19 @@ from brokerlb.errors import (
     InvalidNamespaceNameError,
     InvalidTopicNameError,
     NotAcceptableError,
+    PreconditionFailedError,
     RequestTooLargeError,
 )
+from brokerlb.naming import NamespaceName, TopicName
 
 __all__ = ["InputLimits", "json_depth", "JAVA_INT_MAX"]
 
 #: Pulsar reads counts into Java ``int``s: a larger number is not a valid request there.
 JAVA_INT_MAX = 2**31 - 1
+#: paths whose names are not tenants, namespaces or topics (a name beyond the bound there is a 400)
+_OUTSIDE_TOPIC_HIERARCHY = (b"/admin/v2/clusters", b"/admin/v2/brokers", b"/admin/v2/broker-stats")
+#: a v1 topic name has four parts (tenant, cluster, namespace, local name) after ``non-persistent://``
+_MAX_PARTS, _DOMAIN_AND_SEPARATORS = 4, len("non-persistent://")
 
 
 def json_depth(value: Any) -> int:
@@ -118,6 +127,57 @@ class InputLimits:
         if kind in ("tenant", "namespace"):
             raise InvalidNamespaceNameError(_shorten(value), why)
         raise InvalidInputError(f"Invalid {kind} '{_shorten(value)}': {why}")
+
+    def check_path(self, raw_path: bytes) -> None:
+        """Every segment of an HTTP or WebSocket request path within the name bound (412), checked
+        before any route parses, authenticates or caches anything of it. A segment is a name (tenant,
+        namespace, topic, role ...) or shorter (a bundle range, a broker id)."""
+        limit = self.max_name_length
+        if limit <= 0 or len(raw_path) <= limit:
+            return
+        for segment in raw_path.split(b"/"):
+            if len(segment) > limit:
+                text = unquote_plus(segment.decode("latin-1"), errors="replace")
+                if len(text) > limit:
+                    why = (
+                        f"Invalid name '{_shorten(text)}': a path segment of {len(text)} characters; "
+                        f"names are at most {limit} (brokerlbMaxNameLength)"
+                    )
+                    # as check_name: 412 in the tenant/namespace/topic hierarchy, 400 elsewhere
+                    if raw_path.startswith(_OUTSIDE_TOPIC_HIERARCHY):
+                        raise InvalidInputError(why)
+                    raise PreconditionFailedError(why)
+
+    def topic(self, name: str) -> TopicName:
+        """A topic name from a client (a binary command, a WebSocket path), parsed once its length is
+        known to be within the bound: each of tenant, namespace and local name at most
+        ``brokerlbMaxNameLength`` characters (412 / the binary protocol's InvalidTopicName)."""
+        limit = self.max_name_length
+        if limit > 0 and len(name) > _MAX_PARTS * (limit + 1) + _DOMAIN_AND_SEPARATORS:
+            raise InvalidTopicNameError(
+                _shorten(name),
+                f"{len(name)} characters is longer than any name within brokerlbMaxNameLength ({limit})",
+            )
+        topic = TopicName.parse(name)
+        if limit > 0:
+            self.check_name("tenant", topic.tenant)
+            self.check_name("namespace", topic.namespace.local_name)
+            self.check_name("topic", topic.local_name)
+        return topic
+
+    def namespace(self, name: str) -> NamespaceName:
+        """A namespace name from a client, parsed once its length is within the bound."""
+        limit = self.max_name_length
+        if limit > 0 and len(name) > 3 * (limit + 1):
+            raise InvalidNamespaceNameError(
+                _shorten(name),
+                f"{len(name)} characters is longer than any name within brokerlbMaxNameLength ({limit})",
+            )
+        namespace = NamespaceName.parse(name)
+        if limit > 0:
+            self.check_name("tenant", namespace.tenant)
+            self.check_name("namespace", namespace.local_name)
+        return namespace
 
     # ------------------------------------------------------------------ bundles and partitions
     def check_num_bundles(self, num: int) -> None:

@@ -16,6 +16,9 @@ Pulsar's rules (``TopicName``, ``NamespaceName``, ``NamedEntity`` in pulsar-comm
   ``toFullTopicName`` do since apache/pulsar#23691 ("blank local topic"): ``" "``,
   ``"t/ns/\\t"``, ``"persistent://t/ns/ "``. A local name that merely contains or starts with
   spaces (``" a "``) or is a no-break space is accepted, as in Pulsar.
+* *brokerlb deviation*: a local name holding a C0 control character (U+0000-U+001F: NUL, tab,
+  CR, LF ...) or DEL is rejected. Pulsar accepts them (its stores hold names URL-encoded); in
+  brokerlb they would reach log lines, ``/metrics`` labels and ZooKeeper paths as they are.
 * A partition is ``<base>-partition-<N>`` with N a canonical non-negative int.
 * The topic hash (:func:`topic_hash`) is the IEEE CRC-32 of the full name's UTF-8 bytes, as an
   unsigned 32-bit int: Pulsar's bundle factory hashes ``TopicName.toString()`` with Guava's
@@ -76,6 +79,8 @@ DEFAULT_NAMESPACE = "default"
 
 #: Pulsar's ``NamedEntity`` pattern for tenant, cluster and namespace parts.
 _NAMED_ENTITY = re.compile(r"[-=:.\w]*", re.ASCII)
+#: C0 control characters and DEL, refused in local names (a brokerlb rule: module docstring)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _check_entity(part: str, kind: str, whole: str) -> None:
@@ -247,6 +252,12 @@ class TopicName:
             raise InvalidTopicNameError(name, "the topic's local name is empty")
         if is_blank(local):
             raise InvalidTopicNameError(name, "blank local topic (the local name is only whitespace)")
+        control = _CONTROL.search(local)
+        if control is not None:
+            raise InvalidTopicNameError(
+                name.encode("unicode_escape").decode("ascii"),
+                f"the local name holds the control character U+{ord(control.group()):04X}",
+            )
         complete = f"{domain}://{ns}/{local}"
         return cls(domain, ns, local, _partition_index(complete), complete)
 

@@ -61,6 +61,8 @@ from brokerlb.ring import NamespaceBundle
 __all__ = ["TopicAdmin", "Resolve"]
 
 logger = logging.getLogger(__name__)
+#: partitions of a new partitioned topic whose metadata is written at the same time
+_CONCURRENT_CREATES = 32
 
 #: ``resolve(bundle, authoritative)`` -> an object with ``owner`` (NamespaceEphemeralData | None),
 #: ``redirect_url`` and ``authoritative``: the lookup's resolution, which assigns an unowned bundle.
@@ -149,7 +151,15 @@ class TopicAdmin:
             raise ConflictError(f"This topic already exists: {topic} is a non-partitioned topic")
         await self.partitioned.create(topic, partitions)
         if topic.is_persistent:
-            await asyncio.gather(*(self.persistent.ensure(topic.partition(i)) for i in range(partitions)))
+            # a bounded number of metadata writes at a time: the event loop (and the store session)
+            # keeps being served however many partitions there are
+            pending = iter(range(partitions))
+
+            async def create_some() -> None:
+                for i in pending:
+                    await self.persistent.ensure(topic.partition(i))
+
+            await asyncio.gather(*(create_some() for _ in range(min(partitions, _CONCURRENT_CREATES))))
 
     async def delete(
         self, topic: TopicName, *, force: bool = False, authoritative: bool = False

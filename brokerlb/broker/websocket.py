@@ -48,6 +48,7 @@ from brokerlb.errors import (
     InvalidInputError,
     NotFoundError,
 )
+from brokerlb.limits import InputLimits
 from brokerlb.messaging import (
     WS_PREFIX,
     BacklogQuotaExceeded,
@@ -369,9 +370,11 @@ class WebSocketEndpoint:
         self_id: str | None = None,
         *,
         security: Security | None = None,
+        limits: InputLimits | None = None,
     ) -> None:
         self.data_path = data_path
         self.security = security
+        self.limits = limits if limits is not None else InputLimits()
         self.bundles = bundles
         self._owners = owners
         self._self_id = self_id
@@ -392,28 +395,35 @@ class WebSocketEndpoint:
                 raise NotFoundError(
                     "The WebSocket service is not enabled on this broker (webSocketServiceEnabled=false)"
                 )
+            # the name bound and the credentials first: nothing of the path is parsed (or cached) before
+            self.limits.check_path(scope.get("raw_path") or str(scope["path"]).encode())
+            role = self._authenticate(scope)
             endpoint = parse_endpoint(scope["path"], scope.get("query_string", b""))
-            await self._authorize(scope, endpoint)
+            await self._authorize(endpoint, role)
             await self.bundles.get(endpoint.topic.namespace)  # 404 unknown namespace; caches the ring
         except BrokerLBError as exc:
             await conn.deny(exc)
             return
         await self._serve(conn, endpoint, self.data_path)
 
-    async def _authorize(self, scope: Scope, endpoint: Endpoint) -> None:
+    def _authenticate(self, scope: Scope) -> str | None:
         """Pulsar's WebSocket service: the token from the ``token`` query parameter (or the
-        ``Authorization`` header); producers need ``produce``, consumers ``consume`` (401 / 403)."""
+        ``Authorization`` header); 401 without a valid one."""
         if self.security is None or not self.security.enabled:
-            return
+            return None
         query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
         token = next(iter(query.get("token") or []), None)
+        return self.security.authenticate(
+            Access.TOPIC_LOOKUP, first_header(scope.get("headers", ()), b"authorization"), token
+        )
+
+    async def _authorize(self, endpoint: Endpoint, role: str | None) -> None:
+        """Producers need ``produce``, consumers and readers ``consume`` (403)."""
+        if self.security is None or not self.security.enabled:
+            return
         needed = Access.TOPIC_PRODUCE if endpoint.kind == "producer" else Access.TOPIC_CONSUME
-        await self.security.check(
-            needed,
-            {"tenant": endpoint.topic.namespace.tenant},
-            first_header(scope.get("headers", ()), b"authorization"),
-            token,
-            topic=endpoint.topic,
+        await self.security.authorize(
+            needed, {"tenant": endpoint.topic.namespace.tenant}, role, endpoint.topic
         )
 
     def _other_owner(self, bundle: str) -> str | None:

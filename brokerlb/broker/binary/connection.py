@@ -562,7 +562,7 @@ class BinaryConnection(asyncio.Protocol):
 
     async def _lookup(self, cmd: CommandLookupTopic) -> None:
         try:
-            topic = TopicName.parse(cmd.topic)
+            topic = self.ctx.limits.topic(cmd.topic)
             await self._authorize(topic, ("produce", "consume"))
             answer = await self.ctx.lookup.lookup(
                 topic, authoritative=bool(cmd.authoritative), listener=cmd.advertised_listener_name or None
@@ -607,7 +607,7 @@ class BinaryConnection(asyncio.Protocol):
 
     async def _partitioned_metadata(self, cmd: CommandPartitionedTopicMetadata) -> None:
         try:
-            topic = TopicName.parse(cmd.topic)
+            topic = self.ctx.limits.topic(cmd.topic)
             await self._authorize(topic, ("produce", "consume"))
             await self.ctx.namespace_bundles(topic.namespace)
             partitions = await self.ctx.partitions(topic)
@@ -623,7 +623,7 @@ class BinaryConnection(asyncio.Protocol):
 
     async def _topics_of_namespace(self, cmd: CommandGetTopicsOfNamespace) -> None:
         try:
-            namespace = NamespaceName.parse(cmd.namespace)
+            namespace = self.ctx.limits.namespace(cmd.namespace)
             await self._authorize_namespace(namespace)
             await self.ctx.namespace_bundles(namespace)
             names = set(await self.ctx.partitioned_topics(namespace))
@@ -665,7 +665,7 @@ class BinaryConnection(asyncio.Protocol):
 
     async def _producer(self, cmd: CommandProducer) -> None:
         try:
-            topic = TopicName.parse(cmd.topic)
+            topic = self.ctx.limits.topic(cmd.topic)
             await self._authorize(topic, ("produce",))
             await self.ctx.namespace_bundles(topic.namespace)
             if self.closed:
@@ -779,7 +779,7 @@ class BinaryConnection(asyncio.Protocol):
 
     async def _subscribe(self, cmd: CommandSubscribe) -> None:
         try:
-            topic = TopicName.parse(cmd.topic)
+            topic = self.ctx.limits.topic(cmd.topic)
             await self._authorize(topic, ("consume",))
             await self.ctx.namespace_bundles(topic.namespace)
             if self.closed:

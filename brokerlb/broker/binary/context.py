@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from brokerlb.broker.binary.limits import ConnectionLimits
 from brokerlb.clock import SYSTEM_CLOCK, Clock
+from brokerlb.limits import InputLimits
 from brokerlb.naming import NamespaceName, TopicName
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class BinaryContext:
     frame_completion_timeout: float = 30.0
     #: ``brokerMaxConnections`` / ``brokerMaxConnectionsPerIp``, shared by the plain and TLS listeners
     connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    #: bounds on what commands carry (names within ``brokerlbMaxNameLength``)
+    limits: InputLimits = field(default_factory=InputLimits)
     #: keep-alive checks are timers on this clock
     clock: Clock = SYSTEM_CLOCK
     authenticator: Authenticator = field(default_factory=AnonymousAuthenticator)

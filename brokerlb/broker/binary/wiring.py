@@ -22,6 +22,7 @@ from brokerlb.broker.http.access import Security
 from brokerlb.broker.http.handoff_routes import HandOffPlacement, place_for_hand_off
 from brokerlb.coordination.paths import partitioned_topic_path
 from brokerlb.errors import BrokerLBError, NoNodeError
+from brokerlb.limits import InputLimits
 from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.ring import NamespaceBundle
 from brokerlb.security.authentication import AuthenticationService
@@ -155,6 +156,7 @@ def binary_server(
         pause_reading_if_unwritable=conf.pulsarChannelPauseReceivingRequestsIfUnwritable,
         frame_completion_timeout=conf.brokerlbFrameCompletionTimeoutSeconds,
         connection_limits=ConnectionLimits(conf.brokerMaxConnections, conf.brokerMaxConnectionsPerIp),
+        limits=InputLimits.from_config(conf),
         clock=clock,
         server_version=f"brokerlb-{__version__}",
     )

@@ -117,18 +117,37 @@ class Security:
         ``params`` are the route's path parameters (``tenant``, ``namespace`` ...); ``topic``
         the topic of a topic route when the caller has parsed it already.
         """
-        if needed is Access.METRICS:
-            needed = Access.AUTHENTICATED if self.authenticate_metrics else Access.PUBLIC
+        role = self.authenticate(needed, authorization, query_token)
+        await self.authorize(needed, params, role, topic)
+        return role
+
+    def authenticate(
+        self, needed: Access, authorization: str | None, query_token: str | None = None
+    ) -> str | None:
+        """The caller's role for ``needed`` (401 without valid credentials; ``None`` when no
+        credentials are needed). Call it before any work on the request that allocates."""
+        needed = self._effective(needed)
         if not self.enabled or needed is Access.PUBLIC:
             return None
-        role = self.authentication.authenticate_http(authorization, query_token)
-        if needed is Access.AUTHENTICATED or not self.authorization.enabled:
-            return role
-        if await self._allowed(needed, params, role, topic):
-            return role
+        return self.authentication.authenticate_http(authorization, query_token)
+
+    async def authorize(
+        self, needed: Access, params: Mapping[str, str], role: str | None, topic: TopicName | None = None
+    ) -> None:
+        """403 unless the role :meth:`authenticate` gave may do ``needed``."""
+        needed = self._effective(needed)
+        if not self.enabled or needed in (Access.PUBLIC, Access.AUTHENTICATED):
+            return
+        if not self.authorization.enabled or await self._allowed(needed, params, role, topic):
+            return
         raise AuthorizationError(
             f"Role {role} is not authorized: {needed.value} access is required{_on(params)}"
         )
+
+    def _effective(self, needed: Access) -> Access:
+        if needed is Access.METRICS:
+            return Access.AUTHENTICATED if self.authenticate_metrics else Access.PUBLIC
+        return needed
 
     async def _allowed(
         self, needed: Access, params: Mapping[str, str], role: str | None, topic: TopicName | None

@@ -182,7 +182,9 @@ class BrokerApp:
         self.fastapi = _fastapi(service, self.limits, self.security)
         self.guarded = RequestGuard(self.fastapi, self.limits)
         self.lookup = (
-            LookupEndpoint(service.lookup, service.operations.lookups, service.registry, self.security)
+            LookupEndpoint(
+                service.lookup, service.operations.lookups, service.registry, self.security, self.limits
+            )
             if fast_lookup
             else None
         )
@@ -193,6 +195,7 @@ class BrokerApp:
             service.owners,
             service.identity.broker_id,
             security=self.security,
+            limits=self.limits,
         )
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:

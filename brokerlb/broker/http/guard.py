@@ -9,7 +9,9 @@
   the server first only as ``text/plain``, a form or multipart, so no page can make a
   broker change state behind a user's back.
 * **Path**: an encoded ``/`` (``%2F``) in a path segment is refused (400), because routes are
-  matched on the decoded path (the lookup fast path parses raw segments itself).
+  matched on the decoded path (the lookup fast path parses raw segments itself); a segment
+  longer than ``brokerlbMaxNameLength`` characters is refused (412) before any route parses it
+  (the lookup fast path and the WebSocket endpoint check the same, before authenticating).
 * A client that disconnects while sending its body is not an error of the broker: the
   request is dropped with a DEBUG log line (see :func:`is_client_disconnect`).
 
@@ -90,6 +92,7 @@ class RequestGuard:
             return
         try:
             _check_path(scope)
+            self.limits.check_path(scope.get("raw_path") or scope["path"].encode())
             if scope["method"] in STATE_CHANGING:
                 self._check_headers(scope)
         except BrokerLBError as exc:

@@ -27,6 +27,7 @@ from brokerlb.broker.http.redirects import TlsUrls, location_for_scheme, registe
 from brokerlb.broker.lookup import LookupAnswer, LookupService
 from brokerlb.broker.metrics.counters import LookupMetrics
 from brokerlb.errors import InvalidInputError, InvalidTopicNameError
+from brokerlb.limits import InputLimits
 from brokerlb.naming import TopicName
 from brokerlb.security.authentication import first_header
 
@@ -113,7 +114,9 @@ class LookupEndpoint:
         metrics: LookupMetrics,
         registry: BrokerRegistry,
         security: Security | None = None,
+        limits: InputLimits | None = None,
     ) -> None:
+        self.limits = limits if limits is not None else InputLimits()
         self.lookup = lookup
         self.metrics = metrics
         self.security = security if security is not None and security.enabled else None
@@ -135,15 +138,22 @@ class LookupEndpoint:
 
     async def _answer(self, scope: dict[str, Any]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         raw = scope.get("raw_path") or scope["path"].encode()
+        # nothing of the path is parsed or cached before the name bound and the credentials are checked
+        self.limits.check_path(raw)
+        role = None
+        if self.security is not None:
+            role = self.security.authenticate(
+                Access.TOPIC_LOOKUP, first_header(scope.get("headers", ()), b"authorization")
+            )
         topic, bundle_query = _topic_of_path(raw[len(_PREFIX) :])
         if (
             self.security is not None
         ):  # the routes' declarations below: a bundle is the namespace's GET_BUNDLE
-            await self.security.check(
+            await self.security.authorize(
                 Access.NAMESPACE_USE if bundle_query else Access.TOPIC_LOOKUP,
                 {"tenant": topic.namespace.tenant, "namespace": topic.namespace.local_name},
-                first_header(scope.get("headers", ()), b"authorization"),
-                topic=topic,
+                role,
+                topic,
             )
         if bundle_query:
             bundle = await self.lookup.bundle_of(topic)

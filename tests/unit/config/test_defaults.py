@@ -82,7 +82,6 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "allowAutoTopicCreation": (True, True),
     "allowAutoTopicCreationType": ("non-partitioned", True),
     "defaultNumPartitions": (1, True),
-    "maxNumPartitionsPerPartitionedTopic": (0, True),
     "forceDeleteTenantAllowed": (False, True),
     "forceDeleteNamespaceAllowed": (False, True),
     # load manager
@@ -179,6 +178,7 @@ BROKERLB_DEFAULTS: dict[str, object] = {
     "metadataStoreUrl": "memory:",  # Pulsar: unset (must be configured)
     "httpMaxRequestSize": 1048576,  # Pulsar: -1 (no limit)
     "pulsarChannelPauseReceivingRequestsIfUnwritable": True,  # Pulsar: false
+    "maxNumPartitionsPerPartitionedTopic": 4096,  # Pulsar: 0 (no limit)
     "brokerlbFrameCompletionTimeoutSeconds": 30.0,
     "brokerlbMaxJsonDepth": 64,  # brokerlb's own keys (input bounds)
     "brokerlbMaxNameLength": 255,
