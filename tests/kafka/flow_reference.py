@@ -1,44 +1,13 @@
 """A second, independent exact solver of the uniform assignor's counts, for tests: pure Python.
 
 It was the product's solver until the uniform assignor moved to a compiled one
-(:mod:`brokerlb.kafka.assignors.balanced_flow`); tests keep it to check that one
-on groups too big for the brute-force oracle (the same optimum: balance, then moves).
-The rest of this docstring is the original's.
+(:mod:`brokerlb.kafka.assignors.balanced_flow`, whose docstring states the problem: the counts
+``x[t][m]`` minimising ``sum c**2``, then the partitions moved, as a min-cost flow). Tests keep
+it to check that one on groups too big for the brute-force oracle: the same optimum.
 
-Balanced, then sticky: how many partitions of each topic each member gets, as an exact min-cost flow.
-
-The uniform assignor's heterogeneous case (members subscribe to different topics)
-reduces to counts: partitions of one topic are interchangeable except for who
-owned them before, so it is enough to decide ``x[t][m]``, the number of
-partitions of topic ``t`` member ``m`` gets. Member ``m`` can keep at most
-``min(x[t][m], owned[t][m])`` of its previous partitions of ``t``, and that many
-it does keep, so
-
-* member counts are ``c[m] = sum_t x[t][m]``;
-* partitions moved (previously owned, now elsewhere) are
-  ``sum_{t,m} owned[t][m] - min(x[t][m], owned[t][m])``.
-
-:func:`balanced_counts` returns the ``x`` that minimises, lexicographically,
-(1) ``sum_m c[m]**2`` -- the balance: no chain of single-partition moves
-(``A`` gives a partition to ``B``, ``B`` one to ``C`` ...) can take a partition
-from a member with ``c`` partitions to a member with ``c - 2`` or fewer; for a
-homogeneous group, counts differing by at most one -- and then (2) the number of
-partitions moved.
-
-It is a min-cost flow source -> topic (capacity: its partitions) -> subscribed
-member -> sink. A topic->member arc costs 0 per unit up to ``owned[t][m]`` (a kept
-partition) and 1 beyond (a partition given to someone who did not own it); the
-member->sink arc is convex, ``W * (2c + 1)`` for the member's ``c+1``-th unit, so
-the total is ``W * sum c**2 + moves`` with ``W`` larger than any number of
-moves. Solved by the primal-dual method (successive shortest paths with
-potentials; each phase a Dinic blocking flow on the zero-reduced-cost arcs),
-which ends with a minimum-cost flow of value ``sum_t partitions[t]``: the
-optimum. Ties are broken by topic and member index (deterministic).
-
-Worked example: t0 (2 partitions) subscribed by A; t1 (2) by A and B. All
-fresh: the flow gives A both of t0 and B both of t1 (counts 2/2). If B owned
-t1-0 and A owned t1-1 before, the answer is the same counts and only t1-1
-moves (A cannot keep it without leaving B with 1 and itself with 3).
+Here the same network is solved by the primal-dual method (successive shortest paths with
+potentials; each phase a Dinic blocking flow on the zero-reduced-cost arcs), with every unit of
+every member's convex arc explicit.
 """
 
 from __future__ import annotations
