@@ -16,8 +16,11 @@ election (the leader node is deleted, another broker takes over at once), deregi
 before the bundles go, as Pulsar's ``disableBroker``, so the leader never places a bundle
 (or hands a topic's state) to a broker that is stopping, and no periodic load report
 registers it again (a stopping Pulsar broker was given new bundles that way and ran into
-its shutdown timeout) -- unload every owned bundle (topics closed, ownership released),
-stop HTTP, close the store. :meth:`BrokerService.kill` is the crash
+its shutdown timeout) -- unload every owned bundle (topics closed, ownership released; the
+last broker of the cluster leaves them to its session's end: nobody could take them), stop
+HTTP, close the store. The whole is bounded by ``brokerShutdownTimeoutMs`` (Pulsar's key and
+default, 60 s) whatever the metadata store does: past it, the broker closes as after a crash
+(one warning says which step was cut). :meth:`BrokerService.kill` is the crash
 variant for tests: everything stops without touching the store, so the session
 expires and the others take over after ``metadataStoreSessionTimeoutMillis``.
 
@@ -82,6 +85,7 @@ from brokerlb.coordination import (
     SessionState,
     open_store,
 )
+from brokerlb.coordination.paths import BROKERS_ROOT
 from brokerlb.errors import BrokerLBError, NamespaceNotFoundError, ServiceUnavailableError
 from brokerlb.loadbalance.leader import Leader
 from brokerlb.model import LocalBrokerData
@@ -97,6 +101,9 @@ if TYPE_CHECKING:
 __all__ = ["BrokerService"]
 
 logger = logging.getLogger(__name__)
+
+#: seconds each closing step after the graceful part may take (servers; the metadata store)
+CLOSE_WAIT = 5.0
 
 
 class BrokerService:
@@ -123,6 +130,8 @@ class BrokerService:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._listeners: list[Callable[[], None]] = []
         self._closing = False
+        #: what a stopping broker is doing (named when the shutdown bound cuts it)
+        self._stop_step = ""
         self.binary: BinaryServer | None = None
         self.started = False
         #: Registered, elected (leader or follower) and serving.
@@ -484,38 +493,100 @@ class BrokerService:
         return self.election.is_leader
 
     # ------------------------------------------------------------------ stop
-    async def stop(self) -> None:
-        """Graceful shutdown (module docstring): deregistered first, then the bundles released."""
+    async def stop(self, timeout: float | None = None) -> bool:
+        """Graceful shutdown (module docstring), bounded by ``timeout`` seconds (default:
+        ``brokerShutdownTimeoutMs``, Pulsar's key and default, 60 s) whatever the metadata store
+        does. Past the bound, what is left of leaving the cluster is abandoned (one warning names
+        the step) and the broker closes as after a crash: its session ends its ownership and
+        registration. Returns whether the graceful part finished."""
         if not self.started:
-            return
+            return True
         self._closing = True
         self.ready = False
         started = self.clock.monotonic()
         if self.history is not None:  # its shutdown rule: nothing of the stop is load history
             self.history.stopping()
+        bound = self.conf.brokerShutdownTimeoutMs / 1000 if timeout is None else max(0.0, timeout)
+        released = 0
+        try:
+            async with asyncio.timeout(bound):
+                released = await self._leave()
+            graceful = True
+        except TimeoutError:
+            graceful = False
+            logger.warning(
+                "Broker %s: graceful shutdown did not finish within %.0f ms (brokerShutdownTimeoutMs; "
+                "still %s); stopping without it",
+                self.identity.broker_id,
+                bound * 1000,
+                self._stop_step,
+            )
+            self.election.abandon()
+            await self._cancel_tasks()
+            with contextlib.suppress(TimeoutError, BrokerLBError):
+                async with asyncio.timeout(CLOSE_WAIT):
+                    await self.ownership.close(release=False)
+        await self._close_bounded(graceful)
+        logger.info(
+            "Broker %s stopped in %.2f s (%d bundles released%s)",
+            self.identity.broker_id,
+            self.clock.monotonic() - started,
+            released,
+            "" if graceful else "; cut at brokerShutdownTimeoutMs",
+        )
+        return graceful
+
+    async def _leave(self) -> int:
+        """The graceful part of :meth:`stop`: leave the election, deregister, release the bundles
+        (unless no other broker is registered to take them). Returns how many were released."""
+        self._stop_step = "leaving the leader election"
         await self.election.close()
         await self._cancel_tasks()
+        self._stop_step = "deregistering"
         with contextlib.suppress(BrokerLBError):  # Pulsar's disableBroker: no placement picks us now
             await self.registry.unregister()
         owned = self.ownership.owned_bundles()
+        self._stop_step = "looking for brokers to take its bundles"
+        others = [b for b in await self.store.children(BROKERS_ROOT) if b != self.identity.broker_id]
+        if owned and not others:
+            # the last broker: nobody could take the bundles, and the session's end releases them
+            logger.info(
+                "Broker %s is the last one: its %d bundles go with its session", self.broker_id, len(owned)
+            )
+            owned = []
+        self._stop_step = f"releasing {len(owned)} bundles"
         results = await asyncio.gather(
             *(self.actions.unload(NamespaceBundle.parse(b)) for b in owned), return_exceptions=True
         )
         for bundle, result in zip(owned, results, strict=True):
             if isinstance(result, BaseException):
                 logger.warning("Unloading %s at shutdown failed: %s", bundle, result)
+        self._stop_step = "closing the owner actions"
         await self.actions.close()
+        self._stop_step = "closing the registration"
         with contextlib.suppress(BrokerLBError):
             await self.registry.close(unregister=True)
-        await self._close_local()
-        if self._store is None:
-            await self.store.close()
-        logger.info(
-            "Broker %s stopped in %.2f s (%d bundles released)",
-            self.identity.broker_id,
-            self.clock.monotonic() - started,
-            len(owned),
-        )
+        return len(owned)
+
+    async def _close_bounded(self, graceful: bool) -> None:
+        """Stop serving and close the store; each part bounded by :data:`CLOSE_WAIT` seconds (a
+        store that does not answer is left behind: its session ends without it)."""
+        try:
+            async with asyncio.timeout(CLOSE_WAIT):
+                await self._close_local()
+        except TimeoutError:
+            logger.warning(
+                "Broker %s: closing its servers took over %.0f s; left behind", self.broker_id, CLOSE_WAIT
+            )
+        if self._store is not None:
+            return
+        try:
+            async with asyncio.timeout(CLOSE_WAIT if graceful else 0.5):
+                await self.store.close()
+        except TimeoutError:
+            logger.warning(
+                "Broker %s: the metadata store did not close; its session ends without it", self.broker_id
+            )
 
     async def kill(self) -> None:
         """Stop like a crashed process: no release, no deregistration; the session is abandoned."""

@@ -115,15 +115,22 @@ class StandaloneCluster:
         finally:
             await store.close()
 
-    async def stop(self) -> None:
-        """Stop every broker gracefully, the leader last (fewer leader changes while stopping)."""
+    async def stop(self) -> bool:
+        """Stop every broker gracefully, the leader last (fewer leader changes while stopping), all
+        within one ``brokerShutdownTimeoutMs`` (each broker gets what the ones before it left).
+        Returns whether every broker's graceful part finished."""
         running = [b for b in self.brokers if b.started]
         running.sort(key=lambda b: b.is_leader)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.configs[0].brokerShutdownTimeoutMs / 1000
+        graceful = True
         for broker in running:
             try:
-                await broker.stop()
+                graceful = await broker.stop(timeout=deadline - loop.time()) and graceful
             except Exception:
+                graceful = False
                 logger.exception("Stopping broker %s failed", broker.broker_id)
+        return graceful
 
     @property
     def urls(self) -> list[str]:

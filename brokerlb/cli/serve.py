@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -29,8 +31,19 @@ def _logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def run_until_signalled(start: Callable[[], Awaitable[object]], stop: Callable[[], Awaitable[None]]) -> None:
+def run_until_signalled(
+    start: Callable[[], Awaitable[object]],
+    stop: Callable[[], Awaitable[object]],
+    *,
+    exit_within: float,
+) -> bool:
     """Run ``start()``, wait for SIGINT/SIGTERM, then ``stop()`` (on uvloop when available).
+    Returns ``False`` when ``stop()`` answered ``False`` (its graceful part was cut short).
+
+    The process exits within ``exit_within`` seconds of the signal whatever happens (a metadata
+    store that never answers, a thread that never returns): a guard then logs what happened and
+    ends it (exit code 1), as Pulsar's broker halts after ``brokerShutdownTimeoutMs``. A second
+    signal ends it at once.
 
     After start-up every object then alive is moved out of the garbage collector's view
     (``gc.freeze``): full collections no longer walk the imported modules and caches, which
@@ -38,12 +51,26 @@ def run_until_signalled(start: Callable[[], Awaitable[object]], stop: Callable[[
     collector from then on: the leader's refresh freezes its long-lived state too
     (:mod:`brokerlb.broker.collector`).
     """
+    guard: threading.Timer | None = None
 
-    async def main() -> None:
+    async def main() -> bool:
+        nonlocal guard
         done = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            nonlocal guard
+            if done.is_set():
+                _exit_now("a second signal")
+            done.set()
+            guard = threading.Timer(
+                exit_within, _exit_now, args=(f"the shutdown still running after {exit_within:.0f} s",)
+            )
+            guard.daemon = True
+            guard.start()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, done.set)
+            loop.add_signal_handler(sig, on_signal)
         try:
             await start()
             gc.collect()
@@ -51,9 +78,10 @@ def run_until_signalled(start: Callable[[], Awaitable[object]], stop: Callable[[
             own_collector()
             await done.wait()
         finally:
+            graceful = await stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
-            await stop()
+        return graceful is not False
 
     try:
         import uvloop
@@ -61,8 +89,19 @@ def run_until_signalled(start: Callable[[], Awaitable[object]], stop: Callable[[
         runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
     except ImportError:  # pragma: no cover - the server extra installs uvloop
         runner = asyncio.Runner()
-    with runner:
-        runner.run(main())
+    try:
+        with runner:
+            return runner.run(main())
+    finally:
+        if guard is not None:
+            guard.cancel()
+
+
+def _exit_now(why: str) -> None:
+    """End the process now (from the guard's thread or a signal handler), saying why."""
+    logging.getLogger("brokerlb.cli").error("Exiting without a complete shutdown: %s", why)
+    logging.shutdown()
+    os._exit(1)
 
 
 def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level: str = _LOG) -> None:
@@ -71,7 +110,7 @@ def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level
     import signal
 
     from brokerlb.broker.offset_clock import OffsetClock, clock_from_file
-    from brokerlb.broker.service import BrokerService
+    from brokerlb.broker.service import CLOSE_WAIT, BrokerService
     from brokerlb.config import load_broker_conf
 
     _logging(log_level)
@@ -93,7 +132,9 @@ def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level
                 highlight=False,
             )
 
-        run_until_signalled(start, service.stop)
+        bound = conf.brokerShutdownTimeoutMs / 1000
+        if not run_until_signalled(start, service.stop, exit_within=bound + 2 * CLOSE_WAIT + 5):
+            raise typer.Exit(1)
 
 
 def standalone(
@@ -113,6 +154,7 @@ def standalone(
     log_level: str = _LOG,
 ) -> None:
     """Run N brokers in this process on consecutive 127.0.0.1 ports; Ctrl-C stops them cleanly."""
+    from brokerlb.broker.service import CLOSE_WAIT
     from brokerlb.broker.standalone import StandaloneCluster
     from brokerlb.config import load_broker_conf
 
@@ -136,4 +178,6 @@ def standalone(
                 highlight=False,
             )
 
-        run_until_signalled(start, cluster.stop)
+        bound = base.brokerShutdownTimeoutMs / 1000
+        if not run_until_signalled(start, cluster.stop, exit_within=bound + (brokers + 1) * CLOSE_WAIT + 5):
+            raise typer.Exit(1)

@@ -251,7 +251,7 @@ class LeaderElection:
 
     def _stop(self, why: str) -> None:
         """Lose leadership (``why``), stop the election and heartbeat tasks, the watch and the session listener."""
-        self._lose(why)
+        self._lose(why, on_purpose=True)  # closed or abandoned by its broker: nothing wrong
         self._state = ElectionState.STOPPED
         for task in (self._elect_task, self._heartbeat):
             if task is not None:
@@ -450,7 +450,7 @@ class LeaderElection:
         for work, name in list(self._workers):
             self._start_worker(work, name, self._lease)
 
-    def _lose(self, reason: str) -> None:
+    def _lose(self, reason: str, *, on_purpose: bool = False) -> None:
         lease = self._lease
         if self._state is ElectionState.LEADING:
             self._state = ElectionState.ELECTING
@@ -464,7 +464,8 @@ class LeaderElection:
             heartbeat.cancel()
         for task in list(self._worker_tasks):
             task.cancel()
-        logger.warning(
+        logger.log(
+            logging.INFO if on_purpose else logging.WARNING,
             "%s lost leadership of %s (epoch %d): %s; leader work stopped",
             self.candidate.broker_id,
             self.path,
