@@ -35,6 +35,7 @@ brokerlb.errors.InvalidBundlesError: Invalid number of bundles 10000000: must be
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +52,7 @@ from brokerlb.errors import (
 )
 from brokerlb.naming import NamespaceName, TopicName
 
-__all__ = ["InputLimits", "json_depth", "JAVA_INT_MAX"]
+__all__ = ["InputLimits", "json_depth", "parse_json", "shorten", "JAVA_INT_MAX", "MAX_JSON_INT_DIGITS"]
 
 #: Pulsar reads counts into Java ``int``s: a larger number is not a valid request there.
 JAVA_INT_MAX = 2**31 - 1
@@ -59,6 +60,24 @@ JAVA_INT_MAX = 2**31 - 1
 _OUTSIDE_TOPIC_HIERARCHY = (b"/admin/v2/clusters", b"/admin/v2/brokers", b"/admin/v2/broker-stats")
 #: a v1 topic name has four parts (tenant, cluster, namespace, local name) after ``non-persistent://``
 _MAX_PARTS, _DOMAIN_AND_SEPARATORS = 4, len("non-persistent://")
+
+
+#: the most digits a JSON integer may have (a Java long has 19; Python refuses more than 4,300 with a
+#: message about its own internals)
+MAX_JSON_INT_DIGITS = 100
+
+
+def _json_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_JSON_INT_DIGITS:
+        raise ValueError(f"a number of {digits} digits is too large (at most {MAX_JSON_INT_DIGITS})")
+    return int(text)
+
+
+def parse_json(data: str | bytes) -> Any:
+    """``json.loads`` with integers bounded to :data:`MAX_JSON_INT_DIGITS` digits; ``ValueError`` (its
+    message fit for a client) when ``data`` is not JSON. Every JSON a client sends is read with it."""
+    return json.loads(data, parse_int=_json_int)
 
 
 def json_depth(value: Any) -> int:
@@ -123,10 +142,10 @@ class InputLimits:
             return
         why = f"the {kind} is {len(value)} characters long; the limit is {limit} (brokerlbMaxNameLength)"
         if kind == "topic":
-            raise InvalidTopicNameError(_shorten(value), why)
+            raise InvalidTopicNameError(shorten(value), why)
         if kind in ("tenant", "namespace"):
-            raise InvalidNamespaceNameError(_shorten(value), why)
-        raise InvalidInputError(f"Invalid {kind} '{_shorten(value)}': {why}")
+            raise InvalidNamespaceNameError(shorten(value), why)
+        raise InvalidInputError(f"Invalid {kind} '{shorten(value)}': {why}")
 
     def check_path(self, raw_path: bytes) -> None:
         """Every segment of an HTTP or WebSocket request path within the name bound (412), checked
@@ -140,7 +159,7 @@ class InputLimits:
                 text = unquote_plus(segment.decode("latin-1"), errors="replace")
                 if len(text) > limit:
                     why = (
-                        f"Invalid name '{_shorten(text)}': a path segment of {len(text)} characters; "
+                        f"Invalid name '{shorten(text)}': a path segment of {len(text)} characters; "
                         f"names are at most {limit} (brokerlbMaxNameLength)"
                     )
                     # as check_name: 412 in the tenant/namespace/topic hierarchy, 400 elsewhere
@@ -155,7 +174,7 @@ class InputLimits:
         limit = self.max_name_length
         if limit > 0 and len(name) > _MAX_PARTS * (limit + 1) + _DOMAIN_AND_SEPARATORS:
             raise InvalidTopicNameError(
-                _shorten(name),
+                shorten(name),
                 f"{len(name)} characters is longer than any name within brokerlbMaxNameLength ({limit})",
             )
         topic = TopicName.parse(name)
@@ -170,7 +189,7 @@ class InputLimits:
         limit = self.max_name_length
         if limit > 0 and len(name) > 3 * (limit + 1):
             raise InvalidNamespaceNameError(
-                _shorten(name),
+                shorten(name),
                 f"{len(name)} characters is longer than any name within brokerlbMaxNameLength ({limit})",
             )
         namespace = NamespaceName.parse(name)
@@ -239,5 +258,6 @@ class InputLimits:
             raise NotAcceptableError(f"Number of partitions should be less than or equal to {limit} ({key})")
 
 
-def _shorten(value: str, keep: int = 40) -> str:
+def shorten(value: str, keep: int = 40) -> str:
+    """``value``, or its first ``keep`` characters and its length (what an error message quotes)."""
     return value if len(value) <= keep else f"{value[:keep]}... ({len(value)} characters)"

@@ -10,8 +10,13 @@ strategy names are read per cycle).
 Rules (Pulsar's ``BrokersBase``; status in brackets): a key that is unknown or not dynamic
 (Pulsar's ``@FieldContext(dynamic = true)``, the registry's ``dynamic`` flag) [412 "Cannot update
 non-dynamic configuration"]; a value the key does not accept [412 "Invalid dynamic-config value"
-with why]. A stored value a broker cannot apply (written by another version) is logged and skipped;
-the others still apply.
+with why]. Values are checked as strictly as at start-up -- their kind, bounds (intervals have
+sane minimums, ``min_seconds``: ``loadBalancerSheddingIntervalMinutes=1e-9`` is refused), the
+cross-key rules, ``loadManagerClassName`` one of the two load managers -- and a strategy name must
+resolve (at start-up an unknown one falls back to Pulsar's default, as in Pulsar; at run time it is
+refused, so a running cluster never switches strategy by a typo). A refused value changes nothing.
+A stored value a broker cannot apply (written by another version) is logged and skipped; the others
+still apply.
 
 Deviation: deleting a key (``DELETE /admin/v2/brokers/configuration/{key}``) puts the broker.conf
 value back at once; Pulsar keeps the last dynamic value until the broker restarts.
@@ -27,7 +32,8 @@ from brokerlb.config import REGISTRY, ServiceConfig
 from brokerlb.coordination.dynamic_config import DynamicConfigStore, parse_dynamic_config
 from brokerlb.coordination.store import MetadataStore
 from brokerlb.coordination.watches import DataWatch
-from brokerlb.errors import BrokerLBError, InvalidConfigError, PreconditionFailedError
+from brokerlb.errors import BrokerLBError, InvalidConfigError, PreconditionFailedError, UnknownStrategyError
+from brokerlb.loadbalance.registry import StrategyKind, resolve
 
 __all__ = ["DynamicConfiguration", "dynamic_config_names"]
 
@@ -94,6 +100,7 @@ class DynamicConfiguration:
         try:
             REGISTRY.keys[key].read(value)
             self.base.with_overrides({**others, key: value}, dynamic_only=True, strict=True)
+            _check_strategy(key, value)
         except InvalidConfigError as exc:
             raise PreconditionFailedError(f"Invalid dynamic-config value {key}={value}: {exc}") from exc
 
@@ -134,6 +141,22 @@ class DynamicConfiguration:
             logger.warning("Dynamic configuration: %s=%r ignored (%s)", key, value, exc.why)
             return False
         return True
+
+
+#: dynamic keys naming a strategy, and its kind in the strategy registry
+_STRATEGY_KEYS = {"loadBalancerLoadSheddingStrategy": StrategyKind.SHEDDING}
+
+
+def _check_strategy(key: str, value: str) -> None:
+    """A strategy named at run time must exist: at start-up Pulsar falls back to its default for an
+    unknown class (so does brokerlb), but a running cluster would silently switch strategy."""
+    kind = _STRATEGY_KEYS.get(key)
+    if kind is None:
+        return
+    try:
+        resolve(kind, value)
+    except UnknownStrategyError as exc:
+        raise InvalidConfigError(key, value, str(exc)) from None
 
 
 def _dynamic_key(key: str) -> None:

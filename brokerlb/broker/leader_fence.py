@@ -23,6 +23,7 @@ from collections.abc import Callable
 from brokerlb.coordination import current_fencing_token
 from brokerlb.coordination.store import MetadataStore
 from brokerlb.errors import ConflictError, InvalidInputError
+from brokerlb.limits import shorten
 
 __all__ = ["LeaderFence", "parse_leader_epoch"]
 
@@ -39,7 +40,7 @@ def parse_leader_epoch(value: str | None) -> int | None:
     try:
         epoch = int(value)
     except ValueError:
-        raise InvalidInputError(f"leaderEpoch must be an integer, got {value!r}") from None
+        raise InvalidInputError(f"leaderEpoch must be an integer, got '{shorten(value)}'") from None
     if epoch < 0:
         raise InvalidInputError(f"leaderEpoch must not be negative, got {epoch}")
     return epoch

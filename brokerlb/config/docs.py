@@ -44,7 +44,9 @@ conf.with_overrides({"loadBalancerSheddingEnabled": False})
 * **Numbers**: `int`/`long` are decimal integers in the Java range; `double` is a finite
   decimal number (NaN and infinities are refused). The bounds in the table are brokerlb's
   (Pulsar has none on these keys): a value outside them -- a negative percentage, a zero
-  interval -- is refused with an error naming the key and the value.
+  interval -- is refused with an error naming the key and the value. The intervals of
+  periodic tasks have a floor in seconds whatever their unit (`>= 0.5 s` in the table):
+  `loadBalancerSheddingIntervalMinutes=1e-9` would run the leader's cycle without pause.
 * **Intervals**: *brokerlb deviation* -- keys in minutes (`...Minutes`) and the extensible
   manager's keys in seconds (`...InSeconds`) also take fractions, e.g.
   `loadBalancerSheddingIntervalMinutes=0.05` runs shedding every 3 seconds. Whole numbers
@@ -66,7 +68,12 @@ conf.with_overrides({"loadBalancerSheddingEnabled": False})
   `loadBalancerAvgShedderLowThreshold` must not exceed `loadBalancerAvgShedderHighThreshold`.
 * **Dynamic** keys (column "dyn") are those Pulsar lets `pulsar-admin brokers
   update-dynamic-config` change at run time; `with_overrides(..., dynamic_only=True)`
-  refuses the others.
+  refuses the others. An update is checked as strictly as broker.conf at start-up (kind,
+  bounds, cross-key rules, `loadManagerClassName`) and its strategy name must resolve; a
+  value refused is answered 412 naming why, and nothing changes on any broker. *brokerlb
+  deviation*: at start-up an unknown `loadBalancerLoadSheddingStrategy` falls back to the
+  default as in Pulsar, at run time it is refused; `loadManagerClassName` must name one of the
+  two load managers brokerlb implements (Pulsar fails later, when it loads the class).
 """
 
 

@@ -37,7 +37,7 @@ class BrokerlbKeys(KeyGroup):
         "With brokerlbLoadHistoryDir: each broker publishes its open history files (renames them from "
         "their hidden in-progress names, so the pipeline's ingest sees them) at least this often; also "
         "on demand, POST /admin/v2/brokers/load-history/publish.",
-        gt=0,
+        min_seconds=0.1,
         unit="seconds",
     )
     brokerlbLoadHistoryDepartureHoldSeconds: float = key(

@@ -103,7 +103,7 @@ class ExtensibleLoadManagerKeys(KeyGroup):
         SECONDS,
         60,
         "How often the leader checks the channel for orphan owners and stuck states.",
-        gt=0,
+        min_seconds=0.5,
         deviation=_SUB_SECOND,
     )
     loadBalancerMultiPhaseBundleUnload: bool = key(

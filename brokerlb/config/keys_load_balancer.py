@@ -24,6 +24,7 @@ from brokerlb.config.kinds import (
     choice,
     list_of,
 )
+from brokerlb.config.names import load_manager_class_problem
 from brokerlb.config.registry import KeyGroup, key
 from brokerlb.ring.split_algorithms import SUPPORTED_SPLIT_ALGORITHMS
 
@@ -59,8 +60,9 @@ class LoadBalancerKeys(KeyGroup):
         f"{PULSAR_LB_PACKAGE}.ModularLoadManagerImpl",
         "Load manager: ModularLoadManagerImpl, or "
         "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl (PIP-192). "
-        "Class or short name.",
+        "Class or short name; any other name is refused.",
         dynamic=True,
+        check=load_manager_class_problem,
     )
     topicBundleAssignmentStrategy: str = key(
         CLASSNAME,
@@ -114,7 +116,12 @@ class LoadReportKeys(KeyGroup):
         ge=0,
     )
     loadBalancerReportUpdateMinIntervalMillis: int = key(
-        INT, 5000, "How often a broker checks whether to write its report.", dynamic=True, gt=0, unit="millis"
+        INT,
+        5000,
+        "How often a broker checks whether to write its report.",
+        dynamic=True,
+        min_seconds=0.05,
+        unit="millis",
     )
     loadBalancerReportUpdateMaxIntervalMinutes: float = key(
         MINUTES,
@@ -129,14 +136,14 @@ class LoadReportKeys(KeyGroup):
         1,
         "How often host usage (CPU, memory, NIC) is sampled.",
         dynamic=True,
-        gt=0,
+        min_seconds=0.05,
         deviation=_SUB_MINUTE,
     )
     loadBalancerResourceQuotaUpdateIntervalMinutes: float = key(
         MINUTES,
         15,
         "How often the leader persists bundle data and time-averaged broker data.",
-        gt=0,
+        min_seconds=0.5,
         deviation=_SUB_MINUTE,
     )
     loadBalancerMaxNumberOfBundlesInBundleLoadReport: int = key(
@@ -207,7 +214,7 @@ class SheddingKeys(KeyGroup):
         1,
         "How often the leader runs the shedding strategy.",
         dynamic=True,
-        gt=0,
+        min_seconds=0.5,
         deviation=_SUB_MINUTE,
     )
     loadBalancerSheddingGracePeriodMinutes: float = key(
@@ -401,7 +408,7 @@ class BundleSplitKeys(KeyGroup):
         MINUTES,
         1,
         "Extensible LM: how often each broker checks its bundles for splits.",
-        gt=0,
+        min_seconds=0.5,
         deviation=_SUB_MINUTE,
     )
     loadBalancerMaxNumberOfBundlesToSplitPerCycle: int = key(

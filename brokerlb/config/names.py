@@ -21,6 +21,8 @@ __all__ = [
     "EXTENSIBLE_LOAD_MANAGER_CLASS",
     "EXTENSIBLE_LOAD_MANAGER",
     "is_extensible_load_manager",
+    "load_manager_class_problem",
+    "LOAD_MANAGER_CLASSES",
     "MetadataStoreUrl",
     "parse_metadata_store_url",
     "metadata_store_url_problem",
@@ -49,6 +51,30 @@ MODULAR_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.impl.ModularL
 EXTENSIBLE_LOAD_MANAGER_CLASS = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
 #: Its simple class name: ``loadManagerClassName`` may be given either way.
 EXTENSIBLE_LOAD_MANAGER = "ExtensibleLoadManagerImpl"
+
+
+#: the load managers brokerlb implements, by full and short name
+LOAD_MANAGER_CLASSES = frozenset(
+    {
+        MODULAR_LOAD_MANAGER_CLASS,
+        "ModularLoadManagerImpl",
+        EXTENSIBLE_LOAD_MANAGER_CLASS,
+        EXTENSIBLE_LOAD_MANAGER,
+    }
+)
+
+
+def load_manager_class_problem(name: str) -> str | None:
+    """Why ``loadManagerClassName`` cannot be ``name`` (``None`` when brokerlb implements it).
+
+    >>> load_manager_class_problem("a.")
+    'brokerlb implements ModularLoadManagerImpl and ExtensibleLoadManagerImpl (full or short class name)'
+    """
+    if name.strip() in LOAD_MANAGER_CLASSES:
+        return None
+    return (
+        "brokerlb implements ModularLoadManagerImpl and ExtensibleLoadManagerImpl (full or short class name)"
+    )
 
 
 def is_extensible_load_manager(load_manager_class_name: str) -> bool:

@@ -63,6 +63,9 @@ class ConfigKey:
     check: ValueCheck | None = None
     #: time unit of the value (``minutes``, ``seconds``, ``millis``) when it is an interval
     unit: str | None = None
+    #: the shortest interval accepted, in seconds whatever the key's unit (a periodic task with a
+    #: shorter one would run without pause: ``loadBalancerSheddingIntervalMinutes=1e-9``)
+    min_seconds: float | None = None
     #: how brokerlb's behaviour or default differs from Pulsar's (shown in the docs)
     deviation: str | None = None
 
@@ -86,10 +89,19 @@ class ConfigKey:
             raise InvalidConfigError(self.name, shown, f"must be > {_num(self.gt)}")
         if self.le is not None and value > self.le:
             raise InvalidConfigError(self.name, shown, f"must be <= {_num(self.le)}")
+        if self.min_seconds is not None and value * _SECONDS_PER[self.time_unit] < self.min_seconds:
+            raise InvalidConfigError(
+                self.name, shown, f"must be at least {_num(self.min_seconds)} s (a shorter interval spins)"
+            )
         if self.check is not None:
             why = self.check(value)
             if why:
                 raise InvalidConfigError(self.name, shown, why)
+
+    @property
+    def time_unit(self) -> str:
+        """``minutes``, ``seconds`` or ``millis`` (interval kinds carry their unit)."""
+        return self.unit or "seconds"
 
     def to_json(self, value: Any) -> Any:
         return self.kind.to_json(value)
@@ -105,7 +117,12 @@ class ConfigKey:
             parts.append(f"> {_num(self.gt)}")
         if self.le is not None:
             parts.append(f"<= {_num(self.le)}")
+        if self.min_seconds is not None:
+            parts.append(f">= {_num(self.min_seconds)} s")
         return ", ".join(parts)
+
+
+_SECONDS_PER = {"minutes": 60.0, "seconds": 1.0, "millis": 0.001}
 
 
 def _num(x: float) -> str:
@@ -145,6 +162,8 @@ class KeyDescriptor:
             unit=unit,
             **options,
         )
+        if config_key.min_seconds is not None and config_key.unit not in _SECONDS_PER:
+            raise ValueError(f"config key {self.name!r}: min_seconds needs a unit (minutes, seconds, millis)")
         config_key.validate(default)
         return config_key
 
@@ -172,6 +191,7 @@ def key(
     unit: str | None = None,
     deviation: str | None = None,
     category: str | None = None,
+    min_seconds: float | None = None,
 ) -> Any:
     """Declare a config key in a :class:`KeyGroup` (the attribute name is the key name).
 
@@ -188,6 +208,7 @@ def key(
         "check": check,
         "unit": unit,
         "deviation": deviation,
+        "min_seconds": min_seconds,
     }
     if category is not None:
         options["category"] = category

@@ -62,6 +62,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, unquote_plus
 
 from brokerlb.errors import BinaryProtocolError, DataPathProtocolError, InvalidInputError
+from brokerlb.limits import parse_json
 from brokerlb.messaging.frames import payload_section, read_payload, unpack_batch
 from brokerlb.messaging.wire import KeyValue, MessageIdData, MessageMetadata, decode
 from brokerlb.naming import TopicName
@@ -205,7 +206,7 @@ class CloseReason:
 def _json_object(text: str | bytes, what: str) -> dict[str, Any]:
     """A client frame's JSON object; Pulsar's ``FailedToDeserializeFromJSON`` if it is not one."""
     try:
-        body = json.loads(text)
+        body = parse_json(text)
     except ValueError as exc:
         raise DataPathProtocolError(WebSocketError.FAILED_TO_DESERIALIZE_FROM_JSON, str(exc)) from None
     if not isinstance(body, dict):

@@ -98,16 +98,27 @@ class RawConnection:
         return raw
 
     async def lookup(self, topic: str) -> str:
-        """LOOKUP ``topic`` until a broker owns it (its ``pulsar://`` URL); retries "not ready" answers."""
-        request = 1000
-        async with asyncio.timeout(GUARD):
-            while True:
-                request += 1
-                self.send(CommandLookupTopic(topic, request))
-                answer = await self.next()
-                if isinstance(answer, CommandLookupTopicResponse) and answer.response == 1:
-                    return str(answer.brokerServiceUrl)
-                await asyncio.sleep(0.05)
+        """LOOKUP ``topic`` until a broker owns it: its ``pulsar://`` URL. Redirects are followed (on
+        connections of their own, closed after), "not ready" answers retried."""
+        request, authoritative, conn = 1000, False, self
+        try:
+            async with asyncio.timeout(GUARD):
+                while True:
+                    request += 1
+                    conn.send(CommandLookupTopic(topic, request, authoritative))
+                    answer = await conn.next()
+                    if isinstance(answer, CommandLookupTopicResponse) and answer.response == 1:
+                        return str(answer.brokerServiceUrl)
+                    if isinstance(answer, CommandLookupTopicResponse) and answer.response == 0:
+                        if conn is not self:
+                            conn.close()
+                        conn = await RawConnection.open(str(answer.brokerServiceUrl))
+                        authoritative = bool(answer.authoritative)
+                        continue
+                    await asyncio.sleep(0.05)
+        finally:
+            if conn is not self:
+                conn.close()
 
     async def produce(self, topic: str, count: int, size: int, producer_id: int = 1) -> None:
         """Create a producer and publish ``count`` messages of ``size`` bytes, each acknowledged."""
@@ -237,8 +248,10 @@ class Bystanders:
                 producer.close()
 
     async def _producer(self) -> RawConnection:
-        producer = await RawConnection.open(self.pulsar_url)
-        await producer.lookup(self.topic)
+        probe = await RawConnection.open(self.pulsar_url)
+        owner = await probe.lookup(self.topic)
+        probe.close()
+        producer = await RawConnection.open(owner)
         producer.send(CommandProducer(self.topic, 1, 1))
         answer = await producer.next()
         if not isinstance(answer, CommandProducerSuccess):

@@ -16,7 +16,9 @@ write per event-loop turn. Commands (Pulsar's ``ServerCnx``):
 * ``PRODUCER`` (``ServiceNotReady`` when this broker does not own the topic's bundle, so the
   client looks it up again; ``ProducerBusy`` when the name is taken on the topic), ``SEND``
   (the payload section is stored as received -- batches included; ``ChecksumError`` when its
-  CRC-32C does not match; no receipt while the topic is fenced for a move), ``CLOSE_PRODUCER``;
+  CRC-32C does not match; ``NotAllowedError`` when its ``num_messages`` cannot fit in its bytes,
+  6 a message, since the count drives permits, rates and splits; no receipt while the topic is
+  fenced for a move), ``CLOSE_PRODUCER``;
 * ``SUBSCRIBE`` (the four subscription types, durable or not, initial position, start message
   id; ``ConsumerBusy``), ``FLOW``, ``ACK`` (individual, cumulative, batch ack sets, with an
   ``ACK_RESPONSE`` when the client asks), ``REDELIVER_UNACKNOWLEDGED_MESSAGES``, ``UNSUBSCRIBE``,
@@ -129,6 +131,9 @@ SUBSCRIPTION_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_S
 #: request id of broker-initiated CLOSE_PRODUCER / CLOSE_CONSUMER (Pulsar sends -1)
 _NO_REQUEST = -1
 _WORD = (1 << 64) - 1
+#: the least bytes one message of a batch takes: its 4-byte metadata size and a SingleMessageMetadata
+#: holding at least its required payload_size (tag and varint: 2 bytes)
+_MIN_BATCHED_MESSAGE_BYTES = 6
 #: producer ids a connection remembers as closed (their in-flight SENDs are ignored, not refused)
 _CLOSED_PRODUCERS_KEPT = 1000
 
@@ -745,11 +750,26 @@ class BinaryConnection(asyncio.Protocol):
                 )
             )
             return
+        num_messages = cmd.num_messages or 1
+        if num_messages > max(1, len(section) // _MIN_BATCHED_MESSAGE_BYTES):
+            # the count drives permits, rates, load reports and splits: it must be what the bytes can hold
+            self.send(
+                simple_frame(
+                    CommandSendError(
+                        cmd.producer_id,
+                        cmd.sequence_id,
+                        ServerError.NotAllowedError,
+                        f"num_messages {num_messages} cannot fit in a payload of {len(section)} bytes "
+                        f"(a batched message takes at least {_MIN_BATCHED_MESSAGE_BYTES})",
+                    )
+                )
+            )
+            return
         topic = producer.served.topic
         highest = cmd.highest_sequence_id or 0
         try:
             entry_id = topic.publish(
-                section, cmd.num_messages or 1, _Receipt(self, cmd.producer_id, cmd.sequence_id, highest)
+                section, num_messages, _Receipt(self, cmd.producer_id, cmd.sequence_id, highest)
             )
         except BacklogQuotaExceeded as exc:
             self.send(

@@ -10,7 +10,7 @@ from fastapi import Request, Response
 from brokerlb.broker.http.redirects import location_for_scheme, redirect_location
 from brokerlb.broker.redirect import Redirect
 from brokerlb.errors import InvalidInputError
-from brokerlb.limits import InputLimits
+from brokerlb.limits import InputLimits, parse_json
 
 __all__ = [
     "request_limits",
@@ -43,7 +43,7 @@ async def json_body(request: Request) -> Any:
         return None
     limits = request_limits(request)
     try:
-        value = json.loads(data)
+        value = parse_json(data)
     except RecursionError:
         raise InvalidInputError(limits.json_too_deep()) from None
     except ValueError as exc:
@@ -59,7 +59,7 @@ async def json_or_text_body(request: Request) -> Any:
     limits = request_limits(request)
     text = data.decode("utf-8", "replace").strip()
     try:
-        value = json.loads(text)
+        value = parse_json(text)
     except RecursionError:
         raise InvalidInputError(limits.json_too_deep()) from None
     except ValueError:

@@ -27,7 +27,7 @@ from brokerlb.broker.http.redirects import TlsUrls, location_for_scheme, registe
 from brokerlb.broker.lookup import LookupAnswer, LookupService
 from brokerlb.broker.metrics.counters import LookupMetrics
 from brokerlb.errors import InvalidInputError, InvalidTopicNameError
-from brokerlb.limits import InputLimits
+from brokerlb.limits import InputLimits, shorten
 from brokerlb.naming import TopicName
 from brokerlb.security.authentication import first_header
 
@@ -51,7 +51,9 @@ def parse_bool(value: str | None, name: str, default: bool = False) -> bool:
         return True
     if lowered == "false":
         return False
-    raise InvalidInputError(f"Invalid value '{value}' for query parameter '{name}': expected true or false")
+    raise InvalidInputError(
+        f"Invalid value '{shorten(value)}' for query parameter '{name}': expected true or false"
+    )
 
 
 def topic_from_segments(domain: str, tenant: str, namespace: str, encoded_topic: str) -> TopicName:
