@@ -6,7 +6,7 @@ a broker answers them itself when it leads or no leader is reachable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from brokerlb.broker.balancer_status import BalancerStatus
@@ -36,7 +36,9 @@ class Dashboard:
         bundles: NamespaceBundlesCache,
         owners: OwnershipCache,
         now_ms: Callable[[], int],
+        started: Callable[[], Iterable[Any]] = tuple,
     ) -> None:
+        self.started = started
         self.cluster = cluster
         self.broker_id = broker_id
         self.leader_id = leader_id
@@ -49,7 +51,7 @@ class Dashboard:
         self.now_ms = now_ms
 
     def _leader_moves(self) -> Any:
-        return leader_moves_of(self.feed.recent)
+        return leader_moves_of(self.feed.recent, self.started())
 
     def namespaces(self) -> list[tuple[str, NamespaceBundles]]:
         """Every namespace the bundle cache knows, and those with owned bundles (heartbeats included)."""

@@ -108,6 +108,9 @@ class BrokerActions:
         self._load_data = load_data_store
         #: (what, bundle, why) of the last actions that could not be carried out
         self.failures: collections.deque[tuple[str, str, str]] = collections.deque(maxlen=100)
+        #: the last moves, splits and merges sent to owners (before their cycle's record exists:
+        #: what the dashboard labels a move by when a lost lease cut the cycle short)
+        self.started: collections.deque[Move | SplitDecision | MergeDecision] = collections.deque(maxlen=500)
 
     def now_ms(self) -> int:
         return self._clock.now_ms()
@@ -122,6 +125,7 @@ class BrokerActions:
         try:
             if owner is None:
                 raise BrokerLBError(f"{bundle} has no owner any more")
+            self.started.append(move)
             token = self._fencing_token()
             if owner.broker_id == self._broker_id:
                 await self._admit(str(bundle), token, "unload")
@@ -150,6 +154,7 @@ class BrokerActions:
         return [await self._merge(d) for d in merges]
 
     async def _merge(self, decision: MergeDecision) -> bool:
+        self.started.append(decision)
         try:
             await self._merge_bundles(decision.namespace, [b.rpartition("/")[2] for b in decision.bundles])
             return True
@@ -163,6 +168,7 @@ class BrokerActions:
         owner = self._owners.get_owner(bundle)
         unload = self._conf.loadBalancerAutoUnloadSplitBundlesEnabled
         algorithm = SPECIFIED_POSITIONS_DIVIDE if decision.boundaries else None
+        self.started.append(decision)
         try:
             token = self._fencing_token()
             # the leader's own write (the bundle's stored data) is fenced too: a superseded leader stops here

@@ -180,6 +180,7 @@ class BrokerOperations:
         self._bundles = bundles
         self._reporter = reporter
         self._leader_tasks = leader_tasks
+        self._registry = registry
         self._leading_since: int | None = None
         self.feed: LeaderFeed | None = None
         self.status: BalancerStatus | None = None
@@ -205,7 +206,10 @@ class BrokerOperations:
             cluster_loads=self.cluster_loads,
             now_ms=clock.now_ms,
         )
-        log = OwnershipLog(self._owners, clock.now_ms)
+        registry = self._registry
+        log = OwnershipLog(
+            self._owners, clock.now_ms, registered=lambda broker: broker in registry.available_brokers()
+        )
         self._removers.append(log.close)
         self.dashboard = Dashboard(
             cluster=self.cluster,
@@ -218,6 +222,7 @@ class BrokerOperations:
             bundles=self._bundles,
             owners=self._owners,
             now_ms=clock.now_ms,
+            started=lambda: list(self._leader_tasks.actions.started),
         )
 
     def close(self) -> None:

@@ -3,23 +3,32 @@
 :class:`OwnershipLog` listens to the ownership cache (every broker mirrors every ownership node) and
 keeps what happened, in order: a bundle ``assigned`` to a broker, ``unloading`` (its owner marked it
 disabled), ``released``, ``moved`` (released by one broker and taken by another within
-:data:`MOVE_WINDOW_MS`), ``lost`` is not distinguishable from ``released`` here (the node vanishes
-either way). Who asked for a move is found afterwards (:meth:`OwnershipLog.entries`): a move the
-leader carried out has the reason of its decision (``Overloaded``, ...); a release of a bundle the
-leader split is ``split``; anything else -- an operator's unload, a broker stopping -- is ``Admin``
-(Pulsar's name for an unload it did not decide itself).
+:data:`MOVE_WINDOW_MS`). Who asked for a move is found afterwards (:meth:`OwnershipLog.entries`), as
+a ``category`` and a ``cause``:
+
+* ``shedding`` -- a move the leader started (carried out, or started by a cycle a lost lease cut
+  short): the reason of its decision (``Overloaded``, ``Underloaded``, ``OverTarget`` ...);
+* ``split`` -- the release of a bundle the leader split, or of one of its children (unloaded after
+  the split, ``loadBalancerAutoUnloadSplitBundlesEnabled``);
+* ``merge`` -- the release of a part of a merge the leader started;
+* ``failure`` -- a bundle that went without being unloaded first while its owner was no longer
+  registered (its session ended: a crash, a lost connection);
+* ``admin`` -- anything else: an operator's unload, transfer, split or merge, a broker stopping
+  (cause ``Admin``, Pulsar's name for an unload it did not decide itself).
 """
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from brokerlb.coordination import OwnerInfo, OwnershipCache
+from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision
+from brokerlb.loadbalance.leader import Move
 
-__all__ = ["OwnershipLog", "OwnershipChange", "MOVE_WINDOW_MS"]
+__all__ = ["OwnershipLog", "OwnershipChange", "LeaderActions", "MOVE_WINDOW_MS", "leader_moves_of"]
 
 #: A release followed by an acquisition by another broker within this window is one move.
 MOVE_WINDOW_MS = 10_000
@@ -33,29 +42,57 @@ class OwnershipChange:
     broker: str | None = None
     previous: str | None = None
     cause: str = ""
+    #: shedding | split | merge | failure | admin (moves and releases)
+    category: str = ""
+    #: a release that was not marked ``unloading`` first (the node went with its session)
+    abrupt: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"atMs": self.at_ms, "bundle": self.bundle, "kind": self.kind}
-        for key, value in (("broker", self.broker), ("previous", self.previous), ("cause", self.cause)):
+        for key, value in (
+            ("broker", self.broker),
+            ("previous", self.previous),
+            ("cause", self.cause),
+            ("category", self.category),
+        ):
             if value:
                 out[key] = value
         return out
 
 
-#: ``(bundle, source broker) -> reason`` of the moves the leader carried out, and the bundles it split.
-LeaderMoves = Callable[[], tuple[dict[tuple[str, str | None], str], set[str]]]
+@dataclass(frozen=True, slots=True)
+class LeaderActions:
+    """What the leader started: moves by ``(bundle, source)`` with their reason, the bundles it
+    split and the parts of the merges it started."""
+
+    moves: dict[tuple[str, str | None], str] = field(default_factory=dict)
+    split: frozenset[str] = frozenset()
+    merged: frozenset[str] = frozenset()
+
+
+#: the leader's actions, asked for when the log is read
+LeaderMoves = Callable[[], LeaderActions]
 
 
 class OwnershipLog:
     """Recent ownership changes of every bundle (module docstring)."""
 
-    def __init__(self, owners: OwnershipCache, now_ms: Callable[[], int], *, keep: int = 2000) -> None:
+    def __init__(
+        self,
+        owners: OwnershipCache,
+        now_ms: Callable[[], int],
+        *,
+        registered: Callable[[str], bool] = lambda broker: True,
+        keep: int = 2000,
+    ) -> None:
         self.now_ms = now_ms
+        self._registered = registered
         self._log: collections.deque[OwnershipChange] = collections.deque(maxlen=keep)
         self._state: dict[str, tuple[str | None, bool]] = {
             b: (info.broker_id, info.disabled) for b, info in owners.owners().items()
         }
-        self._released: dict[str, tuple[str | None, int]] = {}
+        #: bundle -> (broker, when, abrupt) of its last release
+        self._released: dict[str, tuple[str | None, int, bool]] = {}
         self._remove = owners.add_listener(self._on_change)
 
     def close(self) -> None:
@@ -67,15 +104,21 @@ class OwnershipLog:
         if info is None:
             self._state.pop(bundle, None)
             if before is not None:
-                self._released[bundle] = (before[0], now)
-                self._log.append(OwnershipChange(now, bundle, "released", before[0]))
+                # gone without being marked unloading, its owner no longer registered: the node went
+                # with the owner's session (a watch may also miss a short-lived "unloading" mark:
+                # the registration tells an operator's unload apart)
+                abrupt = not before[1] and not (before[0] is not None and self._registered(before[0]))
+                self._released[bundle] = (before[0], now, abrupt)
+                self._log.append(OwnershipChange(now, bundle, "released", before[0], abrupt=abrupt))
             return
         broker, disabled = info.broker_id, info.disabled
         self._state[bundle] = (broker, disabled)
         if before is None:
             released = self._released.pop(bundle, None)
             if released is not None and released[0] != broker and now - released[1] <= MOVE_WINDOW_MS:
-                self._log.append(OwnershipChange(now, bundle, "moved", broker, released[0]))
+                self._log.append(
+                    OwnershipChange(now, bundle, "moved", broker, released[0], abrupt=released[2])
+                )
             else:
                 self._log.append(OwnershipChange(now, bundle, "assigned", broker))
         elif disabled and not before[1]:
@@ -85,12 +128,12 @@ class OwnershipLog:
         self, leader_moves: LeaderMoves | None = None, bundle: str | None = None
     ) -> list[OwnershipChange]:
         """Changes in order (of one bundle, if given), moves and releases with their cause."""
-        reasons, split = leader_moves() if leader_moves is not None else ({}, set())
+        leader = leader_moves() if leader_moves is not None else LeaderActions()
         out = []
         for change in self._log:
             if bundle is not None and change.bundle != bundle:
                 continue
-            out.append(_with_cause(change, reasons, split))
+            out.append(_with_cause(change, leader))
         return out
 
     def recent_moves(
@@ -110,27 +153,69 @@ class OwnershipLog:
         return out[::-1][-limit:]
 
 
-def _with_cause(
-    change: OwnershipChange, reasons: dict[tuple[str, str | None], str], split: set[str]
-) -> OwnershipChange:
+def _with_cause(change: OwnershipChange, leader: LeaderActions) -> OwnershipChange:
     if change.kind not in ("moved", "released", "unloading"):
         return change
     source = change.previous if change.kind == "moved" else change.broker
-    reason = reasons.get((change.bundle, source))
-    if reason is None and change.bundle in split:
-        reason = "split"
-    return replace(change, cause=reason or "Admin")
+    reason = leader.moves.get((change.bundle, source))
+    if reason is not None:
+        return replace(change, cause=reason, category="shedding")
+    if change.bundle in leader.split or _inside(change.bundle, leader.split):
+        return replace(change, cause="split", category="split")
+    if change.bundle in leader.merged:
+        return replace(change, cause="merge", category="merge")
+    if change.abrupt:
+        return replace(change, cause="failure", category="failure")
+    return replace(change, cause="Admin", category="admin")
 
 
-def leader_moves_of(cycles: Iterable[Any]) -> tuple[dict[tuple[str, str | None], str], set[str]]:
-    """The moves and splits the leader carried out, from its records."""
-    reasons: dict[tuple[str, str | None], str] = {}
+def _range(bundle: str) -> tuple[str, int, int] | None:
+    namespace, _, bounds = bundle.rpartition("/")
+    lower, _, upper = bounds.partition("_")
+    try:
+        return namespace, int(lower, 16), int(upper, 16)
+    except ValueError:
+        return None
+
+
+def _inside(bundle: str, parents: frozenset[str]) -> bool:
+    """Whether ``bundle``'s range lies within one of ``parents`` (a child of a split)."""
+    child = _range(bundle)
+    if child is None or not parents:
+        return False
+    for parent in parents:
+        outer = _range(parent)
+        if outer is not None and outer[0] == child[0] and outer[1] <= child[1] and child[2] <= outer[2]:
+            return True
+    return False
+
+
+def leader_moves_of(cycles: Iterable[Any], started: Iterable[Any] = ()) -> LeaderActions:
+    """The moves, splits and merges the leader carried out (its records) or started (``started``:
+    the executor's :class:`~brokerlb.loadbalance.leader.Move`, ``SplitDecision`` and
+    ``MergeDecision`` objects, sent before a cycle's record exists)."""
+    moves: dict[tuple[str, str | None], str] = {}
     split: set[str] = set()
+    merged: set[str] = set()
+
+    def add(action: Any) -> None:
+        if isinstance(action, Move):
+            moves[(action.bundle, action.source)] = action.reason or "Unknown"
+        elif isinstance(action, SplitDecision):
+            split.add(action.bundle)
+        elif isinstance(action, MergeDecision):
+            merged.update(action.bundles)
+
+    for action in started:
+        add(action)
     for cycle in cycles:
         for move, done in zip(cycle.moves, cycle.moves_done, strict=True):
             if done:
-                reasons[(move.bundle, move.source)] = move.reason or "Unknown"
+                add(move)
         for decision, done in zip(cycle.splits, cycle.splits_done, strict=True):
             if done:
-                split.add(decision.bundle)
-    return reasons, split
+                add(decision)
+        for merge, done in zip(cycle.merges, cycle.merges_done, strict=True):
+            if done:
+                add(merge)
+    return LeaderActions(moves, frozenset(split), frozenset(merged))

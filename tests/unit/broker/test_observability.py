@@ -19,7 +19,14 @@ from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig
 from brokerlb.errors import NoBrokerAvailableError
 from brokerlb.loadbalance.cycle import CycleRecord
-from brokerlb.loadbalance.decisions import Label, Reason, SheddingResult, SplitDecision, UnloadDecision
+from brokerlb.loadbalance.decisions import (
+    Label,
+    MergeDecision,
+    Reason,
+    SheddingResult,
+    SplitDecision,
+    UnloadDecision,
+)
 from brokerlb.loadbalance.leader import Move
 from brokerlb.model import LocalBrokerData
 
@@ -274,6 +281,7 @@ def test_ownership_log_tells_moves_and_their_causes() -> None:
     causes = lambda: leader_moves_of(feed.recent)  # noqa: E731
     moves = [(m.kind, m.bundle, m.broker, m.previous, m.cause) for m in log.recent_moves(causes)]
     assert moves == [("moved", a, "b2", "b1", "Overloaded"), ("released", b, "b1", None, "Admin")]
+    assert [m.category for m in log.recent_moves(causes)] == ["shedding", "admin"]
     story = [(c.kind, c.broker, c.cause) for c in log.entries(causes, bundle=a)]
     assert story == [
         ("assigned", "b1", ""),
@@ -285,6 +293,48 @@ def test_ownership_log_tells_moves_and_their_causes() -> None:
     clock.advance(60)
     cache.listener(b, _info("b3"))
     assert log.entries(bundle=b)[-1].kind == "assigned"
+
+
+def test_each_move_is_labelled_by_its_real_cause() -> None:
+    """shedding (carried out, or only started: a lost lease cut the cycle short), split (the parent
+    and its children unloaded after it), merge, failure (gone without being unloaded), admin."""
+    from brokerlb.broker.ownership_log import OwnershipLog, leader_moves_of
+
+    clock = ManualClock()
+    cache = FakeOwnershipCache()
+    log = OwnershipLog(cache, clock.now_ms, registered=lambda b: b != "b1")  # type: ignore[arg-type]
+    shed, parent, child, part, crashed, operator = (
+        "t/n/0x00000000_0x10000000",
+        "t/n/0x10000000_0x40000000",
+        "t/n/0x10000000_0x20000000",
+        "t/m/0x00000000_0x80000000",
+        "t/n/0x40000000_0x80000000",
+        "t/n/0x80000000_0xffffffff",
+    )
+    for bundle in (shed, child, part, crashed, operator):
+        cache.listener(bundle, _info("b1"))
+    clock.advance(1)
+    for bundle in (shed, child, part, operator):  # unloaded: marked disabled first
+        cache.listener(bundle, _info("b1", disabled=True))
+        cache.listener(bundle, None)
+        cache.listener(bundle, _info("b2"))
+    cache.listener(crashed, None)  # its owner's session ended: no longer registered
+    cache.listener(crashed, _info("b3"))
+    moved = UnloadDecision("b1", shed, "b2", Label.SUCCESS, Reason.UNDERLOADED)
+    started = [
+        Move(shed, "b1", "b2", True, moved),  # sent; its cycle never published a record
+        SplitDecision(parent, (), Label.SUCCESS, Reason.TOPICS, "12 topics"),
+        MergeDecision((part, "t/m/0x80000000_0xffffffff"), reason=Reason.COLD_BUNDLES),
+    ]
+    labels = {m.bundle: (m.category, m.cause) for m in log.recent_moves(lambda: leader_moves_of([], started))}
+    assert labels == {
+        shed: ("shedding", "Underloaded"),
+        child: ("split", "split"),
+        part: ("merge", "merge"),
+        crashed: ("failure", "failure"),
+        operator: ("admin", "Admin"),
+    }
+    assert log.recent_moves(lambda: leader_moves_of([], started))[0].to_json()["category"] == "shedding"
 
 
 def test_dashboard_state_document() -> None:
