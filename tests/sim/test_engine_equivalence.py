@@ -8,15 +8,17 @@ check runs its plain loop too. Same moves, splits, decisions and per-cycle serie
 
 import pytest
 
-import brokerlb.loadbalance.refresh as refresh_module
+import brokerlb.loadbalance.leader as leader_module
 from brokerlb.loadbalance.refresh import (
     LeaderLoadState,
     RefreshResult,
     _clean_preallocations,
+    _ReportedLater,
     _update_broker_data,
     bundle_data_or_default,
     namespace_to_bundle_ranges,
 )
+from brokerlb.loadbalance.tracked import TrackedDict
 from brokerlb.model import NamespaceBundleStats
 from brokerlb.sim import run_scenario
 from tests.sim.conftest import small_scenario
@@ -26,12 +28,21 @@ _DEFAULT = NamespaceBundleStats.new_default()
 
 
 def scalar_refresh(
-    state: LeaderLoadState, reports, *, stored_bundle_data=None, stored_quota=None
+    state: LeaderLoadState,
+    reports,
+    *,
+    stored_bundle_data=None,
+    stored_quota=None,
+    keep_preallocations=False,
 ) -> RefreshResult:
     """Pulsar's updateAllBrokerData + updateBundleData, bundle by bundle."""
-    added, removed = _update_broker_data(state.load_data, reports)
+    state.refreshes += 1
+    added, removed = _update_broker_data(state, reports)
+    if isinstance(state.load_data.bundle_data, TrackedDict):  # a plain dict: no fold cache involved
+        state.load_data.bundle_data = dict(state.load_data.bundle_data)
     bundle_data = state.load_data.bundle_data
     new_bundles, cleared = [], []
+    reported_later = _ReportedLater(state)
     for broker, data in state.load_data.broker_data.items():
         stats_map = data.local_data.last_stats
         for bundle, sample in stats_map.items():
@@ -39,7 +50,7 @@ def scalar_refresh(
                 bundle_data[bundle] = bundle_data_or_default(bundle, stored_bundle_data, stored_quota)
                 new_bundles.append(bundle)
             bundle_data[bundle].update(sample)
-        cleared.extend(_clean_preallocations(state, data))
+        cleared.extend(_clean_preallocations(state, data, keep_preallocations, reported_later))
         data.time_average_data.reset(stats_map, bundle_data, _DEFAULT)
         ranges = namespace_to_bundle_ranges(stats_map)
         for bundle in data.preallocated_bundle_data:
@@ -58,6 +69,13 @@ def test_the_array_refresh_decides_as_the_scalar_loop(strategy, monkeypatch):
     fast = run_scenario(scenario, strategy, SPLITS)
     assert fast.summary["moves"] > 0 and fast.summary["splits"] > 0
     assert {"refresh", "split", "place"} <= set(fast.extra["engine_phases"])
-    monkeypatch.setattr(refresh_module, "refresh", scalar_refresh)
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return scalar_refresh(*args, **kwargs)
+
+    monkeypatch.setattr(leader_module, "refresh", counted)  # the name the leader calls
     plain = run_scenario(scenario, strategy, SPLITS)
+    assert len(calls) == fast.summary["leader_refreshes"]  # the reference did every refresh
     assert fast.same_outcome(plain)
