@@ -44,7 +44,13 @@ import numpy as np
 
 from brokerlb.loadbalance.tracked import TrackedDict
 from brokerlb.loadbalance.windows import WindowTable
-from brokerlb.model import BundleData, LocalBrokerData, NamespaceBundleStats, TimeAverageBrokerData
+from brokerlb.model import (
+    BundleData,
+    BundleStatsColumns,
+    LocalBrokerData,
+    NamespaceBundleStats,
+    TimeAverageBrokerData,
+)
 
 __all__ = ["FoldCache", "FoldSummary", "Segment"]
 
@@ -56,14 +62,13 @@ _LONG = attrgetter("long_term_data")
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Segment:
-    """One broker's report as the fold resolved it: its ``lastStats`` (``keys`` / ``samples``),
-    the histories they fold into, their table columns and history rows, the sample values
-    (4 x n: throughput in/out, rate in/out) and counts (3 x n: topics, consumers, producers)."""
+    """One broker's report as the fold resolved it: its ``lastStats`` (``keys``), the histories
+    they fold into, their table columns and history rows, the sample values (4 x n: throughput
+    in/out, rate in/out) and counts (3 x n: topics, consumers, producers)."""
 
     report: LocalBrokerData
     stats_map: Mapping[str, NamespaceBundleStats]
     keys: tuple[str, ...]
-    samples: tuple[NamespaceBundleStats, ...]
     histories: tuple[BundleData, ...]
     short: np.ndarray
     long: np.ndarray
@@ -92,7 +97,8 @@ class FoldSummary:
         """The ``i``-th reported bundle: name, sample, history."""
         s = int(np.searchsorted(self.offsets, i, side="right")) - 1
         segment, j = self.segments[s], i - int(self.offsets[s])
-        return segment.keys[j], segment.samples[j], segment.histories[j]
+        key = segment.keys[j]
+        return key, segment.stats_map[key], segment.histories[j]
 
     def describes(self, reports: Sequence[LocalBrokerData], bundle_data: Mapping[str, BundleData]) -> bool:
         """Whether this summary still holds: the same report objects in the same order, and
@@ -119,6 +125,7 @@ class FoldCache:
         self._histories: list[BundleData] = []  # keeps them alive: ids stay unique
         self._topics = np.zeros(0, dtype=np.int64)  # the topic count last written to each row
         self._table_version = -1
+        self._layout: _Layout | None = None
 
     # ------------------------------------------------------------------ which reports to re-read
 
@@ -146,7 +153,7 @@ class FoldCache:
                 continue
             stats_map = report.last_stats
             same = segment.report is report and segment.stats_map is stats_map
-            if not same and (len(stats_map) != len(segment.keys) or tuple(stats_map) != segment.keys):
+            if not same and (len(stats_map) != len(segment.keys) or _keys(stats_map) != segment.keys):
                 continue
             if changes and not changes.isdisjoint(segment.keys):
                 continue
@@ -176,16 +183,19 @@ class FoldCache:
                 segment = self._reread(self.segments[broker], report)
             segments.append(segment)
         self.segments = {b[0]: s for b, s in zip(brokers, segments, strict=True)}
-        lengths = np.fromiter((len(s.keys) for s in segments), dtype=np.int64, count=len(segments))
-        offsets = np.r_[0, np.cumsum(lengths)]
-        if not segments or offsets[-1] == 0:
+        layout = self._layout
+        if layout is None or not layout.fits(segments):
+            layout = self._layout = _Layout(segments)
+        else:
+            layout.take_samples(segments)
+        if not layout.size:
             for _, _, average in brokers:
                 _set_sums(average, np.zeros(8))
             empty = np.zeros(0)
             self.version += 1
             return FoldSummary(
                 tuple(segments),
-                offsets,
+                layout.offsets,
                 empty,
                 empty,
                 empty.astype(np.int64),
@@ -193,34 +203,41 @@ class FoldCache:
                 self,
                 self.version,
             )
-        x = np.concatenate([s.x for s in segments], axis=1)
-        counts = np.concatenate([s.counts for s in segments], axis=1)
-        values = np.empty((8, x.shape[1]))  # per occurrence: short 4, long 4 values after its fold
+        x, counts, values = layout.x, layout.counts, layout.values
         data = self.table.data
-        for part, columns in (
-            (0, np.concatenate([s.short for s in segments])),
-            (4, np.concatenate([s.long for s in segments])),
+        final = None
+        for part, columns, rounds in (
+            (0, layout.short, layout.short_rounds),
+            (4, layout.long, layout.long_rounds),
         ):
-            for occ in _rounds(columns):
-                c = columns[occ] if isinstance(occ, np.ndarray) else columns
+            for occ in rounds:
+                c = columns if occ is None else columns[occ]
                 n = np.minimum(data[0, c] + 1.0, data[1, c])
-                new = ((n - 1.0) * data[2:6, c] + x[:, occ]) / n
+                new = data[2:6, c]
+                new *= n - 1.0
+                new += x if occ is None else x[:, occ]
+                new /= n
                 data[0, c] = n
                 data[2:6, c] = new
-                values[part : part + 4, occ] = new
-            if part == 4:
-                final = data[2:6, columns]
-        self._set_topics(np.concatenate([s.rows for s in segments]), counts[0])
-        _set_broker_sums([b[2] for b in brokers], lengths, values)
+                if occ is None:
+                    values[part : part + 4] = new
+                    final = new
+                else:
+                    values[part : part + 4, occ] = new
+        if len(layout.long_rounds) > 1:
+            final = data[2:6, layout.long]  # each window as its last report left it
+        assert final is not None
+        self._set_topics(layout, counts[0])
+        _set_broker_sums([b[2] for b in brokers], layout)
         self.table.version += 1
         self.version += 1
         self._table_version = self.table.version
         return FoldSummary(
             tuple(segments),
-            offsets,
+            layout.offsets,
             final[2] + final[3],
             final[0] + final[1],
-            counts[0],
+            counts[0].copy(),
             counts[1] + counts[2],
             self,
             self.version,
@@ -235,13 +252,11 @@ class FoldCache:
     def _reread(self, segment: Segment, report: LocalBrokerData) -> Segment:
         """``segment`` with the samples of a new report of the same bundles."""
         stats_map = report.last_stats
-        samples = tuple(stats_map.values())
-        x, counts = _sample_arrays(samples)
+        x, counts = _sample_arrays(stats_map)
         return Segment(
             report,
             stats_map,
             segment.keys,
-            samples,
             segment.histories,
             segment.short,
             segment.long,
@@ -253,8 +268,7 @@ class FoldCache:
 
     def _resolve(self, report: LocalBrokerData, bundle_data: Mapping[str, BundleData]) -> Segment:
         stats_map = report.last_stats
-        keys = tuple(stats_map)
-        samples = tuple(stats_map.values())
+        keys = _keys(stats_map)
         histories = tuple(map(bundle_data.__getitem__, keys))
         ranges: dict[str, list[str]] = {}
         for bundle in keys:
@@ -264,12 +278,11 @@ class FoldCache:
             report,
             stats_map,
             keys,
-            samples,
             histories,
             self._columns(histories, _SHORT, "short_term_data"),
             self._columns(histories, _LONG, "long_term_data"),
             self._rows(histories),
-            *_sample_arrays(samples),
+            *_sample_arrays(stats_map),
             {ns: tuple(r) for ns, r in ranges.items()},
         )
 
@@ -310,21 +323,78 @@ class FoldCache:
             rows.append(row)
         return np.array(rows, dtype=np.int64)
 
-    def _set_topics(self, rows: np.ndarray, topics: np.ndarray) -> None:
+    def _set_topics(self, layout: _Layout, topics: np.ndarray) -> None:
         """``history.topics = sample.topics`` in report order (the last report of a bundle wins),
         written where it differs from what was last written."""
-        order = np.argsort(rows, kind="stable")
-        ordered = rows[order]
-        last = order[np.r_[ordered[1:] != ordered[:-1], True]]  # last occurrence of each row
-        target_rows, wanted = rows[last], topics[last]
+        target_rows, wanted = layout.last_rows, topics[layout.last]
         for i in np.flatnonzero(self._topics[target_rows] != wanted).tolist():
             row, value = int(target_rows[i]), int(wanted[i])
             self._histories[row].topics = value
             self._topics[row] = value
 
 
-def _sample_arrays(samples: tuple[NamespaceBundleStats, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """4 x n sample values (throughput in/out, rate in/out) and 3 x n counts (topics, consumers, producers)."""
+class _Layout:
+    """The fold's arrays for one sequence of resolved reports, kept while the next fold has the
+    same: the concatenated table columns and history rows with their rounds, each history row's
+    last occurrence, where each occurrence goes in the padded matrix of the broker sums, and the
+    concatenated samples -- a report re-read since is copied into its place, the rest stay."""
+
+    def __init__(self, segments: Sequence[Segment]) -> None:
+        self.structure = [s.short for s in segments]  # a re-read segment keeps its arrays
+        self.sources = [s.x for s in segments]
+        lengths = np.fromiter((len(s.keys) for s in segments), dtype=np.int64, count=len(segments))
+        self.lengths = lengths
+        self.offsets = np.r_[0, np.cumsum(lengths)]
+        self.size = size = int(self.offsets[-1])
+        if not size:
+            segments = []  # nothing to fold: empty arrays
+        self.x = np.concatenate([np.zeros((4, 0))] + [s.x for s in segments], axis=1)
+        self.counts = np.concatenate([np.zeros((3, 0), np.int64)] + [s.counts for s in segments], axis=1)
+        self.values = np.empty((8, size))  # per occurrence: short 4, long 4 values after its fold
+        self.short = np.concatenate([np.zeros(0, np.int64)] + [s.short for s in segments])
+        self.long = np.concatenate([np.zeros(0, np.int64)] + [s.long for s in segments])
+        self.short_rounds = _rounds(self.short)
+        self.long_rounds = _rounds(self.long)
+        rows = np.concatenate([np.zeros(0, np.int64)] + [s.rows for s in segments])
+        order = np.argsort(rows, kind="stable")
+        ordered = rows[order]
+        self.last = order[np.r_[ordered[1:] != ordered[:-1], True]] if size else order  # each row's last
+        self.last_rows = rows[self.last]
+        longest = int(lengths.max()) if len(lengths) else 0
+        self.padded: np.ndarray | None = None
+        self.broker = self.position = np.zeros(0, np.int64)
+        if size and longest * len(lengths) <= 4 * size + 64:
+            # one padded matrix, a zero first: zeros leave a running sum unchanged
+            self.padded = np.zeros((8, len(lengths), longest + 1))
+            self.broker = np.repeat(np.arange(len(lengths)), lengths)
+            self.position = np.arange(size) - np.repeat(self.offsets[:-1], lengths) + 1
+
+    def fits(self, segments: Sequence[Segment]) -> bool:
+        return len(segments) == len(self.structure) and all(
+            map(is_, (s.short for s in segments), self.structure)
+        )
+
+    def take_samples(self, segments: Sequence[Segment]) -> None:
+        """Copy in the samples of the reports re-read since the last fold."""
+        sources, offsets = self.sources, self.offsets
+        for i, segment in enumerate(segments):
+            if segment.x is not sources[i]:
+                start, end = int(offsets[i]), int(offsets[i + 1])
+                self.x[:, start:end] = segment.x
+                self.counts[:, start:end] = segment.counts
+                sources[i] = segment.x
+
+
+def _keys(stats_map: Mapping[str, NamespaceBundleStats]) -> tuple[str, ...]:
+    return stats_map.names if isinstance(stats_map, BundleStatsColumns) else tuple(stats_map)
+
+
+def _sample_arrays(stats_map: Mapping[str, NamespaceBundleStats]) -> tuple[np.ndarray, np.ndarray]:
+    """4 x n sample values (throughput in/out, rate in/out) and 3 x n counts (topics, consumers,
+    producers); a report held as columns is read as it is (no sample is made)."""
+    if isinstance(stats_map, BundleStatsColumns):
+        return stats_map.rates, stats_map.counts[:3]
+    samples = tuple(stats_map.values())
     n = len(samples)
     x = np.fromiter(chain.from_iterable(map(_SAMPLE, samples)), dtype=np.float64, count=4 * n).reshape(n, 4).T
     counts = (
@@ -333,14 +403,15 @@ def _sample_arrays(samples: tuple[NamespaceBundleStats, ...]) -> tuple[np.ndarra
     return x, counts
 
 
-def _rounds(rows: np.ndarray) -> list[np.ndarray | slice]:
+def _rounds(rows: np.ndarray) -> list[np.ndarray | None]:
     """Occurrence indexes by round: a window reported k times (stale reports of earlier owners)
-    is folded in round 0, 1, ..., k - 1 in report order; each round touches a column once."""
+    is folded in round 0, 1, ..., k - 1 in report order; each round touches a column once.
+    ``[None]``: every window once, in a single round."""
     order = np.argsort(rows, kind="stable")
     ordered = rows[order]
     repeated = ordered[1:] == ordered[:-1]
     if not repeated.any():
-        return [slice(None)]
+        return [None]
     first = np.flatnonzero(np.r_[True, ~repeated])
     starts = np.repeat(first, np.diff(np.r_[first, len(order)]))
     round_of = np.empty(len(rows), dtype=np.int64)
@@ -348,25 +419,19 @@ def _rounds(rows: np.ndarray) -> list[np.ndarray | slice]:
     return [np.flatnonzero(round_of == r) for r in range(int(round_of.max()) + 1)]
 
 
-def _set_broker_sums(
-    averages: Sequence[TimeAverageBrokerData], lengths: np.ndarray, values: np.ndarray
-) -> None:
+def _set_broker_sums(averages: Sequence[TimeAverageBrokerData], layout: _Layout) -> None:
     """Each broker's eight sums, added in report order from 0.0 (a running sum per broker)."""
-    longest = int(lengths.max()) if len(lengths) else 0
-    if longest * len(lengths) <= 4 * values.shape[1] + 64:
-        # one padded matrix, a zero first: zeros leave a running sum unchanged
-        padded = np.zeros((8, len(lengths), longest + 1))
-        broker = np.repeat(np.arange(len(lengths)), lengths)
-        offset = np.arange(values.shape[1]) - np.repeat(np.cumsum(lengths) - lengths, lengths) + 1
-        padded[:, broker, offset] = values
+    values, padded = layout.values, layout.padded
+    if padded is not None:
+        padded[:, layout.broker, layout.position] = values
         sums = np.cumsum(padded, axis=2)[:, :, -1]
     else:
-        sums = np.zeros((8, len(lengths)))
-        start = 0
-        for j, length in enumerate(lengths.tolist()):
+        sums = np.zeros((8, len(layout.lengths)))
+        offsets = layout.offsets.tolist()
+        for j, length in enumerate(layout.lengths.tolist()):
             if length:
+                start = offsets[j]
                 sums[:, j] = np.cumsum(np.c_[np.zeros(8), values[:, start : start + length]], axis=1)[:, -1]
-            start += length
     for j, average in enumerate(averages):
         _set_sums(average, sums[:, j])
 

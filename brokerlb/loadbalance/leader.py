@@ -262,11 +262,9 @@ class Leader:
         from ``stored(bundle)`` (default: the histories handed to this leader at start), else from
         its legacy ``stored_quota(bundle)``, else from the default."""
         if self.splitting:  # a split is done for the leader once no report lists the bundle
-            still = set()
-            for report in inputs.reports.values():
-                if report is not None:
-                    still |= self.splitting.intersection(report.last_stats)
-            self.splitting = still
+            reported = [r.last_stats for r in inputs.reports.values() if r is not None]
+            # a few bundles against every report: look each up (intersection() would walk the reports)
+            self.splitting = {b for b in self.splitting if any(b in stats for stats in reported)}
         result = refresh(
             self.load_state,
             inputs.reports,

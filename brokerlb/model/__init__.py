@@ -7,7 +7,8 @@ Modular load manager (``ModularLoadManagerImpl``):
 
 * :class:`ResourceUsage`, :class:`SystemResourceUsage` -- host resources (float32 percentages);
 * :class:`NamespaceBundleStats` -- one bundle's traffic sample, with Pulsar's ordering;
-* :class:`LocalBrokerData` -- a broker's load report (``/loadbalance/brokers/{id}``);
+* :class:`LocalBrokerData` -- a broker's load report (``/loadbalance/brokers/{id}``); its
+  ``lastStats`` may be held as :class:`BundleStatsColumns` (arrays the leader's fold reads);
 * :class:`TimeAverageMessageData`, :class:`BundleData` -- capped running averages per bundle;
 * :class:`TimeAverageBrokerData`, :class:`BrokerData`, :class:`LoadData` -- the leader's snapshot;
 * :func:`need_broker_data_update` -- when a broker rewrites its report.
@@ -39,9 +40,11 @@ from brokerlb.model.extensible import (
 from brokerlb.model.load_data import BrokerData, LoadData
 from brokerlb.model.report_update import ReportUpdateDecision, need_broker_data_update, percent_change
 from brokerlb.model.resources import ResourceUsage, ResourceWeights, SystemResourceUsage
+from brokerlb.model.stats_columns import BundleStatsColumns
 from brokerlb.model.time_average import TimeAverageBrokerData, TimeAverageMessageData
 
 __all__ = [
+    "BundleStatsColumns",
     "AdvertisedListener",
     "BrokerData",
     "BrokerLoadData",

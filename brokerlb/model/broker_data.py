@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from brokerlb.model._validate import JsonObject, check_count, check_non_negative, check_str, invalid
 from brokerlb.model.bundle_stats import NamespaceBundleStats, stats_map_from_json
 from brokerlb.model.resources import ResourceUsage, SystemResourceUsage
+from brokerlb.model.stats_columns import BundleStatsColumns
 from brokerlb.model.usage import (
     max_usage,
     max_usage_with_memory_2x,
@@ -108,7 +109,9 @@ class LocalBrokerData:
 
     Attributes are Pulsar's fields in snake_case. ``bundles``/``last_bundle_gains``/
     ``last_bundle_losses`` are sets (Pulsar's ``HashSet``); JSON lists them sorted.
-    ``last_stats`` maps bundle name to its latest :class:`NamespaceBundleStats`.
+    ``last_stats`` maps bundle name to its latest :class:`NamespaceBundleStats`: a ``dict``, or
+    the same map held as columns (:class:`~brokerlb.model.BundleStatsColumns`, read-only; a report
+    written in process, which the leader's fold reads without making the samples).
     Times are milliseconds since the epoch, passed in by the caller.
     """
 
@@ -130,7 +133,7 @@ class LocalBrokerData:
     msg_rate_in: float = 0.0
     msg_rate_out: float = 0.0
     last_update: int = 0
-    last_stats: dict[str, NamespaceBundleStats] = field(default_factory=dict)
+    last_stats: Mapping[str, NamespaceBundleStats] = field(default_factory=dict)
     num_topics: int = 0
     num_bundles: int = 0
     num_consumers: int = 0
@@ -179,7 +182,8 @@ class LocalBrokerData:
         * a bundle in ``bundles`` but not in ``bundle_stats`` is added to
           ``last_bundle_losses`` and removed; a new one is added to ``last_bundle_gains``
           and ``bundles``. Gains/losses accumulate until :meth:`clean_deltas`;
-        * ``last_stats`` becomes (a copy of) ``bundle_stats``. ``last_update`` is untouched.
+        * ``last_stats`` becomes (a copy of) ``bundle_stats`` (columns are kept as they are:
+          they cannot change). ``last_update`` is untouched.
         """
         if not isinstance(system_resource_usage, SystemResourceUsage):
             raise invalid("systemResourceUsage", system_resource_usage, "expected a SystemResourceUsage")
@@ -200,7 +204,9 @@ class LocalBrokerData:
         self._set_resources(
             other.cpu, other.memory, other.direct_memory, other.bandwidth_in, other.bandwidth_out
         )
-        stats = dict(other.last_stats)
+        stats = other.last_stats
+        if not isinstance(stats, BundleStatsColumns):
+            stats = dict(stats)
         self._update_bundle_data(stats)
         self.last_stats = stats
 
@@ -223,10 +229,26 @@ class LocalBrokerData:
         self.bandwidth_in = bandwidth_in
         self.bandwidth_out = bandwidth_out
 
-    def _update_bundle_data(self, stats: dict[str, NamespaceBundleStats]) -> None:
+    def _update_bundle_data(self, stats: Mapping[str, NamespaceBundleStats]) -> None:
         lost = {bundle for bundle in self.bundles if bundle not in stats}
         self.last_bundle_losses |= lost
         self.bundles -= lost
+        if isinstance(stats, BundleStatsColumns):
+            gained = set(stats.names)
+            gained -= self.bundles
+            self.last_bundle_gains |= gained
+            self.bundles |= gained
+            (
+                self.msg_throughput_in,
+                self.msg_throughput_out,
+                self.msg_rate_in,
+                self.msg_rate_out,
+                self.num_topics,
+                self.num_consumers,
+                self.num_producers,
+            ) = stats.totals()
+            self.num_bundles = len(stats)
+            return
         throughput_in = throughput_out = rate_in = rate_out = 0.0
         topics = consumers = producers = 0
         for bundle, sample in stats.items():
@@ -346,7 +368,8 @@ class LocalBrokerData:
     def copy(self) -> LocalBrokerData:
         """An independent copy (collections copied; their values are immutable)."""
         clone = LocalBrokerData(**{name: getattr(self, name) for name in _FIELD_NAMES})
-        clone.last_stats = dict(self.last_stats)
+        stats = self.last_stats
+        clone.last_stats = stats if isinstance(stats, BundleStatsColumns) else dict(stats)
         clone.bundles = set(self.bundles)
         clone.last_bundle_gains = set(self.last_bundle_gains)
         clone.last_bundle_losses = set(self.last_bundle_losses)
@@ -428,7 +451,11 @@ _FIELD_NAMES = tuple(f.name for f in fields(LocalBrokerData))
 
 def _checked_stats(
     bundle_stats: Mapping[str, NamespaceBundleStats], field: str
-) -> dict[str, NamespaceBundleStats]:
+) -> Mapping[str, NamespaceBundleStats]:
+    """A copy of ``bundle_stats`` checked entry by entry; columns as they are (checked when made,
+    and read-only)."""
+    if isinstance(bundle_stats, BundleStatsColumns):
+        return bundle_stats
     if not isinstance(bundle_stats, Mapping):
         raise invalid(field, bundle_stats, "expected a mapping of bundle name to NamespaceBundleStats")
     stats: dict[str, NamespaceBundleStats] = {}

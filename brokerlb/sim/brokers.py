@@ -9,7 +9,9 @@ Each broker samples its load once per cycle and decides, with the real
   ``loadBalancerReportUpdateThresholdPercentage`` since the last write, or after
   ``loadBalancerReportUpdateMaxIntervalMinutes``. A written report is a full
   ``LocalBrokerData`` built by ``LocalBrokerData.update(systemResourceUsage, bundleStats)``
-  with one :class:`~brokerlb.model.NamespaceBundleStats` per bundle the broker serves.
+  with one sample per bundle the broker serves, held as columns
+  (:class:`~brokerlb.model.BundleStatsColumns`: the leader's fold reads the arrays, and a
+  ``NamespaceBundleStats`` is made only for a bundle something asks about).
 * **extensible load manager** -- its :class:`~brokerlb.model.BrokerLoadData` (updated every
   sample, with the weighted-max EMA) published under the same rule, and its top-K bundles
   report (:func:`~brokerlb.model.top_k_bundles`) published every cycle.
@@ -34,6 +36,7 @@ from brokerlb.config import ServiceConfig
 from brokerlb.errors import InvalidLoadDataError
 from brokerlb.model import (
     BrokerLoadData,
+    BundleStatsColumns,
     LocalBrokerData,
     NamespaceBundleStats,
     ResourceUsage,
@@ -95,34 +98,28 @@ class BundleTraffic:
         put(sample, "cache_size", 0)
         return sample
 
-    def stats_map(self, bundles: np.ndarray, bundle_names: list[str]) -> dict[str, NamespaceBundleStats]:
-        """``{name: stats(b)}`` for ``bundles`` in order, read from the arrays in one pass (a
-        report holds every bundle of its broker)."""
-        new, put = object.__new__, object.__setattr__
-        out: dict[str, NamespaceBundleStats] = {}
-        columns = (
-            self.msg_rate_in[bundles].tolist(),
-            self.msg_throughput_in[bundles].tolist(),
-            self.msg_rate_out[bundles].tolist(),
-            self.msg_throughput_out[bundles].tolist(),
-            self.consumers[bundles].tolist(),
-            self.producers[bundles].tolist(),
-            self.topics[bundles].tolist(),
+    def stats_map(self, bundles: np.ndarray, bundle_names: list[str]) -> BundleStatsColumns:
+        """The samples of ``bundles`` in order, as a report's ``lastStats`` held in columns (a
+        report holds every bundle of its broker; no sample object is made)."""
+        return BundleStatsColumns(
+            [bundle_names[b] for b in bundles.tolist()],
+            np.stack(
+                (
+                    self.msg_throughput_in[bundles],
+                    self.msg_throughput_out[bundles],
+                    self.msg_rate_in[bundles],
+                    self.msg_rate_out[bundles],
+                )
+            ),
+            np.stack(
+                (
+                    self.topics[bundles],
+                    self.consumers[bundles],
+                    self.producers[bundles],
+                    np.zeros(len(bundles), dtype=np.int64),
+                )
+            ),
         )
-        for b, rate_in, tput_in, rate_out, tput_out, consumers, producers, topics in zip(
-            bundles.tolist(), *columns, strict=True
-        ):
-            sample = new(NamespaceBundleStats)
-            put(sample, "msg_rate_in", rate_in)
-            put(sample, "msg_throughput_in", tput_in)
-            put(sample, "msg_rate_out", rate_out)
-            put(sample, "msg_throughput_out", tput_out)
-            put(sample, "consumer_count", consumers)
-            put(sample, "producer_count", producers)
-            put(sample, "topics", topics)
-            put(sample, "cache_size", 0)
-            out[bundle_names[b]] = sample
-        return out
 
     @property
     def throughput(self) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""The simulator's outcome with the array refresh equals the outcome with Pulsar's scalar loop.
+"""The simulator's outcome with the array refresh equals the outcome with Pulsar's scalar loop,
+and with reports held as columns the outcome with reports of sample objects.
 
 The reference below is ``updateAll`` written plainly on the model objects (one broker after the
 other: new histories, ``BundleData.update`` per bundle, ``TimeAverageBrokerData.reset``, the
@@ -21,6 +22,7 @@ from brokerlb.loadbalance.refresh import (
 from brokerlb.loadbalance.tracked import TrackedDict
 from brokerlb.model import NamespaceBundleStats
 from brokerlb.sim import run_scenario
+from brokerlb.sim.brokers import BundleTraffic
 from tests.sim.conftest import small_scenario
 from tests.sim.test_determinism_and_conservation import EVENTS, SPLITS
 
@@ -79,3 +81,21 @@ def test_the_array_refresh_decides_as_the_scalar_loop(strategy, monkeypatch):
     plain = run_scenario(scenario, strategy, SPLITS)
     assert len(calls) == fast.summary["leader_refreshes"]  # the reference did every refresh
     assert fast.same_outcome(plain)
+
+
+@pytest.mark.parametrize(
+    "strategy", ["ThresholdShedder", "OverloadShedder+LeastResourceUsageWithWeight", "UniformLoadShedder"]
+)
+def test_reports_held_as_columns_decide_as_reports_of_sample_objects(strategy, monkeypatch):
+    """The simulated brokers write their lastStats as columns (the fold reads the arrays); the same
+    run with a dict of NamespaceBundleStats per report, as before, has the same decision log."""
+    scenario = small_scenario(EVENTS)
+    columnar = run_scenario(scenario, strategy, SPLITS)
+    assert columnar.summary["moves"] > 0 and columnar.summary["splits"] > 0
+    as_columns = BundleTraffic.stats_map
+
+    def as_objects(self, bundles, names):
+        return dict(as_columns(self, bundles, names).items())
+
+    monkeypatch.setattr(BundleTraffic, "stats_map", as_objects)
+    assert columnar.same_outcome(run_scenario(scenario, strategy, SPLITS))

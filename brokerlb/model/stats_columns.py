@@ -1,0 +1,173 @@
+"""A report's ``lastStats`` held as columns: bundle names in report order, the samples in arrays.
+
+A :class:`~brokerlb.model.LocalBrokerData` lists one :class:`NamespaceBundleStats` per bundle
+its broker serves; the leader folds every one of them into its bundle histories at every refresh
+(:mod:`brokerlb.loadbalance.fold`), and it does that on arrays. :class:`BundleStatsColumns` is
+that same map kept in the form the fold reads -- a read-only ``Mapping[str, NamespaceBundleStats]``
+whose samples are made only when someone asks for one -- so a report written in process (the
+simulator's brokers write about a million samples a simulated day) costs a few arrays instead
+of a hundred validated objects, and the fold reads the arrays as they are.
+
+It is validated when it is made, with the rules of :class:`NamespaceBundleStats` (rates and
+throughputs finite and ``>= 0``, ``-0.0`` read as ``0.0``; counts integers ``>= 0``; bundle
+names distinct strings): the first bad value raises
+:class:`~brokerlb.errors.InvalidLoadDataError` naming the bundle and the field. It cannot be
+changed afterwards (its arrays are read-only), so reports may share it.
+
+Rows of :attr:`BundleStatsColumns.rates`: ``msgThroughputIn, msgThroughputOut, msgRateIn,
+msgRateOut`` (the fold's order); of :attr:`BundleStatsColumns.counts`: ``topics,
+consumerCount, producerCount, cacheSize``.
+
+>>> columns = BundleStatsColumns(
+...     ["t/ns/0x00000000_0x80000000", "t/ns/0x80000000_0xffffffff"],
+...     [[1000.0, 0.0], [2000.0, 0.0], [10.0, 0.0], [20.0, 0.0]],
+...     [[3, 0], [1, 0], [1, 0], [0, 0]],
+... )
+>>> columns["t/ns/0x00000000_0x80000000"].msg_rate_out, len(columns), "x" in columns
+(20.0, 2, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from brokerlb.model._validate import invalid
+from brokerlb.model.bundle_stats import NamespaceBundleStats
+
+__all__ = ["BundleStatsColumns", "RATE_FIELDS", "COUNT_FIELDS"]
+
+#: JSON keys of the rows of ``rates`` and ``counts``
+RATE_FIELDS = ("msgThroughputIn", "msgThroughputOut", "msgRateIn", "msgRateOut")
+COUNT_FIELDS = ("topics", "consumerCount", "producerCount", "cacheSize")
+
+_new = object.__new__
+_put = object.__setattr__
+
+
+class BundleStatsColumns(Mapping[str, NamespaceBundleStats]):
+    """``lastStats`` as columns (module docstring). Iterates its bundle names in report order."""
+
+    __slots__ = ("names", "rates", "counts", "_index", "_samples")
+
+    names: tuple[str, ...]
+    rates: np.ndarray
+    counts: np.ndarray
+    _index: dict[str, int]
+    _samples: tuple[NamespaceBundleStats, ...] | None
+
+    def __init__(
+        self, names: Sequence[str], rates: ArrayLike, counts: ArrayLike, path: str = "lastStats"
+    ) -> None:
+        names = tuple(names)
+        n = len(names)
+        index = dict(zip(names, range(n), strict=True))
+        if len(index) != n or not all(type(name) is str for name in names):
+            bad = next((x for x in names if not isinstance(x, str)), None)
+            raise invalid(path, bad if bad is not None else names, "bundle names must be distinct strings")
+        values = np.array(rates, dtype=np.float64).reshape(len(RATE_FIELDS), n) + 0.0  # -0.0 -> 0.0
+        bad_rate = ~np.isfinite(values) | (values < 0)
+        if bad_rate.any():
+            row, col = np.argwhere(bad_rate)[0].tolist()
+            why = "must not be negative" if np.isfinite(values[row, col]) else "not a finite number"
+            raise invalid(f"{path}[{names[col]}].{RATE_FIELDS[row]}", float(values[row, col]), why)
+        whole = np.asarray(counts)
+        if whole.dtype.kind not in "iu":
+            raise invalid(path, whole.dtype.name, "counts must be integers")
+        whole = whole.astype(np.int64).reshape(len(COUNT_FIELDS), n)
+        if (whole < 0).any():
+            row, col = np.argwhere(whole < 0)[0].tolist()
+            raise invalid(
+                f"{path}[{names[col]}].{COUNT_FIELDS[row]}", int(whole[row, col]), "must not be negative"
+            )
+        values.flags.writeable = False
+        whole.flags.writeable = False
+        self.names = names
+        self.rates = values
+        self.counts = whole
+        self._index = index
+        self._samples = None
+
+    # ------------------------------------------------------------------ Mapping
+
+    def __getitem__(self, bundle: str) -> NamespaceBundleStats:
+        return self.samples()[self._index[bundle]]
+
+    def __contains__(self, bundle: object) -> bool:
+        return bundle in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(zip(self.names, self.samples(), strict=True))!r})"
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.names, self.rates, self.counts))
+
+    # ------------------------------------------------------------------ reading
+
+    def samples(self) -> tuple[NamespaceBundleStats, ...]:
+        """Every bundle's :class:`NamespaceBundleStats`, in report order (made once, when first asked)."""
+        samples = self._samples
+        if samples is None:
+            samples = self._samples = tuple(map(_sample, *self.rates.tolist(), *self.counts.tolist()))
+        return samples
+
+    def totals(self) -> tuple[float, float, float, float, int, int, int]:
+        """Throughput in/out and rate in/out summed in report order from ``0.0`` (as a loop adding
+        each sample does, bit for bit), and the topic, consumer and producer counts."""
+        if not self.names:
+            return 0.0, 0.0, 0.0, 0.0, 0, 0, 0
+        floats = np.cumsum(self.rates, axis=1)[:, -1].tolist()  # a running sum: sequential
+        ints = self.counts[:3].sum(axis=1).tolist()
+        return floats[0], floats[1], floats[2], floats[3], ints[0], ints[1], ints[2]
+
+    @classmethod
+    def of(cls, stats: Mapping[str, NamespaceBundleStats]) -> BundleStatsColumns:
+        """The columns of a map of samples (same names, same order)."""
+        if isinstance(stats, BundleStatsColumns):
+            return stats
+        samples = tuple(stats.values())
+        columns = cls(
+            tuple(stats),
+            [[getattr(s, attr) for s in samples] for attr in _RATE_ATTRS],
+            np.array([[getattr(s, attr) for s in samples] for attr in _COUNT_ATTRS], dtype=np.int64).reshape(
+                len(_COUNT_ATTRS), len(samples)
+            ),
+        )
+        columns._samples = samples
+        return columns
+
+
+_RATE_ATTRS = ("msg_throughput_in", "msg_throughput_out", "msg_rate_in", "msg_rate_out")
+_COUNT_ATTRS = ("topics", "consumer_count", "producer_count", "cache_size")
+
+
+def _sample(
+    throughput_in: float,
+    throughput_out: float,
+    rate_in: float,
+    rate_out: float,
+    topics: int,
+    consumers: int,
+    producers: int,
+    cache_size: int,
+) -> NamespaceBundleStats:
+    """A sample of values already checked (the columns were validated when made)."""
+    sample: NamespaceBundleStats = _new(NamespaceBundleStats)
+    _put(sample, "msg_rate_in", rate_in)
+    _put(sample, "msg_throughput_in", throughput_in)
+    _put(sample, "msg_rate_out", rate_out)
+    _put(sample, "msg_throughput_out", throughput_out)
+    _put(sample, "consumer_count", consumers)
+    _put(sample, "producer_count", producers)
+    _put(sample, "topics", topics)
+    _put(sample, "cache_size", cache_size)
+    return sample
