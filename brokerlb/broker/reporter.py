@@ -4,7 +4,8 @@ Pulsar's ``ModularLoadManagerImpl.writeBrokerDataOnZooKeeper``:
 
 * every ``loadBalancerReportUpdateMinIntervalMillis`` (5 s) the broker refreshes its
   report: the latest host usage (sampled every
-  ``loadBalancerHostUsageCheckIntervalMinutes``) and the per-bundle stats of its topics
+  ``loadBalancerHostUsageCheckIntervalMinutes``; at every refresh when it is modelled from the
+  broker's traffic, ``brokerlbHostUsage=traffic``) and the per-bundle stats of its topics
   (:meth:`LocalBrokerData.update`: totals, gains, losses);
 * it writes the report to its registration node ``/loadbalance/brokers/{brokerId}``
   only when :func:`~brokerlb.model.need_broker_data_update` says so (max interval
@@ -88,9 +89,13 @@ class LoadReporter:
         publish: Callable[[LocalBrokerData], Awaitable[None]],
         connected: Callable[[], bool],
         clock: Clock = SYSTEM_CLOCK,
+        usage_from_traffic: bool = False,
     ) -> None:
         self.conf = conf
         self._host_usage = host_usage
+        #: host usage modelled from this report's own traffic: sampled at every refresh (it costs a
+        #: sum), so the first report after start already shows the traffic flowing
+        self._usage_from_traffic = usage_from_traffic
         self._topics = topics
         self._owned_bundles = owned_bundles
         self._publish = publish
@@ -116,7 +121,8 @@ class LoadReporter:
     def refresh(self) -> LocalBrokerData:
         """Take the latest host usage (at most every host-usage interval) and the bundle stats."""
         now = self._clock.monotonic()
-        if now - self._usage_at >= self.conf.duration_seconds("loadBalancerHostUsageCheckIntervalMinutes"):
+        interval = self.conf.duration_seconds("loadBalancerHostUsageCheckIntervalMinutes")
+        if self._usage_from_traffic or now - self._usage_at >= interval:
             self._usage = self._host_usage.sample()
             self._usage_at = now
         owned = list(self._owned_bundles()) if self.conf.brokerlbReportOwnedIdleBundles else []

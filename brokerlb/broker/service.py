@@ -222,6 +222,7 @@ class BrokerService:
             publish=self._publish_report,
             connected=lambda: store.connected,
             clock=self.clock,
+            usage_from_traffic=isinstance(self._host_usage, TrafficHostUsage),
         )
         self.policies_cache = await ClusterPoliciesCache(store, ident.cluster).start()
         self.leader = Leader(ident.broker_id, conf, rng=self._rng)

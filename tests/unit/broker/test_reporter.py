@@ -146,3 +146,40 @@ async def test_the_report_loop_runs_on_the_clock() -> None:
     await clock.advance_and_settle(60)  # nothing changes: no writes until the max interval
     assert len(written) == 3
     loop.cancel()
+
+
+async def test_usage_modelled_from_traffic_follows_the_traffic_from_the_first_report() -> None:
+    """With brokerlbHostUsage=traffic the usage is the report's own traffic: sampled at every refresh,
+    not once per loadBalancerHostUsageCheckIntervalMinutes (a minute by default), during which a
+    standalone read 0.0 % while messages flowed."""
+    from brokerlb.broker.traffic_usage import TrafficHostUsage
+
+    conf = ServiceConfig(clusterName="c", advertisedAddress="b1", webServicePort=8080)  # a minute
+    for from_traffic, expected in ((False, 0.0), (True, 20.0)):
+        clock = ManualClock(1_000_000)
+        topics = TopicRegistry(lambda t: str(BUNDLES.find_bundle(t)))
+        reporter: LoadReporter
+
+        def totals():
+            return reporter.local_data_totals()
+
+        usage = TrafficHostUsage(totals, cores=1, msg_rate_per_core=500)
+
+        async def publish(data: LocalBrokerData) -> None:
+            pass
+
+        reporter = LoadReporter(
+            BrokerIdentity.from_config(conf),
+            conf,
+            host_usage=usage,
+            topics=topics,
+            owned_bundles=list,
+            publish=publish,
+            connected=lambda: True,
+            clock=clock,
+            usage_from_traffic=from_traffic,
+        )
+        reporter.refresh()  # at start: no traffic yet
+        topics.attach("persistent://t/ns/a", stats=TopicStats(msg_rate_in=50, msg_rate_out=50))
+        clock.advance(5)  # the next refresh, well within the minute
+        assert reporter.refresh().cpu.percent_usage() == expected
