@@ -158,12 +158,10 @@ async def test_usage_modelled_from_traffic_follows_the_traffic_from_the_first_re
     for from_traffic, expected in ((False, 0.0), (True, 20.0)):
         clock = ManualClock(1_000_000)
         topics = TopicRegistry(lambda t: str(BUNDLES.find_bundle(t)))
-        reporter: LoadReporter
-
-        def totals():
-            return reporter.local_data_totals()
-
-        usage = TrafficHostUsage(totals, cores=1, msg_rate_per_core=500)
+        made: list[LoadReporter] = []
+        usage = TrafficHostUsage(
+            lambda made=made: made[0].local_data_totals(), cores=1, msg_rate_per_core=500
+        )
 
         async def publish(data: LocalBrokerData) -> None:
             pass
@@ -179,6 +177,7 @@ async def test_usage_modelled_from_traffic_follows_the_traffic_from_the_first_re
             clock=clock,
             usage_from_traffic=from_traffic,
         )
+        made.append(reporter)
         reporter.refresh()  # at start: no traffic yet
         topics.attach("persistent://t/ns/a", stats=TopicStats(msg_rate_in=50, msg_rate_out=50))
         clock.advance(5)  # the next refresh, well within the minute
