@@ -143,7 +143,9 @@ def _routers(service: BrokerService, security: Security) -> list[APIRouter]:
             service.history, broker_id=ident.broker_id, registry=service.registry, admin=service.admin
         ),
         lookup_router(service.lookup, ops.lookups),
-        namespaces_router(service.namespaces, service.stories, ops.tenants, ident.cluster),
+        namespaces_router(
+            service.namespaces, service.stories, ops.tenants, ident.cluster, ops.lb_counters.admin_action
+        ),
         permissions_router(permissions),
         brokers_router(
             identity=ident,

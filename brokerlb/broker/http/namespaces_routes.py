@@ -7,6 +7,7 @@ and ``PUT /{tenant}/{namespace}/{bundle}/acquire`` (the destination side of a tr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -54,10 +55,16 @@ def _ns(tenant: str, namespace: str) -> str:
 
 
 def namespaces_router(  # noqa: C901 - one route per endpoint
-    namespaces: NamespaceService, stories: BundleStories, tenants: Tenants, local_cluster: str
+    namespaces: NamespaceService,
+    stories: BundleStories,
+    tenants: Tenants,
+    local_cluster: str,
+    admin_action: Callable[[str], None] = lambda kind: None,
 ) -> APIRouter:
     """The namespace and bundle endpoints over ``namespaces``; ``stories`` tells a bundle's story,
-    ``tenants`` checks a namespace's tenant (and that it may use ``local_cluster``, this broker's)."""
+    ``tenants`` checks a namespace's tenant (and that it may use ``local_cluster``, this broker's).
+    ``admin_action(kind)`` hears of every ``unload``, ``transfer`` and ``split`` an operator asked
+    for (no leader epoch) that this broker carried out (metrics count them with reason Admin)."""
     router = APIRouter(tags=["namespaces"])
     ext: list[str | Enum] = ["brokerlb extensions"]
 
@@ -201,14 +208,20 @@ def namespaces_router(  # noqa: C901 - one route per endpoint
         destinationBroker: str | None = None,
         leaderEpoch: str | None = None,
     ) -> Response:  # noqa: N803
+        epoch = parse_leader_epoch(leaderEpoch)
         result = await namespaces.unload_bundle(
             _ns(tenant, namespace),
             bundle,
             authoritative=parse_bool(authoritative, "authoritative"),
             destination=destinationBroker,
-            leader_epoch=parse_leader_epoch(leaderEpoch),
+            leader_epoch=epoch,
         )
-        return maybe_redirect(request, result) or no_content()
+        redirect = maybe_redirect(request, result)
+        if redirect is not None:
+            return redirect
+        if epoch is None:
+            admin_action("transfer" if destinationBroker else "unload")
+        return no_content()
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/split",
@@ -228,6 +241,7 @@ def namespaces_router(  # noqa: C901 - one route per endpoint
         splitAlgorithmName: str | None = None,
         leaderEpoch: str | None = None,
     ) -> Response:  # noqa: N803
+        epoch = parse_leader_epoch(leaderEpoch)
         result = await namespaces.split_bundle(
             _ns(tenant, namespace),
             bundle,
@@ -235,9 +249,14 @@ def namespaces_router(  # noqa: C901 - one route per endpoint
             unload=parse_bool(unload, "unload"),
             algorithm=splitAlgorithmName or None,
             body=await json_body(request),
-            leader_epoch=parse_leader_epoch(leaderEpoch),
+            leader_epoch=epoch,
         )
-        return maybe_redirect(request, result) or no_content()
+        redirect = maybe_redirect(request, result)
+        if redirect is not None:
+            return redirect
+        if epoch is None:
+            admin_action("split")
+        return no_content()
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/acquire",

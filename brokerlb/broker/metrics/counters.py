@@ -9,7 +9,10 @@
   ``Failure``/``Unknown``) and a carried-out split to ``bundles_split``. brokerlb's own reasons
   (``SingleBroker``, ``BelowThreshold``, ...) are counted under their names beside Pulsar's.
   ``moves{kind, cause}`` counts carried-out moves by kind (transfer, unload, split) and cause (the
-  decision's reason). Operators' unloads and splits through the REST API are not counted here.
+  decision's reason). Operators' unloads, transfers and splits through the REST API
+  (:meth:`LoadBalancingCounters.admin_action`, on the broker that carries them out) count as
+  Pulsar's extensible manager counts them: ``Success``/``Admin`` in the breakdown, one more
+  unloaded or split bundle, and a move of cause ``Admin``.
 * :class:`AssignmentMetrics` -- ``assign_broker_breakdown{result}`` (Success / Empty when no
   broker fits / Failure) and the latency of each placement (Pulsar's
   ``pulsar_broker_load_manager_bundle_assigment`` summary, milliseconds).
@@ -84,6 +87,16 @@ class LoadBalancingCounters:
         self.moves: collections.Counter[tuple[str, str]] = collections.Counter()
         #: ``(avg, std)`` of the brokers' load the last shedding cycle saw (fractions, as Pulsar's)
         self.load_avg_std: tuple[float, float] | None = None
+
+    def admin_action(self, kind: str) -> None:
+        """An operator's ``unload``, ``transfer`` or ``split`` was carried out here (reason ``Admin``)."""
+        if kind == "split":
+            self.split_breakdown[("Success", "Admin")] += 1
+            self.bundles_split += 1
+        else:
+            self.unload_breakdown[("Success", "Admin")] += 1
+            self.unload_bundle += 1
+        self.moves[(kind, "Admin")] += 1
 
     def record(self, cycle: ObservedCycle, loads: Callable[[], tuple[float, float]] | None = None) -> None:
         if cycle.kind == "shedding":

@@ -30,8 +30,15 @@ series                                                     from
 ``brokerlb_balancedness``, ``brokerlb_busiest_broker_       every broker's report as the registry holds it
 distance_from_lower_bound``, ``brokerlb_broker_load``,       (:mod:`brokerlb.loadbalance.balance_score`)
 ``brokerlb_broker_bundles``, ``brokerlb_broker_topics``
-``brokerlb_moves_total{kind,cause}``                        the leader's carried-out moves by cause
+``brokerlb_moves_total{kind,cause}``                        the leader's carried-out moves by cause, operators'
+                                                            (``cause="Admin"``)
+``process_*``, ``python_gc_*``, ``python_info``             prometheus-client's default collectors (the process)
 =========================================================  ===================================================
+
+Operators' unloads, transfers and splits through the REST API are counted on the broker that carries
+them out, with reason ``Admin``, as Pulsar's extensible manager counts them. An empty summary (no
+lookup or placement in the last minute) exports its count and sum without quantiles: nothing in a
+scrape is ``NaN``.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import collections
 import math
 from collections.abc import Callable, Iterator
 
+from prometheus_client import GCCollector, PlatformCollector, ProcessCollector
 from prometheus_client.core import (
     CollectorRegistry,
     CounterMetricFamily,
@@ -112,6 +120,11 @@ class BrokerMetrics:
         self.load_data = BrokerLoadData()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
+        # what prometheus_client's default registry exports: process_* (CPU seconds, resident and
+        # virtual memory, open files, start time), python_gc_*, python_info
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
 
     # ------------------------------------------------------------------ inputs
     def report_written(self, report: LocalBrokerData, now_ms: int) -> None:
@@ -293,7 +306,8 @@ def _breakdown(
 def _summary(name: str, doc: str, labels: dict[str, str], window: QuantileWindow) -> Metric:
     family = SummaryMetricFamily(name, doc, labels=list(labels))
     for q, value in window.quantiles().items():
-        family.samples.append(Sample(name, {**labels, "quantile": _q(q)}, value))
+        if not math.isnan(value):  # nothing observed in the window: no quantile rather than NaN
+            family.samples.append(Sample(name, {**labels, "quantile": _q(q)}, value))
     family.add_metric(list(labels.values()), count_value=window.count, sum_value=window.sum)
     return family
 

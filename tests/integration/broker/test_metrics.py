@@ -9,7 +9,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from brokerlb.admin import AsyncAdminClient
+from brokerlb.errors import RemoteBrokerError
 from brokerlb.loadbalance.balance_score import BalanceScore
+from brokerlb.ring import NamespaceBundles
 from brokerlb.testing.clusters import InProcessCluster
 from brokerlb.testing.waiting import eventually
 
@@ -249,3 +251,69 @@ async def test_balancer_status_is_answered_by_the_leader(cluster) -> None:
     # the shared cluster sheds every 10 minutes: no cycle yet, nothing in flight
     assert (status["state"], status["movesInFlight"]) == ("ready", 0)
     assert 0 <= status["balancedness"] <= 100
+
+
+async def test_a_scrape_has_the_process_collectors_and_no_nan(cluster) -> None:
+    """prometheus-client's default collectors (process_*, python_gc_*); summaries with nothing in
+    their window (a broker no lookup reached) export no NaN quantile."""
+    for url in cluster.urls:
+        async with httpx.AsyncClient(timeout=30) as client:
+            text = (await client.get(f"{url}/metrics")).text
+        assert "NaN" not in text, [line for line in text.splitlines() if "NaN" in line][:5]
+        families = {f.name for f in text_string_to_metric_families(text)}
+        assert {"process_cpu_seconds", "process_resident_memory_bytes", "process_open_fds"} <= families
+        assert "python_gc_collections" in families
+
+
+async def test_operator_actions_are_counted_with_reason_admin(cluster) -> None:
+    """As Pulsar's extensible manager: an operator's unload, transfer and split count as Success/Admin
+    in the breakdowns and as unloaded or split bundles, on the broker that carried them out."""
+    ns = new_namespace("madmin")
+    async with AsyncAdminClient(cluster.urls[0]) as admin:
+        await admin.create_namespace(ns, num_bundles=2)
+        await lookup_many(cluster.urls[0], topics_of(ns, 20))
+        bundles = (await admin.get_bundles(ns))["boundaries"]
+        first, second = f"{bundles[0]}_{bundles[1]}", f"{bundles[1]}_{bundles[2]}"
+
+        async def totals() -> dict[str, float]:
+            out = {"unload": 0.0, "split": 0.0, "unloaded": 0.0, "splits": 0.0, "admin_moves": 0.0}
+            for url in cluster.urls:
+                m = await scrape(url)
+                out["unload"] += value(
+                    m["pulsar_lb_unload_broker_breakdown"], result="Success", reason="Admin"
+                )
+                out["split"] += value(
+                    m["pulsar_lb_bundles_split_breakdown"], result="Success", reason="Admin"
+                )
+                out["unloaded"] += value(m["pulsar_lb_unload_bundle"])
+                out["splits"] += value(m["pulsar_lb_bundles_split"])
+                out["admin_moves"] += sum(
+                    s.value for s in m["brokerlb_moves"] if s.labels.get("cause") == "Admin"
+                )
+            return out
+
+        before = await totals()
+        await admin.unload_bundle(ns, first)
+        ring = NamespaceBundles.create(ns, 2)
+        in_first = next(t for t in topics_of(ns, 20) if ring.find_bundle(t).range == first)
+
+        async def owner_of_first() -> str | None:  # owned again (a lookup during the release is a 503)
+            try:
+                return str((await admin.lookup_topic(in_first))["httpUrl"]).rstrip("/")
+            except RemoteBrokerError as exc:
+                if exc.status != 503:
+                    raise
+                return None
+
+        owner = await eventually(owner_of_first, timeout=30, message="the bundle owned again")
+        other = next(
+            b for b, u in zip(cluster.broker_ids, cluster.urls, strict=True) if u.rstrip("/") != owner
+        )
+        await admin.unload_bundle(ns, first, destination_broker=other)
+        await admin.split_bundle(ns, second)
+        after = await totals()
+    assert after["unload"] - before["unload"] == 2  # the unload and the transfer
+    assert after["split"] - before["split"] == 1
+    assert after["unloaded"] - before["unloaded"] == 2
+    assert after["splits"] - before["splits"] == 1
+    assert after["admin_moves"] - before["admin_moves"] == 3
