@@ -315,6 +315,12 @@ class TopicName:
         return _java_url_encode(self.local_name)
 
     @property
+    def persistence_name(self) -> str:
+        """``tenant/ns/domain/encodedLocal`` -- the managed ledger's name (Pulsar's
+        ``getPersistenceNamingEncoding``)."""
+        return f"{self.namespace}/{self.domain}/{self.encoded_local_name}"
+
+    @property
     def lookup_name(self) -> str:
         """``domain/tenant/ns/encodedLocal`` -- the tail of the lookup REST path."""
         return f"{self.domain}/{self.namespace}/{self.encoded_local_name}"

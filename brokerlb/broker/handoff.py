@@ -39,7 +39,7 @@ from brokerlb.broker.data_path import DataPath
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.errors import BrokerLBError
 from brokerlb.messaging.handoff import encode_bundle_state
-from brokerlb.naming import TopicName, broker_of_heartbeat_namespace, broker_of_sla_namespace
+from brokerlb.naming import broker_of_heartbeat_namespace, broker_of_sla_namespace
 from brokerlb.ring import NamespaceBundle
 
 __all__ = ["HandOffTarget", "TopicHandOff", "LEADER_WAIT"]
@@ -96,16 +96,8 @@ class TopicHandOff:
         self.stats = {"sent": 0, "local": 0, "failed": 0}
 
     def has_state(self, bundle: str) -> bool:
-        bundle_of = self.data_path.bundle_of
-        for served in self.data_path.topics.values():
-            topic = served.topic
-            if (
-                topic.persistent
-                and (topic.entries or any(s.durable for s in topic.subscriptions.values()))
-                and bundle_of(topic.name) == bundle
-            ):
-                return True
-        return any(bundle_of(TopicName.parse(name)) == bundle for name in self.data_path.parked)
+        """Nothing to hand over: topics live on the storage tier (the next owner opens them there)."""
+        return False
 
     async def choose_destination(self, bundle: NamespaceBundle) -> HandOffTarget | None:
         namespace = bundle.namespace

@@ -90,10 +90,10 @@ class ServedTopics:
         stats = self.registry.stats_of(TopicName.parse(topic))
         return 0 if stats is None else stats.producer_count + stats.consumer_count
 
-    def create(self, topic: TopicName) -> None:
+    async def create(self, topic: TopicName) -> None:
         """Load the topic here (this broker owns its bundle)."""
         if self.data_path is not None:
-            self.data_path.open(topic)
+            await self.data_path.open(topic)
         else:
             self.registry.attach(topic)
 

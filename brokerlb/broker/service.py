@@ -97,6 +97,7 @@ from brokerlb.security.client_auth import broker_client_token
 if TYPE_CHECKING:
     from brokerlb.broker.binary import BinaryServer
     from brokerlb.broker.data_path import DataPath
+    from brokerlb.storage.managed_ledger import ManagedLedgerFactory
 
 __all__ = ["BrokerService"]
 
@@ -133,6 +134,8 @@ class BrokerService:
         #: what a stopping broker is doing (named when the shutdown bound cuts it)
         self._stop_step = ""
         self.binary: BinaryServer | None = None
+        #: the storage tier's client (``brokerlbStorageUrl``), when the broker serves topics
+        self.storage: ManagedLedgerFactory | None = None
         self.started = False
         #: Registered, elected (leader or follower) and serving.
         self.ready = False
@@ -159,6 +162,8 @@ class BrokerService:
                 broker_tls_port=binary_socks.tls_port if binary_socks is not None else None,
             )
             await self._wire()
+            if self.storage is not None:
+                await self.storage.start()
             self.http = web.serving(create_app(self, fast_lookup=self._fast_lookup))
             self.binary = self._binary_server(binary_socks) if binary_socks is not None else None
         except BaseException:
@@ -361,9 +366,27 @@ class BrokerService:
         )
 
     def _data_path(self) -> DataPath:
-        """The WebSocket produce/consume path (``webSocketServiceEnabled``); rates over ``statsUpdateFrequencyInSecs``."""
+        """The topics served here (binary protocol and WebSocket) on the storage tier named by
+        ``brokerlbStorageUrl``; rates over ``statsUpdateFrequencyInSecs``."""
         from brokerlb.broker.data_path import DataPath, TopicPolicies
+        from brokerlb.mledger import ManagedLedgerConfig
+        from brokerlb.storage import open_storage
+        from brokerlb.storage.managed_ledger import ManagedLedgerFactory
 
+        conf = self.conf
+        url = conf.brokerlbStorageUrl.strip()
+        if url == "memory:":  # brokers of one process sharing a metadata store share its storage
+            url = f"memory:{conf.metadataStoreUrl}"
+        self.storage = ManagedLedgerFactory(
+            open_storage(url),
+            ManagedLedgerConfig.from_config(conf),
+            cache_bytes=conf.managedLedgerCacheSizeMB * 1024 * 1024,
+            cache_watermark=conf.managedLedgerCacheEvictionWatermark,
+            cursor_flush_seconds=conf.managedLedgerCursorPositionFlushSeconds,
+            clock=self.clock,
+            owner=self.identity.broker_id,
+            close_timeout=conf.namespaceBundleUnloadingTimeoutMs / 1000,
+        )
         return DataPath(
             registry=self.topics,
             ownership=self.ownership,
@@ -373,6 +396,7 @@ class BrokerService:
             stats_window=self.conf.statsUpdateFrequencyInSecs,
             clock=self.clock,
             policies=TopicPolicies.from_config(self.conf),
+            storage=self.storage,
         )
 
     def _broker_urls(self, broker_id: str) -> tuple[str | None, str | None]:
@@ -600,6 +624,8 @@ class BrokerService:
         self.election.abandon()
         await self._cancel_tasks()
         await self.ownership.close(release=False)
+        if self.storage is not None:
+            self.storage.abandon()  # like a crash: nothing more is written
         await self._close_local()
         crash = getattr(self.store, "crash", None)
         if crash is not None:
@@ -618,6 +644,8 @@ class BrokerService:
             self.data_path is not None
         ):  # after a graceful stop nothing is left; after a kill, clients reconnect
             await self.data_path.close_all()
+        if self.storage is not None:
+            await self.storage.close()
         for remove in self._listeners:
             remove()
         self._listeners.clear()

@@ -142,7 +142,7 @@ class TopicAdmin:
             raise ConflictError(f"This topic already exists: {topic}")
         if topic.is_persistent:
             await self.persistent.create(topic, properties)
-        self.served.create(topic)
+        await self.served.create(topic)
         logger.info("Created topic %s", topic)
         return None
 

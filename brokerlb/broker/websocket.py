@@ -162,12 +162,12 @@ class ProducerSession:
         await self.conn.close(reason)
 
     def _released(self, context: str | None) -> Any:
-        """A held publish's ack (backlog quota ``producer_request_hold``), sent once it is stored."""
+        """A publish's ack, sent once the entry is committed (to the storage tier, or after the
+        backlog quota ``producer_request_hold`` let it in)."""
+        partition = self.served.topic.partition
 
-        def ack(topic: Any, entry_id: int) -> None:
-            text = ProducerAck.success_text(
-                encode_message_id(topic.ledger_id, entry_id, topic.partition), context
-            )
+        def ack(ledger_id: int, entry_id: int) -> None:
+            text = ProducerAck.success_text(encode_message_id(ledger_id, entry_id, partition), context)
             task = asyncio.ensure_future(self.conn.send_text(text))
             self._late.add(task)
             task.add_done_callback(self._late.discard)
@@ -195,10 +195,11 @@ class ProducerSession:
                     )
                     continue
                 if entry_id is None:
-                    continue  # fenced for a move (the client re-sends to the next owner) or held
+                    continue  # being committed, held, or fenced for a move (the client re-sends)
+                ledger_id, entry = topic.position_of(entry_id)
                 await self.conn.send_text(
                     ProducerAck.success_text(
-                        encode_message_id(topic.ledger_id, entry_id, topic.partition), message.context
+                        encode_message_id(ledger_id, entry, topic.partition), message.context
                     )
                 )
         finally:
@@ -228,7 +229,7 @@ class ConsumerSession:
         )
         self.start: tuple[int, int] | str | None = None
         #: a reader skips what is not after its start id (the engine starts at it, inclusively)
-        self._skip_through: tuple[int, int] | None = None
+        self._skip_through: tuple[int, int, int] | None = None
         if self.reader:
             value = endpoint.start_message_id
             if value in ("earliest", "latest"):
@@ -236,7 +237,11 @@ class ConsumerSession:
             else:
                 start = parse_message_id(value)
                 self.start = (start.ledgerId, start.entryId)
-                self._skip_through = (start.entryId, -1 if start.batch_index is None else start.batch_index)
+                self._skip_through = (
+                    start.ledgerId,
+                    start.entryId,
+                    -1 if start.batch_index is None else start.batch_index,
+                )
         self._outbox: collections.deque[str] = collections.deque()
         self._ready = asyncio.Event()
         self._timers: set[TimerHandle] = set()
@@ -247,7 +252,7 @@ class ConsumerSession:
         try:
             frames = consumer_frames(
                 entry.section,
-                ledger_id=topic.ledger_id,
+                ledger_id=entry.ledger_id,
                 entry_id=entry.entry_id,
                 partition=topic.partition,
                 redelivery_count=redelivery_count,
@@ -268,7 +273,7 @@ class ConsumerSession:
     def _before_start(self, message_id: str) -> bool:
         assert self._skip_through is not None
         mid = parse_message_id(message_id)
-        position = (mid.entryId, -1 if mid.batch_index is None else mid.batch_index)
+        position = (mid.ledgerId, mid.entryId, -1 if mid.batch_index is None else mid.batch_index)
         if position <= self._skip_through:
             return True
         self._skip_through = None
@@ -307,24 +312,22 @@ class ConsumerSession:
                 topic.flow(self.subscription, self.consumer, command.permits)
             return
         mid = parse_message_id(command.message_id)
-        if mid.ledgerId != topic.ledger_id:
-            return  # a message of an earlier owner's incarnation that was not handed over
         mask = None
         if mid.batch_index is not None and mid.batch_size:
             mask = ((1 << mid.batch_size) - 1) & ~(1 << mid.batch_index)
         if command.type == "ack":
             topic.acknowledge(self.subscription, self.consumer, [(mid.ledgerId, mid.entryId, mask)])
         elif self.nack_delay > 0:
-            handle = self._clock.call_later(self.nack_delay, self._redeliver, mid.entryId)
+            handle = self._clock.call_later(self.nack_delay, self._redeliver, (mid.ledgerId, mid.entryId))
             self._timers.add(handle)
         else:
-            self._redeliver(mid.entryId)
+            self._redeliver((mid.ledgerId, mid.entryId))
         if not self.pull_mode:
             topic.flow(self.subscription, self.consumer, 1)
 
-    def _redeliver(self, entry_id: int) -> None:
+    def _redeliver(self, message_id: tuple[int, int]) -> None:
         if not self.conn.closed:
-            self.served.topic.redeliver(self.subscription, self.consumer, [entry_id])
+            self.served.topic.redeliver(self.subscription, self.consumer, [message_id])
 
     async def serve(self) -> None:
         topic = self.served.topic
@@ -435,9 +438,12 @@ class WebSocketEndpoint:
 
     async def _serve(self, conn: Connection, endpoint: Endpoint, data_path: DataPath) -> None:
         try:
-            served = data_path.open(endpoint.topic)
+            served = await data_path.open(endpoint.topic)
         except BundleUnloadingError:
             await conn.close(data_path.refusal(endpoint.topic, self._other_owner))
+            return
+        except BrokerLBError as exc:  # storage unreachable: the client retries
+            await conn.deny(exc)
             return
         session: ProducerSession | ConsumerSession
         if endpoint.kind == "producer":
@@ -446,6 +452,8 @@ class WebSocketEndpoint:
             session = ConsumerSession(conn, served, endpoint, data_path.clock)
         try:
             session.join()
+            if isinstance(session, ConsumerSession) and session.durable and served.ledger is not None:
+                await served.ledger.flush_cursors()  # a new durable subscription exists once stored
         except BrokerLBError as exc:
             await conn.deny(exc)
             return

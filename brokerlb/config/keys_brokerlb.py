@@ -11,7 +11,7 @@ then regenerate the docs (``brokerlb config keys --markdown > docs/configuration
 
 from __future__ import annotations
 
-from brokerlb.config.kinds import BOOL, DOUBLE, INT, OPTIONAL_STRING, choice
+from brokerlb.config.kinds import BOOL, DOUBLE, INT, OPTIONAL_STRING, STRING, choice
 from brokerlb.config.registry import KeyGroup, key
 
 __all__ = ["BrokerlbKeys"]
@@ -23,6 +23,19 @@ class BrokerlbKeys(KeyGroup):
     EXTENSION = True
     INTRO = "brokerlb's own options (not in Pulsar); every name starts with `brokerlb`."
 
+    brokerlbStorageUrl: str = key(
+        STRING,
+        "memory:",
+        "The storage tier of persistent topics: memory:[name] (this process only, NOT durable: "
+        "tests and the simulator; plain memory: is shared by the brokers of the process that use the "
+        "same metadataStoreUrl), sqlite:DIRECTORY (the embedded default of brokerlb standalone; "
+        "brokers of one machine may share it), postgresql://user@host:port/database (many machines; "
+        "durability across machines by PostgreSQL's synchronous replication). Replaces Pulsar's "
+        "BookKeeper client.",
+        deviation="Pulsar stores ledgers in BookKeeper and the ledger list and cursors in the "
+        "metadata store; brokerlb keeps all of them in one engine so a fence is checked in the same "
+        "transaction as each append.",
+    )
     brokerlbLoadHistoryDir: str | None = key(
         OPTIONAL_STRING,
         None,

@@ -39,6 +39,7 @@ from brokerlb.config.keys_load_balancer import (
 from brokerlb.config.keys_messaging import MessagingKeys
 from brokerlb.config.keys_security import SecurityKeys, TlsKeys
 from brokerlb.config.keys_server import MetadataStoreKeys, MetricsKeys, PolicyKeys, ServerKeys
+from brokerlb.config.keys_storage import StorageKeys
 from brokerlb.config.properties import format_properties
 from brokerlb.config.registry import Alias, ConfigKey, KeyGroup, KeyRegistry
 from brokerlb.config.validation import check_cross_key
@@ -60,6 +61,7 @@ KEY_GROUPS: tuple[type[KeyGroup], ...] = (
     SecurityKeys,
     TlsKeys,
     MessagingKeys,
+    StorageKeys,
     LoadBalancerKeys,
     LoadReportKeys,
     ResourceUsageKeys,
@@ -85,6 +87,7 @@ class ServiceConfig(
     SecurityKeys,
     TlsKeys,
     MessagingKeys,
+    StorageKeys,
     LoadBalancerKeys,
     LoadReportKeys,
     ResourceUsageKeys,

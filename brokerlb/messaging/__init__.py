@@ -7,11 +7,14 @@ these pieces.
 * :mod:`~brokerlb.messaging.wire` -- Pulsar's protocol-buffer messages and their codec;
 * :mod:`~brokerlb.messaging.frames` -- framing, CRC-32C, batches;
 * :mod:`~brokerlb.messaging.topic` -- the topic engine (retention, cursors, dispatch, redelivery);
+* :mod:`~brokerlb.messaging.log` -- the seam to where a topic's entries are stored (memory, or a managed ledger);
 * :mod:`~brokerlb.messaging.handoff` -- a bundle's topic state in bytes, for planned moves;
 * :mod:`~brokerlb.messaging.protocol` -- Pulsar's WebSocket frames and brokerlb's close convention;
 * :mod:`~brokerlb.messaging.stats` -- sliding-window rates.
 """
 
+from brokerlb.messaging.handoff import SubscriptionState, TopicState
+from brokerlb.messaging.log import MemoryLog, TopicLog
 from brokerlb.messaging.protocol import (
     MAX_CLOSE_REASON_BYTES,
     MAX_RECEIVER_QUEUE_SIZE,
@@ -45,9 +48,7 @@ from brokerlb.messaging.topic import (
     ProducerBusyError,
     Retention,
     Subscription,
-    SubscriptionState,
     Topic,
-    TopicState,
 )
 
 __all__ = [
@@ -65,6 +66,8 @@ __all__ = [
     "ConsumerSink",
     "Endpoint",
     "Entry",
+    "MemoryLog",
+    "TopicLog",
     "ProducerAck",
     "ProducerBusyError",
     "ProducerMessage",

@@ -19,7 +19,7 @@ the same codec as Pulsar's commands (:mod:`brokerlb.messaging.wire`)::
 A partial ack mask can exceed 64 bits (a batch of more than 64 messages), so it travels as
 little-endian bytes.
 
->>> from brokerlb.messaging.topic import SubscriptionState, TopicState
+>>> from brokerlb.messaging.handoff import SubscriptionState, TopicState
 >>> state = TopicState("persistent://t/ns/a", 7, 3, [(2, b"x", 1, 5)], [SubscriptionState("s", "Shared", 1)])
 >>> decode_bundle_state(encode_bundle_state("t/ns/0x00000000_0xffffffff", [state]))[1] == [state]
 True
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from brokerlb.messaging.topic import SubscriptionState, TopicState
 from brokerlb.messaging.wire import (
     BYTES,
     I64,
@@ -43,7 +42,32 @@ from brokerlb.messaging.wire import (
     message_schema,
 )
 
-__all__ = ["encode_bundle_state", "decode_bundle_state"]
+__all__ = ["SubscriptionState", "TopicState", "encode_bundle_state", "decode_bundle_state"]
+
+
+@dataclass
+class SubscriptionState:
+    """A durable subscription's cursor, as handed to the next owner."""
+
+    name: str
+    type: str
+    mark_delete: int
+    acked: list[int] = field(default_factory=list)
+    #: entry id -> bit mask of the batch indexes still unacknowledged
+    partial: dict[int, int] = field(default_factory=dict)
+    redeliveries: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class TopicState:
+    """A topic's retained entries and durable cursors, as the hand-off carried them."""
+
+    name: str
+    ledger_id: int
+    next_entry_id: int
+    #: ``(entry_id, payload section, messages in it, publish time ms)``
+    entries: list[tuple[int, bytes, int, int]] = field(default_factory=list)
+    subscriptions: list[SubscriptionState] = field(default_factory=list)
 
 
 @dataclass(slots=True)

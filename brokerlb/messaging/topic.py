@@ -6,9 +6,12 @@ whose ``deliver`` must return at once (it queues a frame for the connection's wr
 Times come from the functions passed in, so tests drive them.
 
 **Entries.** Each publish is one entry (a single message or a producer's batch, kept as
-the payload section the producer sent). Ids are ``(ledger_id, entry_id)``: one ledger per
-topic state, entries numbered from 0 and increasing; a state handed to another broker keeps
-its ledger and numbering, so ids stay unique and increasing across owners.
+the payload section the producer sent) in the topic's *log* (:mod:`brokerlb.messaging.log`):
+a managed ledger on the storage tier for a persistent topic of a broker with storage, else one
+ledger in memory. The engine counts entries in the log's dense sequence numbers; clients see
+Pulsar's ``(ledger id, entry id)``, which the log maps to and from. A publish is acknowledged
+(``on_stored``) only once the log has committed it; dispatch sends only committed entries,
+reading back from storage what is not at hand.
 
 **Persistent topics** (``persistent://``) keep Pulsar's promises while their owner lives:
 
@@ -48,20 +51,18 @@ its ledger and numbering, so ids stay unique and increasing across owners.
 goes to each subscription's chosen consumer if it has a permit, else it is dropped for that
 subscription and counted (``msgDropRate``); nothing is retained or redelivered.
 
-A *fenced* topic (a move in progress) ignores publishes (the producer gets no receipt and
-re-sends to the next owner) and dispatches nothing.
+A *fenced* topic (a move in progress, or its log fenced by another owner) ignores publishes
+(the producer gets no receipt and re-sends to the next owner) and dispatches nothing.
 
-**Hand-off**: :meth:`Topic.export_state` gives a :class:`TopicState` (entries, ledger, next
-id, durable subscriptions' cursors and redelivery counts); :meth:`Topic.from_state` builds
-the topic from it on the next owner. What was pending on a consumer is simply unacknowledged
+**Durable cursors** are persisted by the log (lazily: :meth:`TopicLog.cursor_changed`); a topic
+opened again -- on the next owner, or after a restart -- gets them back through
+:meth:`Topic.restore_subscription`. What was pending on a consumer is simply unacknowledged
 there, so it is redelivered when the consumers reconnect.
 """
 
 from __future__ import annotations
 
-import bisect
-import collections
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -72,11 +73,11 @@ from brokerlb.dispatch import (
     KeySharedMode,
     Message,
     create_dispatcher,
-    sticky_key_hash,
 )
 from brokerlb.errors import BrokerLBError, ConflictError, ConsumerBusyError, InvalidInputError
-from brokerlb.messaging.frames import read_metadata
+from brokerlb.messaging.log import Entry, MemoryLog, Retention, TopicLog
 from brokerlb.messaging.stats import TopicCounters, TopicLoad
+from brokerlb.mledger.cursor import CursorState
 from brokerlb.naming import TopicName
 
 __all__ = [
@@ -88,9 +89,7 @@ __all__ = [
     "ProducerBusyError",
     "Retention",
     "Subscription",
-    "SubscriptionState",
     "Topic",
-    "TopicState",
     "EARLIEST",
     "LATEST",
 ]
@@ -102,8 +101,11 @@ EARLIEST = "earliest"
 LATEST = "latest"
 #: Key_Shared: how many entries may wait for a busy consumer before reading stops.
 KEY_SHARED_LOOKAHEAD = 1000
+#: Entries read from storage at once for a subscription (Pulsar's ``dispatcherMaxReadBatchSize``).
+READ_BATCH = 100
 _MAX_LONG = (1 << 63) - 1
-_WORD = (1 << 64) - 1
+#: Acknowledged entries are not kept (Pulsar's default retention).
+NO_RETENTION = Retention()
 
 
 class ProducerBusyError(ConflictError):
@@ -114,14 +116,6 @@ class BacklogQuotaExceeded(BrokerLBError):
     """A publish refused because the backlog quota is exceeded (``producer_exception``)."""
 
     http_status = 400
-
-
-@dataclass(frozen=True, slots=True)
-class Retention:
-    """Keep acknowledged entries for ``time_ms`` and up to ``size_bytes`` (0 = none, -1 = infinite)."""
-
-    time_ms: int = 0
-    size_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,37 +130,6 @@ class BacklogQuota:
             raise InvalidInputError(
                 f"Unknown backlog quota policy {self.policy!r}; expected one of {', '.join(BACKLOG_POLICIES)}"
             )
-
-
-class Entry:
-    """One stored publish: the payload section as the producer sent it, and what dispatch needs."""
-
-    __slots__ = ("entry_id", "section", "num_messages", "size", "publish_time", "offset", "_key_hash")
-
-    def __init__(
-        self, entry_id: int, section: bytes, num_messages: int, publish_time: int, offset: int
-    ) -> None:
-        self.entry_id = entry_id
-        self.section = section
-        self.num_messages = num_messages
-        self.size = len(section)
-        self.publish_time = publish_time
-        #: bytes written to the topic before this entry (backlog and retention sizes are differences)
-        self.offset = offset
-        self._key_hash: int | None = None
-
-    @property
-    def key_hash(self) -> int:
-        """The sticky-key hash of the entry (ordering key, else partition key, else ``NONE_KEY``)."""
-        if self._key_hash is None:
-            try:
-                meta = read_metadata(self.section)
-                key: str | bytes | None = meta.partition_key
-                ordering = meta.ordering_key
-            except BrokerLBError:
-                key, ordering = None, None
-            self._key_hash = sticky_key_hash(Message(key=key, ordering_key=ordering).sticky_key)
-        return self._key_hash
 
 
 class ConsumerSink(Protocol):
@@ -184,31 +147,6 @@ class _Attached:
     consumer: DispatchConsumer
     sink: ConsumerSink
     pending: set[int] = field(default_factory=set)
-
-
-@dataclass
-class SubscriptionState:
-    """A durable subscription's cursor, as handed to the next owner."""
-
-    name: str
-    type: str
-    mark_delete: int
-    acked: list[int] = field(default_factory=list)
-    #: entry id -> bit mask of the batch indexes still unacknowledged
-    partial: dict[int, int] = field(default_factory=dict)
-    redeliveries: dict[int, int] = field(default_factory=dict)
-
-
-@dataclass
-class TopicState:
-    """Everything a topic must keep across a planned move (module docstring)."""
-
-    name: str
-    ledger_id: int
-    next_entry_id: int
-    #: ``(entry_id, payload section, messages in it, publish time ms)``
-    entries: list[tuple[int, bytes, int, int]] = field(default_factory=list)
-    subscriptions: list[SubscriptionState] = field(default_factory=list)
 
 
 class Subscription:
@@ -231,18 +169,20 @@ class Subscription:
             subscription_type, partition_index=partition_index, key_shared_mode=key_shared_mode
         )
         self.attached: dict[int, _Attached] = {}
-        #: every entry up to this id is acknowledged
+        #: every entry up to this sequence number is acknowledged
         self.mark_delete = start - 1
         #: next entry to read for a first delivery
         self.read_position = start
         self.acked: set[int] = set()
         self.partial: dict[int, int] = {}
-        self.pending: dict[int, int] = {}  # entry id -> consumer id
+        self.pending: dict[int, int] = {}  # entry seq -> consumer id
         self.replay: set[int] = set()
         self.redeliveries: dict[int, int] = {}
         self.recently_joined: dict[int, int] = {}  # Key_Shared: consumer id -> read position at its join
         self.delivered = 0
         self.dropped = 0
+        #: a read from storage is under way for this subscription
+        self.reading = False
 
     @property
     def consumer_count(self) -> int:
@@ -252,8 +192,8 @@ class Subscription:
     def consumers(self) -> list[DispatchConsumer]:
         return [a.consumer for a in self.attached.values()]
 
-    def is_acked(self, entry_id: int) -> bool:
-        return entry_id <= self.mark_delete or entry_id in self.acked
+    def is_acked(self, seq: int) -> bool:
+        return seq <= self.mark_delete or seq in self.acked
 
     @property
     def floor(self) -> int:
@@ -270,14 +210,10 @@ class Subscription:
     def active_consumer(self) -> DispatchConsumer | None:
         return getattr(self.dispatcher, "active_consumer", None)
 
-    def state(self) -> SubscriptionState:
-        return SubscriptionState(
-            self.name,
-            self.type,
-            self.mark_delete,
-            sorted(self.acked),
-            dict(self.partial),
-            dict(self.redeliveries),
+    def cursor(self) -> CursorState:
+        """The cursor as the log persists it."""
+        return CursorState(
+            self.mark_delete, frozenset(self.acked), dict(self.partial), dict(self.redeliveries)
         )
 
 
@@ -288,25 +224,23 @@ class Topic:
         self,
         name: TopicName | str,
         *,
-        ledger_id: int,
+        ledger_id: int = 0,
         window: int,
         now: Callable[[], float],
         now_ms: Callable[[], int],
-        retention: Retention = Retention(),
+        retention: Retention = NO_RETENTION,
         backlog_quota: BacklogQuota = BacklogQuota(),
+        log: TopicLog | None = None,
     ) -> None:
         self.name = TopicName.parse(name)
         self.persistent = self.name.domain == "persistent"
         self.partition = self.name.partition_index
-        self.ledger_id = ledger_id
         self._now = now
         self._now_ms = now_ms
-        self.retention = retention
         self.backlog_quota = backlog_quota
         self.counters = TopicCounters(window, now())
-        self.entries: collections.deque[Entry] = collections.deque()
-        self.next_entry_id = 0
-        self._written = 0  # bytes ever written (entry offsets)
+        self.log: TopicLog = log if log is not None else MemoryLog(ledger_id, retention, now_ms)
+        self.log.listener = self
         self.subscriptions: dict[str, Subscription] = {}
         self.producers: dict[str, object] = {}
         self.fenced = False
@@ -314,10 +248,16 @@ class Topic:
         #: serves the topic cannot confirm it still owns it; the producer re-sends after reconnecting).
         self.accepting: Callable[[], bool] = lambda: True
         #: publishes held by ``producer_request_hold``: (section, messages, token)
-        self.held: collections.deque[tuple[bytes, int, object]] = collections.deque()
-        #: called with (token, entry id) when a held publish is finally stored
-        self.on_released: Callable[[object, int], None] = lambda token, entry_id: None
+        self.held: list[tuple[bytes, int, object]] = []
+        #: called with (token, ledger id, entry id) when a publish is committed after ``publish`` returned
+        self.on_stored: Callable[[object, int, int], None] = lambda token, ledger, entry: None
+        #: called when the log can take no more appends (fenced by another owner, storage failed)
+        self.on_failed: Callable[[BrokerLBError], None] = lambda error: None
         self.evicted = 0
+        self._publishing = False
+        self._stored_now: int | None = None
+        #: entries read from storage for the dispatch under way
+        self._fetched: dict[int, Entry] = {}
 
     # ------------------------------------------------------------------ producers
     def add_producer(self, name: str, producer: object) -> None:
@@ -337,37 +277,49 @@ class Topic:
     # ------------------------------------------------------------------ the log
     @property
     def first_entry_id(self) -> int:
-        return self.entries[0].entry_id if self.entries else self.next_entry_id
+        """The oldest entry kept (a sequence number)."""
+        return self.log.first_seq
+
+    @property
+    def next_entry_id(self) -> int:
+        """The sequence number the next committed entry gets."""
+        return self.log.next_seq
 
     @property
     def last_entry_id(self) -> int:
-        """The id of the newest entry (-1 when none was ever written)."""
-        return self.next_entry_id - 1
+        """The sequence number of the newest entry (-1 when none was ever written)."""
+        return self.log.next_seq - 1
 
-    def entry(self, entry_id: int) -> Entry | None:
-        first = self.first_entry_id
-        if first <= entry_id < self.next_entry_id:
-            return self.entries[entry_id - first]
-        return None
+    def entry(self, seq: int) -> Entry | None:
+        """The entry if it is at hand (in memory, cached, or just read for dispatch)."""
+        return self._fetched.get(seq) or self.log.entry(seq)
+
+    def position_of(self, seq: int) -> tuple[int, int]:
+        """Pulsar's ``(ledger id, entry id)`` of an entry."""
+        return self.log.position_of(seq)
 
     def backlog_bytes(self) -> int:
         """Bytes from the slowest durable subscription's first unacknowledged entry to the end."""
         durable = [s for s in self.subscriptions.values() if s.durable]
-        if not durable or not self.entries:
+        log = self.log
+        if not durable or log.next_seq == log.first_seq:
             return 0
-        oldest = self.entry(max(min(s.mark_delete for s in durable) + 1, self.first_entry_id))
-        return 0 if oldest is None else self._written - oldest.offset
+        oldest = max(min(s.mark_delete for s in durable) + 1, log.first_seq)
+        if oldest >= log.next_seq:
+            return 0
+        return log.written - log.offset_of(oldest)
 
     def quota_exceeded(self) -> bool:
         limit = self.backlog_quota.limit_bytes
         return self.persistent and limit >= 0 and self.backlog_bytes() > limit
 
     def publish(self, section: bytes, num_messages: int = 1, token: object = None) -> int | None:
-        """Store (persistent) or route (non-persistent) one entry; its entry id.
+        """Store (persistent) or route (non-persistent) one entry.
 
-        ``None`` when the topic is fenced (ignored) or the publish is held by the backlog quota
-        (``on_released(token, entry_id)`` follows). :class:`BacklogQuotaExceeded` under
-        ``producer_exception``.
+        Returns the entry's sequence number when it is committed at once (a non-persistent topic,
+        an in-memory log); ``None`` when it is ignored (a fenced topic), held by the backlog quota,
+        or being committed -- ``on_stored(token, ledger id, entry id)`` follows once it is.
+        :class:`BacklogQuotaExceeded` under ``producer_exception``.
         """
         if self.fenced or not self.accepting():
             return None
@@ -383,24 +335,54 @@ class Topic:
             else:
                 self.held.append((section, num_messages, token))
                 return None
-        return self._store(section, num_messages)
+        return self._store(section, num_messages, token)
 
-    def _store(self, section: bytes, num_messages: int) -> int:
-        entry_id = self.next_entry_id
-        self.next_entry_id = entry_id + 1
-        now = self._now()
-        entry = Entry(entry_id, section, max(1, num_messages), self._now_ms(), self._written)
-        self._written += entry.size
-        self.counters.msg_in.add(now, entry.num_messages, entry.size)
+    def _store(self, section: bytes, num_messages: int, token: object) -> int | None:
+        num_messages = max(1, num_messages)
         if not self.persistent:
-            self._route_now(entry, now)
-            return entry_id
-        self.entries.append(entry)
+            seq = self.log.next_seq
+            entry = Entry(seq, section, num_messages, self._now_ms(), self.log.written)
+            self._nonpersistent_next(entry)
+            return seq
+        self._publishing, self._stored_now = True, None
+        try:
+            self.log.append(section, num_messages, self._now_ms(), token)
+        finally:
+            self._publishing = False
+        return self._stored_now
+
+    def _nonpersistent_next(self, entry: Entry) -> None:
+        log = self.log
+        assert isinstance(log, MemoryLog)
+        log._next += 1  # ids of routed messages grow; nothing is kept
+        log._written += entry.size
+        now = self._now()
+        self.counters.msg_in.add(now, entry.num_messages, entry.size)
+        entry.ledger_id = log.ledger_id
+        self._route_now(entry, now)
+
+    # ------------------------------------------------------------------ the log's callbacks
+    def added(self, entries: Sequence[Entry], tokens: Sequence[object]) -> None:
+        """The log committed ``entries``: count them, acknowledge their producers, dispatch them."""
+        now = self._now()
+        for entry, token in zip(entries, tokens, strict=True):
+            self.counters.msg_in.add(now, entry.num_messages, entry.size)
+            if self._publishing:
+                self._stored_now = entry.seq
+            elif token is not None:
+                self.on_stored(token, entry.ledger_id, entry.entry_id)
+        if self.fenced:
+            return
         for sub in self.subscriptions.values():
             if sub.attached:
                 self.dispatch(sub)
         self._trim()
-        return entry_id
+
+    def failed(self, error: BrokerLBError) -> None:
+        """The log can take no more appends: stop, and let the shell close the topic."""
+        self.fenced = True
+        self.held.clear()
+        self.on_failed(error)
 
     def _route_now(self, entry: Entry, now: float) -> None:
         """Non-persistent: offer to each subscription's chosen consumer, drop when nobody can take it."""
@@ -416,36 +398,25 @@ class Topic:
             self.counters.msg_out.add(now, entry.num_messages, entry.size)
             attached.sink.deliver(entry, 0, None)
 
+    def _floor(self) -> int:
+        return min((s.floor for s in self.subscriptions.values()), default=self.log.next_seq)
+
     def _trim(self) -> None:
-        """Drop entries every subscription is past and the retention policy lets go."""
-        if not self.entries:
-            return
-        floor = min((s.floor for s in self.subscriptions.values()), default=self.next_entry_id)
-        keep_ms, keep_bytes = self.retention.time_ms, self.retention.size_bytes
-        entries = self.entries
-        if entries[0].entry_id >= floor:
-            return
-        boundary = self.entry(floor)
-        below_end = boundary.offset if boundary is not None else self._written
-        now_ms = self._now_ms()
-        while entries and entries[0].entry_id < floor:
-            head = entries[0]
-            expired = keep_ms >= 0 and now_ms - head.publish_time >= keep_ms
-            oversize = keep_bytes >= 0 and below_end - head.offset > keep_bytes
-            if not (expired or oversize):
-                break
-            entries.popleft()
+        """Let the log drop what every subscription is past and retention lets go."""
+        if self.persistent:
+            self.log.trim(self._floor())
 
     def _evict(self) -> None:
         """``consumer_backlog_eviction``: move the slowest cursors forward until the backlog fits."""
         limit = self.backlog_quota.limit_bytes
-        while self.entries and self.backlog_bytes() > limit:
+        while self.log.next_seq > self.log.first_seq and self.backlog_bytes() > limit:
             durable = [s for s in self.subscriptions.values() if s.durable]
             slowest = min(s.mark_delete for s in durable)
             moved = 0
             for sub in durable:
                 if sub.mark_delete == slowest:
                     moved += self._ack_up_to(sub, slowest + 2)  # the oldest unacknowledged entry
+                    self.log.cursor_changed(sub.name)
             if not moved:
                 return
             self.evicted += 1
@@ -453,8 +424,10 @@ class Topic:
 
     def _release_held(self) -> None:
         while self.held and not self.quota_exceeded() and not self.fenced:
-            section, num_messages, token = self.held.popleft()
-            self.on_released(token, self._store(section, num_messages))
+            section, num_messages, token = self.held.pop(0)
+            seq = self._store(section, num_messages, token)
+            if seq is not None and token is not None:
+                self.on_stored(token, *self.log.position_of(seq))
 
     # ------------------------------------------------------------------ subscriptions
     def subscribe(
@@ -476,6 +449,7 @@ class Topic:
         if not subscription:
             raise InvalidInputError("Empty subscription name")
         sub = self.subscriptions.get(subscription)
+        created = sub is None
         if sub is None:
             position = self._start_position(start if start is not None else initial_position)
             sub = Subscription(
@@ -494,6 +468,8 @@ class Topic:
         changed = sub.dispatcher.add_consumer(consumer)  # may raise ConsumerBusyError / ConsumerAssignError
         sub.attached[consumer.consumer_id] = _Attached(consumer, sink)
         self.subscriptions[subscription] = sub
+        if created and sub.durable:
+            self.log.cursor_changed(subscription)
         if (
             sub.type == "Key_Shared"
             and others
@@ -507,17 +483,31 @@ class Topic:
             self.dispatch(sub)
         return sub
 
+    def restore_subscription(self, name: str, subscription_type: str, cursor: CursorState) -> Subscription:
+        """A durable subscription as the log kept it (the topic opened again, here or elsewhere)."""
+        sub = Subscription(
+            name,
+            subscription_type,
+            durable=True,
+            partition_index=self.partition,
+            start=cursor.mark_delete + 1,
+        )
+        sub.acked = {s for s in cursor.acked if s > cursor.mark_delete}
+        sub.partial = dict(cursor.partial)
+        sub.redeliveries = dict(cursor.redeliveries)
+        self.subscriptions[name] = sub
+        return sub
+
     def _start_position(self, start: tuple[int, int] | str) -> int:
+        log = self.log
         if start == EARLIEST:
-            return self.first_entry_id
+            return log.first_seq
         if start == LATEST or not isinstance(start, tuple):
-            return self.next_entry_id
+            return log.next_seq
         ledger, entry = start
-        if ledger == -1 or ledger < self.ledger_id:
-            return self.first_entry_id
-        if ledger > self.ledger_id or ledger == _MAX_LONG:
-            return self.next_entry_id
-        return min(max(entry, self.first_entry_id), self.next_entry_id)
+        if ledger == _MAX_LONG:
+            return log.next_seq
+        return log.seq_at_or_after(ledger, entry)
 
     def detach(self, subscription: str, consumer: DispatchConsumer) -> None:
         """A consumer leaves: what it held is redelivered to the others; a non-durable (or
@@ -530,10 +520,10 @@ class Topic:
             return
         changed = sub.dispatcher.remove_consumer(consumer)
         sub.recently_joined.pop(consumer.consumer_id, None)
-        for entry_id in attached.pending:
-            if sub.pending.get(entry_id) == consumer.consumer_id:
-                del sub.pending[entry_id]
-                sub.replay.add(entry_id)
+        for seq in attached.pending:
+            if sub.pending.get(seq) == consumer.consumer_id:
+                del sub.pending[seq]
+                sub.replay.add(seq)
         if not sub.attached and not sub.durable:
             del self.subscriptions[subscription]
             self._trim()
@@ -555,6 +545,8 @@ class Topic:
                 f"{len(others)} other consumers are connected"
             )
         del self.subscriptions[subscription]
+        if sub.durable:
+            self.log.cursor_removed(subscription)
         self._trim()
         self._release_held()
 
@@ -574,14 +566,16 @@ class Topic:
         self, sub: Subscription, attached: _Attached, *, count: bool, only: Iterable[int] | None = None
     ) -> int:
         ids = list(attached.pending) if only is None else [e for e in only if e in attached.pending]
-        for entry_id in ids:
-            attached.pending.discard(entry_id)
-            if sub.pending.get(entry_id) == attached.consumer.consumer_id:
-                del sub.pending[entry_id]
-            if not sub.is_acked(entry_id):
-                sub.replay.add(entry_id)
+        for seq in ids:
+            attached.pending.discard(seq)
+            if sub.pending.get(seq) == attached.consumer.consumer_id:
+                del sub.pending[seq]
+            if not sub.is_acked(seq):
+                sub.replay.add(seq)
                 if count:
-                    sub.redeliveries[entry_id] = sub.redeliveries.get(entry_id, 0) + 1
+                    sub.redeliveries[seq] = sub.redeliveries.get(seq, 0) + 1
+        if count and ids and sub.durable:
+            self.log.cursor_changed(sub.name)
         return len(ids)
 
     # ------------------------------------------------------------------ consumer commands
@@ -605,30 +599,36 @@ class Topic:
         A cumulative ack on a Shared or Key_Shared subscription is ignored (Pulsar refuses it).
         """
         sub = self.subscriptions.get(subscription)
-        if sub is None or not self.persistent:
+        if sub is None or not self.persistent or self.fenced:
             return 0
         done = 0
+        seq_of = self.log.seq_of
         if cumulative:
             if sub.type in ("Shared", "Key_Shared"):
                 return 0
             for ledger, entry_id, mask in acks:
-                if ledger != self.ledger_id:
+                seq = seq_of(ledger, entry_id)
+                if seq is None:
                     continue
                 if mask:
-                    done += self._ack_up_to(sub, entry_id)
-                    self._ack_partial(sub, entry_id, mask)
+                    done += self._ack_up_to(sub, seq)
+                    self._ack_partial(sub, seq, mask)
                 else:
-                    done += self._ack_up_to(sub, entry_id + 1)
+                    done += self._ack_up_to(sub, seq + 1)
         else:
+            end = self.log.next_seq
             for ledger, entry_id, mask in acks:
-                if ledger != self.ledger_id or sub.is_acked(entry_id) or entry_id >= self.next_entry_id:
+                seq = seq_of(ledger, entry_id)
+                if seq is None or seq >= end or sub.is_acked(seq):
                     continue
                 if mask:
-                    if not self._ack_partial(sub, entry_id, mask):
+                    if not self._ack_partial(sub, seq, mask):
                         continue
-                self._ack_one(sub, entry_id)
+                self._ack_one(sub, seq)
                 done += 1
             self._advance(sub)
+        if done or (cumulative is False and sub.partial):
+            self.log.cursor_changed(sub.name)
         if done:
             if sub.recently_joined:
                 floor = sub.mark_delete + 1
@@ -639,26 +639,26 @@ class Topic:
                 self._release_held()
         return done
 
-    def _ack_partial(self, sub: Subscription, entry_id: int, mask: int) -> bool:
+    def _ack_partial(self, sub: Subscription, seq: int, mask: int) -> bool:
         """Combine a batch's still-unacked mask; True once every index is acknowledged."""
-        current = sub.partial.get(entry_id)
+        current = sub.partial.get(seq)
         combined = mask if current is None else current & mask
         if combined:
-            sub.partial[entry_id] = combined
+            sub.partial[seq] = combined
             return False
-        sub.partial.pop(entry_id, None)
+        sub.partial.pop(seq, None)
         return True
 
-    def _ack_one(self, sub: Subscription, entry_id: int) -> None:
-        holder = sub.pending.pop(entry_id, None)
+    def _ack_one(self, sub: Subscription, seq: int) -> None:
+        holder = sub.pending.pop(seq, None)
         if holder is not None:
             attached = sub.attached.get(holder)
             if attached is not None:
-                attached.pending.discard(entry_id)
-        sub.replay.discard(entry_id)
-        sub.redeliveries.pop(entry_id, None)
-        sub.partial.pop(entry_id, None)
-        sub.acked.add(entry_id)
+                attached.pending.discard(seq)
+        sub.replay.discard(seq)
+        sub.redeliveries.pop(seq, None)
+        sub.partial.pop(seq, None)
+        sub.acked.add(seq)
 
     def _advance(self, sub: Subscription) -> None:
         acked = sub.acked
@@ -670,17 +670,17 @@ class Topic:
 
     def _ack_up_to(self, sub: Subscription, end: int) -> int:
         """Acknowledge every entry before ``end``; returns how many were not acknowledged yet."""
-        end = min(end, self.next_entry_id)
+        end = min(end, self.log.next_seq)
         if end - 1 <= sub.mark_delete:
             return 0
         done = end - 1 - sub.mark_delete - sum(1 for e in sub.acked if e < end)
         sub.mark_delete = end - 1
         sub.acked = {e for e in sub.acked if e >= end}
-        for entry_id in [e for e in sub.pending if e < end]:
-            holder = sub.pending.pop(entry_id)
+        for seq in [e for e in sub.pending if e < end]:
+            holder = sub.pending.pop(seq)
             attached = sub.attached.get(holder)
             if attached is not None:
-                attached.pending.discard(entry_id)
+                attached.pending.discard(seq)
         sub.replay = {e for e in sub.replay if e >= end}
         sub.redeliveries = {e: c for e, c in sub.redeliveries.items() if e >= end}
         sub.partial = {e: m for e, m in sub.partial.items() if e >= end}
@@ -690,16 +690,21 @@ class Topic:
         return done
 
     def redeliver(
-        self, subscription: str, consumer: DispatchConsumer, entry_ids: Iterable[int] | None = None
+        self,
+        subscription: str,
+        consumer: DispatchConsumer,
+        entry_ids: Iterable[tuple[int, int]] | None = None,
     ) -> int:
-        """``REDELIVER_UNACKNOWLEDGED_MESSAGES``: the consumer's pending entries (those listed, or all;
-        Exclusive / Failover always all, as Pulsar rewinds their cursor) go back for redelivery with
-        their redelivery count incremented. Returns how many."""
+        """``REDELIVER_UNACKNOWLEDGED_MESSAGES``: the consumer's pending entries (those listed by
+        ``(ledger, entry)``, or all; Exclusive / Failover always all, as Pulsar rewinds their
+        cursor) go back for redelivery with their redelivery count incremented. Returns how many."""
         sub = self.subscriptions.get(subscription)
         attached = sub.attached.get(consumer.consumer_id) if sub is not None else None
         if sub is None or attached is None or not self.persistent:
             return 0
-        only = None if entry_ids is None or sub.type in ("Exclusive", "Failover") else list(entry_ids)
+        only = None
+        if entry_ids is not None and sub.type not in ("Exclusive", "Failover"):
+            only = [s for ledger, entry in entry_ids if (s := self.log.seq_of(ledger, entry)) is not None]
         taken = self._take_back(sub, attached, count=True, only=only)
         self.dispatch(sub)
         return taken
@@ -710,15 +715,24 @@ class Topic:
         start: tuple[int, int] | str | None = None,
         *,
         publish_time: int | None = None,
+        seq: int | None = None,
     ) -> None:
-        """Reset the cursor to a message id (the next delivery is that entry) or to the first entry
-        published at or after ``publish_time`` (ms); pending and individual acks are forgotten."""
+        """Reset the cursor to a message id (the next delivery is that entry), to a sequence number
+        or to the first entry published at or after ``publish_time`` (ms; an in-memory log only --
+        a managed ledger finds the position in storage first); pending and individual acks are
+        forgotten."""
         sub = self.subscriptions.get(subscription)
         if sub is None:
             raise InvalidInputError(f"Subscription {subscription} does not exist on {self.name}")
-        if publish_time is not None:
-            times = [e.publish_time for e in self.entries]
-            position = self.first_entry_id + bisect.bisect_left(times, publish_time)
+        if seq is not None:
+            position = min(max(seq, self.log.first_seq), self.log.next_seq)
+        elif publish_time is not None:
+            log = self.log
+            if not isinstance(log, MemoryLog):
+                raise InvalidInputError(
+                    "Seek by publish time on a stored topic needs the position from storage"
+                )
+            position = log.publish_time_seq(publish_time)
         else:
             position = self._start_position(start if start is not None else EARLIEST)
         sub.mark_delete = position - 1
@@ -730,6 +744,8 @@ class Topic:
         sub.redeliveries.clear()
         for attached in sub.attached.values():
             attached.pending.clear()
+        if sub.durable:
+            self.log.cursor_changed(sub.name)
 
     # ------------------------------------------------------------------ dispatch
     def _select(self, sub: Subscription, entry: Entry, blocked: set[int] | None) -> DispatchConsumer | None:
@@ -742,61 +758,96 @@ class Topic:
             if owner is None or not owner.available:
                 return None
             joined = sub.recently_joined.get(owner.consumer_id)
-            if joined is not None and entry.entry_id >= joined:
+            if joined is not None and entry.seq >= joined:
                 return None
             return owner
         return dispatcher.select(_ANY)
 
+    def _fetch(self, sub: Subscription, seq: int) -> None:
+        """Read entries from ``seq`` on from storage for ``sub``; dispatch goes on when they are here."""
+        if sub.reading:
+            return
+        sub.reading = True
+        last = min(seq + READ_BATCH, self.log.next_seq) - 1
+        name = sub.name
+
+        def done(result: Sequence[Entry] | BaseException) -> None:
+            current = self.subscriptions.get(name)
+            if current is not sub:
+                return
+            sub.reading = False
+            if isinstance(result, BaseException) or not result:
+                return  # the log retries reads itself; nothing to send (deleted meanwhile)
+            fetched = self._fetched
+            for entry in result:
+                fetched[entry.seq] = entry
+            try:
+                self.dispatch(sub)
+            finally:
+                for entry in result:
+                    fetched.pop(entry.seq, None)
+
+        self.log.read(seq, last, done)
+
     def dispatch(self, sub: Subscription) -> None:
         """Send what this subscription can send now (module docstring)."""
-        if self.fenced or not sub.attached:
+        if self.fenced or not sub.attached or sub.reading:
             return
         key_shared = sub.type == "Key_Shared"
         blocked: set[int] | None = set() if key_shared else None
+        log = self.log
         if sub.replay:
-            for entry_id in sorted(sub.replay):
-                entry = self.entry(entry_id)
-                if entry is None or sub.is_acked(entry_id):
-                    sub.replay.discard(entry_id)
+            for seq in sorted(sub.replay):
+                if sub.is_acked(seq) or seq < log.first_seq:
+                    sub.replay.discard(seq)
                     continue
+                entry = self.entry(seq)
+                if entry is None:
+                    self._fetch(sub, seq)
+                    return
                 consumer = self._select(sub, entry, blocked)
                 if consumer is None:
                     if blocked is None:
                         return
                     blocked.add(entry.key_hash)
                     continue
-                sub.replay.discard(entry_id)
+                sub.replay.discard(seq)
                 self._send(sub, consumer, entry)
-        first = self.first_entry_id
+        first = log.first_seq
         if sub.read_position < first:
             sub.read_position = first
-        entries = self.entries
-        while sub.read_position < self.next_entry_id:
-            entry_id = sub.read_position
-            if entry_id in sub.pending or entry_id in sub.replay or sub.is_acked(entry_id):
-                sub.read_position = entry_id + 1
+        end = log.next_seq
+        while sub.read_position < end:
+            seq = sub.read_position
+            if seq in sub.pending or seq in sub.replay or sub.is_acked(seq):
+                sub.read_position = seq + 1
                 continue
-            entry = entries[entry_id - first]
+            if not key_shared and not any(a.consumer.available for a in sub.attached.values()):
+                return  # nobody can take an entry now: do not read it
+            entry = self.entry(seq)
+            if entry is None:
+                self._fetch(sub, seq)
+                return
             consumer = self._select(sub, entry, blocked)
             if consumer is None:
                 if blocked is None or len(sub.replay) >= KEY_SHARED_LOOKAHEAD:
                     return
                 blocked.add(entry.key_hash)
-                sub.replay.add(entry_id)
-                sub.read_position = entry_id + 1
+                sub.replay.add(seq)
+                sub.read_position = seq + 1
                 continue
-            sub.read_position = entry_id + 1
+            sub.read_position = seq + 1
             self._send(sub, consumer, entry)
 
     def _send(self, sub: Subscription, consumer: DispatchConsumer, entry: Entry) -> None:
         attached = sub.attached[consumer.consumer_id]
-        entry_id = entry.entry_id
-        sub.pending[entry_id] = consumer.consumer_id
-        attached.pending.add(entry_id)
+        seq = entry.seq
+        sub.pending[seq] = consumer.consumer_id
+        attached.pending.add(seq)
         consumer.permits -= entry.num_messages
         sub.delivered += 1
         self.counters.msg_out.add(self._now(), entry.num_messages, entry.size)
-        attached.sink.deliver(entry, sub.redeliveries.get(entry_id, 0), sub.partial.get(entry_id))
+        attached.sink.deliver(entry, sub.redeliveries.get(seq, 0), sub.partial.get(seq))
 
     # ------------------------------------------------------------------ reading
     @property
@@ -808,7 +859,7 @@ class Topic:
         """Nothing to keep: no producer, no consumer, no durable subscription, no retained entry."""
         return (
             not self.producers
-            and not self.entries
+            and self.log.next_seq == self.log.first_seq
             and not self.held
             and not any(s.attached or s.durable for s in self.subscriptions.values())
         )
@@ -821,63 +872,8 @@ class Topic:
         sub = self.subscriptions.get(subscription)
         if sub is None:
             return 0
-        start = max(sub.mark_delete + 1, self.first_entry_id)
-        return max(0, self.next_entry_id - start - sum(1 for e in sub.acked if e >= start))
-
-    # ------------------------------------------------------------------ hand-off
-    def export_state(self) -> TopicState:
-        """The state the next owner needs (durable subscriptions only; readers re-subscribe by id)."""
-        return TopicState(
-            str(self.name),
-            self.ledger_id,
-            self.next_entry_id,
-            [(e.entry_id, e.section, e.num_messages, e.publish_time) for e in self.entries],
-            [s.state() for s in self.subscriptions.values() if s.durable],
-        )
-
-    @classmethod
-    def from_state(
-        cls,
-        state: TopicState,
-        *,
-        window: int,
-        now: Callable[[], float],
-        now_ms: Callable[[], int],
-        retention: Retention = Retention(),
-        backlog_quota: BacklogQuota = BacklogQuota(),
-    ) -> Topic:
-        topic = cls(
-            state.name,
-            ledger_id=state.ledger_id,
-            window=window,
-            now=now,
-            now_ms=now_ms,
-            retention=retention,
-            backlog_quota=backlog_quota,
-        )
-        offset = 0
-        last = -1
-        for entry_id, section, num_messages, publish_time in state.entries:
-            if entry_id <= last or entry_id >= state.next_entry_id:
-                raise InvalidInputError(
-                    f"Topic state of {state.name}: entry ids must increase below next_entry_id"
-                )
-            if last >= 0 and entry_id != last + 1:
-                raise InvalidInputError(f"Topic state of {state.name}: entry ids must be consecutive")
-            topic.entries.append(Entry(entry_id, section, num_messages, publish_time, offset))
-            offset += len(section)
-            last = entry_id
-        topic._written = offset
-        topic.next_entry_id = state.next_entry_id
-        for s in state.subscriptions:
-            sub = Subscription(
-                s.name, s.type, durable=True, partition_index=topic.partition, start=s.mark_delete + 1
-            )
-            sub.acked = {e for e in s.acked if e > s.mark_delete}
-            sub.partial = dict(s.partial)
-            sub.redeliveries = dict(s.redeliveries)
-            topic.subscriptions[s.name] = sub
-        return topic
+        start = max(sub.mark_delete + 1, self.log.first_seq)
+        return max(0, self.log.next_seq - start - sum(1 for e in sub.acked if e >= start))
 
 
 #: Shared / Failover / Exclusive dispatchers do not look at the message.

@@ -121,6 +121,8 @@ class ProcessCluster:
         self.binary_urls: list[str] = []
         self._logs: list[Path] = []
         self._tmp = tempfile.TemporaryDirectory(prefix="brokerlb-e2e-")
+        # the brokers' shared storage tier: the embedded directory, unless the test names one
+        self.overrides.setdefault("brokerlbStorageUrl", f"sqlite:{self._tmp.name}/storage")
 
     @property
     def broker_ids(self) -> list[str]:

@@ -207,13 +207,12 @@ class BinaryConsumer:
         self.dispatch = dispatch
 
     def deliver(self, entry: Entry, redelivery_count: int, unacked_mask: int | None) -> None:
-        topic = self.served.topic
         self.conn.send(
             message_frame(
                 self.consumer_id,
-                topic.ledger_id,
+                entry.ledger_id,
                 entry.entry_id,
-                topic.partition,
+                self.served.topic.partition,
                 entry.section,
                 redelivery_count,
                 _words_of(unacked_mask),
@@ -675,7 +674,9 @@ class BinaryConnection(asyncio.Protocol):
             await self.ctx.namespace_bundles(topic.namespace)
             if self.closed:
                 return
-            served = self.ctx.data_path.open(topic)
+            served = await self.ctx.data_path.open(topic)
+            if self.closed:
+                return
             engine = served.topic
             name = cmd.producer_name or self.ctx.next_producer_name()
             if (
@@ -769,7 +770,9 @@ class BinaryConnection(asyncio.Protocol):
         highest = cmd.highest_sequence_id or 0
         try:
             entry_id = topic.publish(
-                section, num_messages, _Receipt(self, cmd.producer_id, cmd.sequence_id, highest)
+                section,
+                num_messages,
+                _Receipt(self, cmd.producer_id, cmd.sequence_id, highest, topic.partition),
             )
         except BacklogQuotaExceeded as exc:
             self.send(
@@ -783,10 +786,11 @@ class BinaryConnection(asyncio.Protocol):
                 )
             )
             return
-        if entry_id is not None:
+        if entry_id is not None:  # committed at once (non-persistent, or an in-memory log)
+            ledger_id, entry = topic.position_of(entry_id)
             self.send(
                 send_receipt_frame(
-                    cmd.producer_id, cmd.sequence_id, topic.ledger_id, entry_id, topic.partition, highest
+                    cmd.producer_id, cmd.sequence_id, ledger_id, entry, topic.partition, highest
                 )
             )
 
@@ -809,7 +813,9 @@ class BinaryConnection(asyncio.Protocol):
                 raise BinaryProtocolError("NotAllowedError", f"Unknown subscription type {cmd.subType}")
             if not cmd.subscription:
                 raise BinaryProtocolError("NotAllowedError", "Empty subscription name")
-            served = self.ctx.data_path.open(topic)
+            served = await self.ctx.data_path.open(topic)
+            if self.closed:
+                return
             meta = cmd.keySharedMeta
             mode = (
                 KeySharedMode.STICKY
@@ -831,8 +837,9 @@ class BinaryConnection(asyncio.Protocol):
                 if cmd.start_message_id is not None:
                     start = (cmd.start_message_id.ledgerId, cmd.start_message_id.entryId)
             self.consumers[cmd.consumer_id] = consumer
+            created = cmd.subscription not in served.topic.subscriptions
             try:
-                served.topic.subscribe(
+                sub = served.topic.subscribe(
                     cmd.subscription,
                     kind,
                     dispatch,
@@ -846,6 +853,8 @@ class BinaryConnection(asyncio.Protocol):
                 del self.consumers[cmd.consumer_id]
                 raise
             self.ctx.data_path.add_session(served, consumer)
+            if created and sub.durable and served.ledger is not None:
+                await served.ledger.flush_cursors()  # a new durable subscription exists once stored
             self.send(simple_frame(CommandSuccess(cmd.request_id)))
         except (BrokerLBError, ValueError) as exc:
             self._error(cmd.request_id, server_error_of(exc), str(exc))
@@ -885,11 +894,8 @@ class BinaryConnection(asyncio.Protocol):
         consumer = self._consumer(cmd.consumer_id)
         if consumer is None:
             return
-        topic = consumer.served.topic
-        ids = (
-            [m.entryId for m in cmd.message_ids if m.ledgerId == topic.ledger_id] if cmd.message_ids else None
-        )
-        topic.redeliver(consumer.subscription, consumer.dispatch, ids)
+        ids = [(m.ledgerId, m.entryId) for m in cmd.message_ids] if cmd.message_ids else None
+        consumer.served.topic.redeliver(consumer.subscription, consumer.dispatch, ids)
 
     def _on_unsubscribe(self, cmd: CommandUnsubscribe) -> None:
         consumer = self._consumer(cmd.consumer_id)
@@ -915,10 +921,22 @@ class BinaryConnection(asyncio.Protocol):
         consumer = self._consumer(cmd.consumer_id)
         if consumer is None:
             raise BinaryProtocolError("ConsumerNotFound", f"Consumer {cmd.consumer_id} not found")
+        self._spawn(self._last_message_id(cmd, consumer))
+
+    async def _last_message_id(self, cmd: CommandGetLastMessageId, consumer: BinaryConsumer) -> None:
         topic = consumer.served.topic
+        partition = topic.partition if topic.partition >= 0 else None
         last = topic.last_entry_id
-        last_id = MessageIdData(topic.ledger_id, last, topic.partition if topic.partition >= 0 else None)
-        entry = topic.entry(last) if last >= 0 else None
+        ledger_id, entry_id = topic.position_of(last) if last >= 0 else topic.position_of(0)
+        last_id = MessageIdData(ledger_id, entry_id if last >= 0 else -1, partition)
+        entry = topic.entry(last) if last >= topic.first_entry_id else None
+        ledger = consumer.served.ledger
+        if entry is None and ledger is not None and last >= topic.first_entry_id:
+            try:
+                found = await ledger.read_entries(last, last)
+            except BrokerLBError:
+                found = []
+            entry = found[0] if found else None
         if entry is not None:
             try:
                 batch = read_metadata(entry.section).num_messages_in_batch
@@ -929,47 +947,68 @@ class BinaryConnection(asyncio.Protocol):
         sub = topic.subscriptions.get(consumer.subscription)
         mark = None
         if sub is not None:
-            mark = MessageIdData(
-                topic.ledger_id, sub.mark_delete, topic.partition if topic.partition >= 0 else None
+            mark_ledger, mark_entry = (
+                topic.position_of(sub.mark_delete) if sub.mark_delete >= 0 else (ledger_id, -1)
             )
+            mark = MessageIdData(mark_ledger, mark_entry, partition)
         self.send(simple_frame(CommandGetLastMessageIdResponse(last_id, cmd.request_id, mark)))
+        self.flush()
 
     def _on_seek(self, cmd: CommandSeek) -> None:
         consumer = self._consumer(cmd.consumer_id)
         if consumer is None:
             raise BinaryProtocolError("ConsumerNotFound", f"Consumer {cmd.consumer_id} not found")
-        topic = consumer.served.topic
         if cmd.message_id is None and cmd.message_publish_time is None:
             raise BinaryProtocolError("NotAllowedError", "SEEK needs a message id or a publish time")
-        # As Pulsar: the subscription's consumers are disconnected first (acks still in flight from
-        # them are ignored from now on), the cursor moves, and they come back at the new position.
-        sub = topic.subscriptions.get(consumer.subscription)
-        attached = set(sub.attached) if sub is not None else set()
-        for session in list(consumer.served.sessions):
-            if isinstance(session, BinaryConsumer) and session.dispatch.consumer_id in attached:
-                session.close_now(CloseReason.unloaded("seek"))
-        if cmd.message_id is not None:
-            topic.seek(consumer.subscription, (cmd.message_id.ledgerId, cmd.message_id.entryId))
-        else:
-            topic.seek(consumer.subscription, publish_time=cmd.message_publish_time)
-        self.send(simple_frame(CommandSuccess(cmd.request_id)))
+        self._spawn(self._seek(cmd, consumer))
+
+    async def _seek(self, cmd: CommandSeek, consumer: BinaryConsumer) -> None:
+        served = consumer.served
+        topic = served.topic
+        try:
+            seq = None
+            if cmd.message_id is None and served.ledger is not None:
+                seq = await served.ledger.find_by_publish_time(cmd.message_publish_time or 0)
+            # As Pulsar: the subscription's consumers are disconnected first (acks still in flight from
+            # them are ignored from now on), the cursor moves, and they come back at the new position.
+            sub = topic.subscriptions.get(consumer.subscription)
+            attached = set(sub.attached) if sub is not None else set()
+            for session in list(served.sessions):
+                if isinstance(session, BinaryConsumer) and session.dispatch.consumer_id in attached:
+                    session.close_now(CloseReason.unloaded("seek"))
+            if seq is not None:
+                topic.seek(consumer.subscription, seq=seq)
+            elif cmd.message_id is not None:
+                topic.seek(consumer.subscription, (cmd.message_id.ledgerId, cmd.message_id.entryId))
+            else:
+                topic.seek(consumer.subscription, publish_time=cmd.message_publish_time)
+            if served.ledger is not None:
+                await served.ledger.flush_cursors()
+            self.send(simple_frame(CommandSuccess(cmd.request_id)))
+        except (BrokerLBError, ValueError) as exc:
+            self._error(cmd.request_id, server_error_of(exc), str(exc))
+        self.flush()
 
 
 class _Receipt:
-    """A held publish's receipt (backlog quota ``producer_request_hold``): sent once it is stored."""
+    """A publish's receipt, sent once the entry is committed (to the storage tier, or after the
+    backlog quota ``producer_request_hold`` let it in)."""
 
-    __slots__ = ("conn", "producer_id", "sequence_id", "highest")
+    __slots__ = ("conn", "producer_id", "sequence_id", "highest", "partition")
 
-    def __init__(self, conn: BinaryConnection, producer_id: int, sequence_id: int, highest: int) -> None:
+    def __init__(
+        self, conn: BinaryConnection, producer_id: int, sequence_id: int, highest: int, partition: int
+    ) -> None:
         self.conn = conn
         self.producer_id = producer_id
         self.sequence_id = sequence_id
         self.highest = highest
+        self.partition = partition
 
-    def __call__(self, topic: Any, entry_id: int) -> None:
+    def __call__(self, ledger_id: int, entry_id: int) -> None:
         self.conn.send(
             send_receipt_frame(
-                self.producer_id, self.sequence_id, topic.ledger_id, entry_id, topic.partition, self.highest
+                self.producer_id, self.sequence_id, ledger_id, entry_id, self.partition, self.highest
             )
         )
 

@@ -192,9 +192,9 @@ def state_hand_off(
     placement: HandOffPlacement,
     clock: Clock,
 ) -> TopicHandOff | None:
-    """The hand-off of topic state for the owner's unload / transfer flow (``None`` without a data path);
-    ``placement`` is the leader's, used when this broker leads (``election``)."""
-    if data_path is None:
+    """The hand-off of topic state for the owner's unload / transfer flow: ``None`` -- topics live on
+    the storage tier, so a move carries no data (the hand-off goes once the ownership record lands)."""
+    if data_path is None or data_path.storage is not None:
         return None
 
     async def leader_url() -> str | None:

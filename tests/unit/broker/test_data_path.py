@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from brokerlb.broker.data_path import DataPath
@@ -41,7 +43,7 @@ class Session:
         self.closed_with = reason
 
 
-def data_path(owned: Owned, clock: ManualClock) -> tuple[DataPath, TopicRegistry]:
+def data_path(owned: Owned, clock: ManualClock, storage: object = None) -> tuple[DataPath, TopicRegistry]:
     def bundle_of(topic: TopicName) -> str:
         return str(BUNDLES.find_bundle(topic))
 
@@ -53,22 +55,23 @@ def data_path(owned: Owned, clock: ManualClock) -> tuple[DataPath, TopicRegistry
         broker_urls=lambda b: URLS.get(b, (None, None)),
         stats_window=2,
         clock=clock,
+        storage=storage,  # type: ignore[arg-type]
     )
     return path, registry
 
 
-def test_a_topic_is_served_only_while_its_bundle_is_owned() -> None:
+async def test_a_topic_is_served_only_while_its_bundle_is_owned() -> None:
     owned, clock = Owned(), ManualClock(1_000_000)
     path, registry = data_path(owned, clock)
     with pytest.raises(BundleUnloadingError, match="not served by this broker"):
-        path.open(TOPIC)
+        await path.open(TOPIC)
     assert TOPIC not in registry
     owned.bundles.add(BUNDLE)
-    served = path.open(TOPIC)
-    assert str(TOPIC) in registry and path.open(TOPIC) is served  # one topic, many sessions
+    served = await path.open(TOPIC)
+    assert str(TOPIC) in registry and await path.open(TOPIC) is served  # one topic, many sessions
 
 
-def test_refusals_name_the_owner_when_another_broker_has_the_bundle() -> None:
+async def test_refusals_name_the_owner_when_another_broker_has_the_bundle() -> None:
     path, _ = data_path(Owned(), ManualClock(0))
     redirect = path.refusal(TOPIC, lambda bundle: "b2:8080" if bundle == BUNDLE else None)
     assert (redirect.code, redirect.http_url) == (CloseCode.TOPIC_REDIRECTED, "http://b2:8080")
@@ -79,7 +82,7 @@ def test_refusals_name_the_owner_when_another_broker_has_the_bundle() -> None:
 async def test_closing_the_bundle_closes_every_session_with_the_reason_of_the_move() -> None:
     owned, clock = Owned(BUNDLE), ManualClock(0)
     path, registry = data_path(owned, clock)
-    served = path.open(TOPIC)
+    served = await path.open(TOPIC)
     sessions = [Session(), Session()]
     for s in sessions:
         path.add_session(served, s)
@@ -106,10 +109,10 @@ class Sink:
         pass
 
 
-def test_rates_reach_the_registry_and_topics_with_nothing_to_keep_are_forgotten() -> None:
+async def test_rates_reach_the_registry_and_topics_with_nothing_to_keep_are_forgotten() -> None:
     owned, clock = Owned(BUNDLE), ManualClock(0)
     path, registry = data_path(owned, clock)
-    served = path.open(TOPIC)
+    served = await path.open(TOPIC)
     session = Session()
     path.add_session(served, session)
     producer = object()
@@ -139,30 +142,53 @@ def test_rates_reach_the_registry_and_topics_with_nothing_to_keep_are_forgotten(
     assert TOPIC not in registry and str(TOPIC) not in path.topics
 
 
-def test_a_bundle_hand_off_carries_messages_and_cursors_to_the_next_owner() -> None:
+async def test_the_next_owner_opens_the_topic_from_storage_and_the_former_owner_is_fenced() -> None:
+    """A move carries no data: the next owner opens the topic's managed ledger from the storage
+    tier -- messages and cursors -- and the former owner can no longer append to it."""
+    from brokerlb.storage.managed_ledger import ManagedLedgerFactory
+    from brokerlb.storage.memory import MemoryStorage
+
     clock = ManualClock(0)
-    old, old_registry = data_path(Owned(BUNDLE), clock)
-    served = old.open(TOPIC)
+    name = f"dp-{id(clock)}"
+    old_storage = await ManagedLedgerFactory(MemoryStorage(name), clock=clock, owner="b1").start()
+    new_storage = await ManagedLedgerFactory(MemoryStorage(name), clock=clock, owner="b2").start()
+    old, _ = data_path(Owned(BUNDLE), clock, storage=old_storage)
+    served = await old.open(TOPIC)
     consumer = DispatchConsumer("c", permits=100)
     served.topic.subscribe("s", "Shared", consumer, Sink())
+    receipts: list[tuple[int, int]] = []
     for _ in range(3):
-        served.topic.publish(SECTION)
-    served.topic.acknowledge("s", consumer, [(served.topic.ledger_id, 0, None)])
-    states = old.export_bundle(BUNDLE)
-    assert served.topic.fenced and served.topic.publish(SECTION) is None  # nothing changes after the export
-    new, _ = data_path(Owned(BUNDLE), clock)
-    new.import_states(states)
-    moved = new.open(TOPIC).topic
+        assert (
+            served.topic.publish(SECTION, token=lambda ledger, entry: receipts.append((ledger, entry)))
+            is None
+        )
+    assert receipts == []  # acknowledged only once committed
+    await old_storage.committer.drain()
+    ledger = served.ledger.ledgers.current.ledger_id
+    assert receipts == [(ledger, 0), (ledger, 1), (ledger, 2)]
+    served.topic.acknowledge("s", consumer, [(ledger, 0, None)])
+    await served.ledger.flush_cursors()
+    # the next owner: fences the bundle's range and opens the topic from storage
+    new, _ = data_path(Owned(BUNDLE), clock, storage=new_storage)
+    moved = (await new.open(TOPIC)).topic
     sink = Sink()
     moved.subscribe("s", "Shared", DispatchConsumer("c2", permits=100), sink)
-    assert sink.got == [1, 2] and moved.ledger_id == served.topic.ledger_id
-    assert moved.publish(SECTION) == 3
+    await asyncio.sleep(0)  # entries not in the new owner's cache are read back from storage
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert sink.got == [1, 2]
+    # the former owner's next append is refused by storage: its topic closes
+    served.topic.publish(SECTION, token=lambda ledger, entry: receipts.append((ledger, entry)))
+    await old_storage.committer.drain()
+    assert len(receipts) == 3 and served.topic.fenced and old.ledger_failures == 1
+    await old_storage.close()
+    await new_storage.close()
 
 
-def test_a_topic_whose_first_session_never_started_is_forgotten_too() -> None:
+async def test_a_topic_whose_first_session_never_started_is_forgotten_too() -> None:
     clock = ManualClock(0)
     path, registry = data_path(Owned(BUNDLE), clock)
-    path.open(TOPIC)  # e.g. the consumer was refused (Exclusive taken) before its session began
+    await path.open(TOPIC)  # e.g. the consumer was refused (Exclusive taken) before its session began
     clock.advance(3.0)
     path.push_stats()
     assert TOPIC not in registry and not path.topics
@@ -171,7 +197,7 @@ def test_a_topic_whose_first_session_never_started_is_forgotten_too() -> None:
 async def test_close_all_closes_every_session() -> None:
     path, _ = data_path(Owned(BUNDLE), ManualClock(0))
     session = Session()
-    path.add_session(path.open(TOPIC), session)
+    path.add_session(await path.open(TOPIC), session)
     await path.close_all()
     assert session.closed_with is not None and session.closed_with.lookup and not path.topics
 
@@ -183,7 +209,7 @@ async def test_stats_are_pushed_every_period_on_the_clock() -> None:
 
     clock = ManualClock(0)
     path, registry = data_path(Owned(BUNDLE), clock)
-    served = path.open(TOPIC)
+    served = await path.open(TOPIC)
     path.add_session(served, Session())
     pushing = asyncio.create_task(path.run())
     for _ in range(10):
@@ -195,7 +221,7 @@ async def test_stats_are_pushed_every_period_on_the_clock() -> None:
     pushing.cancel()
 
 
-def test_publishes_are_ignored_while_the_bundle_is_not_served_now() -> None:
+async def test_publishes_are_ignored_while_the_bundle_is_not_served_now() -> None:
     """A broker that cannot confirm its ownership (its session unconfirmed after a pause) accepts no
     publish, as a fenced topic; once it serves the bundle again, publishes are stored."""
     owned = Owned(BUNDLE)
@@ -206,7 +232,7 @@ def test_publishes_are_ignored_while_the_bundle_is_not_served_now() -> None:
         broker_urls=URLS.get,
         stats_window=5,
     )
-    topic = path.open(TOPIC).topic
+    topic = (await path.open(TOPIC)).topic
     assert topic.publish(SECTION) == 0
     owned.bundles.clear()
     assert topic.publish(SECTION) is None
@@ -214,7 +240,7 @@ def test_publishes_are_ignored_while_the_bundle_is_not_served_now() -> None:
     assert topic.publish(SECTION) == 1
 
 
-def test_a_publish_asks_for_the_topics_bundle_again_only_when_the_ring_changed() -> None:
+async def test_a_publish_asks_for_the_topics_bundle_again_only_when_the_ring_changed() -> None:
     """The check before every publish: is the topic's bundle served here now? Its name is computed
     once per ring version; after a split the topic belongs to a child, served or not."""
     split = NamespaceBundles.create("t/ns", 8)
@@ -236,7 +262,7 @@ def test_a_publish_asks_for_the_topics_bundle_again_only_when_the_ring_changed()
         clock=ManualClock(1_000_000),
         ring_version=lambda: ring["version"],  # type: ignore[return-value]
     )
-    engine = path.open(TOPIC).topic
+    engine = (await path.open(TOPIC)).topic
     asked.clear()
     assert all(engine.accepting() for _ in range(5)) and len(asked) == 1
     ring.update(bundles=split, version=2)  # split: the parent is no longer held here

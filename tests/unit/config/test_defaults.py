@@ -49,6 +49,13 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "defaultRetentionSizeInMB": (0, False),
     "backlogQuotaDefaultLimitBytes": (-1, False),
     "backlogQuotaDefaultRetentionPolicy": ("producer_request_hold", False),
+    # storage (managed ledgers)
+    "managedLedgerMaxEntriesPerLedger": (50000, False),
+    "managedLedgerMaxSizePerLedgerMbytes": (2048, False),
+    "managedLedgerMinLedgerRolloverTimeMinutes": (10, False),
+    "managedLedgerMaxLedgerRolloverTimeMinutes": (240, False),
+    "managedLedgerCursorPositionFlushSeconds": (60, False),
+    "managedLedgerMaxUnackedRangesToPersist": (10000, False),
     "exposeBundlesMetricsInPrometheus": (False, True),
     "exposeTopicLevelMetricsInPrometheus": (True, False),
     "metadataStoreSessionTimeoutMillis": (30000, False),
@@ -175,6 +182,9 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
 
 # Where brokerlb's default deliberately differs from Pulsar's (documented as a deviation).
 BROKERLB_DEFAULTS: dict[str, object] = {
+    "brokerlbStorageUrl": "memory:",
+    "managedLedgerCacheSizeMB": 256,  # Pulsar: a fifth of the JVM's direct memory (a deviation)
+    "managedLedgerCacheEvictionWatermark": 0.9,  # dynamic in Pulsar, read at start here (a deviation)
     "metadataStoreUrl": "memory:",  # Pulsar: unset (must be configured)
     "httpMaxRequestSize": 1048576,  # Pulsar: -1 (no limit)
     "pulsarChannelPauseReceivingRequestsIfUnwritable": True,  # Pulsar: false
