@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what brokerlb needs on a Debian machine where we are root, skipping what is present:
-# OpenJDK (Spark, ZooKeeper), Debian's zookeeper, uv, and the Python environment (.venv) from uv.lock.
+# OpenJDK (Spark, ZooKeeper), Debian's zookeeper and postgresql (the tests start their own servers),
+# uv, and the Python environment (.venv) from uv.lock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
@@ -8,6 +9,7 @@ export DEBIAN_FRONTEND=noninteractive
 need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip python3-venv)
 if [ "${BROKERLB_BROWSER_TESTS:-1}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   need+=(chromium)

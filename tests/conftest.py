@@ -31,3 +31,20 @@ def zk_server():
         yield server
     finally:
         server.stop()
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server (Debian's package) on a free 127.0.0.1 port for the whole session,
+    run as the unprivileged ``postgres`` user; each test takes a database of its own
+    (``pg_server.new_database_url()``). Stopped by PID at the end of the session."""
+    from brokerlb.testing.postgres import PostgresServer, postgres_available
+
+    if not postgres_available():
+        pytest.fail("PostgreSQL tests need Debian's postgresql package: run scripts/setup.sh")
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.close()

@@ -382,7 +382,12 @@ class BrokerService:
             ManagedLedgerConfig.from_config(conf),
             cache_bytes=conf.managedLedgerCacheSizeMB * 1024 * 1024,
             cache_watermark=conf.managedLedgerCacheEvictionWatermark,
-            cursor_flush_seconds=conf.managedLedgerCursorPositionFlushSeconds,
+            cursor_flush_seconds=min(
+                conf.managedLedgerCursorPositionFlushSeconds,
+                1 / conf.managedLedgerDefaultMarkDeleteRateLimit
+                if conf.managedLedgerDefaultMarkDeleteRateLimit > 0
+                else conf.managedLedgerCursorPositionFlushSeconds,
+            ),
             clock=self.clock,
             owner=self.identity.broker_id,
             close_timeout=conf.namespaceBundleUnloadingTimeoutMs / 1000,

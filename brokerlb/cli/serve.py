@@ -137,10 +137,24 @@ def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level
             raise typer.Exit(1)
 
 
+#: ``brokerlb standalone``'s data directory unless ``--data-dir`` names one (under the current one)
+DEFAULT_DATA_DIR = Path("brokerlb-data")
+_DATA_DIR = typer.Option(
+    DEFAULT_DATA_DIR,
+    "--data-dir",
+    help="where the cluster keeps its metadata (tenants, namespaces, policies, bundles) and its "
+    "topics (messages, subscriptions): a stopped standalone started again on it has them all",
+)
+
+
 def standalone(
     brokers: int = typer.Option(3, "--brokers", "-n", help="number of brokers"),
-    metadata_store: str = typer.Option(
-        "memory:standalone", "--metadata-store", help="memory:[name] (embedded) or zk:host:port[,...]"
+    data_dir: Path = _DATA_DIR,
+    metadata_store: str | None = typer.Option(
+        None,
+        "--metadata-store",
+        help="sqlite:DIR (default: the data directory), memory:[name] (kept in memory only) or "
+        "zk:host:port[,...]",
     ),
     web_port: int = typer.Option(8080, "--web-port", help="web port of the first broker (0 = free ports)"),
     broker_port: int = typer.Option(
@@ -161,6 +175,10 @@ def standalone(
     _logging(log_level)
     with cli_errors():
         base = load_broker_conf(config, overrides)
+        data = data_dir.resolve()
+        metadata_store = metadata_store or f"sqlite:{data}"
+        if "brokerlbStorageUrl" not in base.explicit_keys:
+            base = base.with_overrides({"brokerlbStorageUrl": f"sqlite:{data}"})
         cluster = StandaloneCluster(
             brokers, metadata_store=metadata_store, web_port=web_port, broker_port=broker_port, config=base
         )
@@ -174,7 +192,7 @@ def standalone(
                 console.print(f"broker {b.broker_id} ready at {b.url} {binary}{mark}", highlight=False)
             console.print(
                 f"standalone cluster '{b.identity.cluster}' of {len(cluster.brokers)} brokers on "
-                f"{metadata_store}; Ctrl-C to stop",
+                f"{metadata_store}, topics on {b.conf.brokerlbStorageUrl}; Ctrl-C to stop",
                 highlight=False,
             )
 

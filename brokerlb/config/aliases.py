@@ -184,7 +184,7 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     managedLedgerMaxWriteQuorum managedLedgerMaxAckQuorum
     managedLedgerCacheCopyEntries managedLedgerCacheEvictionFrequency
     managedLedgerCacheEvictionIntervalMs managedLedgerCacheEvictionTimeThresholdMillis
-    managedLedgerCursorBackloggedThreshold managedLedgerDefaultMarkDeleteRateLimit
+    managedLedgerCursorBackloggedThreshold
     allowAutoTopicCreationWithLegacyNamingScheme allowAutoSubscriptionCreation
     managedLedgerStorageClassName managedLedgerNumSchedulerThreads
     managedLedgerOffloadDeletionLagMs

@@ -100,17 +100,19 @@ class MetadataStoreKeys(KeyGroup):
     CATEGORY = "Metadata store"
     INTRO = (
         "Where brokers keep ownership, load reports and policies. brokerlb supports an "
-        "embedded in-process store (`memory:`) and ZooKeeper (`zk:host:port,...[/chroot]`)."
+        "embedded in-process store (`memory:`), the same kept on disk (`sqlite:DIRECTORY`) and "
+        "ZooKeeper (`zk:host:port,...[/chroot]`)."
     )
 
     metadataStoreUrl: str = key(
         STRING,
         "memory:",
-        "Metadata store: `memory:[name]` (embedded, in-process) or "
-        "`zk:host:port[,host:port...][/chroot]` (a bare `host:port,...` is ZooKeeper too).",
+        "Metadata store: `memory:[name]` (embedded, in-process), `sqlite:DIRECTORY` (embedded, kept "
+        "on disk; one process at a time) or `zk:host:port[,host:port...][/chroot]` (a bare "
+        "`host:port,...` is ZooKeeper too).",
         check=metadata_store_url_problem,
         deviation="Pulsar has no default (it must be set); brokerlb defaults to the embedded "
-        "store `memory:` and supports only the `memory:` and `zk:` schemes.",
+        "store `memory:` and supports the `memory:`, `sqlite:` (Pulsar's standalone: RocksDB) and `zk:` schemes.",
     )
     metadataStoreSessionTimeoutMillis: int = key(
         LONG,

@@ -42,11 +42,19 @@ class StorageKeys(KeyGroup):
     managedLedgerCursorPositionFlushSeconds: int = key(
         INT,
         60,
-        "How often the broker persists the cursors that moved (one batch for all topics); a crash "
-        "redelivers what was acknowledged since the last flush. A new subscription, a seek and a "
-        "topic's close persist at once.",
+        "At the latest, how often the broker persists the cursors that moved (one batch for all "
+        "topics; managedLedgerDefaultMarkDeleteRateLimit makes it more often). A new subscription, a "
+        "seek and a topic's close persist at once.",
         ge=1,
         unit="seconds",
+    )
+    managedLedgerDefaultMarkDeleteRateLimit: float = key(
+        DOUBLE,
+        1.0,
+        "Persisted moves of a cursor per second (the broker persists every cursor that moved at this "
+        "rate, all topics in one batch; 0 = only every managedLedgerCursorPositionFlushSeconds). A "
+        "crash redelivers what was acknowledged since.",
+        ge=0,
     )
     managedLedgerCacheSizeMB: int = key(
         INT,

@@ -93,6 +93,8 @@ class MetadataStoreUrl:
     * ``memory:`` or ``memory:NAME`` -- brokerlb's embedded in-process store (Pulsar has
       the same scheme for tests); stores of one process with the same NAME share one tree
       (``memory:`` is the name ``default``).
+    * ``sqlite:DIRECTORY`` -- the embedded store kept on disk in DIRECTORY (``name``); one
+      process at a time (Pulsar's standalone uses RocksDB for this).
     * ``zk:host:port[,host:port...][/chroot]`` -- ZooKeeper; a bare ``host:port,...``
       means ZooKeeper too, as in Pulsar. Every host needs its port.
     """
@@ -136,11 +138,16 @@ def _parse(url: str) -> MetadataStoreUrl:
     text = url.strip()
     if text.startswith("memory:"):
         return MetadataStoreUrl("memory", name=text[len("memory:") :].lstrip("/") or "default")
+    if text.startswith("sqlite:"):
+        directory = text[len("sqlite:") :]
+        if not directory:
+            raise ValueError("sqlite: needs a directory (sqlite:DIRECTORY)")
+        return MetadataStoreUrl("sqlite", name=directory)
     hosts_text = text[len("zk:") :] if text.startswith("zk:") else text
     scheme = re.match(r"([a-z][a-z0-9+.\-]*):(?!\d)", hosts_text)
     if scheme:
         raise ValueError(
-            f"unsupported metadata store '{scheme.group(1)}:'; brokerlb supports memory: and zk:"
+            f"unsupported metadata store '{scheme.group(1)}:'; brokerlb supports memory:, sqlite: and zk:"
         )
     servers, slash, chroot = hosts_text.partition("/")
     hosts = tuple(_host_port(item.strip()) for item in servers.split(","))

@@ -2,6 +2,8 @@
 
 * ``memory:`` / ``memory:NAME`` -- the embedded store; every store opened with the
   same name in one process shares one tree (``memory:`` is the name ``default``);
+* ``sqlite:DIRECTORY`` -- the embedded store kept on disk (``brokerlb standalone --data-dir``;
+  Pulsar's standalone uses RocksDB), one process at a time;
 * ``zk:host:port[,host:port...][/chroot]`` -- ZooKeeper through kazoo; as in Pulsar,
   a URL without a scheme (``host:2181``) is read as ZooKeeper too.
 
@@ -38,19 +40,25 @@ def open_store(
     """An unstarted store for ``url`` (see the module docstring for the forms)."""
     if not isinstance(url, str) or not url.strip():
         raise InvalidConfigError(
-            "metadataStoreUrl", url, "expected memory:[name] or zk:host:port[,host:port...]"
+            "metadataStoreUrl", url, "expected memory:[name], sqlite:DIRECTORY or zk:host:port[,host:port...]"
         )
     url = url.strip()
     if url.startswith("memory:"):
         name = url[len("memory:") :].lstrip("/") or "default"
         return MemoryMetadataStore(name, session_timeout=session_timeout, operation_timeout=operation_timeout)
+    if url.startswith("sqlite:"):
+        from brokerlb.coordination.sqlite import open_sqlite_store
+
+        return open_sqlite_store(
+            url[len("sqlite:") :], session_timeout=session_timeout, operation_timeout=operation_timeout
+        )
     hosts = url[len("zk:") :] if url.startswith("zk:") else url
     scheme = _SCHEME.match(hosts)
     if scheme:
         raise InvalidConfigError(
             "metadataStoreUrl",
             url,
-            f"unsupported metadata store scheme '{scheme.group(1)}' (supported: memory:, zk:)",
+            f"unsupported metadata store scheme '{scheme.group(1)}' (supported: memory:, sqlite:, zk:)",
         )
     _check_hosts(url, hosts)
     from brokerlb.coordination.zookeeper import ZooKeeperMetadataStore

@@ -136,7 +136,8 @@ class StorageEngine(ABC):
 
     @abstractmethod
     async def append(self, groups: Sequence[AppendGroup]) -> list[bool]:
-        """Commit every group in one transaction; per group, ``False`` when it was refused (its
+        """Commit every group in one transaction (at most one group per ledger: the committer takes
+        one group per managed ledger per flush); per group, ``False`` when it was refused (its
         ledger closed by a fence, or not where the writer expects)."""
 
     @abstractmethod

@@ -144,7 +144,10 @@ class ManagedLedger:
         size = 0
         pending = self._pending
         index = 0
-        while index < len(pending) and len(batch) < MAX_GROUP_ENTRIES and size < MAX_GROUP_BYTES:
+        # a group does not cross managedLedgerMaxEntriesPerLedger: the ledger rolls over right there
+        room = self.factory.config.max_entries_per_ledger - current.entries
+        limit = min(MAX_GROUP_ENTRIES, room) if room > 0 else MAX_GROUP_ENTRIES
+        while index < len(pending) and len(batch) < limit and size < MAX_GROUP_BYTES:
             batch.append(pending[index])
             size += len(pending[index][0])
             index += 1

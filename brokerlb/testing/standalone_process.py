@@ -41,6 +41,7 @@ class StandaloneProcess:
         python: str = sys.executable,
         start_timeout: float = 60.0,
         log_level: str = "warning",
+        data_dir: str | Path | None = None,
     ) -> None:
         self.count = brokers
         self.overrides = dict(overrides or {})
@@ -54,6 +55,8 @@ class StandaloneProcess:
         self.broker_ids: list[str] = []
         self._tmp = tempfile.TemporaryDirectory(prefix="brokerlb-standalone-")
         self.log = Path(self._tmp.name) / "standalone.log"
+        #: metadata and topics (``--data-dir``): kept across a stop and start of this object
+        self.data_dir = Path(data_dir) if data_dir is not None else Path(self._tmp.name) / "data"
 
     async def start(self) -> StandaloneProcess:
         args = [
@@ -69,6 +72,8 @@ class StandaloneProcess:
             "0",
             "--log-level",
             self.log_level,
+            "--data-dir",
+            str(self.data_dir),
         ]
         for key, value in self.overrides.items():
             args += ["--set", f"{key}={value}"]
@@ -118,6 +123,13 @@ class StandaloneProcess:
                 os.kill(proc.pid, signal.SIGKILL)
                 await asyncio.to_thread(proc.wait, 10)
         self._tmp.cleanup()
+
+    async def kill(self) -> None:
+        """SIGKILL the process by PID (a crash: nothing is flushed or released)."""
+        proc = self.process
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            await asyncio.to_thread(proc.wait, 10)
 
     async def __aenter__(self) -> StandaloneProcess:
         return await self.start()

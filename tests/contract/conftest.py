@@ -11,7 +11,7 @@ from brokerlb.storage import open_storage
 
 _names = itertools.count()
 
-ENGINES = ["memory", "sqlite"]
+ENGINES = ["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)]
 
 
 @pytest.fixture(params=ENGINES)

@@ -96,7 +96,7 @@ async def test_admin_cli_against_a_live_cluster() -> None:
         await cluster.stop()
 
 
-async def test_standalone_starts_fast_and_ctrl_c_stops_it_cleanly() -> None:
+async def test_standalone_starts_fast_and_ctrl_c_stops_it_cleanly(tmp_path) -> None:
     port = free_port(count=3)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -109,6 +109,8 @@ async def test_standalone_starts_fast_and_ctrl_c_stops_it_cleanly() -> None:
         str(port),
         "--metadata-store",
         "memory:cli-test",
+        "--data-dir",
+        str(tmp_path / "data"),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )

@@ -55,6 +55,7 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "managedLedgerMinLedgerRolloverTimeMinutes": (10, False),
     "managedLedgerMaxLedgerRolloverTimeMinutes": (240, False),
     "managedLedgerCursorPositionFlushSeconds": (60, False),
+    "managedLedgerDefaultMarkDeleteRateLimit": (1.0, False),
     "managedLedgerMaxUnackedRangesToPersist": (10000, False),
     "exposeBundlesMetricsInPrometheus": (False, True),
     "exposeTopicLevelMetricsInPrometheus": (True, False),
