@@ -141,6 +141,10 @@ class _Api:
         """Pulsar's TopicStats (from the topic's owner; redirects followed)."""
         return self._call("GET", f"{_ADMIN}/{TopicName.parse(topic).rest_path}/stats")
 
+    def get_internal_stats(self, topic: TopicName | str) -> Any:
+        """Pulsar's PersistentTopicInternalStats: the topic's ledgers and cursors."""
+        return self._call("GET", f"{_ADMIN}/{TopicName.parse(topic).rest_path}/internalStats")
+
     def get_partitioned_stats(self, topic: TopicName | str, *, per_partition: bool = True) -> Any:
         return self._call(
             "GET",

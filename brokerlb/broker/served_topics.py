@@ -5,23 +5,30 @@ topics, their subscriptions and consumers), so a new topic engine changes this m
 
 * :meth:`ServedTopics.view` -- a served topic's :class:`~brokerlb.broker.topic_stats.TopicView`
   (rates from the topic registry, publishers and subscriptions from the engine);
+* :meth:`ServedTopics.internal_stats` -- a served persistent topic's managed ledger as Pulsar's
+  ``PersistentTopicInternalStats`` (ledgers, entries, sizes, cursors, ``lastConfirmedEntry``);
 * :meth:`ServedTopics.create` -- load a topic here (the admin create of a non-persistent topic);
 * :meth:`ServedTopics.close` -- disconnect a topic's clients and forget it (forced delete).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from brokerlb.broker.topic_stats import ConsumerView, PublisherView, SubscriptionView, TopicView
 from brokerlb.broker.topics import TopicRegistry
 from brokerlb.messaging import CloseReason
+from brokerlb.mledger import CursorInfo, LedgerInfo, LedgerList
+from brokerlb.mledger.stats import CursorView, internal_stats_json
 from brokerlb.naming import TopicName
 
 if TYPE_CHECKING:
     from brokerlb.broker.data_path import DataPath
 
 __all__ = ["ServedTopics"]
+
+#: managed ledger states as Pulsar names them
+_STATES = {"open": "LedgerOpened", "rolling": "CreatingLedger", "failed": "Fenced", "closed": "Closed"}
 
 
 class ServedTopics:
@@ -78,7 +85,51 @@ class ServedTopics:
             subscriptions=subscriptions,
             msg_drop_rate=None if engine.name.is_persistent else load.msg_drop_rate,
             backlog_size=engine.backlog_bytes(),
+            storage_size=served.ledger.ledgers.total_size if served.ledger is not None else 0,
             owner_broker=self.broker_id,
+        )
+
+    def internal_stats(self, topic: TopicName | str) -> dict[str, Any] | None:
+        """Pulsar's ``PersistentTopicInternalStats`` of a served topic (``None`` when not served here)."""
+        name = str(TopicName.parse(topic))
+        served = self.data_path.topics.get(name) if self.data_path is not None else None
+        if served is None:
+            return None
+        engine = served.topic
+        ledger = served.ledger
+        if ledger is not None:
+            ledgers, state = ledger.ledgers, _STATES.get(ledger.state, ledger.state)
+            added, pending, created = ledger.entries_added, ledger.pending_adds, ledger.last_ledger_created_ms
+        else:  # the in-memory log: one ledger, never closed
+            log = engine.log
+            first, end = log.first_seq, log.next_seq
+            ledger_id = log.position_of(0)[0]
+            ledgers = LedgerList(
+                [LedgerInfo(ledger_id, end, log.written, 0, 0, 0, False)] if end else [LedgerInfo(ledger_id)]
+            )
+            state, added, pending, created = "LedgerOpened", end - first, 0, 0
+        views = {}
+        for sub in engine.subscriptions.values():
+            if not sub.durable:
+                continue
+            info = CursorInfo.of(sub.name, sub.type, sub.cursor(), ledgers)
+            read = ledgers.position_of(max(sub.read_position, ledgers.first_seq))
+            views[sub.name] = CursorView(
+                info,
+                str(read),
+                active=bool(sub.attached),
+                messages_consumed=sub.delivered,
+                entries_since_first_not_acked=max(
+                    0, ledgers.next_seq - max(sub.mark_delete + 1, ledgers.first_seq)
+                ),
+            )
+        return internal_stats_json(
+            ledgers,
+            views,
+            entries_added=added,
+            pending_adds=pending,
+            state=state,
+            last_ledger_created_ms=created,
         )
 
     def subscriptions(self, topic: TopicName | str) -> list[str]:

@@ -207,6 +207,25 @@ class TopicAdmin:
             view = empty_topic_view(str(topic), self.broker_id)
         return topic_stats_json(view)
 
+    async def internal_stats(
+        self, topic: TopicName, *, authoritative: bool = False
+    ) -> Redirect | dict[str, Any]:
+        """Pulsar's ``PersistentTopicInternalStats``: the topic's managed ledger (loaded here from
+        storage if it is not served yet, as Pulsar loads a topic for its internal stats)."""
+        await self.bundles.get(topic.namespace)
+        redirect = await self._route(topic, authoritative, assign=True)
+        if redirect is not None:
+            return redirect
+        stats = self.served.internal_stats(topic)
+        if stats is None:
+            if not topic.is_persistent:
+                raise TopicNotFoundError(f"Topic {topic} not found")
+            await self.served.create(topic)
+            stats = self.served.internal_stats(topic)
+            if stats is None:
+                raise TopicNotFoundError(f"Topic {topic} not found")
+        return stats
+
     async def partitioned_stats(self, topic: TopicName, *, per_partition: bool = True) -> dict[str, Any]:
         await self.bundles.get(topic.namespace)
         partitions = await self._partitions(topic, what="Partitioned Topic not found")

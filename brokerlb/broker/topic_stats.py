@@ -11,7 +11,7 @@ Deviation: the current topic engine measures rates per topic, not per publisher,
 consumer; those nested rate fields are left out rather than invented (a Java or Go client reads a
 missing number as 0). ``msgBacklog`` is the subscription's entries not acknowledged yet and
 ``backlogSize`` the bytes from the slowest durable subscription's first unacknowledged entry, as
-the topic engine keeps them; ``storageSize`` is 0 (brokerlb keeps messages in memory only).
+the topic engine keeps them; ``storageSize`` the bytes of the topic's ledgers in the storage tier.
 """
 
 from __future__ import annotations
@@ -80,6 +80,8 @@ class TopicView:
     msg_drop_rate: float | None = None
     #: bytes from the slowest durable subscription's first unacknowledged entry to the end
     backlog_size: int = 0
+    #: bytes the topic's managed ledger keeps in storage (its ledgers' sizes)
+    storage_size: int = 0
     owner_broker: str | None = None
 
 
@@ -159,7 +161,7 @@ def topic_stats_json(view: TopicView) -> dict[str, Any]:
         {
             "averageMsgSize": st.msg_throughput_in / st.msg_rate_in if st.msg_rate_in else 0.0,
             "msgChunkPublished": False,
-            "storageSize": 0,
+            "storageSize": view.storage_size,
             "backlogSize": view.backlog_size,
             "publishRateLimitedTimes": 0,
             "earliestMsgPublishTimeInBacklogs": 0,

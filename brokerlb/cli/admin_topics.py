@@ -14,6 +14,7 @@
     brokerlb admin topics delete-partitioned-topic persistent://public/default/p [--force]
     brokerlb admin topics stats persistent://public/default/t
     brokerlb admin topics partitioned-stats persistent://public/default/p [--per-partition]
+    brokerlb admin topics stats-internal persistent://public/default/t
     brokerlb admin topics subscriptions persistent://public/default/t
 """
 
@@ -207,6 +208,16 @@ def topics_delete_partitioned(
 def topics_stats(ctx: typer.Context, topic: str) -> None:
     """Pulsar's TopicStats: rates, publishers, subscriptions."""
     run(ctx, lambda a: a.get_topic_stats(topic), lambda s: _stats_table(topic, s))
+
+
+@topics.command("stats-internal")
+def topics_stats_internal(ctx: typer.Context, topic: str) -> None:
+    """Pulsar's PersistentTopicInternalStats: the managed ledger's ledgers, entries, sizes and cursors
+    (mark-delete position), as JSON."""
+    run(ctx, lambda a: a.get_internal_stats(topic), lambda s: console.print_json(data=s))
+
+
+topics.command("internal-stats", hidden=True)(topics_stats_internal)
 
 
 @topics.command("partitioned-stats")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,14 +103,16 @@ async def run_demo(options: DemoOptions, console: Console) -> dict[str, Any]:
     from brokerlb.broker.standalone import StandaloneCluster
 
     state = _State(time.monotonic())
+    # topics on the embedded storage tier (a SQLite directory, as brokerlb standalone), for this run
+    data = tempfile.TemporaryDirectory(prefix="brokerlb-demo-")
     cluster = StandaloneCluster(
         options.brokers,
         metadata_store="memory:demo",
         web_port=options.web_port,
-        overrides={**DEMO_CONFIG, **options.overrides},
+        overrides={"brokerlbStorageUrl": f"sqlite:{data.name}", **DEMO_CONFIG, **options.overrides},
     )
-    await cluster.start()
     try:
+        await cluster.start()
 
         def on_record(record: CycleRecord) -> None:
             _on_record(state, record)
@@ -120,6 +123,7 @@ async def run_demo(options: DemoOptions, console: Console) -> dict[str, Any]:
         return await _scenario(options, console, cluster, TrafficModel(seed=options.seed), state)
     finally:
         await cluster.stop()
+        data.cleanup()
 
 
 class _Traffic:

@@ -77,6 +77,11 @@ class ManagedLedger:
         self.entries_added = 0
         self.last_ledger_created_ms = self.ledgers.current.timestamp_ms if self.ledgers.current else 0
 
+    @property
+    def pending_adds(self) -> int:
+        """Appends not committed yet (Pulsar's ``pendingAddEntriesCount``)."""
+        return len(self._pending) + (len(self._inflight[0].entries) if self._inflight is not None else 0)
+
     # ------------------------------------------------------------------ TopicLog
     @property
     def first_seq(self) -> int:

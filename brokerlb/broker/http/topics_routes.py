@@ -10,6 +10,7 @@ in Pulsar. Rules and status codes: :mod:`brokerlb.broker.topic_admin`.
 | ``PUT /{domain}/{t}/{ns}/{topic}`` body: optional properties map | 204; 307 to the owner |
 | ``DELETE /{domain}/{t}/{ns}/{topic}?force=`` | 204; 307 |
 | ``GET /{domain}/{t}/{ns}/{topic}/stats`` | TopicStats; 307 |
+| ``GET /{domain}/{t}/{ns}/{topic}/internalStats`` | PersistentTopicInternalStats; 307 |
 | ``GET /{domain}/{t}/{ns}/{topic}/partitioned-stats?perPartition=true`` | PartitionedTopicStats |
 | ``GET /{domain}/{t}/{ns}/{topic}/subscriptions`` | subscription names; 307 |
 | ``PUT/GET/DELETE /{domain}/{t}/{ns}/{topic}/partitions`` | create (body: N) / ``{"partitions": N}`` / delete |
@@ -108,6 +109,15 @@ def _domain_routes(
         result: Any = await topics.stats(name, authoritative=parse_bool(authoritative, "authoritative"))
         return maybe_redirect(request, result) or json_response(result)
 
+    async def internal_stats(
+        tenant: str, namespace: str, topic: str, request: Request, authoritative: str | None = None
+    ) -> Response:
+        name = topic_from_segments(domain, tenant, namespace, topic)
+        result: Any = await topics.internal_stats(
+            name, authoritative=parse_bool(authoritative, "authoritative")
+        )
+        return maybe_redirect(request, result) or json_response(result)
+
     async def partitioned_stats(
         tenant: str,
         namespace: str,
@@ -192,6 +202,15 @@ def _domain_routes(
             f"{one}/stats",
             topic_stats,
             "Topic stats (Pulsar's TopicStats)",
+            200,
+            Access.TOPIC_LOOKUP,
+            doc(returns=OBJECT, redirects=True),
+        ),
+        (
+            "GET",
+            f"{one}/internalStats",
+            internal_stats,
+            "The topic's managed ledger (Pulsar's PersistentTopicInternalStats)",
             200,
             Access.TOPIC_LOOKUP,
             doc(returns=OBJECT, redirects=True),

@@ -133,3 +133,49 @@ async def test_reopening_a_topic_with_many_entries_reads_no_entry(url):
     reopened = await open_topic(storage, clock)
     assert reopened.log.next_seq == 200 and storage.cache.size == 0
     await storage.close()
+
+
+async def test_internal_stats_show_the_managed_ledger_with_pulsars_names(url):
+    from brokerlb.broker.data_path import DataPath
+    from brokerlb.broker.served_topics import ServedTopics
+    from brokerlb.broker.topics import TopicRegistry
+    from brokerlb.naming import TopicName
+
+    class Owned:
+        def is_owned(self, bundle: object) -> bool:
+            return True
+
+        def serving(self, bundle: object) -> bool:
+            return True
+
+    clock = ManualClock(1_000_000)
+    storage = await factory(url, clock, "b1")
+    registry = TopicRegistry(lambda topic: "t/ns/0x00000000_0xffffffff")
+    path = DataPath(
+        registry=registry,
+        ownership=Owned(),
+        bundle_of=lambda topic: "t/ns/0x00000000_0xffffffff",
+        broker_urls=lambda b: (None, None),
+        stats_window=2,
+        clock=clock,
+        storage=storage,
+    )
+    served = await path.open(TopicName.parse(NAME))
+    consumer = DispatchConsumer("c", permits=0)
+    served.topic.subscribe("s", "Shared", consumer, Sink())
+    for i in range(6):
+        served.topic.publish(section(i))
+    await settle(storage)
+    first = served.ledger.ledgers.ledgers[0]
+    served.topic.acknowledge("s", consumer, [(first.ledger_id, 0, None), (first.ledger_id, 2, None)])
+    stats = ServedTopics(registry, path, "b1").internal_stats(NAME)
+    assert stats["numberOfEntries"] == 6 and stats["entriesAddedCounter"] == 6
+    assert stats["state"] == "LedgerOpened" and stats["totalSize"] == sum(len(section(i)) for i in range(6))
+    assert [ledger["entries"] for ledger in stats["ledgers"]] == [4, 2]  # rolled over at 4
+    last = stats["ledgers"][-1]["ledgerId"]
+    assert stats["lastConfirmedEntry"] == f"{last}:1"
+    cursor = stats["cursors"]["s"]
+    assert cursor["markDeletePosition"] == f"{first.ledger_id}:0"
+    assert cursor["individuallyDeletedMessages"] == f"[({first.ledger_id}:1..{first.ledger_id}:2]]"
+    assert cursor["numberOfEntriesSinceFirstNotAckedMessage"] == 5
+    await storage.close()
