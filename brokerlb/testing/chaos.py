@@ -225,6 +225,8 @@ class Campaign:
             "loadBalancerLoadSheddingStrategy": "UniformLoadShedder",
             "minUnloadMessage": 1,
             "minUnloadMessageThroughput": 1,
+            # the brokers' shared storage tier: the embedded SQLite directory (override for PostgreSQL)
+            "brokerlbStorageUrl": f"sqlite:{self.workdir / 'storage'}",
             **self.config.overrides,
             "metadataStoreUrl": self.zk.url,
             "advertisedAddress": "127.0.0.1",

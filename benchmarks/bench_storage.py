@@ -1,0 +1,189 @@
+"""The storage tier on its own: each engine's bare group-commit limit, and re-opening a big topic.
+
+    .venv/bin/python benchmarks/bench_storage.py [--seconds 5] [--entries 1000000] [--postgresql] [--json]
+
+Phases (all in this process, one engine at a time, alternated ``--rounds`` times):
+
+1. **bare group commit** -- the engine's own limit: one writer appends groups of ``--group``
+   100-byte entries to 8 topics (one group per topic per commit, as the broker's committer does)
+   as fast as the engine commits them, for ``--seconds``; entries/s and commit p50/p99. This is
+   the ceiling the broker's publish path sits under (docs/storage.md); the broker-level figures
+   are in ``bench_binary_protocol.py``;
+2. **re-open a topic of ``--entries`` entries** -- the topic's managed ledger is written through
+   the committer (ledgers rolling over every 50,000 entries), closed, and opened again with a
+   new epoch (what the next owner of its bundle does): the time to fence and open it (its ledger
+   list and cursors, never its entries).
+
+Engines: ``memory:`` (the baseline: no I/O), ``sqlite:`` (a temporary directory) and, with
+``--postgresql``, a PostgreSQL server started for the run (Debian's package, as the tests do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from brokerlb.mledger import ManagedLedgerConfig  # noqa: E402
+from brokerlb.storage import AppendGroup, open_storage  # noqa: E402
+from brokerlb.storage.managed_ledger import ManagedLedgerFactory  # noqa: E402
+
+NS = "bench/storage"
+
+
+async def bare_commit(url: str, seconds: float, group: int, topics: int = 8) -> dict[str, Any]:
+    engine = open_storage(url)
+    await engine.start()
+    try:
+        epoch = await engine.fence(NS, 0, 1 << 32, "bench", 0)
+        ledgers = {}
+        for i in range(topics):
+            name = f"{NS}/persistent/bare-{uuid.uuid4().hex[:6]}-{i}"
+            record = await engine.open_topic(name, NS, i, epoch, 0)
+            assert record is not None
+            ledgers[name] = [record.ledgers[-1].ledger_id, 0]
+        payload = b"x" * 100
+        entries = [(0, 1, payload)] * group
+        latencies: list[float] = []
+        done = 0
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            groups = [AppendGroup(n, lid, first, entries, 100 * group) for n, (lid, first) in ledgers.items()]
+            started = time.perf_counter()
+            results = await engine.append(groups)
+            latencies.append(time.perf_counter() - started)
+            assert all(results)
+            for state in ledgers.values():
+                state[1] += group
+            done += group * topics
+        elapsed = seconds + (time.perf_counter() - deadline)
+        latencies.sort()
+        return {
+            "entriesPerSecond": round(done / elapsed),
+            "commits": len(latencies),
+            "entriesPerCommit": group * topics,
+            "commitP50Ms": round(statistics.median(latencies) * 1e3, 2),
+            "commitP99Ms": round(latencies[int(0.99 * (len(latencies) - 1))] * 1e3, 2),
+        }
+    finally:
+        await engine.close()
+
+
+async def reopen(url: str, count: int) -> dict[str, Any]:
+    from brokerlb.messaging import Topic
+
+    config = ManagedLedgerConfig(min_rollover_ms=0)
+    writer = await ManagedLedgerFactory(open_storage(url), config, owner="writer").start()
+    name = f"{NS}/persistent/big-{uuid.uuid4().hex[:6]}"
+    try:
+        epoch = await writer.fence(NS, 0, 1 << 32)
+        ledger = await writer.open(name, NS, 7, epoch)
+        assert ledger is not None
+        payload = b"y" * 100
+        written = time.perf_counter()
+        batch = 10_000
+        for start in range(0, count, batch):
+            for _ in range(min(batch, count - start)):
+                ledger.append(payload, 1, 0, None)
+            while ledger.pending_adds:
+                await asyncio.sleep(0.001)
+        write_seconds = time.perf_counter() - written
+        await ledger.close()
+    finally:
+        await writer.close()
+    reader = await ManagedLedgerFactory(open_storage(url), config, owner="next-owner").start()
+    try:
+        started = time.perf_counter()
+        epoch = await reader.fence(NS, 0, 1 << 32)
+        opened = await reader.open(name, NS, 7, epoch)
+        assert opened is not None
+        topic = Topic(f"persistent://{NS}/big", window=5, now=time.monotonic, now_ms=lambda: 0, log=opened)
+        for info in opened.stored_cursors.values():
+            topic.restore_subscription(info.name, info.subscription_type, info.state(opened.ledgers))
+        seconds = time.perf_counter() - started
+        assert opened.next_seq == count
+        return {
+            "entries": count,
+            "ledgers": len(opened.ledgers),
+            "writeSeconds": round(write_seconds, 2),
+            "reopenMs": round(seconds * 1e3, 1),
+        }
+    finally:
+        await reader.close()
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    tmp = tempfile.TemporaryDirectory(prefix="bench-storage-")
+    pg = None
+    engines = {
+        "memory": lambda: f"memory:bench-{uuid.uuid4().hex[:6]}",
+        "sqlite": lambda: f"sqlite:{tmp.name}/{uuid.uuid4().hex[:6]}",
+    }
+    if args.postgresql:
+        from brokerlb.testing.postgres import PostgresServer
+
+        pg = PostgresServer().start()
+        engines["postgresql"] = pg.new_database_url
+    results: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
+        "bare": {},
+        "reopen": {},
+    }
+    try:
+        for _ in range(args.rounds):
+            for name, url in engines.items():
+                results["bare"].setdefault(name, []).append(
+                    await bare_commit(url(), args.seconds, args.group)
+                )
+        for name, url in engines.items():
+            if name != "memory":
+                results["reopen"][name] = await reopen(url(), args.entries)
+    finally:
+        if pg is not None:
+            pg.close()
+        tmp.cleanup()
+    return results
+
+
+def report(r: dict[str, Any]) -> None:
+    print(f"machine: {r['machine']['cpus']} CPUs, load {r['machine']['loadavg'][0]:.2f} at start")
+    print("bare group commit (8 topics, one group each per commit, 100-byte entries), per round:")
+    for name, rounds in r["bare"].items():
+        for b in rounds:
+            print(
+                f"  {name:10s} {b['entriesPerSecond']:>10,} entries/s  {b['entriesPerCommit']} per commit, "
+                f"commit p50 {b['commitP50Ms']} ms p99 {b['commitP99Ms']} ms"
+            )
+    for name, o in r["reopen"].items():
+        print(
+            f"re-open {name}: {o['entries']:,} entries in {o['ledgers']} ledgers (written in {o['writeSeconds']} s): "
+            f"fence + open {o['reopenMs']} ms"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--group", type=int, default=64, help="entries per topic per commit")
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--postgresql", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    arguments = parser.parse_args()
+    outcome = asyncio.run(main(arguments))
+    report(outcome)
+    if arguments.json:
+        print(json.dumps(outcome, indent=2))
