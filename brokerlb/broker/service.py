@@ -649,14 +649,16 @@ class BrokerService:
             self.data_path is not None
         ):  # after a graceful stop nothing is left; after a kill, clients reconnect
             await self.data_path.close_all()
-        if self.storage is not None:
-            await self.storage.close()
         for remove in self._listeners:
             remove()
         self._listeners.clear()
         if self.binary is not None:
             await self.binary.stop()
         await self.http.stop()
+        if self.data_path is not None:  # topics opened by clients that came during the stop
+            await self.data_path.close_all()
+        if self.storage is not None:  # no client is left to reach it
+            await self.storage.close()
         self.operations.close()
         await self.admin.aclose()
         if self.leader_tasks.history is not None:

@@ -106,6 +106,8 @@ class _Worker:
             return await loop.run_in_executor(self._executor, lambda: fn(self._conn()))
         except sqlite3.Error as exc:
             raise StorageUnavailableError(f"SQLite storage {self._path}: {exc}") from exc
+        except RuntimeError as exc:  # the executor was shut down: the engine is closing
+            raise StorageUnavailableError(f"SQLite storage {self._path} is closed") from exc
 
     def close(self) -> None:
         def shut() -> None:
