@@ -25,7 +25,8 @@ the sessions serve the same topics as the binary protocol (the topic engine,
    ``{"type": "permit", "permitMessages": N}``.
 
 The broker closes a session when its bundle leaves (the topic's close callback, with
-the reason), and the session ends when the client goes away.
+the reason), when its token has expired (code 1008, checked every
+``authenticationRefreshCheckSeconds``), and the session ends when the client goes away.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ from brokerlb.messaging import (
     parse_message_id,
     publish_section,
 )
-from brokerlb.security.authentication import first_header
+from brokerlb.security.authentication import Credentials, first_header
 
 if TYPE_CHECKING:
     from brokerlb.broker.data_path import DataPath, ServedTopic
@@ -374,9 +375,12 @@ class WebSocketEndpoint:
         *,
         security: Security | None = None,
         limits: InputLimits | None = None,
+        auth_refresh_check_seconds: float = 60.0,
     ) -> None:
         self.data_path = data_path
         self.security = security
+        #: ``authenticationRefreshCheckSeconds``: how often an open session checks its credentials' expiry
+        self.auth_refresh_check_seconds = auth_refresh_check_seconds
         self.limits = limits if limits is not None else InputLimits()
         self.bundles = bundles
         self._owners = owners
@@ -400,23 +404,23 @@ class WebSocketEndpoint:
                 )
             # the name bound and the credentials first: nothing of the path is parsed (or cached) before
             self.limits.check_path(scope.get("raw_path") or str(scope["path"]).encode())
-            role = self._authenticate(scope)
+            credentials = self._authenticate(scope)
             endpoint = parse_endpoint(scope["path"], scope.get("query_string", b""))
-            await self._authorize(endpoint, role)
+            await self._authorize(endpoint, credentials.role)
             await self.bundles.get(endpoint.topic.namespace)  # 404 unknown namespace; caches the ring
         except BrokerLBError as exc:
             await conn.deny(exc)
             return
-        await self._serve(conn, endpoint, self.data_path)
+        await self._serve(conn, endpoint, self.data_path, credentials)
 
-    def _authenticate(self, scope: Scope) -> str | None:
+    def _authenticate(self, scope: Scope) -> Credentials:
         """Pulsar's WebSocket service: the token from the ``token`` query parameter (or the
         ``Authorization`` header); 401 without a valid one."""
         if self.security is None or not self.security.enabled:
-            return None
+            return Credentials(None)
         query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
         token = next(iter(query.get("token") or []), None)
-        return self.security.authenticate(
+        return self.security.credentials(
             Access.TOPIC_LOOKUP, first_header(scope.get("headers", ()), b"authorization"), token
         )
 
@@ -436,7 +440,19 @@ class WebSocketEndpoint:
             return None
         return str(info.broker_id)
 
-    async def _serve(self, conn: Connection, endpoint: Endpoint, data_path: DataPath) -> None:
+    async def _expire(self, conn: Connection, credentials: Credentials, clock: Clock) -> None:
+        """Close the session once its credentials have expired, checked every
+        ``authenticationRefreshCheckSeconds`` (a WebSocket client cannot refresh them: it reconnects)."""
+        while not conn.closed:
+            await clock.sleep(self.auth_refresh_check_seconds)
+            if credentials.expired(clock.now_ms() / 1000) and not conn.closed:
+                logger.info("Closing the WebSocket session of %s: its credentials expired", credentials.role)
+                await conn.close(CloseReason.credentials_expired("the session's credentials expired"))
+                return
+
+    async def _serve(
+        self, conn: Connection, endpoint: Endpoint, data_path: DataPath, credentials: Credentials
+    ) -> None:
         try:
             served = await data_path.open(endpoint.topic)
         except BundleUnloadingError:
@@ -458,8 +474,15 @@ class WebSocketEndpoint:
             await conn.deny(exc)
             return
         data_path.add_session(served, session)
+        expiry = (
+            asyncio.ensure_future(self._expire(conn, credentials, data_path.clock))
+            if credentials.expires_at is not None
+            else None
+        )
         try:
             await conn.accept()  # a no-op if the bundle left meanwhile (the session was closed)
             await session.serve()
         finally:
+            if expiry is not None:
+                expiry.cancel()
             data_path.remove_session(served, session)

@@ -167,8 +167,6 @@ KNOWN_IGNORED_KEYS: frozenset[str] = frozenset(
     tlsCertRefreshCheckDurationSec
     tlsAllowInsecureConnection tlsHostnameVerificationEnabled tlsProtocols tlsCiphers
 
-    authenticationRefreshCheckSeconds
-
     httpRequestsLimitEnabled httpRequestsMaxPerSecond httpRequestsFailOnUnknownPropertiesEnabled
     bookkeeperMetadataServiceUri bookkeeperClientAuthenticationPlugin
     bookkeeperClientAuthenticationParametersName bookkeeperClientAuthenticationParameters

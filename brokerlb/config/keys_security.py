@@ -7,7 +7,7 @@ broker.conf; they are declared here so a typo is caught like any other key.
 
 from __future__ import annotations
 
-from brokerlb.config.kinds import BOOL, OPTIONAL_STRING, STRING, STRING_SET
+from brokerlb.config.kinds import BOOL, LONG, OPTIONAL_STRING, STRING, STRING_SET
 from brokerlb.config.registry import KeyGroup, key
 
 __all__ = ["SecurityKeys", "TlsKeys", "PULSAR_AUTHORIZATION_PROVIDER", "TOKEN_CLIENT_PLUGIN"]
@@ -47,6 +47,16 @@ class SecurityKeys(KeyGroup):
         "Authentication providers; brokerlb implements "
         "org.apache.pulsar.broker.authentication.AuthenticationProviderToken only.",
         check=lambda v: _only(v, (TOKEN_PROVIDER,), "authentication provider"),
+    )
+    authenticationRefreshCheckSeconds: int = key(
+        LONG,
+        60,
+        "How often an open binary connection and a WebSocket session check their credentials: once "
+        "the token has expired, a binary client that supports it is sent AUTH_CHALLENGE for fresh "
+        "credentials (no AUTH_RESPONSE by the next check, or a bad one: the connection is closed); "
+        "one that does not, and a WebSocket session, are closed.",
+        ge=1,
+        unit="seconds",
     )
     authorizationEnabled: bool = key(
         BOOL, False, "Check the role's permissions (403 without); needs authenticationEnabled."

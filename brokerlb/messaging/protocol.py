@@ -103,6 +103,8 @@ class CloseCode(enum.IntEnum):
 
     NORMAL = 1000
     GOING_AWAY = 1001
+    #: the session's credentials expired (RFC 6455's policy violation)
+    POLICY_VIOLATION = 1008
     TOPIC_UNLOADED = 4000
     TOPIC_TRANSFERRED = 4001
     SERVICE_NOT_READY = 4002
@@ -144,6 +146,10 @@ class CloseReason:
     @classmethod
     def transferred(cls, http_url: str, broker_url: str | None = None) -> CloseReason:
         return cls(CloseCode.TOPIC_TRANSFERRED, "TopicTransferred", http_url=http_url, broker_url=broker_url)
+
+    @classmethod
+    def credentials_expired(cls, message: str = "") -> CloseReason:
+        return cls(CloseCode.POLICY_VIOLATION, "AuthenticationError", message=message)
 
     @classmethod
     def not_ready(cls, message: str = "") -> CloseReason:

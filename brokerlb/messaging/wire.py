@@ -96,6 +96,9 @@ __all__ = [
     "CommandGetLastMessageIdResponse",
     "CommandGetTopicsOfNamespace",
     "CommandGetTopicsOfNamespaceResponse",
+    "AuthData",
+    "CommandAuthChallenge",
+    "CommandAuthResponse",
     "varint",
 ]
 
@@ -1132,6 +1135,47 @@ message_schema(
 )
 
 
+@dataclass(slots=True)
+class AuthData(Message):
+    auth_method_name: str | None = None
+    auth_data: bytes | None = None
+
+
+message_schema(AuthData, (1, "auth_method_name", STRING, 0), (2, "auth_data", BYTES, 0))
+
+
+@dataclass(slots=True)
+class CommandAuthChallenge(Message):
+    """The broker asks for fresh credentials (``challenge.auth_data`` is ``PulsarAuthRefresh``)."""
+
+    server_version: str | None = None
+    challenge: AuthData | None = None
+    protocol_version: int | None = None  # default 0
+
+
+message_schema(
+    CommandAuthChallenge,
+    (1, "server_version", STRING, 0),
+    (2, "challenge", MESSAGE, 0, AuthData),
+    (3, "protocol_version", I64, 0),
+)
+
+
+@dataclass(slots=True)
+class CommandAuthResponse(Message):
+    client_version: str | None = None
+    response: AuthData | None = None
+    protocol_version: int | None = None  # default 0
+
+
+message_schema(
+    CommandAuthResponse,
+    (1, "client_version", STRING, 0),
+    (2, "response", MESSAGE, 0, AuthData),
+    (3, "protocol_version", I64, 0),
+)
+
+
 #: The message class of each command brokerlb decodes or encodes.
 COMMAND_CLASSES: dict[int, type[Message]] = {
     CommandType.CONNECT: CommandConnect,
@@ -1165,6 +1209,8 @@ COMMAND_CLASSES: dict[int, type[Message]] = {
     CommandType.GET_TOPICS_OF_NAMESPACE: CommandGetTopicsOfNamespace,
     CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE: CommandGetTopicsOfNamespaceResponse,
     CommandType.ACK_RESPONSE: CommandAckResponse,
+    CommandType.AUTH_CHALLENGE: CommandAuthChallenge,
+    CommandType.AUTH_RESPONSE: CommandAuthResponse,
 }
 _CLASS_TYPES: dict[type[Message], int] = {cls: t for t, cls in COMMAND_CLASSES.items()}
 

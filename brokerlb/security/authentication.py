@@ -34,13 +34,25 @@ from brokerlb.security.tokens import (
     secret_key,
 )
 
-__all__ = ["AuthenticationService", "TOKEN_PROVIDER", "TOKEN_AUTH_METHOD", "bearer_token"]
+__all__ = ["AuthenticationService", "Credentials", "TOKEN_PROVIDER", "TOKEN_AUTH_METHOD", "bearer_token"]
 
 #: Pulsar's class name of the token provider: the value of ``authenticationProviders``.
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 #: The auth method name the token provider answers to (CONNECT's ``auth_method_name``).
 TOKEN_AUTH_METHOD = "token"
 _BEARER = "Bearer "
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Who authenticated, and until when: a token's ``exp`` (seconds since the epoch), ``None`` for
+    credentials that do not expire (no ``exp``, ``anonymousUserRole``, authentication off)."""
+
+    role: str | None
+    expires_at: float | None = None
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -112,32 +124,41 @@ class AuthenticationService:
         missing method or data (unless ``anonymousUserRole`` is set), an unknown method, or a
         token that does not verify.
         """
+        return self.credentials(auth_method, auth_data).role
+
+    def credentials(self, auth_method: str | None, auth_data: str | bytes | None) -> Credentials:
+        """:meth:`authenticate` with the credentials' expiry (what a long-lived connection re-checks)."""
         if not self.enabled:
-            return None
+            return Credentials(None)
         if not auth_method and not auth_data:
-            return self._anonymous()
+            return Credentials(self._anonymous())
         if auth_method != TOKEN_AUTH_METHOD:
             raise AuthenticationError(
                 f"Unsupported authentication method: {auth_method!r} (brokerlb supports token)"
             )
         token = auth_data.decode("utf-8", "replace") if isinstance(auth_data, bytes) else (auth_data or "")
-        return self._role(token)
+        return self._verify(token)
 
     def authenticate_http(self, authorization: str | None, query_token: str | None = None) -> str | None:
         """The role of an HTTP request from its ``Authorization`` header or its ``token`` query parameter
         (WebSocket upgrades); ``None`` when authentication is off."""
+        return self.credentials_http(authorization, query_token).role
+
+    def credentials_http(self, authorization: str | None, query_token: str | None = None) -> Credentials:
+        """:meth:`authenticate_http` with the credentials' expiry (a WebSocket session re-checks it)."""
         if not self.enabled:
-            return None
+            return Credentials(None)
         token = bearer_token(authorization)
         if token is None:
             token = query_token
         if token is None:
-            return self._anonymous()
-        return self._role(token)
+            return Credentials(self._anonymous())
+        return self._verify(token)
 
-    def _role(self, token: str) -> str:
+    def _verify(self, token: str) -> Credentials:
         assert self.verifier is not None
-        return self.verifier.role(token)
+        role, expires_at = self.verifier.identity(token)
+        return Credentials(role, expires_at)
 
     def _anonymous(self) -> str:
         if self.anonymous_role:

@@ -270,7 +270,15 @@ class TokenVerifier:
         return claims
 
     def role(self, token: str) -> str:
+        return self.identity(token)[0]
+
+    def identity(self, token: str) -> tuple[str, float | None]:
+        """The token's role and expiry (``exp``, seconds since the epoch; ``None`` = never)."""
         claims = self.claims(token)
+        exp = claims.get("exp")
+        return self._role_of(claims), float(exp) if isinstance(exp, (int, float)) else None
+
+    def _role_of(self, claims: Mapping[str, Any]) -> str:
         value = claims.get(self.role_claim)
         if isinstance(value, list):
             value = value[0] if value and isinstance(value[0], str) else None

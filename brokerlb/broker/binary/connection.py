@@ -9,6 +9,11 @@ write per event-loop turn. Commands (Pulsar's ``ServerCnx``):
   the connection closed;
 * ``PING`` → ``PONG``; the broker pings a quiet connection every ``keepAliveIntervalSeconds`` and
   closes it when the previous ping is still unanswered (any frame counts as an answer);
+* expiring credentials (a token's ``exp``) are checked every ``authenticationRefreshCheckSeconds``
+  (Pulsar's ``refreshAuthenticationCredentials``): once expired, a client that announced
+  ``supports_auth_refresh`` gets ``AUTH_CHALLENGE`` (``PulsarAuthRefresh``) and must answer
+  ``AUTH_RESPONSE`` with valid credentials of the same role before the next check; a client that
+  did not announce it, no answer, or bad credentials: the connection is closed;
 * ``LOOKUP`` → the broker's lookup service (the HTTP lookup's resolution): ``Connect`` with the
   owner's ``pulsarServiceUrl``, ``Redirect`` to the leader or the chosen broker (with
   ``authoritative``), ``Failed`` with the error; ``PARTITIONED_METADATA``;
@@ -83,9 +88,12 @@ from brokerlb.messaging.frames import (
 )
 from brokerlb.messaging.topic import BacklogQuotaExceeded
 from brokerlb.messaging.wire import (
+    AuthData,
     CommandAck,
     CommandAckResponse,
     CommandActiveConsumerChange,
+    CommandAuthChallenge,
+    CommandAuthResponse,
     CommandCloseConsumer,
     CommandCloseProducer,
     CommandConnect,
@@ -119,6 +127,7 @@ from brokerlb.messaging.wire import (
 )
 from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.safe_regex import check_pattern, compile_pattern
+from brokerlb.security.authentication import Credentials
 
 __all__ = ["BinaryConnection", "PROTOCOL_VERSION", "SUBSCRIPTION_TYPE_NAMES"]
 
@@ -131,6 +140,8 @@ SUBSCRIPTION_TYPE_NAMES = {0: "Exclusive", 1: "Shared", 2: "Failover", 3: "Key_S
 #: request id of broker-initiated CLOSE_PRODUCER / CLOSE_CONSUMER (Pulsar sends -1)
 _NO_REQUEST = -1
 _WORD = (1 << 64) - 1
+#: the challenge data of a credentials refresh (Pulsar's ``AuthData.REFRESH_AUTH_DATA``)
+AUTH_REFRESH_DATA = b"PulsarAuthRefresh"
 #: the least bytes one message of a batch takes: its 4-byte metadata size and a SingleMessageMetadata
 #: holding at least its required payload_size (tag and varint: 2 bytes)
 _MIN_BATCHED_MESSAGE_BYTES = 6
@@ -252,6 +263,12 @@ class BinaryConnection(asyncio.Protocol):
         self.connected = False  # CONNECT answered
         self.closed = False
         self.role: str | None = None
+        #: what CONNECT (or the last AUTH_RESPONSE) authenticated, with its expiry
+        self.credentials = Credentials(None)
+        self._auth_method = ""
+        self._supports_auth_refresh = False
+        self._auth_challenge_pending = False
+        self._auth_check: TimerHandle | None = None
         self.protocol_version = 0
         self.producers: dict[int, BinaryProducer] = {}
         self.consumers: dict[int, BinaryConsumer] = {}
@@ -289,6 +306,7 @@ class BinaryConnection(asyncio.Protocol):
             CommandType.GET_LAST_MESSAGE_ID: self._on_get_last_message_id,
             CommandType.SEEK: self._on_seek,
             CommandType.CONNECT: self._on_connect,
+            CommandType.AUTH_RESPONSE: self._on_auth_response,
         }
 
     # ------------------------------------------------------------------ transport
@@ -449,6 +467,8 @@ class BinaryConnection(asyncio.Protocol):
             self._partial_frame.cancel()
         if self._keep_alive is not None:
             self._keep_alive.cancel()
+        if self._auth_check is not None:
+            self._auth_check.cancel()
         for task in list(self._tasks):
             task.cancel()
         for producer in list(self.producers.values()):
@@ -520,13 +540,19 @@ class BinaryConnection(asyncio.Protocol):
         if self.connected:
             raise BinaryProtocolError("NotAllowedError", "CONNECT was already received on this connection")
         try:
-            self.role = self.ctx.authenticator.authenticate(cmd.auth_method_name, cmd.auth_data)
+            self.credentials = self.ctx.authenticator.authenticate(cmd.auth_method_name, cmd.auth_data)
         except BrokerLBError as exc:
             self._error(0, server_error_of(exc), str(exc))
             self.close()
             return
+        self.role = self.credentials.role
+        self._auth_method = cmd.auth_method_name or ""
+        flags = cmd.feature_flags
+        self._supports_auth_refresh = bool(flags is not None and flags.supports_auth_refresh)
         self.protocol_version = min(cmd.protocol_version or 0, PROTOCOL_VERSION)
         self.connected = True
+        if self.credentials.expires_at is not None:
+            self._schedule_auth_check()
         self.send(
             simple_frame(
                 CommandConnected(
@@ -537,6 +563,62 @@ class BinaryConnection(asyncio.Protocol):
                 )
             )
         )
+
+    # ------------------------------------------------------------------ credentials' expiry
+    def _schedule_auth_check(self) -> None:
+        self._auth_check = self.ctx.clock.call_later(self.ctx.auth_refresh_check_seconds, self._check_auth)
+
+    def _check_auth(self) -> None:
+        """Pulsar's ``refreshAuthenticationCredentials``: every ``authenticationRefreshCheckSeconds``;
+        expired credentials are refreshed through AUTH_CHALLENGE, or the connection is closed."""
+        self._auth_check = None
+        if self.closed:
+            return
+        if not self.credentials.expired(self.ctx.clock.now_ms() / 1000):
+            self._schedule_auth_check()
+            return
+        if not self._supports_auth_refresh:
+            logger.info(
+                "Closing connection from %s: its credentials expired (the client cannot refresh them)",
+                self.peer,
+            )
+            self.close()
+            return
+        if self._auth_challenge_pending:
+            logger.info(
+                "Closing connection from %s: no fresh credentials since the AUTH_CHALLENGE", self.peer
+            )
+            self.close()
+            return
+        self._auth_challenge_pending = True
+        challenge = AuthData(self._auth_method, AUTH_REFRESH_DATA)
+        self.send(
+            simple_frame(CommandAuthChallenge(self.ctx.server_version, challenge, self.protocol_version))
+        )
+        self._schedule_auth_check()
+
+    def _on_auth_response(self, cmd: CommandAuthResponse) -> None:
+        response = cmd.response or AuthData()
+        try:
+            credentials = self.ctx.authenticator.authenticate(response.auth_method_name, response.auth_data)
+        except BrokerLBError as exc:
+            logger.info("Closing connection from %s: its refreshed credentials failed (%s)", self.peer, exc)
+            self._error(_NO_REQUEST, ServerError.AuthenticationError, "Failed to authenticate")
+            self.close()
+            return
+        if credentials.role != self.role:
+            logger.warning(
+                "Closing connection from %s: the role cannot change on a refresh (%s, then %s)",
+                self.peer,
+                self.role,
+                credentials.role,
+            )
+            self._error(_NO_REQUEST, ServerError.AuthenticationError, "The role cannot change on a refresh")
+            self.close()
+            return
+        self.credentials = credentials
+        self._auth_challenge_pending = False
+        logger.info("Refreshed the credentials of %s for role %s", self.peer, self.role)
 
     def _on_ping(self, _cmd: CommandPing) -> None:
         self.send(simple_frame(CommandPong()))

@@ -7,8 +7,9 @@ partitioned-topic metadata, the brokers' URLs, the limits from broker.conf, and 
 
 **Authentication seam.** ``CONNECT`` carries ``auth_method_name`` and ``auth_data``; the
 connection asks ``authenticator.authenticate(method, data)`` for the client's role before it
-answers ``CONNECTED``. :class:`AnonymousAuthenticator` (the default) accepts everyone as
-``anonymous``; an authenticator that refuses raises (:class:`~brokerlb.errors.AuthenticationError`)
+answers ``CONNECTED``, with the credentials' expiry (a token's ``exp``), which the connection
+checks every ``authenticationRefreshCheckSeconds``. :class:`AnonymousAuthenticator` (the default)
+accepts everyone as ``anonymous``; an authenticator that refuses raises (:class:`~brokerlb.errors.AuthenticationError`)
 and the connection answers ``ERROR{AuthenticationError}`` and closes, as Pulsar does. With
 ``authenticationEnabled`` the broker's token authentication plugs in here; with
 ``authorizationEnabled`` ``authorize`` checks the role's permission before PRODUCER (produce),
@@ -28,6 +29,7 @@ from brokerlb.broker.binary.limits import ConnectionLimits
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.limits import InputLimits
 from brokerlb.naming import NamespaceName, TopicName
+from brokerlb.security.authentication import Credentials
 
 if TYPE_CHECKING:
     from brokerlb.broker.data_path import DataPath
@@ -38,16 +40,17 @@ ANONYMOUS_ROLE = "anonymous"
 
 
 class Authenticator(Protocol):
-    """Turns CONNECT's credentials into a role (raises to refuse the connection)."""
+    """Turns CONNECT's (or AUTH_RESPONSE's) credentials into a role and their expiry (raises to
+    refuse them)."""
 
-    def authenticate(self, auth_method: str | None, auth_data: bytes | None) -> str: ...
+    def authenticate(self, auth_method: str | None, auth_data: bytes | None) -> Credentials: ...
 
 
 class AnonymousAuthenticator:
     """Everyone is :data:`ANONYMOUS_ROLE` (Pulsar with ``authenticationEnabled=false``)."""
 
-    def authenticate(self, auth_method: str | None, auth_data: bytes | None) -> str:
-        return ANONYMOUS_ROLE
+    def authenticate(self, auth_method: str | None, auth_data: bytes | None) -> Credentials:
+        return Credentials(ANONYMOUS_ROLE)
 
 
 @dataclass
@@ -84,6 +87,8 @@ class BinaryContext:
     #: keep-alive checks are timers on this clock
     clock: Clock = SYSTEM_CLOCK
     authenticator: Authenticator = field(default_factory=AnonymousAuthenticator)
+    #: ``authenticationRefreshCheckSeconds``: how often open connections check their credentials' expiry
+    auth_refresh_check_seconds: float = 60.0
     #: ``await authorize(topic, role, actions)``: may the role do one of ``actions`` ("produce",
     #: "consume") on the topic? ``None`` = no authorization (everyone may)
     authorize: Callable[[TopicName, str | None, tuple[str, ...]], Awaitable[bool]] | None = None

@@ -25,7 +25,7 @@ from brokerlb.errors import BrokerLBError, NoNodeError
 from brokerlb.limits import InputLimits
 from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.ring import NamespaceBundle
-from brokerlb.security.authentication import AuthenticationService
+from brokerlb.security.authentication import AuthenticationService, Credentials
 from brokerlb.security.tls import server_context
 
 if TYPE_CHECKING:
@@ -157,6 +157,7 @@ def binary_server(
         frame_completion_timeout=conf.brokerlbFrameCompletionTimeoutSeconds,
         connection_limits=ConnectionLimits(conf.brokerMaxConnections, conf.brokerMaxConnectionsPerIp),
         limits=InputLimits.from_config(conf),
+        auth_refresh_check_seconds=conf.authenticationRefreshCheckSeconds,
         clock=clock,
         server_version=f"brokerlb-{__version__}",
     )
@@ -177,8 +178,9 @@ class _TokenAuthenticator:
     def __init__(self, service: AuthenticationService) -> None:
         self.service = service
 
-    def authenticate(self, auth_method: str | None, auth_data: bytes | None) -> str:
-        return self.service.authenticate(auth_method, auth_data) or ANONYMOUS_ROLE
+    def authenticate(self, auth_method: str | None, auth_data: bytes | None) -> Credentials:
+        credentials = self.service.credentials(auth_method, auth_data)
+        return Credentials(credentials.role or ANONYMOUS_ROLE, credentials.expires_at)
 
 
 def state_hand_off(

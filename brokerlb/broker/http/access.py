@@ -40,7 +40,7 @@ from fastapi import Request
 from brokerlb.coordination.permissions import NamespacePermissions
 from brokerlb.errors import AuthorizationError
 from brokerlb.naming import NamespaceName, TopicName
-from brokerlb.security.authentication import AuthenticationService
+from brokerlb.security.authentication import AuthenticationService, Credentials
 from brokerlb.security.authorization import AuthorizationService
 
 __all__ = ["Access", "access", "route_access", "Security", "authorize", "ACCESS_KEY"]
@@ -126,10 +126,16 @@ class Security:
     ) -> str | None:
         """The caller's role for ``needed`` (401 without valid credentials; ``None`` when no
         credentials are needed). Call it before any work on the request that allocates."""
+        return self.credentials(needed, authorization, query_token).role
+
+    def credentials(
+        self, needed: Access, authorization: str | None, query_token: str | None = None
+    ) -> Credentials:
+        """:meth:`authenticate` with the credentials' expiry (a WebSocket session re-checks it)."""
         needed = self._effective(needed)
         if not self.enabled or needed is Access.PUBLIC:
-            return None
-        return self.authentication.authenticate_http(authorization, query_token)
+            return Credentials(None)
+        return self.authentication.credentials_http(authorization, query_token)
 
     async def authorize(
         self, needed: Access, params: Mapping[str, str], role: str | None, topic: TopicName | None = None

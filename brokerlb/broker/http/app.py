@@ -198,6 +198,7 @@ class BrokerApp:
             service.identity.broker_id,
             security=self.security,
             limits=self.limits,
+            auth_refresh_check_seconds=service.conf.authenticationRefreshCheckSeconds,
         )
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:

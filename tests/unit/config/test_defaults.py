@@ -63,6 +63,7 @@ PULSAR_DEFAULTS: dict[str, tuple[object, bool]] = {
     "metadataStoreOperationTimeoutSeconds": (30, False),
     # authentication, authorization, TLS
     "authenticationEnabled": (False, False),
+    "authenticationRefreshCheckSeconds": (60, False),
     "authenticationProviders": (frozenset(), False),
     "authorizationEnabled": (False, False),
     "authorizationProvider": ("org.apache.pulsar.broker.authorization.PulsarAuthorizationProvider", False),
