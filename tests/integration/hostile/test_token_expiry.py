@@ -180,9 +180,8 @@ async def test_an_official_client_with_a_token_that_expired_is_stopped(broker: S
 
 
 async def test_a_websocket_session_is_closed_once_its_token_expired(broker: StandaloneProcess) -> None:
-    import websockets
-
     import httpx
+    import websockets
 
     async with httpx.AsyncClient(timeout=GUARD) as http:  # the topic's bundle gets an owner
         looked_up = await http.get(
