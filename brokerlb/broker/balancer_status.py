@@ -1,31 +1,44 @@
 """The balancer's status (``GET /admin/v2/brokers/balancer``, a brokerlb extension): is it doing anything?
 
 Answered by the leader (other brokers redirect to it), from its leader records
-(:class:`~brokerlb.broker.leader_feed.LeaderFeed`), the ownership cache and the brokers' reports:
+(:class:`~brokerlb.broker.leader_feed.LeaderFeed`), the ownership cache, the brokers' reports and
+the grace periods its leader holds bundles for:
 
-============  =================================================================================
-state         when (first that holds)
-============  =================================================================================
-``off``       ``loadBalancerEnabled=false``, or ``loadBalancerSheddingEnabled=false`` (placement
-              and splits still run; nothing is moved to rebalance)
-``stalled``   no leader is elected; or the leader has not finished a shedding cycle for more than
-              twice ``loadBalancerSheddingIntervalMinutes`` (plus a minute) since it leads; or the
-              last shedding cycle failed (a ``Failure`` decision, or a move that was not carried
-              out) -- the reason names it
+===============  ==============================================================================
+state            when (first that holds)
+===============  ==============================================================================
+``off``          ``loadBalancerEnabled=false``, or ``loadBalancerSheddingEnabled=false`` (placement
+                 and splits still run; nothing is moved to rebalance)
+``stalled``      no leader is elected; or the leader has not finished a shedding cycle for more than
+                 twice ``loadBalancerSheddingIntervalMinutes`` (plus a minute) since it leads; or the
+                 last shedding cycle failed (a ``Failure`` decision, or a move that was not carried
+                 out) -- the reason names it
 ``in_progress``  bundles are being moved now (ownership nodes marked ``disabled`` while their
-              owner unloads them), or the last cycle decided moves
-``ready``     the balancer runs and has nothing in flight; the reason is what the last cycle
-              concluded (e.g. ``Balanced``)
-============  =================================================================================
+                 owner unloads them), or the last cycle moved bundles
+``waiting``      the busiest broker is above the strategy's band and the last cycle moved nothing:
+                 its bundles are held by a grace period (recently moved, an operator's action;
+                 ``graceUntil`` says until when: ``waiting (grace until 2026-11-27T22:40:00Z)``),
+                 or the reason says what else keeps them (no destination ...)
+``ready``        the balancer runs, nothing is in flight and no broker is above the band; the
+                 reason is what the last cycle concluded (e.g. ``Balanced``)
+===============  ==============================================================================
+
+The band is the strategy's own, from its last cycle's numbers: brokerlb's balancer its target band
+(``targetLower``/``targetUpper``); ThresholdShedder the average usage +-
+``loadBalancerBrokerThresholdShedderPercentage``; OverloadShedder up to
+``loadBalancerBrokerOverloadedThresholdPercentage``; TransferShedder the average +-
+``loadBalancerBrokerLoadTargetStd``. Other strategies have none (no ``waiting`` state).
 
 Besides the state: the leader, the last shedding cycle (time, decisions by label and reason, moves),
-the moves in flight, and the balance score (:mod:`brokerlb.loadbalance.balance_score`).
+the moves in flight, the band, and the balance score (:mod:`brokerlb.loadbalance.balance_score`).
+Times are epoch milliseconds (``...Ms``) and ISO-8601 UTC (``lastCycleAt``, ``graceUntil``).
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from brokerlb.broker.leader_feed import LeaderFeed, ObservedCycle
@@ -34,9 +47,9 @@ from brokerlb.coordination import OwnershipCache
 from brokerlb.loadbalance.balance_score import BalanceScore
 from brokerlb.loadbalance.decisions import Label, UnloadDecision
 
-__all__ = ["BalancerStatus", "OFF", "READY", "IN_PROGRESS", "STALLED"]
+__all__ = ["BalancerStatus", "OFF", "READY", "IN_PROGRESS", "WAITING", "STALLED", "band_of", "iso"]
 
-OFF, READY, IN_PROGRESS, STALLED = "off", "ready", "in_progress", "stalled"
+OFF, READY, IN_PROGRESS, WAITING, STALLED = "off", "ready", "in_progress", "waiting", "stalled"
 
 #: Grace beyond twice the shedding interval before a missing cycle counts as stalled.
 STALL_GRACE_MS = 60_000
@@ -55,7 +68,10 @@ class BalancerStatus:
         owners: OwnershipCache,
         cluster_loads: Callable[[], dict[str, float]],
         now_ms: Callable[[], int],
+        grace_ends: Callable[[str], Iterable[int]] = lambda broker: (),
     ) -> None:
+        #: ``grace_ends(broker)``: when the grace periods holding that broker's bundles end (ms)
+        self.grace_ends = grace_ends
         self.conf = conf
         self.feed = feed
         self.leader_id = leader_id
@@ -71,8 +87,10 @@ class BalancerStatus:
     def status(self) -> dict[str, Any]:
         last = self.feed.last("shedding")
         in_flight = self.in_flight()
-        state, reason = self._state(last, in_flight)
-        score = BalanceScore.of(self.cluster_loads())
+        loads = self.cluster_loads()
+        band = band_of(last.stats, self.conf) if last is not None else None
+        state, reason, grace_until = self._state(last, in_flight, loads, band)
+        score = BalanceScore.of(loads)
         return {
             "state": state,
             "reason": reason,
@@ -80,23 +98,34 @@ class BalancerStatus:
             "strategy": self.conf.loadBalancerLoadSheddingStrategy,
             "sheddingIntervalSeconds": self.conf.duration_seconds("loadBalancerSheddingIntervalMinutes"),
             "lastCycleAtMs": last.at_ms if last is not None else None,
+            "lastCycleAt": iso(last.at_ms) if last is not None else None,
             "lastCycle": summarize(last) if last is not None else None,
+            "graceUntilMs": grace_until,
+            "graceUntil": iso(grace_until) if grace_until is not None else None,
+            "band": {"lower": round(band[0] * 100, 2), "upper": round(band[1] * 100, 2)} if band else None,
             "movesInFlight": len(in_flight),
             "bundlesInFlight": in_flight,
             **score.to_json(),
         }
 
-    def _state(self, last: ObservedCycle | None, in_flight: list[str]) -> tuple[str, str]:
+    def _state(
+        self,
+        last: ObservedCycle | None,
+        in_flight: list[str],
+        loads: dict[str, float],
+        band: tuple[float, float] | None,
+    ) -> tuple[str, str, int | None]:
         conf = self.conf
         if not conf.loadBalancerEnabled:
-            return OFF, "loadBalancerEnabled=false"
+            return OFF, "loadBalancerEnabled=false", None
         if not conf.loadBalancerSheddingEnabled:
             return (
                 OFF,
                 "loadBalancerSheddingEnabled=false: bundles are placed and split, never moved to rebalance",
+                None,
             )
         if self.leader_id() is None:
-            return STALLED, "no leader broker is elected"
+            return STALLED, "no leader broker is elected", None
         interval_ms = int(conf.duration_seconds("loadBalancerSheddingIntervalMinutes") * 1000)
         now = self.now_ms()
         since = self.leading_since_ms()
@@ -106,17 +135,66 @@ class BalancerStatus:
             return (
                 STALLED,
                 f"the leader has not {what} for {(now - reference) / 1000:.0f} s (interval {interval_ms / 1000:.0f} s)",
+                None,
             )
         if in_flight:
-            return IN_PROGRESS, f"{len(in_flight)} bundle(s) being moved: {', '.join(in_flight[:3])}"
+            return IN_PROGRESS, f"{len(in_flight)} bundle(s) being moved: {', '.join(in_flight[:3])}", None
         if last is None:
-            return READY, "waiting for the first shedding cycle"
+            return READY, "waiting for the first shedding cycle", None
         failed = _failure(last)
         if failed:
-            return STALLED, failed
+            return STALLED, failed, None
         if any(last.moves_done):
-            return IN_PROGRESS, f"the last cycle moved {sum(last.moves_done)} bundle(s)"
-        return READY, _conclusion(last)
+            return IN_PROGRESS, f"the last cycle moved {sum(last.moves_done)} bundle(s)", None
+        if band is not None and loads:
+            busiest = max(sorted(loads), key=lambda b: loads[b])
+            upper = band[1] * 100
+            if loads[busiest] > upper:
+                above = f"{busiest} at {loads[busiest]:.1f} % is above the band's {upper:.1f} %"
+                ends = [end for end in self.grace_ends(busiest) if end > now]
+                if ends:
+                    until = min(ends)
+                    return (
+                        WAITING,
+                        f"grace until {iso(until)}: {above}; its bundles were moved or acted on "
+                        f"within loadBalancerSheddingGracePeriodMinutes",
+                        until,
+                    )
+                return WAITING, f"{above}; {_conclusion(last)}", None
+        return READY, _conclusion(last), None
+
+
+def iso(ms: int) -> str:
+    """Epoch milliseconds as ISO-8601 UTC, to the second: ``2026-11-27T22:40:00Z``."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def band_of(stats: Mapping[str, Any], conf: ServiceConfig) -> tuple[float, float] | None:
+    """The strategy's band ``(lower, upper)`` in fractions, from its last cycle's numbers (module
+    docstring); ``None`` when the strategy has none."""
+
+    def number(key: str) -> float | None:
+        value = stats.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    upper, lower = number("targetUpper"), number("targetLower")
+    if upper is not None and lower is not None:  # brokerlb's balancer
+        return lower, upper
+    avg, threshold = number("avgUsage"), number("threshold")
+    if avg is not None and threshold is not None:  # ThresholdShedder
+        return max(0.0, avg - threshold), avg + threshold
+    overload = number("overloadThreshold")
+    if overload is not None:  # OverloadShedder
+        return 0.0, overload
+    load_avg, std = number("loadAvg"), number("loadStd")
+    if (
+        load_avg is not None
+        and std is not None
+        and "TransferShedder" in conf.loadBalancerLoadSheddingStrategy
+    ):
+        target = conf.loadBalancerBrokerLoadTargetStd
+        return max(0.0, load_avg - target), load_avg + target
+    return None
 
 
 def summarize(cycle: ObservedCycle) -> dict[str, Any]:

@@ -73,7 +73,7 @@ class Dashboard:
             reports=self.reports(),
             namespaces=self.namespaces(),
             owners=self.owners.owners(),
-            cycles=list(self.feed.recent)[-20:],
+            cycles=list(self.feed.recent),
             moves=self.log.recent_moves(self._leader_moves),
             now_ms=self.now_ms(),
         )

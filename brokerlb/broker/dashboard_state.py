@@ -8,7 +8,10 @@ numbers), the ownership changes it saw (moves with their cause) and the balancer
   limit and percent, bundles, topics, message rates and throughput;
 * ``namespaces``: each namespace's ring -- every bundle's range (``lower``/``upper`` as hash
   values), owner, and whether it is being unloaded;
-* ``cycles``: the leader's recent records, newest first;
+* ``cycles``: the leader's recent records, the ones that did something first (moves, splits,
+  merges, failures; newest first), then the idle ones (nothing but skips), each run of idle cycles
+  that concluded alike collapsed into one entry with its count (``kind: idle``): every six seconds
+  of "Skip/Balanced" no longer pushes a real move out of sight;
 * ``moves``: recent moves and releases, newest first, with their cause;
 * ``balancer``: :mod:`brokerlb.broker.balancer_status`.
 """
@@ -24,7 +27,7 @@ from brokerlb.coordination import OwnerInfo
 from brokerlb.model import LocalBrokerData
 from brokerlb.ring import NamespaceBundles
 
-__all__ = ["dashboard_state", "broker_row", "namespace_ring"]
+__all__ = ["dashboard_state", "broker_row", "namespace_ring", "cycle_entries", "is_idle"]
 
 _RESOURCES = (
     ("cpu", "cpu"),
@@ -101,6 +104,53 @@ def dashboard_state(
         "namespaces": [
             namespace_ring(ns, b, owners) for ns, b in sorted(namespaces, key=lambda item: item[0])
         ],
-        "cycles": [c.to_json() for c in reversed(cycles)],
+        "cycles": cycle_entries(cycles),
         "moves": [m.to_json() for m in reversed(moves)],
     }
+
+
+def is_idle(cycle: ObservedCycle) -> bool:
+    """A cycle that did nothing: no move, split or merge decided, no failure."""
+    if cycle.moves or cycle.splits or cycle.merges:
+        return False
+    return all(str(d.label) == "Skip" for d in cycle.decisions)
+
+
+def cycle_entries(
+    cycles: Sequence[ObservedCycle], *, active: int = 15, idle: int = 5
+) -> list[dict[str, Any]]:
+    """The cycles for the page (module docstring): up to ``active`` that did something, newest
+    first, then up to ``idle`` runs of idle cycles collapsed by what they concluded."""
+    busy = [c.to_json() for c in reversed(cycles) if not is_idle(c)][:active]
+    runs: list[dict[str, Any]] = []
+    joined = False  # whether the next idle cycle may join the last run (no busy cycle in between)
+    for cycle in reversed(cycles):
+        if not is_idle(cycle):
+            joined = False
+            continue
+        counts: dict[str, int] = {}
+        for d in cycle.decisions:
+            key = f"{d.label}/{d.reason}"
+            counts[key] = counts.get(key, 0) + 1
+        signature = {"kind": cycle.kind, "decisions": dict(sorted(counts.items()))}
+        last = runs[-1] if runs and joined else None
+        if last is not None and {"kind": last["cycleKind"], "decisions": last["decisions"]} == signature:
+            last["count"] += 1
+            last["fromMs"] = cycle.at_ms
+            continue
+        joined = True
+        if len(runs) == idle:
+            break
+        detail = next((d.detail for d in cycle.decisions if d.detail), "")
+        runs.append(
+            {
+                "kind": "idle",
+                "cycleKind": cycle.kind,
+                "count": 1,
+                "fromMs": cycle.at_ms,
+                "toMs": cycle.at_ms,
+                "decisions": signature["decisions"],
+                "detail": detail,
+            }
+        )
+    return busy + runs

@@ -30,7 +30,7 @@ Listener = Callable[[ObservedCycle], None]
 class LeaderFeed:
     """The leader's recent records, and listeners for new ones (module docstring)."""
 
-    def __init__(self, leader_tasks: Any, broker_id: str, *, keep: int = 50) -> None:
+    def __init__(self, leader_tasks: Any, broker_id: str, *, keep: int = 200) -> None:
         self.broker_id = broker_id
         self.recent: collections.deque[ObservedCycle] = collections.deque(maxlen=keep)
         self._listeners: list[Listener] = []

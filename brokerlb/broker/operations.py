@@ -205,6 +205,7 @@ class BrokerOperations:
             owners=self._owners,
             cluster_loads=self.cluster_loads,
             now_ms=clock.now_ms,
+            grace_ends=self._grace_ends,
         )
         registry = self._registry
         log = OwnershipLog(
@@ -230,6 +231,29 @@ class BrokerOperations:
         for remove in self._removers:
             remove()
         self._removers.clear()
+
+    def _grace_ends(self, broker: str) -> list[int]:
+        """When the grace periods holding ``broker``'s bundles end (epoch ms): bundles the leader
+        moved within ``loadBalancerSheddingGracePeriodMinutes``, the broker's own cool-down
+        (TransferShedder), operators' actions the balancer holds back for."""
+        report = self.cluster_reports().get(broker)
+        if report is None:
+            return []
+        bundles = set(report.last_stats) | set(report.bundles)
+        leader = self._leader_tasks.leader
+        grace_ms = int(self._conf.duration_seconds("loadBalancerSheddingGracePeriodMinutes") * 1000)
+        recently = leader.load_state.load_data.recently_unloaded_bundles
+        ends = [at + grace_ms for bundle, at in recently.items() if bundle in bundles]
+        if broker in leader.recently_unloaded_brokers:
+            ends.append(leader.recently_unloaded_brokers[broker] + grace_ms)
+        last = self.feed.last("shedding") if self.feed is not None else None
+        held = last.stats.get("operatorActions") if last is not None else None
+        if isinstance(held, dict):
+            for bundle, action in held.items():
+                until = action.get("untilMs") if isinstance(action, dict) else None
+                if bundle in bundles and isinstance(until, int):
+                    ends.append(until)
+        return ends
 
     def _on_leadership(self, change: LeadershipChange) -> None:
         self._leading_since = self._clock.now_ms() if change.leading else None

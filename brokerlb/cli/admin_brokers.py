@@ -64,6 +64,9 @@ def balancer_rows(status: dict[str, Any]) -> dict[str, Any]:
         rows["lastCycleAt"] = status.get("lastCycleAt") or _iso(status["lastCycleAtMs"])
     if status.get("graceUntilMs"):
         rows["graceUntil"] = status.get("graceUntil") or _iso(status["graceUntilMs"])
+    band = status.get("band")
+    if isinstance(band, dict):
+        rows["band"] = f"{band.get('lower')} - {band.get('upper')} %"
     last = status.get("lastCycle") or {}
     if last:
         rows["lastCycle decisions"] = ", ".join(f"{k}: {v}" for k, v in last.get("decisions", {}).items())
@@ -79,10 +82,10 @@ def _balancer_table(status: dict[str, Any]) -> None:
         "stalled": "red",
         "off": "dim",
     }.get(str(status["state"]).split(" ")[0], "")
-    console.print(
-        f"[bold {colour}]{escape(str(status['state']))}[/] {escape(str(status.get('reason', '')))}",
-        highlight=False,
-    )
+    state = str(status["state"])
+    if status.get("graceUntil"):
+        state += f" (grace until {status['graceUntil']})"
+    console.print(f"[bold {colour}]{escape(state)}[/] {escape(str(status.get('reason', '')))}", highlight=False)
     kv_table("balancer", balancer_rows(status))
 
 

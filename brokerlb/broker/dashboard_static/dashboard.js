@@ -9,6 +9,8 @@ const colours = new Map();
 let selected = null;
 let lastState = null;
 let openSystem = false;
+let storyNamespace = null; // the ring row the story panel follows (re-attached after each redraw)
+const storyPanel = document.getElementById("story-section"); // kept: a redraw may detach it
 
 function $(id) { return document.getElementById(id); }
 
@@ -78,30 +80,48 @@ function renderHeader(s) {
   $("updated").textContent = time(s.atMs);
   const b = s.balancer || {};
   const state = $("state");
-  state.textContent = (b.state || "unknown").replace("_", " ");
+  state.textContent = (b.state || "unknown").replace("_", " ") + (b.graceUntil ? ` (grace until ${b.graceUntil})` : "");
   state.className = `badge ${b.state || ""}`;
+  state.dataset.state = b.state || "";
   $("reason").textContent = b.reason || "";
+  $("last-cycle").textContent = b.lastCycleAt ? `last cycle ${b.lastCycleAt}` : "no cycle yet";
+  $("band").textContent = b.band ? `band ${num(b.band.lower)}–${num(b.band.upper)} %` : "";
   $("balancedness").textContent = num(b.balancedness);
   $("distance").textContent = num(b.busiestDistanceFromLowerBound);
 }
 
+// where a broker's load sits against the balancer's band: "above", "below" or ""
+function bandPosition(load, band) {
+  if (!band) return "";
+  if (load > band.upper) return "above";
+  if (load < band.lower) return "below";
+  return "";
+}
+
 function renderBrokers(s) {
   const body = $("brokers").querySelector("tbody");
-  body.replaceChildren(...s.brokers.map(b => el("tr", { dataset: { brokerId: b.id } },
+  const band = (s.balancer || {}).band;
+  body.replaceChildren(...s.brokers.map(b => {
+    const where = bandPosition(b.load, band);
+    const mark = where ? el("span", { class: `band-mark ${where}`, title: `${where} the balancer's band (${num(band.lower)}–${num(band.upper)} %)` },
+      where === "above" ? " ▲ above band" : " ▼ below band") : null;
+    return el("tr", { class: where ? `band-${where}` : "", dataset: { brokerId: b.id, band: where } },
     el("td", {}, el("i", { class: "dot", style: `display:inline-block;width:.7rem;height:.7rem;border-radius:50%;margin-right:.4rem;background:${colourOf(b.id)}` }),
-      b.id, b.leader ? el("b", { title: "leader" }, " ★") : null),
+      b.id, b.leader ? el("b", { title: "leader" }, " ★") : null, mark),
     el("td", {}, bar(b.load)),
     el("td", {}, resourceBar(b.resources.cpu, "cpu")),
     el("td", {}, resourceBar(b.resources.memory, "memory")),
     el("td", {}, resourceBar(b.resources.bandwidthIn, "bandwidthIn")),
     el("td", {}, resourceBar(b.resources.bandwidthOut, "bandwidthOut")),
     el("td", {}, b.bundles), el("td", {}, b.topics),
-    el("td", {}, num(b.msgRateIn)), el("td", {}, num(b.msgRateOut)))));
+    el("td", {}, num(b.msgRateIn)), el("td", {}, num(b.msgRateOut)));
+  }));
 }
 
 function isSystem(ns) { return ns.startsWith("pulsar/") || ns.startsWith("sla-monitor/"); }
 
 function renderRings(s) {
+  if (storyPanel.parentNode === $("namespaces")) $("namespaces").after(storyPanel); // out of the way of the redraw
   const owners = new Set(s.brokers.map(b => b.id));
   $("legend").replaceChildren(...[...owners].sort().map(o => el("span", {}, el("i", { style: `background:${colourOf(o)}` }), o)));
   const user = s.namespaces.filter(ns => !isSystem(ns.namespace));
@@ -111,6 +131,10 @@ function renderRings(s) {
   if (openSystem) details.setAttribute("open", "");
   details.addEventListener("toggle", () => { openSystem = details.open; });
   $("namespaces").replaceChildren(...(user.length ? user.map(ringRow) : [el("div", { class: "muted" }, "No namespace yet.")]), details);
+  if (storyNamespace) {
+    const row = [...document.querySelectorAll(".ring-row")].find(r => r.dataset.namespace === storyNamespace);
+    if (row) row.after(storyPanel);
+  }
 }
 
 function ringRow(ns) {
@@ -122,7 +146,7 @@ function ringRow(ns) {
       return el("div", {
         class: cls, style: `width:${width}%;background-color:${colourOf(b.owner)}`,
         title: `${b.bundle}\nowner: ${b.owner || "none"}${b.unloading ? " (unloading)" : ""}`,
-        dataset: { bundle: b.bundle }, onclick: () => showStory(b.bundle),
+        dataset: { bundle: b.bundle }, onclick: (e) => showStory(b.bundle, e.currentTarget.closest(".ring-row")),
       });
     })));
 }
@@ -136,27 +160,46 @@ function decisionChips(decisions) {
   return [...counts].map(([key, n]) => el("span", { class: `chip ${key.split("/")[0]}` }, `${key}${n > 1 ? " ×" + n : ""}`));
 }
 
-function renderCycles(s) {
-  $("cycles").replaceChildren(...(s.cycles.length ? s.cycles.slice(0, 15).map(c => el("div", { class: "cycle" },
+function cycleEntry(c) {
+  if (c.kind === "idle") {
+    const span = c.count > 1 ? `${time(c.fromMs)}–${time(c.toMs)}` : time(c.toMs);
+    const chips = Object.entries(c.decisions).map(([key, n]) => el("span", { class: `chip ${key.split("/")[0]}` }, `${key}${n > 1 ? " ×" + n : ""}`));
+    return el("div", { class: "cycle idle", dataset: { count: String(c.count) } },
+      el("b", {}, `${c.count} idle ${c.cycleKind} cycle${c.count > 1 ? "s" : ""}`), el("span", { class: "muted small" }, ` ${span} `),
+      ...chips, c.detail ? el("div", { class: "detail" }, c.detail) : null);
+  }
+  return el("div", { class: "cycle" },
     el("b", {}, `${time(c.atMs)} ${c.kind}`), " ", ...decisionChips(c.decisions),
-    ...c.decisions.filter(d => d.detail).slice(0, 6).map(d => el("div", { class: "detail" },
-      `${d.label} ${d.reason}${d.broker ? " on " + d.broker : ""}${d.bundle ? " " + d.bundle : ""}: ${d.detail}`)),
     ...c.moves.map(m => el("div", { class: "detail" },
       `${m.executed ? "moved" : "failed to move"} ${m.bundle} ${m.source || "?"} → ${m.destination || "(next lookup)"} `,
       el("span", { class: "cause" }, m.reason), m.detail ? ` · ${m.detail}` : "")),
     ...c.splits.map(d => el("div", { class: "detail" }, `${d.executed ? "split" : "failed to split"} ${d.bundle} `,
-      el("span", { class: "cause" }, d.reason), d.detail ? ` · ${d.detail}` : ""))))
+      el("span", { class: "cause" }, d.reason), d.detail ? ` · ${d.detail}` : "")),
+    ...(c.merges || []).map(d => el("div", { class: "detail" }, `${d.executed ? "merged" : "failed to merge"} ${d.bundles.join(" + ")} `,
+      el("span", { class: "cause" }, d.reason), d.detail ? ` · ${d.detail}` : "")),
+    ...c.decisions.filter(d => d.detail && d.label !== "Success").slice(0, 4).map(d => el("div", { class: "detail" },
+      `${d.label} ${d.reason}${d.broker ? " on " + d.broker : ""}${d.bundle ? " " + d.bundle : ""}: ${d.detail}`)));
+}
+
+// what moved and why first (cycles with moves, splits, merges, failures), then the idle runs, collapsed
+function renderCycles(s) {
+  $("cycles").replaceChildren(...(s.cycles.length ? s.cycles.map(cycleEntry)
     : [el("div", { class: "muted" }, "No cycle yet (the leader sheds every " + num((s.balancer || {}).sheddingIntervalSeconds, 0) + " s).")]));
+}
+
+function causeText(m) {
+  if (!m.category) return m.cause || "";
+  return m.category === "shedding" ? `shedding · ${m.cause}` : m.category;
 }
 
 function renderMoves(s) {
   const body = $("moves").querySelector("tbody");
-  body.replaceChildren(...s.moves.slice(0, 30).map(m => el("tr", { dataset: { bundle: m.bundle, cause: m.cause || "" } },
+  body.replaceChildren(...s.moves.slice(0, 30).map(m => el("tr", { class: `category-${m.category || ""}`, dataset: { bundle: m.bundle, cause: m.cause || "", category: m.category || "" } },
     el("td", {}, time(m.atMs)),
-    el("td", { title: m.bundle }, el("a", { href: "#", onclick: (e) => { e.preventDefault(); showStory(m.bundle); } }, m.bundle)),
+    el("td", { title: m.bundle }, el("a", { href: "#", onclick: (e) => { e.preventDefault(); showStory(m.bundle, $("moves").closest("div")); } }, m.bundle)),
     el("td", {}, m.kind),
     el("td", {}, m.kind === "moved" ? `${m.previous} → ${m.broker}` : `${m.broker || "?"} → (next lookup)`),
-    el("td", { class: "cause" }, m.cause || ""))));
+    el("td", { class: "cause" }, causeText(m)))));
 }
 
 function storyLine(e) {
@@ -170,8 +213,15 @@ function storyLine(e) {
     ` [recorded by ${e.recordedBy}]`;
 }
 
-async function showStory(bundle) {
+// the story opens where the bundle was clicked: right after its ring row (or the moves table)
+async function showStory(bundle, anchor) {
   selected = bundle;
+  const panel = storyPanel;
+  storyNamespace = anchor && anchor.classList.contains("ring-row") ? anchor.dataset.namespace : null;
+  if (anchor && anchor.parentNode) {
+    anchor.after(panel);
+    panel.classList.add("inline");
+  }
   $("story-bundle").textContent = bundle;
   if (lastState) renderRings(lastState);
   const parts = bundle.split("/");
@@ -191,6 +241,7 @@ async function showStory(bundle) {
       `${e.previous ? " (from " + e.previous + ")" : ""}${e.cause ? " · cause " + e.cause : ""}`));
   }
   $("story").replaceChildren(items.length ? el("ul", {}, ...items) : el("div", { class: "muted" }, "Nothing seen for this bundle yet."));
+  panel.scrollIntoView({ block: "nearest" });
 }
 
 async function refresh() {

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from brokerlb.broker.balancer_status import IN_PROGRESS, OFF, READY, STALLED, BalancerStatus
+from brokerlb.broker.balancer_status import IN_PROGRESS, OFF, READY, STALLED, WAITING, BalancerStatus
 from brokerlb.broker.leader_feed import LeaderFeed
 from brokerlb.broker.metrics import AssignmentMetrics, BrokerMetrics, LoadBalancingCounters, LookupMetrics
 from brokerlb.broker.metrics.quantiles import QuantileWindow
@@ -164,7 +164,9 @@ class FakeOwners:
         return self._owners
 
 
-def _status(conf: ServiceConfig, feed: LeaderFeed, *, now=10_000, leader="b1", since=0, disabled=()) -> dict:
+def _status(
+    conf: ServiceConfig, feed: LeaderFeed, *, now=10_000, leader="b1", since=0, disabled=(), grace=()
+) -> dict:
     return BalancerStatus(
         conf=conf,
         feed=feed,
@@ -173,6 +175,7 @@ def _status(conf: ServiceConfig, feed: LeaderFeed, *, now=10_000, leader="b1", s
         owners=FakeOwners(list(disabled)),  # type: ignore[arg-type]
         cluster_loads=lambda: {"b1": 90.0, "b2": 30.0, "b3": 30.0},
         now_ms=lambda: now,
+        grace_ends=lambda broker: grace if broker == "b1" else (),
     ).status()
 
 
@@ -208,6 +211,39 @@ def test_balancer_states() -> None:
 
     leader.publish(shedding_record(_shedding(), 7000, done=(True, True)))
     assert _status(conf, feed)["state"] == IN_PROGRESS  # the last cycle moved a bundle
+
+
+def test_above_the_band_the_balancer_is_waiting_with_the_end_of_its_grace() -> None:
+    """The busiest broker sits above the strategy's band and nothing moved: not ``ready``, but
+    ``waiting (grace until ...)`` while its bundles are held by a grace period, with ISO times."""
+    conf = ServiceConfig(clusterName="c", loadBalancerSheddingIntervalMinutes=1)
+    leader = FakeLeader()
+    feed = LeaderFeed(leader, "b1")
+    held = SheddingResult.of(
+        [UnloadDecision.skip(Reason.RECENTLY_UNLOADED, "every bundle moved recently", broker="b1")],
+        {"avgUsage": 0.5, "threshold": 0.1},  # ThresholdShedder: band 40-60 %, b1 at 90 %
+    )
+    leader.publish(shedding_record(held, 1_795_000_000_000))
+    now = 1_795_000_005_000
+    until = 1_795_000_900_000
+    waiting = _status(conf, feed, now=now, grace=(now - 1, until, until + 60_000))
+    assert (waiting["state"], waiting["graceUntilMs"], waiting["graceUntil"]) == (
+        WAITING,
+        until,
+        "2026-11-18T11:21:40Z",
+    )
+    assert waiting["reason"].startswith(
+        "grace until 2026-11-18T11:21:40Z: b1 at 90.0 % is above the band's 60.0 %"
+    )
+    assert waiting["band"] == {"lower": 40.0, "upper": 60.0}
+    assert waiting["lastCycleAt"] == "2026-11-18T11:06:40Z"
+    # above the band without a grace period: waiting, and the last cycle's reason says why
+    blocked = _status(conf, feed, now=now)
+    assert (blocked["state"], blocked["graceUntil"]) == (WAITING, None)
+    assert blocked["reason"].endswith("RecentlyUnloaded: every bundle moved recently")
+    # every broker inside the band: ready
+    leader.publish(shedding_record(SheddingResult.of([], {"avgUsage": 0.5, "threshold": 0.5}), now))
+    assert _status(conf, feed, now=now)["state"] == READY
 
 
 def test_exporter_writes_parsable_families_with_pulsar_names() -> None:
@@ -376,3 +412,21 @@ def test_whole_cycle_records_pass_through_the_feed() -> None:
     leader.publish(record)
     assert feed.last("shedding") is record
     assert counters.moves == {("transfer", "Underloaded"): 1}
+
+
+def test_dashboard_cycles_show_what_moved_first_and_collapse_idle_runs() -> None:
+    """Twenty idle cycles after a move (two minutes at a 6-s interval) no longer push it out of
+    sight: the cycle that moved comes first, each run of idle cycles is one entry with its count."""
+    from brokerlb.broker.dashboard_state import cycle_entries
+
+    idle = SheddingResult.of([UnloadDecision.skip(Reason.BALANCED, "spread 3% < 10%")])
+    cycles = [shedding_record(idle, 1000 * i) for i in range(5)]
+    cycles.append(shedding_record(_shedding(), 6000, done=(True, True)))
+    cycles += [shedding_record(idle, 7000 + 6000 * i) for i in range(20)]
+    entries = cycle_entries(cycles)
+    assert [e["kind"] for e in entries] == ["shedding", "idle", "idle"]
+    assert entries[0]["atMs"] == 6000 and len(entries[0]["moves"]) == 2
+    newest, oldest = entries[1], entries[2]
+    assert (newest["count"], newest["fromMs"], newest["toMs"]) == (20, 7000, 7000 + 6000 * 19)
+    assert newest["decisions"] == {"Skip/Balanced": 1} and newest["detail"] == "spread 3% < 10%"
+    assert (oldest["count"], oldest["fromMs"], oldest["toMs"]) == (5, 0, 4000)
