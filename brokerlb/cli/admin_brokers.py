@@ -85,7 +85,9 @@ def _balancer_table(status: dict[str, Any]) -> None:
     state = str(status["state"])
     if status.get("graceUntil"):
         state += f" (grace until {status['graceUntil']})"
-    console.print(f"[bold {colour}]{escape(state)}[/] {escape(str(status.get('reason', '')))}", highlight=False)
+    console.print(
+        f"[bold {colour}]{escape(state)}[/] {escape(str(status.get('reason', '')))}", highlight=False
+    )
     kv_table("balancer", balancer_rows(status))
 
 
