@@ -50,24 +50,13 @@ def _some_port(plain: str, tls: str) -> Callable[[Values], None]:
     return check
 
 
-def _avg_shedder_thresholds(v: Values) -> None:
-    low, high = v["loadBalancerAvgShedderLowThreshold"], v["loadBalancerAvgShedderHighThreshold"]
-    if low > high:
-        raise InvalidConfigError(
-            "loadBalancerAvgShedderLowThreshold",
-            low,
-            f"must not exceed loadBalancerAvgShedderHighThreshold ({high})",
-        )
+def _not_above(low_key: str, high_key: str) -> Callable[[Values], None]:
+    def check(v: Values) -> None:
+        low, high = v[low_key], v[high_key]
+        if low > high:
+            raise InvalidConfigError(low_key, low, f"must not exceed {high_key} ({high})")
 
-
-def _write_buffer_marks(v: Values) -> None:
-    low, high = v["pulsarChannelWriteBufferLowWaterMark"], v["pulsarChannelWriteBufferHighWaterMark"]
-    if low > high:
-        raise InvalidConfigError(
-            "pulsarChannelWriteBufferLowWaterMark",
-            low,
-            f"must not exceed pulsarChannelWriteBufferHighWaterMark ({high})",
-        )
+    return check
 
 
 def _authorization_needs_authentication(v: Values) -> None:
@@ -85,8 +74,8 @@ CROSS_KEY_CHECKS: tuple[Callable[[Values], None], ...] = (
     _tombstone_after_in_flight,
     _some_port("webServicePort", "webServicePortTls"),
     _some_port("brokerServicePort", "brokerServicePortTls"),
-    _avg_shedder_thresholds,
-    _write_buffer_marks,
+    _not_above("loadBalancerAvgShedderLowThreshold", "loadBalancerAvgShedderHighThreshold"),
+    _not_above("pulsarChannelWriteBufferLowWaterMark", "pulsarChannelWriteBufferHighWaterMark"),
     _authorization_needs_authentication,
 )
 

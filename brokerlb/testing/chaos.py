@@ -94,6 +94,8 @@ _READY = re.compile(r"ready at (http://\S+)(?: (pulsar://\S+))?")
 TENANT = "chaos"
 #: seconds the end of a campaign waits for every topic to be resolved again (a guard against hanging)
 HEAL_TIMEOUT = 120.0
+#: seconds a scripted fault is tried until it can be injected (a guard against hanging)
+SCRIPT_FAULT_GUARD = 180.0
 #: Pulsar's key for how long a bundle may stay in flight before the ownership watchdog resolves it
 IN_FLIGHT_TIMEOUT_KEY = "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis"
 NAMESPACE = "chaos/faults"
@@ -681,9 +683,14 @@ class Campaign:
             await asyncio.sleep(self.rng.uniform(*cfg.gap))
 
     async def _run_script(self, script: list[str]) -> None:
+        """Inject every fault of ``script`` in order; one that cannot be injected now (its target is
+        still restarting, say) is tried again until it is, however slow the machine (a guard of
+        :data:`SCRIPT_FAULT_GUARD` seconds only keeps a broken cluster from hanging the run)."""
         for kind in script:
-            for _attempt in range(20):
-                if await self._inject(kind):
+            guard = time.monotonic() + SCRIPT_FAULT_GUARD
+            while not await self._inject(kind):
+                if time.monotonic() > guard:
+                    self.errors.append(f"{kind}: not injectable within {SCRIPT_FAULT_GUARD:.0f} s")
                     break
                 await asyncio.sleep(0.2)
             await asyncio.sleep(self.rng.uniform(*self.config.gap))

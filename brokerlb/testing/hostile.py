@@ -35,7 +35,7 @@ from brokerlb.messaging.wire import (
     MessageMetadata,
 )
 
-__all__ = ["RawConnection", "Bystanders", "rss_bytes", "peak_rss_bytes", "host_port"]
+__all__ = ["RawConnection", "Bystanders", "rss_bytes", "peak_rss_bytes", "host_port", "token_auth_settings"]
 
 #: guards against hanging (never a timing assertion)
 GUARD = 60.0
@@ -59,6 +59,24 @@ def rss_bytes(pid: int) -> int:
 def peak_rss_bytes(pid: int) -> int:
     """The highest resident memory the process has had (``VmHWM``)."""
     return _status_field(pid, "VmHWM")
+
+
+def token_auth_settings(secret: bytes, **extra: object) -> dict[str, object]:
+    """broker.conf settings of token authentication with HS256 ``secret`` (super-user ``admin``, the
+    brokers' own calls as ``admin``), plus ``extra``."""
+    import base64
+
+    from brokerlb.security.tokens import create_token, secret_key
+
+    return {
+        "authenticationEnabled": True,
+        "authenticationProviders": "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
+        "tokenSecretKey": "data:;base64," + base64.b64encode(secret).decode(),
+        "superUserRoles": "admin",
+        "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+        "brokerClientAuthenticationParameters": "token:" + create_token(secret_key(secret), "admin"),
+        **extra,
+    }
 
 
 def host_port(url: str) -> tuple[str, int]:

@@ -793,6 +793,9 @@ class BinaryConnection(asyncio.Protocol):
         producer.served.topic.remove_producer(producer.name, producer)
         self.ctx.data_path.remove_session(producer.served, producer)
 
+    def _refuse_send(self, cmd: CommandSend, error: ServerError, message: str) -> None:
+        self.send(simple_frame(CommandSendError(cmd.producer_id, cmd.sequence_id, error, message)))
+
     def _on_send(self, frame: Frame) -> None:
         cmd = frame.command
         assert isinstance(cmd, CommandSend)
@@ -810,42 +813,23 @@ class BinaryConnection(asyncio.Protocol):
         if not section:
             raise BinaryProtocolError("UnknownError", "SEND without a payload", fatal=True)
         if not checksum_ok(section):
-            self.send(
-                simple_frame(
-                    CommandSendError(
-                        cmd.producer_id,
-                        cmd.sequence_id,
-                        ServerError.ChecksumError,
-                        "Checksum failed on the broker",
-                    )
-                )
-            )
+            self._refuse_send(cmd, ServerError.ChecksumError, "Checksum failed on the broker")
             return
         if len(section) > self.ctx.max_message_size:
-            self.send(
-                simple_frame(
-                    CommandSendError(
-                        cmd.producer_id,
-                        cmd.sequence_id,
-                        ServerError.NotAllowedError,
-                        f"Message of {len(section)} bytes exceeds maxMessageSize {self.ctx.max_message_size}",
-                    )
-                )
+            self._refuse_send(
+                cmd,
+                ServerError.NotAllowedError,
+                f"Message of {len(section)} bytes exceeds maxMessageSize {self.ctx.max_message_size}",
             )
             return
         num_messages = cmd.num_messages or 1
         if num_messages > max(1, len(section) // _MIN_BATCHED_MESSAGE_BYTES):
             # the count drives permits, rates, load reports and splits: it must be what the bytes can hold
-            self.send(
-                simple_frame(
-                    CommandSendError(
-                        cmd.producer_id,
-                        cmd.sequence_id,
-                        ServerError.NotAllowedError,
-                        f"num_messages {num_messages} cannot fit in a payload of {len(section)} bytes "
-                        f"(a batched message takes at least {_MIN_BATCHED_MESSAGE_BYTES})",
-                    )
-                )
+            self._refuse_send(
+                cmd,
+                ServerError.NotAllowedError,
+                f"num_messages {num_messages} cannot fit in a payload of {len(section)} bytes "
+                f"(a batched message takes at least {_MIN_BATCHED_MESSAGE_BYTES})",
             )
             return
         topic = producer.served.topic
@@ -857,16 +841,7 @@ class BinaryConnection(asyncio.Protocol):
                 _Receipt(self, cmd.producer_id, cmd.sequence_id, highest, topic.partition),
             )
         except BacklogQuotaExceeded as exc:
-            self.send(
-                simple_frame(
-                    CommandSendError(
-                        cmd.producer_id,
-                        cmd.sequence_id,
-                        ServerError.ProducerBlockedQuotaExceededException,
-                        str(exc),
-                    )
-                )
-            )
+            self._refuse_send(cmd, ServerError.ProducerBlockedQuotaExceededException, str(exc))
             return
         if entry_id is not None:  # committed at once (non-persistent, or an in-memory log)
             ledger_id, entry = topic.position_of(entry_id)

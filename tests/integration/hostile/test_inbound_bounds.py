@@ -46,16 +46,6 @@ async def broker() -> AsyncIterator[StandaloneProcess]:
         yield process
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def bystanders(broker: StandaloneProcess) -> AsyncIterator[Bystanders]:
-    watcher = await Bystanders(
-        broker.urls[0], broker.binary_urls[0], "persistent://public/default/calm"
-    ).start()
-    yield watcher
-    await watcher.stop()
-    watcher.check()
-
-
 async def _connect_answer(url: str, source: str) -> tuple[RawConnection, object]:
     raw = await RawConnection.open(url, source=source, connect=False)
     raw.send(CommandConnect("hostile-test", protocol_version=21))

@@ -10,7 +10,6 @@ checked). Bystanders (HTTP lookups, binary produce round trips) are served durin
 from __future__ import annotations
 
 import asyncio
-import base64
 import uuid
 from collections.abc import AsyncIterator
 
@@ -25,8 +24,8 @@ from brokerlb.messaging.wire import (
     CommandProducer,
     ServerError,
 )
-from brokerlb.security.tokens import create_secret_key, create_token, secret_key
-from brokerlb.testing.hostile import MB, Bystanders, RawConnection, rss_bytes
+from brokerlb.security.tokens import create_secret_key
+from brokerlb.testing.hostile import MB, Bystanders, RawConnection, rss_bytes, token_auth_settings
 from brokerlb.testing.standalone_process import StandaloneProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
@@ -39,16 +38,6 @@ SECRET = create_secret_key()
 async def broker() -> AsyncIterator[StandaloneProcess]:
     async with StandaloneProcess(1) as process:
         yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def bystanders(broker: StandaloneProcess) -> AsyncIterator[Bystanders]:
-    watcher = await Bystanders(
-        broker.urls[0], broker.binary_urls[0], "persistent://public/default/calm"
-    ).start()
-    yield watcher
-    await watcher.stop()
-    watcher.check()
 
 
 async def _many(count: int, request: object, parallel: int = 8) -> list[int]:
@@ -148,14 +137,7 @@ async def test_a_partitioned_topic_beyond_the_limit_is_refused_at_once(
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def secured() -> AsyncIterator[StandaloneProcess]:
-    settings = {
-        "authenticationEnabled": True,
-        "authenticationProviders": "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
-        "tokenSecretKey": "data:;base64," + base64.b64encode(SECRET).decode(),
-        "superUserRoles": "admin",
-        "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
-        "brokerClientAuthenticationParameters": "token:" + create_token(secret_key(SECRET), "admin"),
-    }
+    settings = token_auth_settings(SECRET)
     async with StandaloneProcess(1, settings) as process:
         yield process
 

@@ -9,7 +9,6 @@ what its authentication gives now (a token supplier's new token). Here the check
 from __future__ import annotations
 
 import asyncio
-import base64
 import time
 from collections.abc import AsyncIterator
 
@@ -30,7 +29,7 @@ from brokerlb.messaging.wire import (
     ServerError,
 )
 from brokerlb.security.tokens import create_secret_key, create_token, secret_key
-from brokerlb.testing.hostile import RawConnection
+from brokerlb.testing.hostile import RawConnection, token_auth_settings
 from brokerlb.testing.official_client import quiet_logger
 from brokerlb.testing.standalone_process import StandaloneProcess
 
@@ -46,15 +45,7 @@ def token(role: str, expires_in: float | None = None) -> str:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def broker() -> AsyncIterator[StandaloneProcess]:
-    settings = {
-        "authenticationEnabled": True,
-        "authenticationProviders": "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
-        "tokenSecretKey": "data:;base64," + base64.b64encode(SECRET).decode(),
-        "superUserRoles": "admin",
-        "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
-        "brokerClientAuthenticationParameters": "token:" + token("admin"),
-        "authenticationRefreshCheckSeconds": 1,
-    }
+    settings = token_auth_settings(SECRET, authenticationRefreshCheckSeconds=1)
     async with StandaloneProcess(1, settings) as process:
         yield process
 
