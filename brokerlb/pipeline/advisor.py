@@ -30,10 +30,12 @@ it may have and balances them. A hot bundle with a single unit cannot be split: 
 says to partition the topic (Pulsar #3419).
 
 **Merges.** Runs of adjacent cold bundles (that are not being split) merge while the merged
-fill stays at most ``merge_fill``; the namespace keeps at least ``min_bundles``.
+fill stays at most ``merge_fill``; the namespace keeps at least its floor: ``min_bundles``, and
+no fewer bundles than the brokers eligible for it (``brokers``) can share -- fewer bundles than
+brokers leaves brokers the namespace cannot use (Pulsar itself never merges).
 
-**Bundle count.** ``advisedBundles = ceil(namespace fill / target_fill)`` within
-``[1, loadBalancerNamespaceMaximumBundles]``.
+**Bundle count.** ``advisedBundles = ceil(namespace fill / target_fill)``, at least the floor,
+within ``[1, loadBalancerNamespaceMaximumBundles]``.
 
 Worked example (limits 30 000 msg/s, 100 MiB/s, 1000 topics, 1000 sessions; ``target_fill`` 0.8):
 bundle ``0x00000000_0x40000000`` holds topic A at 25 000 msg/s and 20 topics at 1 000 msg/s,
@@ -116,6 +118,8 @@ class AdvisorOptions:
     cold_fill: float = 0.1
     merge_fill: float = 0.5
     min_bundles: int = 1
+    #: brokers eligible for the namespace's bundles: it keeps at least this many (0: not known)
+    brokers: int = 0
     unload: bool = True
 
     def __post_init__(self) -> None:
@@ -131,6 +135,13 @@ class AdvisorOptions:
             )
         if self.min_bundles < 1:
             raise InvalidInputError(f"min_bundles must be at least 1, got {self.min_bundles}")
+        if self.brokers < 0:
+            raise InvalidInputError(f"brokers must be at least 0, got {self.brokers}")
+
+    @property
+    def floor(self) -> int:
+        """The fewest bundles a namespace is advised to keep: ``min_bundles``, and one per eligible broker."""
+        return max(self.min_bundles, self.brokers)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -139,6 +150,7 @@ class AdvisorOptions:
             "coldFill": self.cold_fill,
             "mergeFill": self.merge_fill,
             "minBundles": self.min_bundles,
+            "brokers": self.brokers,
             "unload": self.unload,
         }
 
@@ -419,7 +431,10 @@ def plan_namespace(
     plan.advice = {
         "namespace": namespace,
         "currentBundles": n_bundles,
-        "advisedBundles": int(min(max(1, math.ceil(fill / options.target_fill - 1e-9)), limits.max_bundles)),
+        "advisedBundles": int(
+            min(max(1, options.floor, math.ceil(fill / options.target_fill - 1e-9)), limits.max_bundles)
+        ),
+        "floor": options.floor,
         "bundlesAfterPlan": after,
         "hotBundles": sum(1 for x in loads if x.fill > 1.0),
         "coldBundles": sum(1 for x in loads if x.fill < options.cold_fill),
@@ -458,7 +473,7 @@ def _merges(
             j < n
             and j not in split_idx
             and loads[j].fill < options.cold_fill
-            and count - (j - i) >= options.min_bundles
+            and count - (j - i) >= options.floor
         ):
             mask = (topics.hashes >= bounds[i]) & _upper_mask(topics.hashes, bounds[j + 1])
             if float(vectors[mask].sum(axis=0).max() if mask.any() else 0.0) > options.merge_fill:

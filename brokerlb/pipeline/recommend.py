@@ -8,7 +8,8 @@
    advice and left alone.
 3. Per namespace (``applyInPandas`` over namespaces: coarse groups), the pure advisor
    :func:`brokerlb.pipeline.advisor.plan_namespace` picks balanced split boundaries for hot
-   bundles (hot topics alone), merges of adjacent cold bundles, and a bundle count.
+   bundles (hot topics alone), merges of adjacent cold bundles, and a bundle count -- never
+   fewer bundles than the brokers that reported in the window (``AdvisorOptions.brokers``).
 4. The result is a :class:`~brokerlb.plan.Plan` (splits first, then merges) that
    ``brokerlb plan apply PLAN --url ...`` sends to a cluster.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from brokerlb.errors import InvalidInputError
@@ -87,6 +89,21 @@ def _planner(layouts: dict[str, tuple[int, ...]], limits: BundleLimits, options:
     return plan_group
 
 
+def _brokers(spark: SparkSession, wh: Warehouse, since: int, until: int) -> int:
+    """Brokers that reported in the window (the history records no isolation policy: each of them
+    is taken as eligible for every namespace)."""
+    from pyspark.sql import functions as F
+
+    reports = wh.read_optional(spark, "broker_samples")
+    if reports is None:
+        return 0
+    window = reports.where((F.col("timestamp") >= since) & (F.col("timestamp") <= until))
+    if "removed" in window.columns:
+        window = window.where(~F.col("removed"))
+    row = window.agg(F.countDistinct("brokerId").alias("n")).first()
+    return int(row["n"]) if row is not None and row["n"] is not None else 0
+
+
 def recommend(
     spark: SparkSession,
     warehouse: str,
@@ -115,6 +132,9 @@ def recommend(
     if since is None:
         since = until - DEFAULT_WINDOW_MS
     window = samples.where((F.col("timestamp") >= since) & (F.col("timestamp") <= until))
+    brokers = _brokers(spark, wh, since, until)
+    if brokers > options.brokers:  # the floor: no fewer bundles than the brokers can share
+        options = replace(options, brokers=brokers)
     loads = topic_loads(window, statistic).persist()
     index = boundary_index(wh.read_optional(spark, "bundle_boundaries"), until=until)
     layouts = {ns: v.boundaries for ns, v in index.latest(until).items()}

@@ -58,6 +58,12 @@ def test_default_limits_find_nothing_hot_and_statistic_max(spark, history):
     plan = recommend(spark, str(history.warehouse), statistic="max")
     assert not [op for op in plan.operations if isinstance(op, SplitOp)]
     assert all(a["hotBundles"] == 0 for a in plan.advice)
+    # the floor: the history's 4 brokers; no namespace is advised fewer bundles than they can share
+    assert plan.source["options"]["brokers"] == 4
+    for advice in plan.advice:
+        if "currentBundles" in advice:
+            assert advice["floor"] == 4 and advice["advisedBundles"] >= 4
+            assert advice["bundlesAfterPlan"] >= min(4, advice["currentBundles"]), advice
 
 
 def test_cli_recommend_writes_a_plan(spark, history, tmp_path, capsys):

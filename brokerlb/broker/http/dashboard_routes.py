@@ -3,7 +3,8 @@
 | request | answer |
 |---|---|
 | ``GET /dashboard`` (and ``/dashboard/``) | the page (plain HTML, CSS and JavaScript shipped in the package; no CDN) |
-| ``GET /dashboard/static/{file}`` | its script and style sheet |
+| ``GET /dashboard/static/{file}`` | its script, style sheet and icon |
+| ``GET /favicon.ico`` | the icon (SVG), for any page of the broker a browser opens |
 | ``GET /dashboard/api/state`` | the state document (:mod:`brokerlb.broker.dashboard_state`), from the leader |
 | ``GET /dashboard/api/bundle?name=t/ns/0x.._0x..`` | what the leader saw happen to one bundle |
 
@@ -35,7 +36,7 @@ __all__ = ["dashboard_router"]
 
 logger = logging.getLogger(__name__)
 
-_STATIC = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
+_STATIC = {"dashboard.js": "text/javascript", "dashboard.css": "text/css", "favicon.svg": "image/svg+xml"}
 
 
 def _asset(name: str) -> bytes:
@@ -73,6 +74,12 @@ def dashboard_router(
     @router.get("/dashboard/", openapi_extra=public)
     async def index() -> Response:
         return Response(page, media_type="text/html; charset=utf-8")
+
+    @router.get("/favicon.ico", openapi_extra=public)
+    async def favicon() -> Response:
+        """The icon a browser asks every page of the broker for (it was a 404 in every access log)."""
+        icon, media = assets["favicon.svg"]
+        return Response(icon, media_type=media, headers={"cache-control": "max-age=86400"})
 
     @router.get("/dashboard/static/{name}", openapi_extra=public)
     async def static(name: str) -> Response:

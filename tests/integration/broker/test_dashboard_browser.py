@@ -38,8 +38,13 @@ async def test_dashboard_shows_brokers_ring_and_a_forced_unload_with_its_reason(
             page = await browser.new_page(viewport={"width": 1500, "height": 1100})
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
+            failed: list[str] = []
+            page.on("requestfailed", lambda request: failed.append(request.url))
+            page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
             response = await page.goto(f"{follower_url}/dashboard", wait_until="load")
             assert response is not None and response.status == 200
+            icon = await page.request.get(f"{follower_url}/favicon.ico")  # what a browser asks any page for
+            assert icon.status == 200 and icon.headers["content-type"] == "image/svg+xml"
 
             rows = page.locator("#brokers tbody tr")
             await page.wait_for_function(
@@ -76,6 +81,7 @@ async def test_dashboard_shows_brokers_ring_and_a_forced_unload_with_its_reason(
             assert "Owned → Releasing" in story and "Releasing → Free" in story and ": unload" in story
             await page.locator("#story-section").screenshot(path=str(shots / "3-bundle-story.png"))
             assert not errors, errors
+            assert not failed, failed  # every file the page loads is there (the icon was a 404)
     finally:
         await cluster.stop()
 

@@ -140,6 +140,21 @@ def test_cold_adjacent_bundles_merge_within_limits():
     assert sum(len(op.bundles) - 1 for op in kept.merges) == 2
 
 
+def test_a_namespace_keeps_a_bundle_per_eligible_broker():
+    """Pulsar's default limits, a cold 4-bundle namespace on 3 brokers: merging it into one bundle
+    leaves two brokers the namespace cannot use. The floor keeps 3 (and advises 3)."""
+    layout = NamespaceBundles.create(NS, 4)
+    names = [n for b in layout for n in topics_in(b, 2, f"c{b.lower}")]
+    cold = loads(names, [10.0] * len(names))
+    alone = plan_namespace(NS, layout.boundaries, cold)
+    assert alone.advice["bundlesAfterPlan"] == 1 and alone.advice["advisedBundles"] == 1
+    floor = plan_namespace(NS, layout.boundaries, cold, options=AdvisorOptions(brokers=3))
+    assert floor.advice["bundlesAfterPlan"] == 3 and sum(len(op.bundles) - 1 for op in floor.merges) == 1
+    assert floor.advice["advisedBundles"] == 3 and floor.advice["floor"] == 3
+    more_brokers = plan_namespace(NS, layout.boundaries, cold, options=AdvisorOptions(brokers=5))
+    assert not more_brokers.merges and more_brokers.advice["advisedBundles"] == 5
+
+
 def test_merged_load_stays_under_merge_fill():
     layout = NamespaceBundles.create(NS, 4)
     names = [n for b in layout for n in topics_in(b, 1, f"c{b.lower}")]
