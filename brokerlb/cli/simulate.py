@@ -3,9 +3,10 @@
 ``brokerlb simulate SCENARIO`` runs a scenario (a YAML file or a library name, see
 ``--list``) under one or several strategies, shows a progress bar while it runs and prints
 a summary table (one column per strategy). With ``--report DIR`` it also writes PNG plots,
-an HTML page comparing the strategies side by side (``DIR/index.html``), ``summary.json``,
-and the simulated cluster's load history and topic stats in the data pipeline's input
-format (``DIR/history/<strategy>/``).
+an HTML page comparing the strategies side by side (``DIR/index.html``) and ``summary.json``;
+with ``--history`` too, the simulated cluster's load history and topic stats in the data
+pipeline's input format (``DIR/history/<strategy>/``: off by default, it made a report of a
+few strategies over two hours hundreds of megabytes).
 
 Which strategies run: ``--compare A,B,...``, else ``--strategy S``, else the scenario's
 ``strategies`` list. Progress (a bar per strategy) shows on stderr when it is a terminal, and
@@ -50,7 +51,9 @@ _TOPICS_EVERY = typer.Option(
 )
 _JOBS = typer.Option(1, "--jobs", "-j", min=1, help="run strategies in this many processes")
 _HISTORY = typer.Option(
-    True, "--history/--no-history", help="with --report, write the load history (pipeline format)"
+    False,
+    "--history/--no-history",
+    help="with --report, also write the load history (pipeline format; tens of MB per strategy-hour)",
 )
 _VALIDATE = typer.Option(False, "--validate", help="check the simulator's invariants every cycle")
 _JSON = typer.Option(False, "--json", help="print the summaries as JSON instead of a table")

@@ -21,8 +21,9 @@ Stimulus ids name the cause (``lookup-17``, ``shed-3``, ``transfer-5``, ``split-
 ``restart-9``, ``failure-1``, ``merge-4``).
 
 A bundle is **unavailable** (counted as "time without an owner") from the moment it loses a
-serving owner -- unload started, owner crashed, or first lookup requested -- until a live
-broker owns it again. A **move** is completed when a bundle that had an owner gets one
+serving owner -- unload started, owner crashed, merged -- until a live broker owns it again. The
+first placement of a bundle that never had an owner does not count: a strategy that moved
+nothing shows no time without an owner. A **move** is completed when a bundle that had an owner gets one
 again: ``returned`` when the new owner is the broker it was shed from (Pulsar issue #21722),
 ``flap`` when the previous balancer move of the bundle finished less than the grace period
 earlier.
@@ -180,9 +181,10 @@ class OwnershipTable:
     # ------------------------------------------------------------------ transitions
 
     def request_lookup(self, b: int, now_ms: float) -> None:
-        """Clients want a ``Free`` bundle: it waits for an owner from now on."""
+        """Clients want a ``Free`` bundle: it is placed at their lookup. The wait of a bundle that
+        lost its owner counts from that loss; the first placement of a bundle that never had an
+        owner (at the start, a new namespace) is no time *without* an owner."""
         self.lookup_pending[b] = True
-        self._unavailable(b, now_ms)
 
     def assign(
         self, b: int, broker: int, now_ms: float, cause: str = "lookup", detail: str = ""

@@ -62,8 +62,14 @@ def test_json_summary_and_report(tmp_path):
     summary = json.loads(result.stdout)
     assert list(summary) == ["OverloadShedder"] and summary["OverloadShedder"]["cycles"] == 3
     assert (out / "index.html").is_file() and (out / "summary.json").is_file()
+    assert not (out / "history").exists(), "the load history only with --history (it reached 353 MB)"
     if importlib.util.find_spec("brokerlb.history") is not None:
-        samples = out / "history" / "OverloadShedder" / "broker-samples"
+        with_history = tmp_path / "with-history"
+        result = simulate(
+            str(path), "--strategy", "OverloadShedder", "--report", str(with_history), "--history"
+        )
+        assert result.exit_code == 0, result.output
+        samples = with_history / "history" / "OverloadShedder" / "broker-samples"
         assert samples.is_dir() and any(samples.glob("*.jsonl"))
 
 

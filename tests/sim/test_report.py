@@ -51,5 +51,9 @@ def test_html_names_every_strategy_side_by_side(report):
     html = index.read_text()
     for r in results:
         assert f"data-strategy='{r.label}'" in html
-    assert html.count("<section class='strategy'") == 2 and "--n: 2" in html
+    assert html.count("<section class='strategy'") == 2
+    assert "repeat(auto-fit" in html, "columns wrap: every strategy stays on screen"
+    for r in results:  # each strategy's moves in a full-width table of their own
+        if r.moves:
+            assert f"<table class='moves' data-strategy='{r.label}'>" in html
     assert "fail_broker" in html and "seed <code>5</code>" in html

@@ -42,3 +42,29 @@ def test_report_renders_side_by_side_with_every_image_loaded(tmp_path):
         assert len(images) == 5 + 2 * 2
         assert all(img["ok"] for img in images), images
         assert page.locator("section.strategy table.decisions tbody tr").count() >= 2
+
+
+def test_every_strategy_of_a_wide_comparison_stays_on_screen_with_readable_moves(tmp_path):
+    """Five strategies at 1400 px: the columns wrap instead of running off-screen (the last one,
+    brokerlb, was out of view), and each strategy's moves are a full-width table whose bundle
+    ranges do not break over lines."""
+    scenario = small_scenario(minutes=6)
+    strategies = ["ThresholdShedder", "UniformLoadShedder", "AvgShedder", "TransferShedder", "brokerlb"]
+    results = compare(scenario, strategies)
+    write_report(scenario, results, tmp_path)
+    with serve_directory(tmp_path) as base, headless_chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"{base}/index.html", wait_until="load")
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 1400
+        columns = page.locator("section.strategy")
+        assert columns.count() == 5
+        for i in range(5):
+            box = columns.nth(i).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1400
+        for table in page.locator("table.moves").all():
+            cell = table.locator("td.range").first
+            if cell.count():
+                lines = cell.evaluate(
+                    "c => { const r = document.createRange(); r.selectNodeContents(c); return r.getClientRects().length; }"
+                )
+                assert lines == 1  # the range on one line

@@ -5,8 +5,11 @@
 1. the scenario: description, seed, duration, brokers, namespaces, events, config;
 2. the summary table -- one column per strategy, the best value of each row marked;
 3. the comparison plots (every strategy on one chart);
-4. side by side, one column per strategy: its per-broker load plot, its heat map, the
-   engine's decisions by label and reason, and its first moves.
+4. side by side, a column per strategy (as many per row as the window holds, wrapping: every
+   strategy stays on screen): its per-broker load plot, its heat map, the engine's decisions by
+   label and reason, and how many moves it made;
+5. the moves of each strategy in a table of the page's full width: when, the bundle's namespace
+   and range, from and to, the cause.
 """
 
 from __future__ import annotations
@@ -33,12 +36,14 @@ th:first-child, td:first-child { text-align: left; }
 td.best { background: #e3f6e3; font-weight: 600; }
 td.explain { color: #666; text-align: left; font-size: .8rem; }
 .plots img { max-width: 100%; margin: .3rem 0; }
-.strategies { display: grid; gap: 1rem; grid-template-columns: repeat(var(--n), minmax(320px, 1fr));
-              overflow-x: auto; }
+.strategies { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(400px, 1fr)); }
 .strategy { border: 1px solid #ccc; border-radius: 6px; padding: .6rem; min-width: 0; }
 .strategy img { width: 100%; }
-.strategy table { width: 100%; font-size: .8rem; table-layout: fixed; }
-.strategy table.moves td { overflow-wrap: anywhere; text-align: left; }
+.strategy table { width: 100%; font-size: .8rem; }
+table.moves { font-size: .85rem; }
+table.moves td { text-align: left; white-space: nowrap; }
+table.moves td.range { font-family: ui-monospace, monospace; }
+details.moves { margin: .6rem 0; } details.moves summary { font-weight: 600; cursor: pointer; }
 .events li, .params li { margin: .1rem 0; }
 code { background: #f4f4f4; padding: 0 .2rem; }
 """
@@ -108,21 +113,25 @@ def _summary_section(results: Sequence[SimulationResult]) -> str:
     )
 
 
+#: moves listed per strategy in the moves section
+MOVES_SHOWN = 50
+
+
 def _strategy_column(result: SimulationResult, files: Sequence[str]) -> str:
     images = "".join(f"<img src='{escape(f)}' alt='{escape(f)}'>" for f in files)
     decisions = "".join(
         f"<tr><td>{escape(kind)}</td><td>{escape(label)}</td><td>{escape(reason)}</td><td>{count:,}</td></tr>"
         for kind, label, reason, count in decision_table(result)
     )
-    moves = "".join(
-        f"<tr><td>{format_duration((m['time'] - result.start_ms) / 1000)}</td><td>{escape(m['bundle'])}</td>"
-        f"<td>{escape(m['from'])} → {escape(m['to'])}</td><td>{escape(m['cause'])}</td></tr>"
-        for m in result.moves[:15]
-    )
-    more = f"<p class='muted'>... {len(result.moves) - 15:,} more moves</p>" if len(result.moves) > 15 else ""
     engine = result.summary.get("engine_seconds", 0.0)
     cpu = result.summary.get("cpu_seconds", 0.0)
     wall = result.summary.get("wall_seconds", 0.0)
+    count = len(result.moves)
+    moves = (
+        f"<p>{count:,} moves: <a href='#moves-{_anchor(result.label)}'>the list below</a></p>"
+        if count
+        else "<p class='muted'>no bundle moved</p>"
+    )
     return (
         f"<section class='strategy' data-strategy='{escape(result.label)}'>"
         f"<h2>{escape(result.label)}</h2>"
@@ -130,9 +139,39 @@ def _strategy_column(result: SimulationResult, files: Sequence[str]) -> str:
         f"the decision engine)</p>"
         f"{images}<h3>Decisions</h3><table class='decisions'><thead><tr><th>kind</th><th>label</th>"
         f"<th>reason</th><th>count</th></tr></thead><tbody>{decisions}</tbody></table>"
-        f"<h3>Moves</h3><table class='moves'><thead><tr><th>at</th><th>bundle</th><th>from → to</th>"
-        f"<th>cause</th></tr></thead><tbody>{moves}</tbody></table>{more}</section>"
+        f"<h3>Moves</h3>{moves}</section>"
     )
+
+
+def _anchor(label: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in label)
+
+
+def _moves_section(results: Sequence[SimulationResult]) -> str:
+    """Each strategy's moves, a full-width table per strategy (a narrow column made them unreadable)."""
+    parts = []
+    for result in results:
+        if not result.moves:
+            continue
+        rows = []
+        for m in result.moves[:MOVES_SHOWN]:
+            namespace, _, bundle_range = str(m["bundle"]).rpartition("/")
+            rows.append(
+                f"<tr><td>{format_duration((m['time'] - result.start_ms) / 1000)}</td>"
+                f"<td>{escape(namespace)}</td><td class='range'>{escape(bundle_range)}</td>"
+                f"<td>{escape(m['from'])} → {escape(m['to'])}</td><td>{escape(m['cause'])}</td></tr>"
+            )
+        more = len(result.moves) - MOVES_SHOWN
+        parts.append(
+            f"<details class='moves' id='moves-{_anchor(result.label)}' open>"
+            f"<summary>{escape(result.label)}: {len(result.moves):,} moves</summary>"
+            f"<table class='moves' data-strategy='{escape(result.label)}'><thead><tr><th>at</th>"
+            f"<th>namespace</th><th>bundle range</th><th>from → to</th><th>cause</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            + (f"<p class='muted'>... {more:,} more (summary.json has every one)</p>" if more > 0 else "")
+            + "</details>"
+        )
+    return "".join(parts) or "<p class='muted'>No strategy moved a bundle.</p>"
 
 
 def render_html(
@@ -162,7 +201,8 @@ def render_html(
         f"<section id='scenario'>{_scenario_section(scenario, results)}</section>"
         f"<section id='summary'><h2>Summary</h2>{_summary_section(results)}</section>"
         f"<section id='comparison' class='plots'><h2>Compared over time</h2>{comparison}</section>"
-        f"<h2>Side by side</h2><div class='strategies' style='--n: {max(1, len(results))}'>{columns}</div>"
+        f"<h2>Side by side</h2><div class='strategies'>{columns}</div>"
+        f"<section id='moves'><h2>Moves</h2>{_moves_section(results)}</section>"
         + (f"<section id='files'><h2>Files</h2><ul>{links}</ul></section>" if links else "")
         + "</body></html>"
     )

@@ -43,7 +43,8 @@ def test_initial_placement_spreads_every_bundle_and_conserves_load():
     assert np.bincount(sim.ownership.owner, minlength=3).tolist() == [6, 5, 5]
     served = result.series["served_throughput"]
     assert np.allclose(served, result.series["offered_throughput"])
-    assert result.summary["moves"] == 0 and result.summary["unowned_seconds"] == pytest.approx(16 * 0.5)
+    # nothing moved: no time without an owner (the first placements at start do not count)
+    assert result.summary["moves"] == 0 and result.summary["unowned_seconds"] == 0
 
 
 def test_same_seed_same_result_other_seed_other_traffic():
