@@ -68,7 +68,17 @@ def build_app() -> typer.Typer:
         app.add_typer(sub, name=name, help=help_text)
     for name, module, func in COMMANDS:
         app.command(name)(getattr(importlib.import_module(module), func))
+    _plain_help(app)
     return app
+
+
+def _plain_help(app: typer.Typer) -> None:
+    """Help as click prints it: options and their text wrapped to the terminal's width. Rich's help
+    panels gave the text a column of twenty characters or less at 80 columns."""
+    app.rich_markup_mode = None
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _plain_help(group.typer_instance)
 
 
 def main(argv: list[str] | None = None) -> None:

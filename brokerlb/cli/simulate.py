@@ -36,7 +36,9 @@ _SET = typer.Option(
     help="key=value: broker.conf key, or seed / duration / tick / timing.* / resources.* (repeatable)",
 )
 _SEED = typer.Option(None, "--seed", help="replace the scenario's seed")
-_REPORT = typer.Option(None, "--report", "-r", help="write plots, HTML and history into DIR")
+_REPORT = typer.Option(
+    None, "--report", "-r", help="write plots and HTML (and the history with --history) into DIR"
+)
 _WORKLOAD = typer.Option(
     None,
     "--workload",
@@ -221,15 +223,31 @@ def _history_available() -> bool:
 
 
 def _print_summary(name: str, results: list) -> None:  # type: ignore[type-arg]
+    """The summary table; strategies that do not fit the terminal's width side by side go to
+    further tables (each with the metric column), so no name or number is broken across lines."""
+    from rich import box
     from rich.table import Table
 
     from brokerlb.sim.report import summary_table
 
-    table = Table(title=f"{name}: summary")
-    table.add_column("metric")
-    for r in results:
-        table.add_column(r.label, justify="right", overflow="fold")
-    for row, values, best in summary_table(results):
-        cells = [f"[green]{v}[/green]" if i == best else v for i, v in enumerate(values)]
-        table.add_row(row.title, *cells)
-    console.print(table)
+    rows = summary_table(results)
+    metric_width = max(len(row.title) for row, _, _ in rows)
+    widths = [max(len(r.label), *(len(values[i]) for _, values, _ in rows)) for i, r in enumerate(results)]
+    groups: list[list[int]] = [[]]
+    used = metric_width + 4
+    for i, width in enumerate(widths):
+        if groups[-1] and used + width + 3 > console.width:
+            groups.append([])
+            used = metric_width + 4
+        groups[-1].append(i)
+        used += width + 3
+    for n, group in enumerate(groups, 1):
+        title = f"{name}: summary" + (f" ({n}/{len(groups)})" if len(groups) > 1 else "")
+        table = Table(title=title, box=box.SIMPLE_HEAD)
+        table.add_column("metric", no_wrap=True)
+        for i in group:
+            table.add_column(results[i].label, justify="right", no_wrap=True)
+        for row, values, best in rows:
+            cells = [f"[green]{values[i]}[/green]" if i == best else values[i] for i in group]
+            table.add_row(row.title, *cells)
+        console.print(table)
