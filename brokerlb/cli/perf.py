@@ -29,7 +29,12 @@ from brokerlb.cli.common import cli_errors, console, print_json
 app = typer.Typer(no_args_is_help=True, help="Load generation over the data path (pulsar-perf style).")
 
 _URL = typer.Option(
-    DEFAULT_URL, "--service-url", "-u", envvar="BROKERLB_URL", help="any broker's web URL (lookups)"
+    DEFAULT_URL,
+    "--service-url",
+    "-u",
+    envvar="BROKERLB_URL",
+    help="a broker's web URL (WebSocket data path), or pulsar://host:port as pulsar-perf takes "
+    "(Pulsar's binary protocol, through the official client)",
 )
 _TOPICS = typer.Option(1, "--num-topics", "-t", help="number of topics: TOPIC-0 .. TOPIC-(N-1)")
 _DURATION = typer.Option(0.0, "--test-duration", "-d", help="seconds to run (0 = until Ctrl-C)")

@@ -26,6 +26,7 @@ from typing import Any
 
 from brokerlb.client import Client, Consumer, Producer
 from brokerlb.errors import BrokerLBError, InvalidInputError
+from brokerlb.perf.binary import BinaryClient, is_binary_url
 from brokerlb.perf.histogram import LatencyHistogram
 from brokerlb.perf.pauses import Pause, PauseTracker
 from brokerlb.perf.workload import Pacer, Picker, topic_names
@@ -228,7 +229,7 @@ class ProduceRun:
         self,
         options: ProduceOptions,
         *,
-        client: Client | None = None,
+        client: Client | BinaryClient | None = None,
         topics: list[str] | None = None,
         weights: list[float] | None = None,
     ) -> None:
@@ -237,7 +238,9 @@ class ProduceRun:
         self.options = options
         self.topics = list(topics) if topics is not None else topic_names(options.topic, options.num_topics)
         self._own_client = client is None
-        self.client = client or Client(options.service_url, operation_timeout=max(30.0, options.send_timeout))
+        self.client = client or perf_client(
+            options.service_url, operation_timeout=max(30.0, options.send_timeout)
+        )
         seed = options.seed
         self._topic_picker = (
             Picker.from_weights(weights, seed=seed)
@@ -432,6 +435,14 @@ class ProduceRun:
         )
 
 
+def perf_client(service_url: str, *, operation_timeout: float = 30.0) -> Client | BinaryClient:
+    """The client for ``service_url``: brokerlb's WebSocket client for a web URL, Pulsar's official
+    client over the binary protocol for ``pulsar://`` (:mod:`brokerlb.perf.binary`)."""
+    if is_binary_url(service_url):
+        return BinaryClient(service_url, operation_timeout=operation_timeout)
+    return Client(service_url, operation_timeout=operation_timeout)
+
+
 def parse_publish_time(text: str) -> float | None:
     """Pulsar's ``publishTime`` (ISO-8601) → epoch seconds; ``None`` if unreadable."""
     try:
@@ -444,13 +455,17 @@ class ConsumeRun:
     """One ``perf consume`` run: a consumer per topic, each acking what it receives."""
 
     def __init__(
-        self, options: ConsumeOptions, *, client: Client | None = None, topics: list[str] | None = None
+        self,
+        options: ConsumeOptions,
+        *,
+        client: Client | BinaryClient | None = None,
+        topics: list[str] | None = None,
     ) -> None:
         options.check()
         self.options = options
         self.topics = list(topics) if topics is not None else topic_names(options.topic, options.num_topics)
         self._own_client = client is None
-        self.client = client or Client(options.service_url)
+        self.client = client or perf_client(options.service_url)
         self.consumers: list[Consumer] = []
         self.latency = LatencyHistogram()
         self.received = 0

@@ -18,11 +18,16 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def broker_url() -> AsyncIterator[str]:
+async def standalone() -> AsyncIterator[StandaloneProcess]:
     async with StandaloneProcess(1, {"webSocketServiceEnabled": True, "clusterName": "perf"}) as cluster:
         async with AsyncAdminClient(cluster.urls[0]) as admin:
             await admin.create_namespace("public/perf", num_bundles=4)
-        yield cluster.urls[0]
+        yield cluster
+
+
+@pytest.fixture
+def broker_url(standalone: StandaloneProcess) -> str:
+    return standalone.urls[0]
 
 
 async def _cli(*args: str) -> tuple[int, str, str]:
@@ -107,3 +112,30 @@ async def test_perf_produce_and_consume_account_for_every_message(broker_url: st
 async def test_perf_reports_a_missing_namespace_as_an_error(broker_url: str) -> None:
     code, _out, err = await _cli("produce", "persistent://public/missing/t", "-u", broker_url, "-d", "1")
     assert code != 0 and "does not exist" in err
+
+
+async def test_perf_takes_a_pulsar_url_as_pulsar_perf_does(standalone: StandaloneProcess) -> None:
+    """``-u pulsar://host:port``: the binary protocol, through Pulsar's official client (it was refused:
+    "Request URL has an unsupported protocol 'pulsar://'")."""
+    binary = standalone.binary_urls[0]
+    assert binary.startswith("pulsar://")
+    base = "persistent://public/perf/binary"
+    consume = asyncio.create_task(_cli("consume", base, "-u", binary, "-t", "2", "-m", "200", "--json"))
+    url = standalone.urls[0]
+
+    async def subscribed() -> bool:
+        async with AsyncAdminClient(url) as admin:
+            stats = await admin.get_topics_stats()
+        names = [
+            t for bundles in stats.get("public/perf", {}).values() for ts in bundles.values() for t in ts
+        ]
+        return sum(1 for t in names if t.startswith(base)) >= 2
+
+    await eventually(subscribed, timeout=90, message="the binary consumers subscribed")
+    code, out, err = await _cli("produce", base, "-u", binary, "-t", "2", "-r", "200", "-m", "200", "--json")
+    assert code == 0, err
+    produced = json.loads(out)
+    assert produced["sent"] == produced["acked"] == 200 and produced["errored"] == 0
+    code, out, err = await consume
+    assert code == 0, err
+    assert json.loads(out)["received"] == 200
