@@ -11,7 +11,7 @@ whose report did not change too. :class:`FoldCache` does the same arithmetic on 
 * a bundle reported by two brokers (a stale report of its previous owner) is folded twice,
   in broker order: occurrences are processed in rounds, the k-th report of a bundle in round k;
 * a broker's sums are accumulated sequentially from 0.0 in its ``lastStats`` order
-  (``numpy.cumsum`` over a zero-padded row is a running sum), exactly as ``s += value`` does;
+  (added position by position over a zero-padded matrix), exactly as ``s += value`` does;
 * the windows live in a :class:`~brokerlb.loadbalance.windows.WindowTable` (the ``BundleData``
   objects hold views of its columns, adopted on their first fold); a topic count is written
   only when it changes.
@@ -212,8 +212,10 @@ class FoldCache:
         ):
             for occ in rounds:
                 c = columns if occ is None else columns[occ]
-                n = np.minimum(data[0, c] + 1.0, data[1, c])
-                new = data[2:6, c]
+                n = data[0].take(c)
+                n += 1.0
+                np.minimum(n, data[1].take(c), out=n)
+                new = data[2:6].take(c, axis=1)
                 new *= n - 1.0
                 new += x if occ is None else x[:, occ]
                 new /= n
@@ -225,7 +227,7 @@ class FoldCache:
                 else:
                     values[part : part + 4, occ] = new
         if len(layout.long_rounds) > 1:
-            final = data[2:6, layout.long]  # each window as its last report left it
+            final = data[2:6].take(layout.long, axis=1)  # each window as its last report left it
         assert final is not None
         self._set_topics(layout, counts[0])
         _set_broker_sums([b[2] for b in brokers], layout)
@@ -362,12 +364,15 @@ class _Layout:
         self.last_rows = rows[self.last]
         longest = int(lengths.max()) if len(lengths) else 0
         self.padded: np.ndarray | None = None
-        self.broker = self.position = np.zeros(0, np.int64)
+        self.places = np.zeros(0, np.int64)
         if size and longest * len(lengths) <= 4 * size + 64:
-            # one padded matrix, a zero first: zeros leave a running sum unchanged
-            self.padded = np.zeros((8, len(lengths), longest + 1))
-            self.broker = np.repeat(np.arange(len(lengths)), lengths)
-            self.position = np.arange(size) - np.repeat(self.offsets[:-1], lengths) + 1
+            # one padded matrix, position x value x broker, a zero first: zeros leave a running
+            # sum unchanged; each occurrence's place in it, flat (values row r of occurrence i)
+            brokers = len(lengths)
+            self.padded = np.zeros((longest + 1, 8, brokers))
+            broker = np.repeat(np.arange(brokers), lengths)
+            position = np.arange(size) - np.repeat(self.offsets[:-1], lengths) + 1
+            self.places = (position * (8 * brokers) + broker + brokers * np.arange(8)[:, None]).ravel()
 
     def fits(self, segments: Sequence[Segment]) -> bool:
         return len(segments) == len(self.structure) and all(
@@ -423,8 +428,10 @@ def _set_broker_sums(averages: Sequence[TimeAverageBrokerData], layout: _Layout)
     """Each broker's eight sums, added in report order from 0.0 (a running sum per broker)."""
     values, padded = layout.values, layout.padded
     if padded is not None:
-        padded[:, layout.broker, layout.position] = values
-        sums = np.cumsum(padded, axis=2)[:, :, -1]
+        padded.reshape(-1).put(layout.places, values)
+        sums = padded[0].copy()
+        for row in padded[1:]:  # position by position: each broker's sum in its report order
+            sums += row
     else:
         sums = np.zeros((8, len(layout.lengths)))
         offsets = layout.offsets.tolist()

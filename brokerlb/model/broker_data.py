@@ -366,8 +366,12 @@ class LocalBrokerData:
     # ------------------------------------------------------------------ copies and JSON
 
     def copy(self) -> LocalBrokerData:
-        """An independent copy (collections copied; their values are immutable)."""
-        clone = LocalBrokerData(**{name: getattr(self, name) for name in _FIELD_NAMES})
+        """An independent copy (collections copied; their values are immutable). Not validated
+        again: every value was checked when this report was made or read, and the collections are
+        copied as they are."""
+        clone: LocalBrokerData = object.__new__(LocalBrokerData)
+        for name, value in zip(_FIELD_NAMES, map(self.__getattribute__, _FIELD_NAMES), strict=True):
+            _set_field[name](clone, value)
         stats = self.last_stats
         clone.last_stats = stats if isinstance(stats, BundleStatsColumns) else dict(stats)
         clone.bundles = set(self.bundles)
@@ -447,6 +451,7 @@ class LocalBrokerData:
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(LocalBrokerData))
+_set_field = {name: getattr(LocalBrokerData, name).__set__ for name in _FIELD_NAMES}
 
 
 def _checked_stats(

@@ -65,20 +65,18 @@ class BundleStatsColumns(Mapping[str, NamespaceBundleStats]):
         names = tuple(names)
         n = len(names)
         index = dict(zip(names, range(n), strict=True))
-        if len(index) != n or not all(type(name) is str for name in names):
+        if len(index) != n or (n and set(map(type, names)) != {str}):
             bad = next((x for x in names if not isinstance(x, str)), None)
             raise invalid(path, bad if bad is not None else names, "bundle names must be distinct strings")
-        values = np.array(rates, dtype=np.float64).reshape(len(RATE_FIELDS), n) + 0.0  # -0.0 -> 0.0
-        bad_rate = ~np.isfinite(values) | (values < 0)
-        if bad_rate.any():
-            row, col = np.argwhere(bad_rate)[0].tolist()
-            why = "must not be negative" if np.isfinite(values[row, col]) else "not a finite number"
-            raise invalid(f"{path}[{names[col]}].{RATE_FIELDS[row]}", float(values[row, col]), why)
+        values = np.array(rates, dtype=np.float64).reshape(len(RATE_FIELDS), n)
+        values += 0.0  # -0.0 -> 0.0
+        if not (values >= 0).all() or not np.isfinite(values).all():  # NaN fails >= 0
+            _refuse_rates(names, values, path)
         whole = np.asarray(counts)
         if whole.dtype.kind not in "iu":
             raise invalid(path, whole.dtype.name, "counts must be integers")
         whole = whole.astype(np.int64).reshape(len(COUNT_FIELDS), n)
-        if (whole < 0).any():
+        if n and whole.min() < 0:
             row, col = np.argwhere(whole < 0)[0].tolist()
             raise invalid(
                 f"{path}[{names[col]}].{COUNT_FIELDS[row]}", int(whole[row, col]), "must not be negative"
@@ -144,6 +142,14 @@ class BundleStatsColumns(Mapping[str, NamespaceBundleStats]):
         )
         columns._samples = samples
         return columns
+
+
+def _refuse_rates(names: tuple[str, ...], values: np.ndarray, path: str) -> None:
+    """Raise for the first rate that is not finite or is negative."""
+    bad = ~np.isfinite(values) | (values < 0)
+    row, col = np.argwhere(bad)[0].tolist()
+    why = "must not be negative" if np.isfinite(values[row, col]) else "not a finite number"
+    raise invalid(f"{path}[{names[col]}].{RATE_FIELDS[row]}", float(values[row, col]), why)
 
 
 _RATE_ATTRS = ("msg_throughput_in", "msg_throughput_out", "msg_rate_in", "msg_rate_out")

@@ -67,6 +67,9 @@ class BundleTraffic:
     producers: np.ndarray
     consumers: np.ndarray
     topics: np.ndarray
+    #: the rows of a report's columns for every bundle (:meth:`stats_map`), stacked when first asked
+    _rates: np.ndarray | None = field(default=None, init=False, repr=False)
+    _counts: np.ndarray | None = field(default=None, init=False, repr=False)
 
     def check(self) -> None:
         """Every value finite and ``>= 0`` (what :class:`NamespaceBundleStats` validates), checked
@@ -101,24 +104,17 @@ class BundleTraffic:
     def stats_map(self, bundles: np.ndarray, bundle_names: list[str]) -> BundleStatsColumns:
         """The samples of ``bundles`` in order, as a report's ``lastStats`` held in columns (a
         report holds every bundle of its broker; no sample object is made)."""
+        if self._rates is None or self._counts is None:
+            self._rates = np.stack(
+                (self.msg_throughput_in, self.msg_throughput_out, self.msg_rate_in, self.msg_rate_out)
+            )
+            self._counts = np.stack(
+                (self.topics, self.consumers, self.producers, np.zeros(len(self.topics), dtype=np.int64))
+            )
         return BundleStatsColumns(
             [bundle_names[b] for b in bundles.tolist()],
-            np.stack(
-                (
-                    self.msg_throughput_in[bundles],
-                    self.msg_throughput_out[bundles],
-                    self.msg_rate_in[bundles],
-                    self.msg_rate_out[bundles],
-                )
-            ),
-            np.stack(
-                (
-                    self.topics[bundles],
-                    self.consumers[bundles],
-                    self.producers[bundles],
-                    np.zeros(len(bundles), dtype=np.int64),
-                )
-            ),
+            self._rates.take(bundles, axis=1),
+            self._counts.take(bundles, axis=1),
         )
 
     @property

@@ -35,7 +35,6 @@ import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import IntEnum
 
 import numpy as np
 
@@ -55,8 +54,11 @@ from brokerlb.ownership import (
 __all__ = ["BundleState", "Move", "OwnershipTable", "BALANCER_CAUSES"]
 
 
-class BundleState(IntEnum):
-    """Mirror of the machine's state per bundle id (only the states the simulator uses)."""
+class BundleState:
+    """Mirror of the machine's state per bundle id (only the states the simulator uses): the
+    values of the ``state`` array. Plain ints, not an ``IntEnum``: numpy compares whole arrays
+    with them every cycle, and it looks up its protocol attributes on an enum member's class
+    through the enum's slow ``__getattr__``."""
 
     FREE = 0
     OWNED = 1

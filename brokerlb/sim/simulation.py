@@ -35,6 +35,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from operator import is_
 from typing import Any
 
 import numpy as np
@@ -158,6 +159,8 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self._cycle_moves: list[Move] = []
         self._cycle_splits = 0
         self._bundle_traffic: BundleTraffic | None = None
+        #: (topology version, bundle ids), the count arrays summed, their sums (:meth:`_count_sums`)
+        self._counts: tuple[tuple[int, int], tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None = None
         #: CPU seconds inside the decision engine; wall and CPU seconds of :meth:`run`
         self.engine_seconds = 0.0
         #: engine phase (refresh, shed, split, place) -> [CPU seconds, calls]
@@ -290,19 +293,42 @@ class Simulation(LeaderDuties, ClusterLifecycle):
     def _bundle_sums(self, traffic: TopicTraffic) -> BundleTraffic:
         n = self.topology.num_bundle_ids
         tb = self.topology.topic_bundle
+        done: dict[int, np.ndarray] = {}
 
         def total(values: np.ndarray) -> np.ndarray:
-            return np.bincount(tb, weights=values, minlength=n)
+            summed = done.get(id(values))
+            if summed is not None:  # one array for two quantities (a fanout of 1): summed once
+                return summed.copy()
+            summed = done[id(values)] = np.bincount(tb, weights=values, minlength=n)
+            return summed
 
+        producers, consumers, topics = self._count_sums(traffic, tb, n)
         return BundleTraffic(
             msg_rate_in=total(traffic.msg_rate_in),
             msg_rate_out=total(traffic.msg_rate_out),
             msg_throughput_in=total(traffic.msg_throughput_in),
             msg_throughput_out=total(traffic.msg_throughput_out),
-            producers=np.bincount(tb, weights=traffic.producers, minlength=n).astype(np.int64),
-            consumers=np.bincount(tb, weights=traffic.consumers, minlength=n).astype(np.int64),
-            topics=np.bincount(tb, weights=traffic.active, minlength=n).astype(np.int64),
+            producers=producers,
+            consumers=consumers,
+            topics=topics,
         )
+
+    def _count_sums(self, traffic: TopicTraffic, tb: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
+        """Producers, consumers and active topics per bundle; kept while the counts are the same
+        arrays (every topic active: the workload's own) and no topic moved to another bundle."""
+        sources = (traffic.producers, traffic.consumers, traffic.active)
+        cached = self._counts
+        if (
+            cached is not None
+            and cached[0] == (self.topology.version, n)
+            and all(map(is_, cached[1], sources))
+        ):
+            return cached[2]
+        sums = tuple(np.bincount(tb, weights=values, minlength=n).astype(np.int64) for values in sources)
+        for summed in sums:
+            summed.flags.writeable = False  # shared by the cycles that reuse it
+        self._counts = ((self.topology.version, n), sources, sums)
+        return sums
 
     def _broker_sums(self, bundle: BundleTraffic, served: np.ndarray) -> dict[str, np.ndarray]:
         owner = self.ownership.owner[served]

@@ -49,6 +49,8 @@ class Topology:
         self._bundle_ns: list[int] = []
         self.bundle_live = np.zeros(0, dtype=bool)
         self.bundle_index: dict[str, int] = {}
+        #: bumped whenever a topic moves to another bundle (a split or a merge)
+        self.version = 0
         for i, (name, spec) in enumerate(namespaces):
             bundles = spec if isinstance(spec, NamespaceBundles) else NamespaceBundles.create(name, spec)
             self.ns_bundles.append(bundles)
@@ -162,6 +164,7 @@ class Topology:
         return np.arange(start, len(self.bundle_names), dtype=np.int32)
 
     def _map_topics(self, ns: int) -> None:
+        self.version += 1
         ids = self._ns_topics[ns]
         if len(ids) == 0:
             return

@@ -49,7 +49,9 @@ class TopicTraffic:
     """Traffic of every topic at one instant (arrays indexed by topic id).
 
     Rates are messages/s, throughputs bytes/s; ``active`` is False for a topic that does
-    not exist yet (it then has zero traffic and no connections).
+    not exist yet (it then has zero traffic and no connections). The arrays are not written
+    after they are handed out, so two quantities with the same values may be one array (with a
+    fanout of 1 everywhere, ``msg_rate_out`` is ``msg_rate_in``).
     """
 
     msg_rate_in: np.ndarray
@@ -122,6 +124,7 @@ class SyntheticWorkload:
         self._consumers = cat(consumers, np.int64)
         self._ns = cat(ns_of, np.int32)
         self._noisy = bool((self._sigma > 0).any())
+        self._unit_fanout = bool((self._fanout == 1.0).all())  # out == in: one array for both
         self._half_variance = 0.5 * self._sigma**2
         self._last_activation = float(self._activation.max()) if len(self._activation) else 0.0
         self._all_true = np.ones(len(self._base_rate), dtype=bool)
@@ -179,12 +182,17 @@ class SyntheticWorkload:
             rate[~active] = 0.0
             producers = np.where(active, self._producers, 0)
             consumers = np.where(active, self._consumers, 0)
-        out = rate * self._fanout
+        throughput_in = rate * self._size
+        if self._unit_fanout:  # rate * 1.0 is rate, bit for bit
+            out, throughput_out = rate, throughput_in
+        else:
+            out = rate * self._fanout
+            throughput_out = out * self._size
         return TopicTraffic(
             msg_rate_in=rate,
             msg_rate_out=out,
-            msg_throughput_in=rate * self._size,
-            msg_throughput_out=out * self._size,
+            msg_throughput_in=throughput_in,
+            msg_throughput_out=throughput_out,
             producers=producers,
             consumers=consumers,
             active=active,
