@@ -50,9 +50,14 @@ def _bucket(key: str, capacity: int) -> int:
 
 def java_hash_map_order(keys: Iterable[str]) -> list[str]:
     """``keys`` (insertion order) in the order a ``HashMap`` holding them iterates."""
-    ordered = list(dict.fromkeys(keys))
+    return list(_hash_map_order(tuple(dict.fromkeys(keys))))
+
+
+@lru_cache(maxsize=16)
+def _hash_map_order(ordered: tuple[str, ...]) -> tuple[str, ...]:
+    """The order of distinct keys; the same brokers are ordered cycle after cycle."""
     capacity = hash_map_capacity(len(ordered))
-    return [key for _, _, key in sorted((_bucket(k, capacity), i, k) for i, k in enumerate(ordered))]
+    return tuple(key for _, _, key in sorted((_bucket(k, capacity), i, k) for i, k in enumerate(ordered)))
 
 
 class JavaOrder:

@@ -69,7 +69,7 @@ class BundleData:
     @classmethod
     def new_default(cls) -> BundleData:
         """Pulsar's ``newDefaultBundleData()``: 10/1000 windows at 50 msg/s and 50 000 B/s, no samples."""
-        return cls.with_defaults(NUM_SHORT_SAMPLES, NUM_LONG_SAMPLES, NamespaceBundleStats.new_default())
+        return cls(_DEFAULT_SHORT.copy(), _DEFAULT_LONG.copy())
 
     @classmethod
     def from_resource_quota(cls, quota: ResourceQuota) -> BundleData:
@@ -115,6 +115,9 @@ class BundleData:
             obj.count("topics"),
         )
 
+
+_DEFAULT_SHORT = TimeAverageMessageData.with_defaults(NUM_SHORT_SAMPLES, NamespaceBundleStats.new_default())
+_DEFAULT_LONG = TimeAverageMessageData.with_defaults(NUM_LONG_SAMPLES, NamespaceBundleStats.new_default())
 
 _QUOTA_FIELDS = (
     ("msg_rate_in", "msgRateIn"),

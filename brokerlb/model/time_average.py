@@ -136,14 +136,15 @@ class TimeAverageMessageData:
         return (a > b) - (a < b)
 
     def copy(self) -> TimeAverageMessageData:
-        return TimeAverageMessageData(
-            self.max_samples,
-            self.num_samples,
-            self.msg_throughput_in,
-            self.msg_throughput_out,
-            self.msg_rate_in,
-            self.msg_rate_out,
-        )
+        """A plain copy (of a column view too), not validated again: these values were."""
+        clone: TimeAverageMessageData = _new(TimeAverageMessageData)
+        _set_max(clone, self.max_samples)
+        _set_num(clone, self.num_samples)
+        _set_tin(clone, self.msg_throughput_in)
+        _set_tout(clone, self.msg_throughput_out)
+        _set_rin(clone, self.msg_rate_in)
+        _set_rout(clone, self.msg_rate_out)
+        return clone
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"maxSamples": self.max_samples, "numSamples": self.num_samples}
@@ -170,6 +171,20 @@ _BROKER_FIELDS = (
     ("long_term_msg_throughput_out", "longTermMsgThroughputOut"),
     ("long_term_msg_rate_in", "longTermMsgRateIn"),
     ("long_term_msg_rate_out", "longTermMsgRateOut"),
+)
+
+
+_new = object.__new__
+_set_max, _set_num, _set_tin, _set_tout, _set_rin, _set_rout = (
+    getattr(TimeAverageMessageData, name).__set__
+    for name in (
+        "max_samples",
+        "num_samples",
+        "msg_throughput_in",
+        "msg_throughput_out",
+        "msg_rate_in",
+        "msg_rate_out",
+    )
 )
 
 

@@ -62,6 +62,12 @@ class ThresholdShedderState:
     """ThresholdShedder's memory: broker -> smoothed usage (Pulsar's ``brokerAvgResourceUsage``)."""
 
     history: dict[str, float] = field(default_factory=dict)
+    #: broker -> (the report, the weights, its weighted usage): a report handed to the leader is
+    #: never changed in place (:func:`~brokerlb.loadbalance.refresh.refresh`), so an unchanged
+    #: report's usage is not computed again (most reports are unchanged from one cycle to the next)
+    usage: dict[str, tuple[LocalBrokerData, tuple[float, ...], float]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
 
 class ThresholdShedder:
@@ -177,15 +183,7 @@ class ThresholdShedder:
         ]
 
 
-def _usage(local: LocalBrokerData, view: ClusterView) -> float:
-    conf = view.config
-    weights = (
-        conf.loadBalancerCPUResourceWeight,
-        conf.loadBalancerMemoryResourceWeight,
-        conf.loadBalancerDirectMemoryResourceWeight,
-        conf.loadBalancerBandwidthInResourceWeight,
-        conf.loadBalancerBandwidthOutResourceWeight,
-    )
+def _usage(local: LocalBrokerData, weights: tuple[float, float, float, float, float]) -> float:
     usage = local.max_resource_usage_with_weight(*weights)
     if usage > 1.0:  # a misconfigured limit: ignore the signals above 100 %
         usage = local.max_resource_usage_with_weight_within_limit(*weights)
@@ -194,10 +192,25 @@ def _usage(local: LocalBrokerData, view: ClusterView) -> float:
 
 def _average_usage(view: ClusterView, memory: ThresholdShedderState) -> float:
     """Advance every broker's history with its current usage and return the mean history."""
-    h = view.config.loadBalancerHistoryResourcePercentage
+    conf = view.config
+    h = conf.loadBalancerHistoryResourcePercentage
+    weights = (
+        conf.loadBalancerCPUResourceWeight,
+        conf.loadBalancerMemoryResourceWeight,
+        conf.loadBalancerDirectMemoryResourceWeight,
+        conf.loadBalancerBandwidthInResourceWeight,
+        conf.loadBalancerBandwidthOutResourceWeight,
+    )
+    known, memory.usage = memory.usage, {}
     total = 0.0
     for broker in view.modular_broker_order:
-        usage = _usage(view.brokers[broker].local_data, view)
+        local = view.brokers[broker].local_data
+        last = known.get(broker)
+        if last is not None and last[0] is local and last[1] == weights:
+            usage = last[2]
+        else:
+            usage = _usage(local, weights)
+        memory.usage[broker] = (local, weights, usage)
         previous = memory.history.get(broker)
         current = usage if previous is None else previous * h + (1 - h) * usage
         memory.history[broker] = current
