@@ -30,9 +30,9 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, ClassVar
 
 from brokerlb.model._validate import JsonObject, check_count, check_non_negative, check_str, invalid
-from brokerlb.model.bundle_stats import NamespaceBundleStats, stats_map_from_json
+from brokerlb.model.bundle_stats import NamespaceBundleStats
 from brokerlb.model.resources import ResourceUsage, SystemResourceUsage
-from brokerlb.model.stats_columns import BundleStatsColumns
+from brokerlb.model.stats_columns import BundleStatsColumns, stats_columns_from_json
 from brokerlb.model.usage import (
     max_usage,
     max_usage_with_memory_2x,
@@ -434,7 +434,7 @@ class LocalBrokerData:
         for attr, key in _TOTAL_FIELDS:
             values[attr] = obj.rate(key)
         values["last_update"] = obj.timestamp("lastUpdate")
-        values["last_stats"] = stats_map_from_json(obj.raw("lastStats"), obj.field("lastStats"))
+        values["last_stats"] = stats_columns_from_json(obj.raw("lastStats"), obj.field("lastStats"))
         for attr, key in _COUNT_FIELDS:
             values[attr] = obj.count(key)
         for attr, key in _SET_FIELDS:

@@ -192,10 +192,31 @@ _INF = math.inf
 
 
 def _read_plain(data: Any) -> NamespaceBundleStats | None:
-    """The sample of a JSON object whose values are all plain -- rates finite non-negative floats,
-    counts non-negative ints, missing keys 0 -- as Pulsar and brokerlb write them; ``None`` for
-    anything else (the checked reader then accepts it or names what is wrong). A report holds a
-    sample per bundle, and the leader reads every report a broker writes: this is its hot path."""
+    """The sample of a JSON object whose values are all plain (:func:`plain_values`); ``None``
+    for anything else (the checked reader then accepts it or names what is wrong)."""
+    values = plain_values(data)
+    if values is None:
+        return None
+    rate_in, throughput_in, rate_out, throughput_out, consumers, producers, topics, cache_size = values
+    stats: NamespaceBundleStats = _new(NamespaceBundleStats)  # frozen: the slots are set directly
+    _set_rate_in(stats, rate_in)
+    _set_throughput_in(stats, throughput_in)
+    _set_rate_out(stats, rate_out)
+    _set_throughput_out(stats, throughput_out)
+    _set_consumers(stats, consumers)
+    _set_producers(stats, producers)
+    _set_topics(stats, topics)
+    _set_cache_size(stats, cache_size)
+    return stats
+
+
+def plain_values(data: Any) -> tuple[float, float, float, float, int, int, int, int] | None:
+    """A sample's values in JSON key order (``msgRateIn, msgThroughputIn, msgRateOut,
+    msgThroughputOut, consumerCount, producerCount, topics, cacheSize``) when its JSON object is
+    plain -- rates finite non-negative floats, counts non-negative ints, missing keys 0 -- as
+    Pulsar and brokerlb write them; ``None`` for anything else (:meth:`NamespaceBundleStats.from_json`
+    then accepts it or names what is wrong). A report holds a sample per bundle, and the leader
+    reads every report a broker writes: this is its hot path."""
     if type(data) is not dict:
         return None
     get = data.get
@@ -226,16 +247,17 @@ def _read_plain(data: Any) -> NamespaceBundleStats | None:
         and cache_size >= 0
     ):
         return None
-    stats: NamespaceBundleStats = _new(NamespaceBundleStats)  # frozen: the slots are set directly
-    _set_rate_in(stats, rate_in + 0.0)  # + 0.0 turns -0.0 into 0.0, as check_non_negative does
-    _set_throughput_in(stats, throughput_in + 0.0)
-    _set_rate_out(stats, rate_out + 0.0)
-    _set_throughput_out(stats, throughput_out + 0.0)
-    _set_consumers(stats, consumers)
-    _set_producers(stats, producers)
-    _set_topics(stats, topics)
-    _set_cache_size(stats, cache_size)
-    return stats
+    # + 0.0 turns -0.0 into 0.0, as check_non_negative does
+    return (
+        rate_in + 0.0,
+        throughput_in + 0.0,
+        rate_out + 0.0,
+        throughput_out + 0.0,
+        consumers,
+        producers,
+        topics,
+        cache_size,
+    )
 
 
 def stats_map_from_json(value: Any, path: str) -> dict[str, NamespaceBundleStats]:

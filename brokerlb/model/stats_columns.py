@@ -36,9 +36,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from brokerlb.model._validate import invalid
-from brokerlb.model.bundle_stats import NamespaceBundleStats
+from brokerlb.model.bundle_stats import NamespaceBundleStats, plain_values
 
-__all__ = ["BundleStatsColumns", "RATE_FIELDS", "COUNT_FIELDS"]
+__all__ = ["BundleStatsColumns", "RATE_FIELDS", "COUNT_FIELDS", "stats_columns_from_json"]
 
 #: JSON keys of the rows of ``rates`` and ``counts``
 RATE_FIELDS = ("msgThroughputIn", "msgThroughputOut", "msgRateIn", "msgRateOut")
@@ -144,6 +144,49 @@ class BundleStatsColumns(Mapping[str, NamespaceBundleStats]):
         return columns
 
 
+def stats_columns_from_json(value: Any, path: str) -> BundleStatsColumns:
+    """A ``lastStats`` JSON object (bundle -> sample) read straight into columns: the rules of
+    :meth:`NamespaceBundleStats.from_json` for every sample (missing keys 0, unknown keys
+    ignored, the first bad value named with its path, e.g. ``lastStats[t/ns/0x0_0x1].msgRateIn``),
+    without making a sample object (a missing map is empty)."""
+    if value is None:
+        return _EMPTY
+    if not isinstance(value, Mapping):
+        raise invalid(path, value, "expected a JSON object")
+    names: list[str] = []
+    rows: list[tuple[float, float, float, float, int, int, int, int]] = []
+    for name, item in value.items():
+        if not isinstance(name, str):
+            raise invalid(path, name, "keys must be strings")
+        values = plain_values(item)
+        if values is None:
+            sample = NamespaceBundleStats.from_json(item, f"{path}[{name}]")
+            values = (
+                sample.msg_rate_in,
+                sample.msg_throughput_in,
+                sample.msg_rate_out,
+                sample.msg_throughput_out,
+                sample.consumer_count,
+                sample.producer_count,
+                sample.topics,
+                sample.cache_size,
+            )
+        names.append(name)
+        rows.append(values)
+    if not rows:
+        return _EMPTY
+    rate_in, throughput_in, rate_out, throughput_out, consumers, producers, topics, cache_size = zip(
+        *rows, strict=True
+    )
+    try:
+        counts = np.array((topics, consumers, producers, cache_size), dtype=np.int64)
+    except OverflowError:
+        raise invalid(
+            path, max(max(c) for c in (topics, consumers, producers, cache_size)), "count out of range"
+        ) from None
+    return BundleStatsColumns(names, (throughput_in, throughput_out, rate_in, rate_out), counts, path)
+
+
 def _refuse_rates(names: tuple[str, ...], values: np.ndarray, path: str) -> None:
     """Raise for the first rate that is not finite or is negative."""
     bad = ~np.isfinite(values) | (values < 0)
@@ -177,3 +220,6 @@ def _sample(
     _put(sample, "topics", topics)
     _put(sample, "cache_size", cache_size)
     return sample
+
+
+_EMPTY = BundleStatsColumns((), np.zeros((len(RATE_FIELDS), 0)), np.zeros((len(COUNT_FIELDS), 0), np.int64))
