@@ -124,3 +124,36 @@ def test_from_arrays_totals_are_sequential_sums():
     for value in rates[0].tolist():
         expected += value
     assert columns.totals()[0] == expected and columns.totals()[4:] == (11, 11, 11)
+
+
+def test_json_is_read_into_columns_with_the_sample_readers_rules():
+    from brokerlb.model.bundle_stats import stats_map_from_json
+    from brokerlb.model.stats_columns import stats_columns_from_json
+
+    document = {
+        NAMES[0]: {"msgRateIn": 1.5, "msgThroughputIn": 10.0, "consumerCount": 2, "topics": 3},
+        NAMES[1]: {"msgRateIn": 2, "msgRateOut": -0.0, "producerCount": 1.0, "unknown": "x"},  # checked path
+        NAMES[2]: {},
+    }
+    columns = stats_columns_from_json(document, "lastStats")
+    assert isinstance(columns, BundleStatsColumns)
+    assert columns == stats_map_from_json(document, "lastStats")
+    assert columns[NAMES[1]].producer_count == 1 and str(columns[NAMES[1]].msg_rate_out) == "0.0"
+    assert stats_columns_from_json(None, "lastStats") == {}
+    for bad, field in (
+        ({NAMES[0]: {"msgRateIn": "NaN"}}, rf"lastStats\[{NAMES[0]}\]\.msgRateIn"),
+        ({NAMES[0]: {"topics": -1}}, rf"lastStats\[{NAMES[0]}\]\.topics"),
+        ({NAMES[0]: {"consumerCount": 2.5}}, rf"lastStats\[{NAMES[0]}\]\.consumerCount"),
+        ({NAMES[0]: {"cacheSize": 2**70}}, "count out of range"),
+        ([1, 2], "expected a JSON object"),
+        ({3: {}}, "keys must be strings"),
+    ):
+        with pytest.raises(InvalidLoadDataError, match=field):
+            stats_columns_from_json(bad, "lastStats")
+
+
+def test_a_report_read_from_json_holds_columns():
+    data = LocalBrokerData()
+    data.update(SystemResourceUsage(), as_dict())
+    read = LocalBrokerData.from_json(data.to_json())
+    assert isinstance(read.last_stats, BundleStatsColumns) and read == data
