@@ -250,6 +250,25 @@ class _Api:
             "PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/unload", params=params, parse=_none
         )
 
+    def record_operator_action(
+        self,
+        namespace: NamespaceName | str,
+        bundle: str,
+        kind: str,
+        *,
+        source: str | None = None,
+        destination: str | None = None,
+    ) -> Any:
+        """brokerlb extension (broker to broker): tell the leader an operator split, unloaded,
+        transferred or merged ``bundle`` (``kind``), so its balancer holds back on it."""
+        body = {"kind": kind, "source": source, "destination": destination}
+        return self._call(
+            "POST",
+            f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/operatorAction",
+            body=body,
+            parse=_none,
+        )
+
     def split_bundle(
         self,
         namespace: NamespaceName | str,

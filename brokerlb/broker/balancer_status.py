@@ -30,7 +30,9 @@ The band is the strategy's own, from its last cycle's numbers: brokerlb's balanc
 ``loadBalancerBrokerLoadTargetStd``. Other strategies have none (no ``waiting`` state).
 
 Besides the state: the leader, the last shedding cycle (time, decisions by label and reason, moves),
-the moves in flight, the band, and the balance score (:mod:`brokerlb.loadbalance.balance_score`).
+the moves in flight, the band, the operators' actions the balancer holds back for
+(``operatorActions``: bundle -> kind, time, source, destination, ``untilMs``; brokerlb's balancer
+only) and the balance score (:mod:`brokerlb.loadbalance.balance_score`).
 Times are epoch milliseconds (``...Ms``) and ISO-8601 UTC (``lastCycleAt``, ``graceUntil``).
 """
 
@@ -105,6 +107,7 @@ class BalancerStatus:
             "band": {"lower": round(band[0] * 100, 2), "upper": round(band[1] * 100, 2)} if band else None,
             "movesInFlight": len(in_flight),
             "bundlesInFlight": in_flight,
+            "operatorActions": dict(last.stats.get("operatorActions", {})) if last is not None else {},
             **score.to_json(),
         }
 

@@ -44,6 +44,7 @@ from brokerlb.errors import (
 )
 from brokerlb.loadbalance.decisions import PlacementDecision
 from brokerlb.loadbalance.leader import ClusterInputs, Leader
+from brokerlb.loadbalance.operator_actions import OperatorAction, OperatorActionKind
 from brokerlb.loadbalance.refresh import RefreshResult
 from brokerlb.model import BundleData, LocalBrokerData, ResourceQuota, bundle_namespace
 from brokerlb.ring import NamespaceBundle
@@ -204,6 +205,14 @@ class LoadManager:
         """``bundle`` is being handed to ``broker``: placements answer ``broker`` until it is taken
         (:meth:`Leader.hand_over_started <brokerlb.loadbalance.leader.Leader.hand_over_started>`)."""
         self.leader.hand_over_started(self._clock.now_ms(), bundle, broker)
+
+    def operator_action(
+        self, kind: OperatorActionKind, bundle: str, *, source: str | None, destination: str | None
+    ) -> None:
+        """An operator is acting on ``bundle`` by hand: the leader remembers it for the grace period
+        (:meth:`Leader.operator_action <brokerlb.loadbalance.leader.Leader.operator_action>`)."""
+        self.leader.operator_action(OperatorAction(kind, bundle, self._clock.now_ms(), source, destination))
+        logger.info("Operator %s of %s%s", kind.value, bundle, f" (from {source})" if source else "")
 
     def bundles_merged(self, parts: Sequence[str]) -> None:
         """Adjacent bundles were merged: the leader forgets the parts' histories."""

@@ -6,7 +6,10 @@ operation that changes it (split) first gets it assigned (a lookup), a read-only
 one answers 412 "Failed to find ownership". When the owner is another broker the
 answer is a :class:`~brokerlb.broker.redirect.Redirect` (307, ``authoritative`` =
 "this broker is the leader"). Unload with ``destinationBroker`` and merge are
-decided by the leader first (307 to it from the others).
+decided by the leader first (307 to it from the others). An operator's unload, split and merge
+(a request that is not ``authoritative`` and carries no leader epoch) is told to the leader
+first (:meth:`NamespaceService.operator_acted`): its balancer holds back on the bundle for the
+grace period (docs/balancer.md, "Calm").
 
 =========================  ======================================================================
 operation                  rules
@@ -60,6 +63,7 @@ from brokerlb.coordination import (
 )
 from brokerlb.coordination.paths import POLICIES_ROOT
 from brokerlb.errors import (
+    BrokerLBError,
     BundleNotFoundError,
     ConflictError,
     InvalidBundlesError,
@@ -73,6 +77,7 @@ from brokerlb.errors import (
     ServiceUnavailableError,
 )
 from brokerlb.loadbalance.leader import is_transfer
+from brokerlb.loadbalance.operator_actions import OperatorActionKind
 from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.ring import SPECIFIED_POSITIONS_DIVIDE, NamespaceBundle, NamespaceBundles, topic_hash
 
@@ -98,6 +103,10 @@ class PlacementControl(Protocol):
     def block(self, bundles: Sequence[str], why: str, *, merging_into: str | None = None) -> None: ...
 
     def unblock(self, bundles: Sequence[str]) -> None: ...
+
+    def operator_action(
+        self, kind: OperatorActionKind, bundle: str, *, source: str | None, destination: str | None
+    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +207,8 @@ class NamespaceService:
     async def unload_namespace(self, namespace: str) -> None:
         """One bundle unload per bundle, each through its owner (Pulsar issues them via its admin client)."""
         bundles = await self.bundles.get(namespace)
+        for bundle in bundles:
+            await self.operator_acted(OperatorActionKind.UNLOAD, bundle)
         await asyncio.gather(*(self._unload_anywhere(b) for b in bundles))
 
     # ------------------------------------------------------------------ bundles
@@ -217,6 +228,7 @@ class NamespaceService:
         bundle = await self.bundle(namespace, bundle_range)
         destination = _strip_scheme(destination)
         transfer = is_transfer(self.conf, destination)
+        operator = not authoritative and leader_epoch is None
         if destination:
             if destination not in self.registry.available_brokers():
                 raise PreconditionFailedError(
@@ -231,6 +243,10 @@ class NamespaceService:
                 else:
                     self.placement.set_affinity(str(bundle), destination)
         info = await self.owners.lookup_owner(bundle)
+        if operator:
+            kind = OperatorActionKind.TRANSFER if destination else OperatorActionKind.UNLOAD
+            source = info.broker_id if info is not None else None
+            await self.operator_acted(kind, bundle, source=source, destination=destination)
         if info is None:
             logger.info("Namespace bundle is not owned by any broker %s", bundle)
             if transfer and destination:
@@ -267,6 +283,10 @@ class NamespaceService:
         positions = parse_split_boundaries(body)
         bundles = await self.bundles.get(namespace)
         bundle = bundles.get_bundle(self._named_bundle(bundles, bundle_name))
+        if not authoritative and leader_epoch is None:
+            owner = self.owners.get_owner(bundle)
+            source = owner.broker_id if owner is not None else None
+            await self.operator_acted(OperatorActionKind.SPLIT, bundle, source=source)
         redirect = await self._owner_or_redirect(bundle, authoritative, read_only=False)
         if redirect is not None:
             return redirect
@@ -282,7 +302,61 @@ class NamespaceService:
         redirect = self._leader_redirect()
         if redirect is not None:
             return redirect
+        merged = (await self.bundles.get(namespace)).merged_bundle(parts)
+        await self.operator_acted(OperatorActionKind.MERGE, merged)
         return await self._merge(namespace, parts)
+
+    async def operator_acted(
+        self,
+        kind: OperatorActionKind,
+        bundle: NamespaceBundle,
+        *,
+        source: str | None = None,
+        destination: str | None = None,
+    ) -> None:
+        """Tell the leader an operator is about to act on ``bundle`` (its balancer respects it for
+        the grace period): recorded here when this broker leads (or none is known), else sent to
+        the leader (best effort: the action goes ahead if the leader cannot be told)."""
+        leader = self.election.leader
+        if self.election.is_leader or leader is None or leader.broker_id == self.identity.broker_id:
+            self.placement.operator_action(kind, str(bundle), source=source, destination=destination)
+            return
+        try:
+            await self.admin.at(_base(leader.service_url)).record_operator_action(
+                str(bundle.namespace), bundle.range, kind.value, source=source, destination=destination
+            )
+        except BrokerLBError as exc:
+            logger.warning(
+                "Could not tell the leader of the operator's %s of %s: %s", kind.value, bundle, exc
+            )
+
+    async def record_operator_action(
+        self, namespace: str, bundle_range: str, body: object
+    ) -> Redirect | None:
+        """brokerlb extension (broker to broker): the leader records an operator's action on a
+        bundle another broker received (``{"kind", "source", "destination"}``)."""
+        if not isinstance(body, dict):
+            raise InvalidInputError(f"an operator action must be a JSON object, got {body!r}")
+        raw_kind = body.get("kind")
+        try:
+            kind = OperatorActionKind(str(raw_kind))
+        except ValueError:
+            known = ", ".join(k.value for k in OperatorActionKind)
+            raise InvalidInputError(f"unknown operator action kind {raw_kind!r} (one of {known})") from None
+        names = {}
+        for key in ("source", "destination"):
+            value = body.get(key)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInputError(f"operator action {key!r} must be a broker id, got {value!r}")
+            names[key] = value
+        bundle = NamespaceBundle.parse(f"{NamespaceName.parse(namespace)}/{bundle_range}")
+        redirect = self._leader_redirect()
+        if redirect is not None:
+            return redirect
+        self.placement.operator_action(
+            kind, str(bundle), source=names["source"], destination=names["destination"]
+        )
+        return None
 
     async def merge_parts(self, namespace: str, ranges: list[str]) -> MergeOutcome:
         """The leader's own merge of adjacent ``ranges`` (a balancing strategy's decision)."""
@@ -490,7 +564,10 @@ class NamespaceService:
         if info.broker_id == self.identity.broker_id:
             await self.actions.unload(bundle)
             return
-        await self.admin.at(_base(info.data.http_url)).unload_bundle(str(bundle.namespace), bundle.range)
+        # authoritative: this broker found the owner (and told the leader if an operator asked)
+        await self.admin.at(_base(info.data.http_url)).unload_bundle(
+            str(bundle.namespace), bundle.range, authoritative=True
+        )
 
     async def _choose(self, merged: NamespaceBundle) -> str | None:
         """The broker a merged bundle goes to, chosen before its parts are unloaded."""

@@ -11,7 +11,8 @@ few strategies over two hours hundreds of megabytes).
 Which strategies run: ``--compare A,B,...``, else ``--strategy S``, else the scenario's
 ``strategies`` list. Progress (a bar per strategy) shows on stderr when it is a terminal, and
 never with ``--json``. A strategy is ``SHEDDER[+PLACEMENT]`` with Pulsar class names or short
-names (``ThresholdShedder+LeastResourceUsageWithWeight``).
+names (``ThresholdShedder+LeastResourceUsageWithWeight``); ``pulsar`` in ``--compare`` stands for
+every Pulsar shedder with the placement Pulsar pairs it with (``--compare brokerlb,pulsar``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ __all__ = ["simulate"]
 
 _SCENARIO = typer.Argument(None, help="scenario YAML file or library name (see --list)")
 _STRATEGY = typer.Option(None, "--strategy", "-s", help="SHEDDER[+PLACEMENT]: Pulsar class or short names")
-_COMPARE = typer.Option(None, "--compare", "-c", help="comma-separated strategies, side by side")
+_COMPARE = typer.Option(
+    None,
+    "--compare",
+    "-c",
+    help="comma-separated strategies, side by side; 'pulsar' stands for every Pulsar shedder with "
+    "the placement Pulsar pairs it with (AvgShedder+AvgShedder, ThresholdShedder+LeastResourceUsageWithWeight, ...)",
+)
 _SET = typer.Option(
     None,
     "--set",
@@ -155,7 +162,7 @@ def _run(
     from brokerlb.sim import RecordedWorkload, resolve_scenario
     from brokerlb.sim import compare as run_compare
     from brokerlb.sim.runner import prepare
-    from brokerlb.sim.strategies import strategy_label
+    from brokerlb.sim.strategies import expand_labels, strategy_label
 
     overrides = parse_overrides(set_)
     scenario = resolve_scenario(scenario_arg)
@@ -165,7 +172,9 @@ def _run(
         labels = [strategy]
     else:
         labels = list(scenario.strategies)
-    labels = [strategy_label(label) for label in labels]  # unknown names fail here, before any run
+    labels = [
+        strategy_label(label) for label in expand_labels(labels)
+    ]  # unknown names fail here, before any run
     prepared, _, _ = prepare(scenario, labels[0], overrides, seed)
     recorded = RecordedWorkload.load(workload_path) if workload_path is not None else None
     history_dir = (report / "history") if report is not None and history and _history_available() else None

@@ -201,8 +201,9 @@ async def _split(leader: Leader, actions: ClusterActions, splits: Sequence[Split
     until no report lists it, so a stale report cannot make the leader split it again)."""
     if not splits:
         return []
+    now = actions.now_ms()
     for decision in splits:
-        leader.split_decided(decision.bundle)
+        leader.split_decided(decision.bundle, now)
     return await actions.split(splits)
 
 

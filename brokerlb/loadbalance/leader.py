@@ -213,6 +213,8 @@ class Leader:
         self.splitting: set[str] = set()
         #: bundle -> the operator's latest action on it (kept for the grace period)
         self.operator_actions: dict[str, OperatorAction] = {}
+        #: bundle -> when this leader decided to split it (kept for the no-merge cool-down)
+        self.recent_splits: dict[str, int] = {}
         self._stored = dict(stored_bundle_data or {})
         self._context: PlacementContext | None = None
         self._last_context: PlacementContext | None = None
@@ -307,7 +309,17 @@ class Leader:
             isolation_policies=inputs.isolation_policies,
             failure_domains=inputs.failure_domains,
             operator_actions=self._recent_operator_actions(now_ms),
+            recent_splits=self._recent_splits(now_ms),
         )
+
+    def _recent_splits(self, now_ms: int) -> dict[str, int]:
+        if not self.recent_splits:
+            return {}
+        cutoff = now_ms - int(
+            self._config.duration_seconds("brokerlbBalancerNoMergeAfterSplitMinutes") * 1000
+        )
+        self.recent_splits = {b: at for b, at in self.recent_splits.items() if at >= cutoff}
+        return dict(self.recent_splits)
 
     def operator_action(self, action: OperatorAction) -> None:
         """An operator acted on a bundle by hand (module docstring of
@@ -334,12 +346,17 @@ class Leader:
         self.handing_over.pop(bundle, None)
         self._context = None
 
-    def split_decided(self, bundle: str) -> None:
+    def split_decided(self, bundle: str, now_ms: int | None = None) -> None:
         """A split of ``bundle`` was decided: forget its history (Pulsar's
         ``checkNamespaceBundleSplit``) and keep it aside until no report lists it any more, so
-        a stale report cannot have it split again meanwhile (:meth:`split_check` skips it)."""
+        a stale report cannot have it split again meanwhile (:meth:`split_check` skips it). With
+        ``now_ms`` it is also a recent split strategies see (:attr:`ClusterView.recent_splits
+        <brokerlb.loadbalance.view.ClusterView.recent_splits>`) for
+        ``brokerlbBalancerNoMergeAfterSplitMinutes``."""
         self.forget_bundle(bundle)
         self.splitting.add(bundle)
+        if now_ms is not None:
+            self.recent_splits[bundle] = now_ms
 
     def bundle_merged(self, parts: Sequence[str]) -> None:
         """Adjacent bundles were merged: forget the parts' histories (the broker's merge deletes

@@ -15,7 +15,8 @@ of ``(view, state, rng)``:
 * ``recently_unloaded_brokers`` -- TransferShedder's cool-down memory (broker -> time);
 * ``namespace_policies``, ``isolation_policies``, ``failure_domains`` -- policies;
 * ``operator_actions`` -- bundle -> the operator's latest split / unload / transfer / merge of it
-  within the grace period (:mod:`brokerlb.loadbalance.operator_actions`).
+  within the grace period (:mod:`brokerlb.loadbalance.operator_actions`); ``recent_splits`` --
+  the splits the leader decided lately (ring-change cool-downs).
 
 The view is immutable by convention: strategies must not change it or anything it holds
 (the leader's refresh, :mod:`brokerlb.loadbalance.refresh`, is what mutates ``LoadData``
@@ -102,6 +103,9 @@ class ClusterView:
     failure_domains: Mapping[str, FailureDomain] = field(default_factory=dict)
     #: bundle -> the operator's latest action on it within the grace period (the leader's record)
     operator_actions: Mapping[str, OperatorAction] = field(default_factory=dict)
+    #: bundle -> when the leader decided to split it (split check or strategy), within
+    #: ``brokerlbBalancerNoMergeAfterSplitMinutes``
+    recent_splits: Mapping[str, int] = field(default_factory=dict)
     #: broker -> namespace -> bundle ranges, when the caller keeps it (a leader's refresh does);
     #: ``None``: computed from ``load_data`` on first use
     bundle_ranges: Mapping[str, Mapping[str, AbstractSet[str]]] | None = None

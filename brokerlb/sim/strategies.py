@@ -11,7 +11,9 @@ names both work (``ThresholdShedder``,
 * ``AvgShedder`` is also made the placement strategy, as Pulsar requires (PIP-364),
   unless the label names another one; so is brokerlb's own balancer (``brokerlb``), which
   plans destinations and places bundles with one model;
-* ``+PLACEMENT`` sets ``loadBalancerLoadPlacementStrategy``.
+* ``+PLACEMENT`` sets ``loadBalancerLoadPlacementStrategy``;
+* ``pulsar`` in a list of labels (``--compare brokerlb,pulsar``) stands for every Pulsar shedder
+  with the placement Pulsar pairs it with (:data:`PULSAR_PAIRINGS`).
 
 >>> strategy_overrides("ThresholdShedder+LeastResourceUsageWithWeight")["loadBalancerLoadPlacementStrategy"]
 'org.apache.pulsar.broker.loadbalance.impl.LeastResourceUsageWithWeight'
@@ -26,12 +28,48 @@ from __future__ import annotations
 from brokerlb.config import EXTENSIBLE_LOAD_MANAGER_CLASS, MODULAR_LOAD_MANAGER_CLASS, short_class_name
 
 __all__ = [
+    "PULSAR_PAIRINGS",
+    "PAIRINGS_LABEL",
+    "expand_labels",
     "strategy_overrides",
     "strategy_label",
     "split_label",
     "EXTENSIBLE_LOAD_MANAGER_CLASS",
     "MODULAR_LOAD_MANAGER_CLASS",
 ]
+
+
+#: Pulsar's shedders, each with the placement Pulsar pairs it with:
+#:
+#: * OverloadShedder and UniformLoadShedder with the modular manager's default placement,
+#:   LeastLongTermMessageRate;
+#: * ThresholdShedder with that default (what Pulsar 2.10-4.x ships) and with
+#:   LeastResourceUsageWithWeight, the placement PIP-182 wrote to score brokers as ThresholdShedder
+#:   sheds them (Pulsar's docs pair the two);
+#: * AvgShedder as both shedding and placement strategy (PIP-364; apache/pulsar#26609 makes the pair
+#:   the modular manager's default: LeastLongTermMessageRate scores brokers by message rate, so a
+#:   bundle shed by resource usage lands on another hot broker);
+#: * TransferShedder with the extensible manager's own LeastResourceUsageWithWeight.
+PULSAR_PAIRINGS: tuple[str, ...] = (
+    "OverloadShedder+LeastLongTermMessageRate",
+    "ThresholdShedder+LeastLongTermMessageRate",
+    "ThresholdShedder+LeastResourceUsageWithWeight",
+    "UniformLoadShedder+LeastLongTermMessageRate",
+    "AvgShedder+AvgShedder",
+    "TransferShedder",
+)
+#: the label that stands for :data:`PULSAR_PAIRINGS` in a list of labels
+PAIRINGS_LABEL = "pulsar"
+
+
+def expand_labels(labels: list[str]) -> list[str]:
+    """``labels`` with ``pulsar`` replaced by :data:`PULSAR_PAIRINGS` (duplicates dropped, order kept)."""
+    out: list[str] = []
+    for label in labels:
+        for one in PULSAR_PAIRINGS if label.strip().lower() == PAIRINGS_LABEL else (label,):
+            if one not in out:
+                out.append(one)
+    return out
 
 
 def split_label(label: str) -> tuple[str, str | None]:

@@ -47,6 +47,21 @@ def test_compare_prints_one_column_per_strategy(tmp_path):
     assert "RoundRobin" in result.stdout and "bundle moves" in result.stdout and "…" not in result.stdout
 
 
+def test_compare_pulsar_runs_every_shedder_with_the_placement_pulsar_pairs_it_with(tmp_path):
+    path = scenario_file(tmp_path, minutes=3)
+    result = simulate(str(path), "--compare", "brokerlb,pulsar", "--json")
+    assert result.exit_code == 0, result.output
+    assert list(json.loads(result.stdout)) == [
+        "brokerlb",
+        "OverloadShedder+LeastLongTermMessageRate",
+        "ThresholdShedder+LeastLongTermMessageRate",
+        "ThresholdShedder+LeastResourceUsageWithWeight",
+        "UniformLoadShedder+LeastLongTermMessageRate",
+        "AvgShedder+AvgShedder",
+        "TransferShedder",
+    ]
+
+
 def test_json_summary_and_report(tmp_path):
     path = scenario_file(tmp_path, minutes=3)
     out = tmp_path / "report"

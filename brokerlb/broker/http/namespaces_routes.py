@@ -29,6 +29,7 @@ from brokerlb.broker.http.openapi import (
     BUNDLE_STORY,
     BUNDLES_DATA,
     MERGE_RESULT,
+    OBJECT,
     POLICIES,
     SPLIT_POSITIONS,
     STRINGS,
@@ -257,6 +258,22 @@ def namespaces_router(  # noqa: C901 - one route per endpoint
         if epoch is None:
             admin_action("split")
         return no_content()
+
+    @router.post(
+        f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/operatorAction",
+        openapi_extra=access(Access.SUPER_USER) | doc(body=OBJECT, errors=(412,), redirects=True),
+        status_code=204,
+        tags=ext,
+        summary="brokerlb: the leader records an operator's action on a bundle (broker to broker)",
+        description='Body: {"kind": "split" | "unload" | "transfer" | "merge", "source", "destination"}. '
+        "The broker that received an operator's request tells the leader, whose balancer does not "
+        "undo it within loadBalancerSheddingGracePeriodMinutes. Other brokers redirect to the leader.",
+    )
+    async def record_operator_action(tenant: str, namespace: str, bundle: str, request: Request) -> Response:
+        result = await namespaces.record_operator_action(
+            _ns(tenant, namespace), bundle, await json_body(request)
+        )
+        return maybe_redirect(request, result) or no_content()
 
     @router.put(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/acquire",

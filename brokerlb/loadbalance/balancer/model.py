@@ -37,10 +37,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from brokerlb.loadbalance.balancer.memory import BalancerMemory
+from brokerlb.loadbalance.split.thresholds import range_bounds
 from brokerlb.loadbalance.view import ClusterView
 from brokerlb.model import BundleData, LocalBrokerData
 
-__all__ = ["RESOURCES", "ClusterModel", "bundle_traffic"]
+__all__ = ["RESOURCES", "ClusterModel", "ReportBlock", "bundle_traffic"]
 
 #: the resources that move with bundles, in column order
 RESOURCES = ("cpu", "directMemory", "bandwidthIn", "bandwidthOut")
@@ -53,6 +54,49 @@ def bundle_traffic(
     """The traffic measure per resource of one bundle (module docstring)."""
     tput = tput_in + tput_out
     return (rate_in + rate_out + (tput / message_size if message_size > 0 else 0.0), tput, tput_in, tput_out)
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class ReportBlock:
+    """One broker report's bundles as the model reads them, kept in the balancer's memory until the
+    broker writes a new report (a report rewritten every few minutes, read every cycle)."""
+
+    report: LocalBrokerData
+    last_update: int
+    names: list[str]
+    #: (k, 5) message rate in + out, throughput in, throughput out, topics, sessions
+    rows: np.ndarray
+    ns_id: np.ndarray
+    bounds: np.ndarray
+
+    @classmethod
+    def of(cls, local: LocalBrokerData, namespace_ids: dict[str, int]) -> ReportBlock:
+        names = list(local.last_stats)
+        rows = np.asarray(
+            [
+                (
+                    s.msg_rate_in + s.msg_rate_out,
+                    s.msg_throughput_in,
+                    s.msg_throughput_out,
+                    s.topics,
+                    s.producer_count + s.consumer_count,
+                )
+                for s in local.last_stats.values()
+            ],
+            dtype=float,
+        ).reshape(len(names), 5)
+        ns_id = np.empty(len(names), dtype=np.int64)
+        bounds = np.full((len(names), 2), -1, dtype=np.int64)
+        for k, name in enumerate(names):
+            namespace = name.rpartition("/")[0]
+            found = namespace_ids.get(namespace)
+            if found is None:
+                found = namespace_ids[namespace] = len(namespace_ids)
+            ns_id[k] = found
+            parsed = range_bounds(name)
+            if parsed is not None:
+                bounds[k] = parsed
+        return cls(local, local.last_update, names, rows, ns_id, bounds)
 
 
 @dataclass(eq=False)
@@ -81,6 +125,14 @@ class ClusterModel:
     msg_rate: np.ndarray
     topics: np.ndarray
     sessions: np.ndarray
+    #: (m,) each bundle's namespace (an index into ``namespaces``); (m, 2) its hash range
+    #: ``[lower, upper)`` (``-1, -1`` for a name that is not a range)
+    ns_id: np.ndarray
+    namespaces: list[str]
+    bounds: np.ndarray
+
+    def namespace_of(self, k: int) -> str:
+        return self.namespaces[int(self.ns_id[k])]
 
     # ------------------------------------------------------------------ building
 
@@ -101,32 +153,36 @@ class ClusterModel:
                 conf.loadBalancerBandwidthOutResourceWeight,
             ]
         )
-        names: list[str] = []
-        bundle_index: dict[str, int] = {}
-        owner: list[int] = []
-        rows: list[tuple[float, float, float, int, int]] = []
+        blocks = memory.report_blocks
+        current: dict[str, ReportBlock] = {}
         for i, broker in enumerate(brokers):
             local = view.brokers[broker].local_data
             _resources(local, limit[i], usage[i])
             memory_limit = local.memory.limit
             if memory_limit > 0:
                 floor[i] = conf.loadBalancerMemoryResourceWeight * local.memory.usage / memory_limit
-            for bundle, stats in local.last_stats.items():
-                if bundle in bundle_index:
-                    continue  # reported twice (a stale report): the first broker by id keeps it
-                bundle_index[bundle] = len(names)
-                names.append(bundle)
-                owner.append(i)
-                rows.append(
-                    (
-                        stats.msg_rate_in + stats.msg_rate_out,
-                        stats.msg_throughput_in,
-                        stats.msg_throughput_out,
-                        stats.topics,
-                        stats.producer_count + stats.consumer_count,
-                    )
-                )
-        table = np.asarray(rows, dtype=float).reshape(len(rows), 5)
+            block = blocks.get(broker)
+            if block is None or block.report is not local or block.last_update != local.last_update:
+                block = ReportBlock.of(local, memory.namespace_ids)
+            current[broker] = block
+        memory.report_blocks = current
+        parts = [current[b] for b in brokers]
+        names = [name for block in parts for name in block.names]
+        owner_arr = np.repeat(np.arange(n, dtype=np.int64), [len(block.names) for block in parts])
+        table = np.concatenate([block.rows for block in parts]) if parts else np.zeros((0, 5))
+        ns_id = np.concatenate([block.ns_id for block in parts]) if parts else np.zeros(0, dtype=np.int64)
+        bounds = (
+            np.concatenate([block.bounds for block in parts]) if parts else np.zeros((0, 2), dtype=np.int64)
+        )
+        bundle_index = dict(zip(names, range(len(names)), strict=True))
+        if len(bundle_index) < len(names):  # reported twice (a stale report): the first broker by id keeps it
+            first: dict[str, int] = {}
+            for k, name in enumerate(names):
+                first.setdefault(name, k)
+            keep = np.asarray(sorted(first.values()), dtype=np.int64)
+            names = [names[k] for k in keep]
+            owner_arr, table, ns_id, bounds = owner_arr[keep], table[keep], ns_id[keep], bounds[keep]
+            bundle_index = {name: k for k, name in enumerate(names)}
         rate, tin, tout = table[:, 0], table[:, 1], table[:, 2]
         total_rate, total_tput = float(rate.sum()), float((tin + tout).sum())
         message_size = total_tput / total_rate if total_rate > 0 else 0.0
@@ -137,10 +193,9 @@ class ClusterModel:
                 tin,
                 tout,
             ]
-        ).reshape(len(rows), 4)
-        owner_arr = np.asarray(owner, dtype=np.int64)
+        ).reshape(len(names), 4)
         broker_traffic = np.zeros((n, 4))
-        if len(rows):
+        if len(names):
             np.add.at(broker_traffic, owner_arr, traffic)
         base = _base_fraction(memory, limit, usage, broker_traffic)
         cost = _fit_cost(limit, usage, broker_traffic, base)
@@ -162,6 +217,9 @@ class ClusterModel:
             msg_rate=rate,
             topics=table[:, 3].astype(np.int64),
             sessions=table[:, 4].astype(np.int64),
+            ns_id=ns_id,
+            namespaces=memory.namespace_names(),
+            bounds=bounds,
         )
         model._apply_pending(view, memory)
         return model

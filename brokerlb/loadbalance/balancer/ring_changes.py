@@ -22,8 +22,7 @@ Worked example: namespace ``t/cold`` with 8 bundles of 100 msg/s each on one bro
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -75,23 +74,18 @@ def split_decision(
     return SplitDecision(name, tuple(boundaries), Label.SUCCESS, Reason.OVER_TARGET, detail)
 
 
-def overlapping(bundles: Sequence[str], ranges: Iterable[str]) -> np.ndarray:
-    """(m,) whether each of ``bundles`` overlaps one of ``ranges`` (bundle names) of its namespace."""
-    out = np.zeros(len(bundles), dtype=bool)
-    by_namespace: dict[str, list[tuple[int, int]]] = {}
+def overlapping(model: ClusterModel, ranges: Iterable[str]) -> np.ndarray:
+    """(m,) whether each of the model's bundles overlaps one of ``ranges`` (bundle names) of its
+    namespace."""
+    out = np.zeros(len(model.bundles), dtype=bool)
+    ids = {name: i for i, name in enumerate(model.namespaces)}
+    lower, upper = model.bounds[:, 0], model.bounds[:, 1]
     for name in ranges:
+        ns = ids.get(name.rpartition("/")[0])
         bounds = range_bounds(name)
-        if bounds is not None:
-            by_namespace.setdefault(name.rpartition("/")[0], []).append(bounds)
-    if not by_namespace:
-        return out
-    for k, name in enumerate(bundles):
-        recorded = by_namespace.get(name.rpartition("/")[0])
-        if not recorded:
+        if ns is None or bounds is None:
             continue
-        bounds = range_bounds(name)
-        if bounds is not None and any(lo < bounds[1] and bounds[0] < up for lo, up in recorded):
-            out[k] = True
+        out |= (model.ns_id == ns) & (lower < bounds[1]) & (bounds[0] < upper)
     return out
 
 
@@ -115,70 +109,65 @@ def plan_merges(
     limit: int,
     conf: Any,
 ) -> list[MergeDecision]:
-    """Merges of cold adjacent bundles (module docstring), at most ``limit``."""
+    """Merges of cold adjacent bundles (module docstring), at most ``limit``: namespaces in name
+    order; within one, the adjacent pairs in ring order, a pair taken unless its first bundle is
+    the second of the pair taken just before."""
     if limit <= 0 or not len(model.bundles):
         return []
     thresholds = SplitThresholds.from_config(conf)
     max_fill = conf.brokerlbBalancerMergeMaxFill
     fill = bundle_fill(model, thresholds)
-    by_namespace: dict[str, list[int]] = {}
-    for k, name in enumerate(model.bundles):
-        by_namespace.setdefault(name.rpartition("/")[0], []).append(k)
-    merges: list[MergeDecision] = []
-    for namespace in sorted(by_namespace):
+    count = len(model.namespaces)
+    fill_sum = np.bincount(model.ns_id, weights=fill, minlength=count)
+    reported = np.bincount(model.ns_id, minlength=count)
+    needed = np.maximum(conf.defaultNumberOfNamespaceBundles, np.ceil(fill_sum / max_fill)).astype(np.int64)
+    surplus: dict[int, int] = {}
+    for ns in map(int, np.flatnonzero(reported)):
+        namespace = model.namespaces[ns]
         if view.is_system_namespace(namespace):
             continue
-        ks = by_namespace[namespace]
-        count = view.bundle_count(namespace)
-        needed = max(conf.defaultNumberOfNamespaceBundles, math.ceil(float(fill[ks].sum()) / max_fill))
-        if count <= needed:
-            continue
-        merges.extend(
-            _merges_of(model, ks, fill, movable, max_fill, min(limit - len(merges), count - needed))
-        )
+        extra = view.bundle_count(namespace) - int(needed[ns])
+        if extra > 0:
+            surplus[ns] = extra
+    if not surplus:
+        return []
+    ranged = np.flatnonzero(model.bounds[:, 0] >= 0)
+    order = ranged[np.lexsort((model.bounds[ranged, 0], model.ns_id[ranged]))]
+    a, b = order[:-1], order[1:]
+    ok = (
+        (model.ns_id[a] == model.ns_id[b])
+        & (model.bounds[a, 1] == model.bounds[b, 0])
+        & (model.owner[a] == model.owner[b])
+        & movable[a]
+        & movable[b]
+        & (fill[a] + fill[b] <= max_fill)
+    )
+    by_namespace: dict[int, list[int]] = {}
+    for p in map(int, np.flatnonzero(ok)):
+        ns = int(model.ns_id[a[p]])
+        if ns in surplus:
+            by_namespace.setdefault(ns, []).append(p)
+    merges: list[MergeDecision] = []
+    for ns in sorted(by_namespace, key=lambda i: model.namespaces[i]):
+        cap = min(limit - len(merges), surplus[ns])
+        taken = -2
+        for p in by_namespace[ns]:
+            if cap <= 0:
+                break
+            if p == taken + 1:
+                continue
+            first, second = int(a[p]), int(b[p])
+            merges.append(
+                MergeDecision(
+                    (model.bundles[first], model.bundles[second]),
+                    Label.SUCCESS,
+                    Reason.COLD_BUNDLES,
+                    f"both on {model.brokers[int(model.owner[first])]}; merged fill "
+                    f"{float(fill[first] + fill[second]):.4f} <= {max_fill:g} of the split thresholds",
+                )
+            )
+            taken = p
+            cap -= 1
         if len(merges) >= limit:
             break
     return merges
-
-
-def _merges_of(
-    model: ClusterModel, ks: Sequence[int], fill: np.ndarray, movable: np.ndarray, max_fill: float, limit: int
-) -> list[MergeDecision]:
-    ranged = []
-    for k in ks:
-        bounds = range_bounds(model.bundles[k])
-        if bounds is not None:
-            ranged.append((bounds, k))
-    ranged.sort()
-    out: list[MergeDecision] = []
-    i = 0
-    while i + 1 < len(ranged) and len(out) < limit:
-        (lo_a, up_a), a = ranged[i]
-        (lo_b, up_b), b = ranged[i + 1]
-        merged_fill = _merged_fill(model, a, b, fill)
-        if (
-            up_a == lo_b
-            and model.owner[a] == model.owner[b]
-            and movable[a]
-            and movable[b]
-            and merged_fill <= max_fill
-        ):
-            out.append(
-                MergeDecision(
-                    (model.bundles[a], model.bundles[b]),
-                    Label.SUCCESS,
-                    Reason.COLD_BUNDLES,
-                    f"both on {model.brokers[int(model.owner[a])]}; merged fill {merged_fill:.4f} <= "
-                    f"{max_fill:g} of the split thresholds",
-                )
-            )
-            i += 2
-        else:
-            i += 1
-    return out
-
-
-def _merged_fill(model: ClusterModel, a: int, b: int, fill: np.ndarray) -> float:
-    """An upper bound of the merged bundle's fill: the sum of the parts' fills (each threshold
-    is additive, so the merged fill is at most the sum of the parts' largest ones)."""
-    return float(fill[a] + fill[b])

@@ -158,7 +158,7 @@ class _Placements:
         self.model = ClusterModel.build(context.view, memory)
         self.loads = self.model.loads()
         self.placed = np.zeros(len(self.model.brokers))
-        self._ranges: dict[str, list[tuple[int, int, int]]] | None = None
+        self._ns_ids: dict[str, int] | None = None
         for broker, data in context.view.brokers.items():  # preallocations not reported yet
             i = self.model.index[broker]
             for name, bundle_data in data.preallocated_bundle_data.items():
@@ -176,43 +176,49 @@ class _Placements:
         if i is not None:
             self._add(i, self.model.demand_of_data(self.context.bundle_data(bundle)))
 
-    def parent_owner(self, bundle: str) -> str | None:
-        """The broker reporting the bundle whose range overlaps ``bundle``'s the most (a split's
-        parent, a merge's parts), when ``bundle`` itself is reported by nobody."""
+    def reported_overlap(self, bundle: str) -> int | None:
+        """The reported bundle whose range overlaps ``bundle``'s the most (a split's parent, a
+        merge's part), when ``bundle`` itself is reported by nobody."""
         model = self.model
         if bundle in model.bundle_index:
             return None
         bounds = range_bounds(bundle)
         if bounds is None:
             return None
-        namespace = bundle.rpartition("/")[0]
-        if self._ranges is None:
-            self._ranges = {}
-            for k, name in enumerate(model.bundles):
-                found = range_bounds(name)
-                if found is not None:
-                    self._ranges.setdefault(name.rpartition("/")[0], []).append((found[0], found[1], k))
+        if self._ns_ids is None:
+            self._ns_ids = {name: i for i, name in enumerate(model.namespaces)}
+        ns = self._ns_ids.get(bundle.rpartition("/")[0], -1)
+        if ns < 0 or not len(model.bundles):
+            return None
         lower, upper = bounds
-        best, best_overlap = None, 0
-        for lo, up, k in self._ranges.get(namespace, ()):
-            overlap = min(up, upper) - max(lo, lower)
-            if overlap > best_overlap:
-                best, best_overlap = k, overlap
-        return None if best is None else model.brokers[int(model.owner[best])]
+        lo, up = model.bounds[:, 0], model.bounds[:, 1]
+        overlap = np.where(model.ns_id == ns, np.minimum(up, upper) - np.maximum(lo, lower), 0)
+        best = int(np.argmax(overlap))
+        return best if overlap[best] > 0 else None
 
     def choose(self, candidates: Sequence[str], bundle: str, rng: random.Random) -> str | None:
         model = self.model
-        parent = self.parent_owner(bundle)
-        if parent is not None and parent in candidates:
-            # a split child or a merged bundle stays where its load already is; the balancer
-            # moves load from there with planned transfers if that broker is over target
-            self.placed[model.index[parent]] += 1
-            return parent
+        found = self.reported_overlap(bundle)
+        if found is not None:
+            parent = model.brokers[int(model.owner[found])]
+            if parent in candidates:
+                # a split child or a merged bundle stays where its load already is; the balancer
+                # moves load from there with planned transfers if that broker is over target
+                # (measured: placing split children by load instead moved more in the library)
+                self.placed[model.index[parent]] += 1
+                return parent
         known = [b for b in sorted(candidates) if b in model.index]
         if not known:
             return sorted(candidates)[rng.randrange(len(candidates))]
-        idx = np.asarray([model.index[b] for b in known])
         demand = model.demand_of_data(self.context.bundle_data(bundle))
+        pick = self._least_loaded_after(known, demand, rng)
+        self._add(model.index[pick], demand)
+        return pick
+
+    def _least_loaded_after(self, known: list[str], demand: np.ndarray, rng: random.Random) -> str:
+        """The candidate whose load after taking ``demand`` is lowest."""
+        model = self.model
+        idx = np.asarray([model.index[b] for b in known])
         usage = model.usage[idx] + demand
         limit = model.limit[idx]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -225,9 +231,7 @@ class _Placements:
         first = order[0]
         ties = [int(j) for j in order if after[j] == after[first] and spread[j] == spread[first]]
         pick = ties[rng.randrange(len(ties))] if len(ties) > 1 else int(first)
-        chosen = known[pick]
-        self._add(int(idx[pick]), demand)
-        return chosen
+        return known[pick]
 
 
 _PLACEMENTS: weakref.WeakKeyDictionary[PlacementContext, _Placements] = weakref.WeakKeyDictionary()
@@ -471,17 +475,19 @@ class Cycle:
 
     def _recently_split(self, model: ClusterModel) -> np.ndarray:
         """(m,) bundles overlapping a range split within ``brokerlbBalancerNoMergeAfterSplitMinutes``
-        or by an operator within the grace period: not merged."""
+        (seen, decided here, or decided by the leader's split check) or by an operator within the
+        grace period: not merged."""
         ranges = list(self.memory.split_ranges)
+        ranges += [b for b, at in self.view.recent_splits.items() if self.now - at <= self.no_merge_ms]
         ranges += [b for b, a in self.held.items() if a.kind is OperatorActionKind.SPLIT]
-        return overlapping(model.bundles, ranges) if ranges else np.zeros(len(model.bundles), dtype=bool)
+        return overlapping(model, ranges) if ranges else np.zeros(len(model.bundles), dtype=bool)
 
     def _recently_merged(self, model: ClusterModel) -> np.ndarray:
         """(m,) bundles overlapping a range merged within ``brokerlbBalancerNoSplitAfterMergeMinutes``
         or by an operator within the grace period: not split for load."""
         ranges = list(self.memory.merged_ranges)
         ranges += [b for b, a in self.held.items() if a.kind is OperatorActionKind.MERGE]
-        return overlapping(model.bundles, ranges) if ranges else np.zeros(len(model.bundles), dtype=bool)
+        return overlapping(model, ranges) if ranges else np.zeros(len(model.bundles), dtype=bool)
 
     # -------------------------------------------------------------- operator actions
 
@@ -522,14 +528,14 @@ class Cycle:
             *view.recently_unloaded_bundles,
             *(b for b, at in memory.last_moved.items() if at >= cutoff),
             *self.held,
+            # split already (a stale report still lists it): its children move, not it
+            *memory.split_at,
+            *view.recent_splits,
         ]
         out[[index[b] for b in blocked if b in index]] = False
-        namespaces: dict[str, list[int]] = {}
-        for k, bundle in enumerate(model.bundles):
-            namespaces.setdefault(bundle.rpartition("/")[0], []).append(k)
-        for namespace, ks in namespaces.items():
-            if view.is_system_namespace(namespace):
-                out[ks] = False
+        system = np.asarray([view.is_system_namespace(ns) for ns in model.namespaces], dtype=bool)
+        if system.any():
+            out[system[model.ns_id]] = False
         return out
 
     def _hot_bundles(
