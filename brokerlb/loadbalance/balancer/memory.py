@@ -121,6 +121,20 @@ class BalancerMemory:
         self.left.setdefault(move.bundle, {})[move.source] = move.at_ms
         self.bindings[move.bundle] = move.destination
 
+    def forget_move(self, move: PendingMove) -> None:
+        """A move that was decided and not carried out: as if it had not been decided."""
+        self.version += 1
+        self.pending.pop(move.bundle, None)
+        if self.last_moved.get(move.bundle) == move.at_ms:
+            del self.last_moved[move.bundle]
+        left = self.left.get(move.bundle, {})
+        if left.get(move.source) == move.at_ms:
+            del left[move.source]
+            if not left:
+                del self.left[move.bundle]
+        if self.bindings.get(move.bundle) == move.destination:
+            del self.bindings[move.bundle]
+
     def to_json(self) -> dict[str, object]:
         return {
             "pending": {

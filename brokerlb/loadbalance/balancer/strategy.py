@@ -389,7 +389,13 @@ class Cycle:
 
     def _forget_settled_moves(self) -> None:
         view, memory = self.view, self.memory
+        unloaded = view.recently_unloaded_bundles
         for bundle, move in list(memory.pending.items()):
+            if self.now - move.at_ms < self.grace_ms and unloaded.get(bundle, -1) < move.at_ms:
+                # not carried out (the leader records every move it carried out): the bundle did
+                # not move, so nothing about it is pending, bound or blocked
+                memory.forget_move(move)
+                continue
             at_destination = bundle in view.reported_bundles(move.destination)
             at_source = bundle in view.reported_bundles(move.source)
             source = view.brokers.get(move.source)

@@ -6,7 +6,7 @@ from typing import Any
 
 from brokerlb.config import ServiceConfig
 from brokerlb.loadbalance import ClusterView, SheddingResult, StrategyState, new_rng
-from brokerlb.loadbalance.shedding.loop import run_shedding_cycle
+from brokerlb.loadbalance.shedding.loop import record_unloads, run_shedding_cycle
 from brokerlb.model import ResourceUsage
 from brokerlb.testing import broker, bundle_stats, load_data
 
@@ -50,10 +50,17 @@ def watched(since: int = NOW - 3_600_000) -> StrategyState:
     return state
 
 
-def cycle(view: ClusterView, state: StrategyState | None = None, seed: int = 0) -> SheddingResult:
-    return run_shedding_cycle(
+def cycle(
+    view: ClusterView, state: StrategyState | None = None, seed: int = 0, *, carried_out: bool = True
+) -> SheddingResult:
+    """One shedding cycle; ``carried_out``: its moves are recorded in the view's load data as the
+    leader records the moves it carried out (``recentlyUnloadedBundles``)."""
+    result = run_shedding_cycle(
         view, state if state is not None else StrategyState(), new_rng(seed), strategy="brokerlb"
     )
+    if carried_out:
+        record_unloads(result, view.now_ms, view.load_data.recently_unloaded_bundles)
+    return result
 
 
 def moves(result: SheddingResult) -> list[tuple[str | None, str | None, str | None]]:

@@ -64,10 +64,11 @@ def test_a_balanced_cluster_says_so() -> None:
 
 def test_pending_moves_count_until_the_reports_show_them() -> None:
     state = StrategyState()
-    first = cycle(three_brokers(), state)
+    view = three_brokers()
+    first = cycle(view, state)
     assert len(first.unloads) == 2
     # the same (stale) reports one cycle later: the moves are still pending, nothing more to do
-    again = cycle(replace(three_brokers(), now_ms=NOW + 60_000), state)
+    again = cycle(replace(view, now_ms=NOW + 60_000), state)
     assert again.unloads == [] and again.stats["pendingMoves"] == 2
     assert again.stats["busiestBefore"] == pytest.approx(0.62)
     # the reports show the moves: nothing pending any more
@@ -81,6 +82,20 @@ def test_pending_moves_count_until_the_reports_show_them() -> None:
     )
     settled = cycle(moved, state)
     assert settled.unloads == [] and settled.stats["pendingMoves"] == 0
+
+
+def test_a_move_the_leader_did_not_carry_out_is_forgotten() -> None:
+    # the leader records every move it carried out (recentlyUnloadedBundles); one it did not --
+    # its source no longer owned the bundle, the owner refused -- is not pending the next cycle
+    state = StrategyState()
+    view = three_brokers()
+    first = cycle(view, state, carried_out=False)
+    assert len(first.unloads) == 2
+    memory = state.get(MEMORY_KEY, BalancerMemory)
+    assert set(memory.pending) == {A1, A2} and memory.bindings
+    again = cycle(replace(view, now_ms=NOW + 60_000), state, carried_out=False)
+    assert moves(again) == moves(first)  # planned again: nothing moved
+    assert again.stats["busiestBefore"] == pytest.approx(0.8)
 
 
 def test_never_moves_a_bundle_twice_within_the_grace_period_nor_back_where_it_was() -> None:

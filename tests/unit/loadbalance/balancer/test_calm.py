@@ -41,6 +41,13 @@ def overlaps(a: str, b: str) -> bool:
     return lo_a < up_b and lo_b < up_a
 
 
+def covers(outer: str, inner: str) -> bool:
+    if outer.rpartition("/")[0] != inner.rpartition("/")[0]:
+        return False
+    (lo_o, up_o), (lo_i, up_i) = range_bounds(outer), range_bounds(inner)  # type: ignore[misc]
+    return lo_o <= lo_i and up_i <= up_o
+
+
 # ---------------------------------------------------------------------- idle, absolute split
 
 
@@ -199,8 +206,9 @@ class Toy:
     def bundles(self) -> list[str]:
         return sorted(b for held in self.brokers.values() for b in held)
 
-    def view(self, now: int, actions: dict[str, OperatorAction]):  # type: ignore[no-untyped-def]
-        view = cluster([node(b, dict(held)) for b, held in sorted(self.brokers.items())], now=now)
+    def view(self, now: int, actions: dict[str, OperatorAction], recently: dict[str, int]):  # type: ignore[no-untyped-def]
+        brokers = [node(b, dict(held)) for b, held in sorted(self.brokers.items())]
+        view = cluster(brokers, now=now, recently={b: at for b, at in recently.items() if now - at < GRACE})
         return replace(view, operator_actions=dict(actions))
 
     def move(self, bundle: str, destination: str) -> None:
@@ -277,6 +285,7 @@ def test_calm_over_many_cycles(toy: Toy, script, fresh: bool) -> None:  # type: 
     actions: dict[str, OperatorAction] = {}
     splits: list[tuple[str, int]] = []  # (range split, when), by anyone
     merged: list[tuple[str, int]] = []  # (merged range, when), by anyone
+    recently: dict[str, int] = {}  # the leader's recentlyUnloadedBundles
     for i, (kind, x, y) in enumerate(script):
         now = NOW + i * MINUTE
         bundles = toy.bundles()
@@ -287,6 +296,7 @@ def test_calm_over_many_cycles(toy: Toy, script, fresh: bool) -> None:  # type: 
                 toy.split(target)
                 actions[target] = OperatorAction(OperatorActionKind.SPLIT, target, now, source=owner)
                 splits.append((target, now))
+                merged = [(m, at) for m, at in merged if m != target]  # the operator undid that merge
             else:
                 others = [b for b in toy.brokers if b != owner]
                 destination = others[y % len(others)]
@@ -301,14 +311,17 @@ def test_calm_over_many_cycles(toy: Toy, script, fresh: bool) -> None:  # type: 
             into = toy.merge(pair)
             actions[into] = OperatorAction(OperatorActionKind.MERGE, into, now, source=toy.owner(into))
             merged.append((into, now))
+            # the operator merged back a whole range that was split: that split is undone by the operator
+            splits = [(r, at) for r, at in splits if not covers(into, r)]
         elif target is not None and kind in ("heat", "cool"):
             owner = toy.owner(target)
             toy.brokers[owner][target] = min(60.0, toy.brokers[owner][target] * 3) if kind == "heat" else 0.2
             if sum(toy.brokers[owner].values()) > 95:
                 toy.brokers[owner][target] = 0.2
         actions = {b: a for b, a in actions.items() if now < a.at_ms + GRACE}
-        view = toy.view(now, actions)
+        view = toy.view(now, actions, recently)
         result = cycle(view, state, seed=i)
+        recently.update((d.bundle or "", now) for d in result.unloads)  # as the leader records them
         loads = {b: sum(held.values()) / 100 for b, held in toy.brokers.items()}
         if max(loads.values()) < 0.10:  # idle: nothing at all
             assert not (result.unloads or result.splits or result.merges)
