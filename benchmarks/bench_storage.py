@@ -51,7 +51,7 @@ async def bare_commit(url: str, seconds: float, group: int, topics: int = 8) -> 
     engine = open_storage(url)
     await engine.start()
     try:
-        epoch = await engine.fence(NS, 0, 1 << 32, "bench", 0)
+        epoch = (await engine.fence(NS, 0, 1 << 32, "bench", 0)).epoch
         ledgers = {}
         for i in range(topics):
             name = f"{NS}/persistent/bare-{uuid.uuid4().hex[:6]}-{i}"

@@ -126,16 +126,16 @@ class ServedTopic:
         """PIP-307: keep the connections, ignore publishes until the close."""
         self.topic.fenced = True
 
-    async def close(self, reason: CloseReason) -> None:
+    async def close(self, reason: CloseReason, *, idle: bool = False) -> None:
         """Stop taking publishes, commit what is pending and persist the cursors (so what was
         acknowledged is in storage before any client reaches the next owner), then close the
-        sessions."""
+        sessions. ``idle``: closed for having no session (the next owner's fence leaves it closed)."""
         if self.closed:
             return
         self.closed = True
         self.topic.fenced = True
         if self.ledger is not None:
-            await self.ledger.close()
+            await self.ledger.close(idle=idle)
         sessions = list(self.sessions)
         self.sessions.clear()
         await asyncio.gather(*(s.close(reason) for s in sessions), return_exceptions=True)
@@ -228,6 +228,8 @@ class DataPath:
         ns, (lo, hi) = str(parsed.namespace), _half_open(parsed)
         for key in [k for k in self.epochs if k[0] == ns and k[1] < hi and lo < k[2]]:
             del self.epochs[key]
+        if self.storage is not None:
+            self.storage.release(ns, lo, hi)
 
     async def _epoch_of(self, bundle: str) -> int:
         """The epoch to open a topic of ``bundle`` with: ours for its range (or a range containing it:
@@ -458,7 +460,7 @@ class DataPath:
             ):
                 del self.topics[name]
                 self.registry.detach(name)
-                task = asyncio.ensure_future(served.close(CloseReason.unloaded("idle")))
+                task = asyncio.ensure_future(served.close(CloseReason.unloaded("idle"), idle=True))
                 task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
                 continue
             load = served.topic.load()

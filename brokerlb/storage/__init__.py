@@ -15,9 +15,18 @@
 from __future__ import annotations
 
 from brokerlb.errors import InvalidConfigError
-from brokerlb.storage.engine import AppendGroup, StorageEngine, StoredEntry, TopicRecord
+from brokerlb.storage.engine import AppendGroup, Fence, StorageEngine, StoredEntry, TopicClose, TopicRecord
 
-__all__ = ["AppendGroup", "StorageEngine", "StoredEntry", "TopicRecord", "open_storage", "bundle_hash_range"]
+__all__ = [
+    "AppendGroup",
+    "Fence",
+    "StorageEngine",
+    "StoredEntry",
+    "TopicClose",
+    "TopicRecord",
+    "open_storage",
+    "bundle_hash_range",
+]
 
 
 def open_storage(url: str) -> StorageEngine:

@@ -8,6 +8,9 @@ entries, up to :data:`MAX_GROUP_ENTRIES` / :data:`MAX_GROUP_BYTES`) and commits 
 storage transaction. While a flush is under way, new appends gather for the next one -- the
 batching comes from the storage's own latency, with no timer. A flush starts on the event
 loop's next turn after the first mark, so the entries of one turn travel together.
+
+:class:`Batcher` does the same for other writes made by many topics at once (the graceful close of
+a bundle's topics: one transaction for all of them).
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, Protocol, TypeVar
 
 from brokerlb.errors import BrokerLBError, StorageUnavailableError
 from brokerlb.storage.engine import AppendGroup, StorageEngine
 
-__all__ = ["GroupCommitter", "Committable", "MAX_GROUP_ENTRIES", "MAX_GROUP_BYTES"]
+__all__ = ["Batcher", "GroupCommitter", "Committable", "MAX_GROUP_ENTRIES", "MAX_GROUP_BYTES"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 logger = logging.getLogger(__name__)
 
@@ -113,3 +119,53 @@ class GroupCommitter:
                 await asyncio.shield(self._task)
             else:
                 await asyncio.sleep(0)
+
+
+class Batcher(Generic[T, R]):
+    """Requests of many callers written in one call of ``write`` (one storage transaction): a batch
+    starts on the event loop's next turn after the first request, and requests made while one is
+    being written gather for the next. ``write`` answers one result per request, in order; when it
+    raises, every request of the batch raises it."""
+
+    def __init__(self, write: Callable[[list[T]], Awaitable[Sequence[R]]]) -> None:
+        self._write = write
+        self._queue: list[tuple[T, asyncio.Future[R]]] = []
+        self._running = False
+        #: batches written and requests in them, for stats and tests
+        self.batches = 0
+        self.requests = 0
+
+    async def submit(self, request: T) -> R:
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._queue.append((request, future))
+        if not self._running:
+            self._running = True
+            asyncio.get_running_loop().call_soon(self._start)
+        return await future
+
+    def _start(self) -> None:
+        task = asyncio.ensure_future(self._drain())
+        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                self.batches += 1
+                self.requests += len(batch)
+                try:
+                    results = await self._write([request for request, _ in batch])
+                except Exception as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                            future.exception()  # retrieved: a caller that gave up does not log it
+                    continue
+                for (_, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
+        finally:
+            self._running = False
+            if self._queue:  # cancelled with requests left: they are written by a new drain
+                self._running = True
+                asyncio.get_running_loop().call_soon(self._start)

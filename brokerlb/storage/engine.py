@@ -12,9 +12,16 @@ Fencing (BookKeeper's recovery, keyed by hash range):
 * :meth:`StorageEngine.fence` -- a broker starting to serve a bundle takes a new epoch (a
   number from the engine's sequence, above every earlier one) for the bundle's namespace and
   hash range; in the same transaction every open ledger of a topic in that range is closed at
-  its last committed entry and every such topic's epoch becomes the new one;
+  its last committed entry, every such topic's epoch becomes the new one, and every **active**
+  topic of the range (opened by its former owner and not closed as idle: its clients are coming
+  back) is opened for the new owner -- a new ledger, its ledger list and cursors -- so a move
+  costs the destination one transaction whatever the number of topics, and their clients find
+  them open;
 * an append commits only to an *open* ledger whose committed count is what the writer expects
   (so a former owner's appends after the takeover store nothing, and it learns it was fenced);
+* :meth:`StorageEngine.close_topics` -- the owner's graceful close of topics (a move, an idle
+  topic, a shutdown): their cursors persisted and their open ledgers closed, all in one
+  transaction;
 * opening a topic, creating a ledger (rollover), writing cursors and deleting ledgers need the
   writer's epoch to be the topic's, and a topic is created only by the holder of the newest
   fence covering its hash -- so a former owner can neither create nor resurrect a topic there.
@@ -38,7 +45,9 @@ from brokerlb.mledger import CursorInfo, LedgerInfo
 
 __all__ = [
     "AppendGroup",
+    "Fence",
     "StorageEngine",
+    "TopicClose",
     "StoredEntry",
     "TopicRecord",
     "pack_entries",
@@ -85,6 +94,27 @@ class TopicRecord:
     created: bool = False
 
 
+@dataclass
+class Fence:
+    """A fence taken: its epoch, and the range's active topics opened for it (:meth:`StorageEngine.fence`)."""
+
+    epoch: int
+    topics: list[TopicRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicClose:
+    """A topic's graceful close by the holder of ``epoch``: ``cursors`` persisted, the open ledger
+    ``ledger_id`` (``None``: none) closed at its committed end; ``active`` says whether its clients
+    are expected back (a move, a shutdown: the next fence opens it) or not (an idle topic)."""
+
+    name: str
+    epoch: int
+    ledger_id: int | None
+    cursors: tuple[CursorInfo, ...] = ()
+    active: bool = True
+
+
 def pack_entries(entries: Sequence[tuple[int, int, bytes]]) -> bytes:
     """One row's payload: each entry as ``>qiI`` (publish time, messages, length) and its bytes."""
     header = _HEADER.pack
@@ -122,15 +152,17 @@ class StorageEngine(ABC):
         """Release connections and threads."""
 
     @abstractmethod
-    async def fence(self, namespace: str, lo: int, hi: int, owner: str, now_ms: int) -> int:
-        """Take a new epoch for ``[lo, hi)`` of ``namespace`` (module docstring); returns it."""
+    async def fence(self, namespace: str, lo: int, hi: int, owner: str, now_ms: int) -> Fence:
+        """Take a new epoch for ``[lo, hi)`` of ``namespace`` and open the range's active topics for
+        it, in one transaction (module docstring)."""
 
     @abstractmethod
     async def open_topic(
         self, name: str, namespace: str, hash_: int, epoch: int, now_ms: int, *, create: bool = True
     ) -> TopicRecord | None:
         """Open (creating it when ``create``) the managed ledger ``name`` for the holder of ``epoch``:
-        any open ledger is closed at its last committed entry and a new ledger is opened.
+        any open ledger is closed at its last committed entry, a new ledger is opened and the topic
+        is marked active.
         ``None`` when it does not exist and ``create`` is false. :class:`LedgerFencedError` when
         ``epoch`` is not the newest fence over ``hash_`` or is older than the topic's."""
 
@@ -145,8 +177,9 @@ class StorageEngine(ABC):
         """Close the current ledger ``closing`` (at the entries it says) and open the next one."""
 
     @abstractmethod
-    async def close_ledger(self, name: str, epoch: int, ledger_id: int, now_ms: int) -> None:
-        """Close an open ledger at its committed end (a graceful topic close); a no-op when fenced."""
+    async def close_topics(self, closes: Sequence[TopicClose], now_ms: int) -> list[bool]:
+        """Close topics gracefully (:class:`TopicClose`), all in one transaction; per topic ``False``
+        when ``epoch`` is no longer the topic's (nothing is written for it then)."""
 
     @abstractmethod
     async def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[StoredEntry]:

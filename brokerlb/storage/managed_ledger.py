@@ -17,11 +17,17 @@ the storage tier, applying the rules of :mod:`brokerlb.mledger` (Pulsar's ``Mana
 * **cursors** are persisted lazily: dirty ones every ``managedLedgerCursorPositionFlushSeconds``
   (one batch for the whole broker), a new subscription at once, and all of them when the topic
   closes -- a crash redelivers what was acknowledged since the last flush, never loses;
+* **close**: pending appends are committed, then the cursors are persisted and the ledger closed
+  in one write shared by every topic closing at the same moment (a bundle's topics on a move:
+  one transaction, :class:`~brokerlb.storage.committer.Batcher`);
 * **trimming**: after the cursors are flushed, whole ledgers every cursor is past and retention
   lets go are deleted.
 
 :class:`ManagedLedgerFactory` is the broker's storage client: the engine, the committer, the
-cache, the epochs of the hash ranges it fenced, and the periodic tick.
+cache, the periodic tick, and the fences it takes. A fence opens the range's active topics in its
+own transaction (:meth:`~brokerlb.storage.engine.StorageEngine.fence`); the factory keeps them
+until the topics are opened here (no storage call then: a moved topic's clients find it open) and
+closes, as idle, those nobody opened within ``unclaimed_seconds``.
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ from brokerlb.messaging.log import Entry, LogListener, ReadCallback
 from brokerlb.mledger import CursorInfo, LedgerList, ManagedLedgerConfig, Position
 from brokerlb.mledger.cursor import CursorState
 from brokerlb.storage.cache import EntryCache
-from brokerlb.storage.committer import MAX_GROUP_BYTES, MAX_GROUP_ENTRIES, GroupCommitter
-from brokerlb.storage.engine import AppendGroup, StorageEngine, TopicRecord
+from brokerlb.storage.committer import MAX_GROUP_BYTES, MAX_GROUP_ENTRIES, Batcher, GroupCommitter
+from brokerlb.storage.engine import AppendGroup, StorageEngine, TopicClose, TopicRecord
 
 __all__ = ["ManagedLedger", "ManagedLedgerFactory", "CursorSource"]
 
@@ -375,8 +381,10 @@ class ManagedLedger:
             self._fail(LedgerFencedError(f"Trimming {self.name}: the topic was fenced by another owner"))
 
     # ------------------------------------------------------------------ close
-    async def close(self) -> None:
-        """Commit what is pending, persist the cursors, close the ledger; then forget it."""
+    async def close(self, *, idle: bool = False) -> None:
+        """Commit what is pending, then persist the cursors and close the ledger (one write with the
+        other topics closing now); then forget it. ``idle``: its clients are gone, so the next
+        owner's fence does not open it."""
         if self.state == "closed":
             return
         try:
@@ -384,12 +392,14 @@ class ManagedLedger:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._idle.wait(), self.factory.close_timeout)
             if self.state != "failed":
-                await self.flush_cursors()
+                infos = self.cursor_infos()
                 current = self.ledgers.current
-                if current is not None and not current.closed and self.state != "failed":
-                    await self.factory.engine.close_ledger(
-                        self.name, self.epoch, current.ledger_id, self.factory.clock.now_ms()
-                    )
+                open_ledger = current.ledger_id if current is not None and not current.closed else None
+                closed = TopicClose(self.name, self.epoch, open_ledger, tuple(infos), active=not idle)
+                if await self.factory.closer.submit(closed):
+                    self.stored_cursors.update((info.name, info) for info in infos)
+                else:
+                    logger.info("Managed ledger %s was fenced by another owner before its close", self.name)
         except BrokerLBError as exc:
             logger.warning("Closing managed ledger %s: %s", self.name, exc)
         finally:
@@ -411,6 +421,7 @@ class ManagedLedgerFactory:
         clock: Clock = SYSTEM_CLOCK,
         owner: str = "",
         close_timeout: float = 30.0,
+        unclaimed_seconds: float = 60.0,
     ) -> None:
         self.engine = engine
         self.config = config or ManagedLedgerConfig()
@@ -420,7 +431,12 @@ class ManagedLedgerFactory:
         self.committer = GroupCommitter(engine)
         self.cursor_flush_seconds = max(0.05, float(cursor_flush_seconds))
         self.close_timeout = close_timeout
+        self.unclaimed_seconds = unclaimed_seconds
+        #: graceful closes of topics, many in one transaction
+        self.closer: Batcher[TopicClose, bool] = Batcher(self._close_topics)
         self.ledgers: dict[str, ManagedLedger] = {}
+        #: ledgers a fence opened, until a topic claims them: name -> (ledger, fenced range, since)
+        self.unclaimed: dict[str, tuple[ManagedLedger, tuple[str, int, int], float]] = {}
         self.dirty: set[ManagedLedger] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._ticker: asyncio.Task[None] | None = None
@@ -438,8 +454,9 @@ class ManagedLedgerFactory:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._ticker
             self._ticker = None
-        for ledger in list(self.ledgers.values()):
-            await ledger.close()
+        unclaimed = [ledger for ledger, _, _ in self.unclaimed.values()]
+        self.unclaimed.clear()
+        await asyncio.gather(*(ledger.close() for ledger in [*self.ledgers.values(), *unclaimed]))
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.engine.close()
@@ -449,6 +466,7 @@ class ManagedLedgerFactory:
         if self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
+        self.unclaimed.clear()
         for ledger in list(self.ledgers.values()):
             ledger.state = "closed"
             ledger._pending.clear()
@@ -462,23 +480,53 @@ class ManagedLedgerFactory:
 
     # ------------------------------------------------------------------ fences and opens
     async def fence(self, namespace: str, lo: int, hi: int) -> int:
-        """A new epoch for ``[lo, hi)`` of ``namespace`` (this broker starts serving it)."""
-        return await self.engine.fence(namespace, lo, hi, self.owner, self.clock.now_ms())
+        """A new epoch for ``[lo, hi)`` of ``namespace`` (this broker starts serving it); the range's
+        active topics, opened by the same transaction, wait here for their topics (:meth:`open`)."""
+        fence = await self.engine.fence(namespace, lo, hi, self.owner, self.clock.now_ms())
+        since = self.clock.monotonic()
+        for record in fence.topics:
+            self.unclaimed[record.name] = (ManagedLedger(self, record), (namespace, lo, hi), since)
+        return fence.epoch
+
+    def release(self, namespace: str, lo: int, hi: int) -> None:
+        """This broker stopped serving ``[lo, hi)`` of ``namespace``: forget the ledgers its fences
+        opened there for topics that never came (the next owner's fence settles them)."""
+        for name, (_, (ns, low, high), _) in list(self.unclaimed.items()):
+            if ns == namespace and low < hi and lo < high:
+                del self.unclaimed[name]
 
     async def open(
         self, name: str, namespace: str, hash_: int, epoch: int, *, create: bool = True
     ) -> ManagedLedger | None:
-        """Open the managed ledger ``name`` with ``epoch``; ``None`` when it does not exist and not ``create``."""
+        """Open the managed ledger ``name`` with ``epoch`` -- the one a fence of this epoch opened,
+        else from storage; ``None`` when it does not exist and not ``create``."""
         if name in self.ledgers:
             raise ManagedLedgerError(f"Managed ledger {name} is already open here")
-        record = await self.engine.open_topic(
-            name, namespace, hash_, epoch, self.clock.now_ms(), create=create
-        )
-        if record is None:
-            return None
-        ledger = ManagedLedger(self, record)
+        opened = self.unclaimed.pop(name, None)
+        if opened is not None and opened[0].epoch == epoch:
+            ledger = opened[0]
+        else:
+            record = await self.engine.open_topic(
+                name, namespace, hash_, epoch, self.clock.now_ms(), create=create
+            )
+            if record is None:
+                return None
+            ledger = ManagedLedger(self, record)
+        if name in self.ledgers:  # opened meanwhile (the caller did not wait for its first open)
+            raise ManagedLedgerError(f"Managed ledger {name} is already open here")
         self.ledgers[name] = ledger
         return ledger
+
+    async def _close_topics(self, closes: list[TopicClose]) -> Sequence[bool]:
+        return await self.engine.close_topics(closes, self.clock.now_ms())
+
+    async def _close_unclaimed(self) -> None:
+        """Close, as idle, the ledgers a fence opened that no topic claimed in ``unclaimed_seconds``."""
+        deadline = self.clock.monotonic() - self.unclaimed_seconds
+        stale = [name for name, (_, _, since) in self.unclaimed.items() if since <= deadline]
+        if stale:
+            ledgers = [self.unclaimed.pop(name)[0] for name in stale]
+            await asyncio.gather(*(ledger.close(idle=True) for ledger in ledgers))
 
     def forget(self, ledger: ManagedLedger) -> None:
         if self.ledgers.get(ledger.name) is ledger:
@@ -527,6 +575,11 @@ class ManagedLedgerFactory:
             now = self.clock.now_ms()
             for ledger in list(self.ledgers.values()):
                 ledger.maybe_rollover(now)
+            if self.unclaimed:
+                try:
+                    await self._close_unclaimed()
+                except Exception:
+                    logger.exception("Closing unclaimed ledgers failed")
             if waited >= self.cursor_flush_seconds:
                 waited = 0.0
                 try:

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from brokerlb.errors import LedgerFencedError
 from brokerlb.mledger import CursorInfo, LedgerInfo
-from brokerlb.storage.engine import AppendGroup, StorageEngine, StoredEntry, TopicRecord
+from brokerlb.storage.engine import AppendGroup, Fence, StorageEngine, StoredEntry, TopicClose, TopicRecord
 
 __all__ = ["MemoryStorage"]
 
@@ -27,6 +27,8 @@ class _Topic:
     epoch: int
     ledgers: list[LedgerInfo] = field(default_factory=list)
     cursors: dict[str, CursorInfo] = field(default_factory=dict)
+    #: opened by an owner and not closed as idle (the next fence opens it)
+    active: bool = False
 
 
 @dataclass
@@ -102,17 +104,23 @@ class MemoryStorage(StorageEngine):
         return info
 
     # ------------------------------------------------------------------ fencing
-    async def fence(self, namespace: str, lo: int, hi: int, owner: str, now_ms: int) -> int:
+    async def fence(self, namespace: str, lo: int, hi: int, owner: str, now_ms: int) -> Fence:
         t = self._t
         epoch = t.next_id()
         # fences entirely inside the new range are superseded by it
         t.fences = [f for f in t.fences if not (f[0] == namespace and lo <= f[1] and f[2] <= hi)]
         t.fences.append((namespace, lo, hi, epoch))
-        for topic in t.topics.values():
+        fence = Fence(epoch)
+        for topic in sorted(t.topics.values(), key=lambda topic: topic.name):
             if topic.namespace == namespace and lo <= topic.hash < hi:
                 topic.epoch = epoch
                 self._settle(topic, now_ms)
-        return epoch
+                if topic.active:
+                    self._new_ledger(topic, now_ms)
+                    fence.topics.append(
+                        TopicRecord(topic.name, epoch, list(topic.ledgers), list(topic.cursors.values()))
+                    )
+        return fence
 
     async def open_topic(
         self, name: str, namespace: str, hash_: int, epoch: int, now_ms: int, *, create: bool = True
@@ -133,6 +141,7 @@ class MemoryStorage(StorageEngine):
         elif topic.epoch > epoch:
             raise LedgerFencedError(f"Cannot open {name} with epoch {epoch}: it is at epoch {topic.epoch}")
         topic.epoch = epoch
+        topic.active = True
         self._settle(topic, now_ms)
         self._new_ledger(topic, now_ms)
         return TopicRecord(name, epoch, list(topic.ledgers), list(topic.cursors.values()), created)
@@ -167,12 +176,24 @@ class MemoryStorage(StorageEngine):
         self._settle(topic, now_ms)
         return self._new_ledger(topic, now_ms)
 
-    async def close_ledger(self, name: str, epoch: int, ledger_id: int, now_ms: int) -> None:
-        topic = self._t.topics.get(name)
-        if topic is None or topic.epoch != epoch or not topic.ledgers:
-            return
-        if topic.ledgers[-1].ledger_id == ledger_id:
-            self._settle(topic, now_ms)
+    async def close_topics(self, closes: Sequence[TopicClose], now_ms: int) -> list[bool]:
+        out = []
+        for close in closes:
+            topic = self._t.topics.get(close.name)
+            if topic is None or topic.epoch != close.epoch:
+                out.append(False)
+                continue
+            for cursor in close.cursors:
+                topic.cursors[cursor.name] = cursor
+            if (
+                close.ledger_id is not None
+                and topic.ledgers
+                and topic.ledgers[-1].ledger_id == close.ledger_id
+            ):
+                self._settle(topic, now_ms)
+            topic.active = close.active
+            out.append(True)
+        return out
 
     async def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[StoredEntry]:
         ledger = self._t.ledgers.get(ledger_id)

@@ -31,8 +31,10 @@ from brokerlb.errors import InvalidConfigError, LedgerFencedError, StorageUnavai
 from brokerlb.mledger import CursorInfo, LedgerInfo
 from brokerlb.storage.engine import (
     AppendGroup,
+    Fence,
     StorageEngine,
     StoredEntry,
+    TopicClose,
     TopicRecord,
     pack_entries,
     unpack_entries,
@@ -52,7 +54,8 @@ CREATE TABLE IF NOT EXISTS ml_fences (
 CREATE INDEX IF NOT EXISTS ml_fences_ns ON ml_fences (namespace, lo);
 CREATE TABLE IF NOT EXISTS ml_topics (
     name TEXT PRIMARY KEY, namespace TEXT NOT NULL, hash BIGINT NOT NULL, epoch BIGINT NOT NULL,
-    created_ms BIGINT NOT NULL);
+    created_ms BIGINT NOT NULL, active BOOLEAN NOT NULL DEFAULT false);
+ALTER TABLE ml_topics ADD COLUMN IF NOT EXISTS active BOOLEAN NOT NULL DEFAULT false;
 CREATE INDEX IF NOT EXISTS ml_topics_range ON ml_topics (namespace, hash);
 CREATE TABLE IF NOT EXISTS ml_ledgers (
     ledger_id BIGINT PRIMARY KEY, topic TEXT NOT NULL, entries BIGINT NOT NULL, size BIGINT NOT NULL,
@@ -80,6 +83,20 @@ RETURNING ledger_id, first_entry
 """
 
 _LEDGER_COLUMNS = "ledger_id, entries, size, ts, base, base_offset, closed"
+
+#: the active topics of a fenced range ($1 namespace, $2 lo, $3 hi)
+_ACTIVE = "SELECT name FROM ml_topics WHERE namespace = $1 AND hash >= $2 AND hash < $3 AND active"
+
+#: a new open ledger for each active topic of a fenced range ($4 now), after its last one
+_OPEN_ACTIVE = f"""
+WITH last AS (
+    SELECT DISTINCT ON (topic) topic, base + entries AS base, base_offset + size AS base_offset
+    FROM ml_ledgers WHERE topic IN ({_ACTIVE}) ORDER BY topic, ledger_id DESC
+)
+INSERT INTO ml_ledgers (ledger_id, topic, entries, size, ts, base, base_offset, closed)
+SELECT nextval('ml_ids'), t.name, 0, 0, $4, COALESCE(last.base, 0), COALESCE(last.base_offset, 0), false
+FROM ({_ACTIVE} ORDER BY name) t LEFT JOIN last ON last.topic = t.name
+"""
 
 
 def _ledger(row: Any) -> LedgerInfo:
@@ -183,8 +200,8 @@ class PostgresStorage(StorageEngine):
         return LedgerInfo(ledger_id, 0, 0, now_ms, base, offset, False)
 
     # ------------------------------------------------------------------ fencing
-    async def fence(self, namespace: str, lo: int, hi: int, owner: str, now_ms: int) -> int:
-        async def body(conn: Any) -> int:
+    async def fence(self, namespace: str, lo: int, hi: int, owner: str, now_ms: int) -> Fence:
+        async def body(conn: Any) -> Fence:
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", namespace)
             epoch = int(await conn.fetchval("SELECT nextval('ml_ids')"))
             await conn.execute(
@@ -214,7 +231,27 @@ class PostgresStorage(StorageEngine):
                 lo,
                 hi,
             )
-            return epoch
+            # the active topics of the range, opened for the new owner: a new ledger each
+            await conn.execute(_OPEN_ACTIVE, namespace, lo, hi, now_ms)
+            records: dict[str, TopicRecord] = {}
+            for row in await conn.fetch(
+                f"SELECT topic, {_LEDGER_COLUMNS} FROM ml_ledgers WHERE topic IN ({_ACTIVE}) "
+                "ORDER BY topic, ledger_id",
+                namespace,
+                lo,
+                hi,
+            ):
+                name = str(row[0])
+                record = records.get(name) or records.setdefault(name, TopicRecord(name, epoch))
+                record.ledgers.append(_ledger(row[1:]))
+            for row in await conn.fetch(
+                f"SELECT topic, name, info FROM ml_cursors WHERE topic IN ({_ACTIVE}) ORDER BY topic, name",
+                namespace,
+                lo,
+                hi,
+            ):
+                records[str(row[0])].cursors.append(CursorInfo.from_json(str(row[1]), bytes(row[2])))
+            return Fence(epoch, list(records.values()))
 
         return await self._run(body)
 
@@ -239,13 +276,21 @@ class PostgresStorage(StorageEngine):
                 if not create:
                     return None
                 await conn.execute(
-                    "INSERT INTO ml_topics VALUES ($1, $2, $3, $4, $5)", name, namespace, hash_, epoch, now_ms
+                    "INSERT INTO ml_topics (name, namespace, hash, epoch, created_ms, active) "
+                    "VALUES ($1, $2, $3, $4, $5, true)",
+                    name,
+                    namespace,
+                    hash_,
+                    epoch,
+                    now_ms,
                 )
                 created = True
             elif int(topic[0]) > epoch:
                 raise LedgerFencedError(f"Cannot open {name} with epoch {epoch}: it is at epoch {topic[0]}")
             else:
-                await conn.execute("UPDATE ml_topics SET epoch = $1 WHERE name = $2", epoch, name)
+                await conn.execute(
+                    "UPDATE ml_topics SET epoch = $1, active = true WHERE name = $2", epoch, name
+                )
             await conn.execute(
                 "UPDATE ml_ledgers SET closed = true, ts = $1 WHERE topic = $2 AND NOT closed", now_ms, name
             )
@@ -301,18 +346,53 @@ class PostgresStorage(StorageEngine):
 
         return await self._run(body)
 
-    async def close_ledger(self, name: str, epoch: int, ledger_id: int, now_ms: int) -> None:
-        async def body(conn: Any) -> None:
-            await conn.execute(
-                "UPDATE ml_ledgers SET closed = true, ts = $1 WHERE ledger_id = $2 AND NOT closed AND topic = $3 "
-                "AND (SELECT epoch FROM ml_topics WHERE name = $3) = $4",
-                now_ms,
-                ledger_id,
-                name,
-                epoch,
-            )
+    async def close_topics(self, closes: Sequence[TopicClose], now_ms: int) -> list[bool]:
+        if not closes:
+            return []
 
-        await self._run(body)
+        async def body(conn: Any) -> list[bool]:
+            # the topics still at the closer's epoch, locked against a fence until the commit
+            rows = await conn.fetch(
+                "WITH c AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::boolean[]) AS c(name, epoch, active)) "
+                "UPDATE ml_topics t SET active = c.active FROM c WHERE t.name = c.name AND t.epoch = c.epoch "
+                "RETURNING t.name, t.epoch",
+                [c.name for c in closes],
+                [c.epoch for c in closes],
+                [c.active for c in closes],
+            )
+            held = {(str(r[0]), int(r[1])) for r in rows}
+            done = [(c.name, c.epoch) in held for c in closes]
+            cursors = [
+                (c.name, cursor.name, cursor.to_json())
+                for c, ok in zip(closes, done, strict=True)
+                if ok
+                for cursor in c.cursors
+            ]
+            if cursors:
+                await conn.execute(
+                    "INSERT INTO ml_cursors (topic, name, info) "
+                    "SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[]) "
+                    "ON CONFLICT (topic, name) DO UPDATE SET info = excluded.info",
+                    [c[0] for c in cursors],
+                    [c[1] for c in cursors],
+                    [c[2] for c in cursors],
+                )
+            closing = [
+                (c.name, c.ledger_id)
+                for c, ok in zip(closes, done, strict=True)
+                if ok and c.ledger_id is not None
+            ]
+            if closing:
+                await conn.execute(
+                    "UPDATE ml_ledgers l SET closed = true, ts = $1 FROM unnest($2::text[], $3::bigint[]) "
+                    "AS c(topic, ledger_id) WHERE l.ledger_id = c.ledger_id AND l.topic = c.topic AND NOT l.closed",
+                    now_ms,
+                    [n for n, _ in closing],
+                    [i for _, i in closing],
+                )
+            return done
+
+        return await self._run(body)
 
     async def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[StoredEntry]:
         async def body(conn: Any) -> list[StoredEntry]:

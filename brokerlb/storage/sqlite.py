@@ -32,8 +32,10 @@ from brokerlb.errors import InvalidConfigError, LedgerFencedError, StorageUnavai
 from brokerlb.mledger import CursorInfo, LedgerInfo
 from brokerlb.storage.engine import (
     AppendGroup,
+    Fence,
     StorageEngine,
     StoredEntry,
+    TopicClose,
     TopicRecord,
     pack_entries,
     unpack_entries,
@@ -57,7 +59,7 @@ CREATE TABLE IF NOT EXISTS ml_fences (
 CREATE INDEX IF NOT EXISTS ml_fences_ns ON ml_fences (namespace, lo);
 CREATE TABLE IF NOT EXISTS ml_topics (
     name TEXT PRIMARY KEY, namespace TEXT NOT NULL, hash INTEGER NOT NULL, epoch INTEGER NOT NULL,
-    created_ms INTEGER NOT NULL);
+    created_ms INTEGER NOT NULL, active INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS ml_topics_range ON ml_topics (namespace, hash);
 CREATE TABLE IF NOT EXISTS ml_ledgers (
     ledger_id INTEGER PRIMARY KEY, topic TEXT NOT NULL, entries INTEGER NOT NULL, size INTEGER NOT NULL,
@@ -71,6 +73,13 @@ CREATE TABLE IF NOT EXISTS ml_cursors (
 """
 
 _LEDGER_COLUMNS = "ledger_id, entries, size, ts, base, base_offset, closed"
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    conn.executescript(SCHEMA)
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(ml_topics)")}
+    if "active" not in columns:  # a directory written before topics were marked active
+        conn.execute("ALTER TABLE ml_topics ADD COLUMN active INTEGER NOT NULL DEFAULT 0")
 
 
 def _ledger(row: Sequence[Any]) -> LedgerInfo:
@@ -160,7 +169,7 @@ class SqliteStorage(StorageEngine):
                 f"Cannot create the storage directory {self.directory}: {exc}"
             ) from exc
         self._writer = _Worker(self.path, "sqlite-writer", lambda conn: None)
-        await self._writer.run(lambda conn: conn.executescript(SCHEMA))
+        await self._writer.run(_create_schema)
         self._reader = _Worker(self.path, "sqlite-reader", lambda conn: None)
         self._checkpointer = _Worker(self.path, "sqlite-checkpoint", lambda conn: None)
         self._checkpoints = asyncio.ensure_future(self._checkpoint_loop())
@@ -232,25 +241,43 @@ class SqliteStorage(StorageEngine):
         return info
 
     # ------------------------------------------------------------------ fencing
-    async def fence(self, namespace: str, lo: int, hi: int, owner: str, now_ms: int) -> int:
-        def body(conn: sqlite3.Connection) -> int:
+    async def fence(self, namespace: str, lo: int, hi: int, owner: str, now_ms: int) -> Fence:
+        def body(conn: sqlite3.Connection) -> Fence:
             epoch = self._next_id(conn)
-            conn.execute(
-                "DELETE FROM ml_fences WHERE namespace = ? AND lo >= ? AND hi <= ?", (namespace, lo, hi)
-            )
+            in_range = (namespace, lo, hi)
+            conn.execute("DELETE FROM ml_fences WHERE namespace = ? AND lo >= ? AND hi <= ?", in_range)
             conn.execute(
                 "INSERT INTO ml_fences VALUES (?, ?, ?, ?, ?, ?)", (namespace, lo, hi, epoch, owner, now_ms)
             )
             conn.execute(
                 "UPDATE ml_topics SET epoch = ? WHERE namespace = ? AND hash >= ? AND hash < ?",
-                (epoch, namespace, lo, hi),
+                (epoch, *in_range),
             )
             conn.execute(
                 "UPDATE ml_ledgers SET closed = 1, ts = ? WHERE closed = 0 AND topic IN "
                 "(SELECT name FROM ml_topics WHERE namespace = ? AND hash >= ? AND hash < ?)",
-                (now_ms, namespace, lo, hi),
+                (now_ms, *in_range),
             )
-            return epoch
+            # the active topics of the range, opened for the new owner: a new ledger each
+            active = (
+                "SELECT name FROM ml_topics WHERE namespace = ? AND hash >= ? AND hash < ? AND active = 1"
+            )
+            names = [str(r[0]) for r in conn.execute(active + " ORDER BY name", in_range)]
+            for name in names:
+                self._new_ledger(conn, name, now_ms)
+            records = {name: TopicRecord(name, epoch) for name in names}
+            for row in conn.execute(
+                f"SELECT topic, {_LEDGER_COLUMNS} FROM ml_ledgers WHERE topic IN ({active}) "
+                "ORDER BY topic, ledger_id",
+                in_range,
+            ):
+                records[str(row[0])].ledgers.append(_ledger(row[1:]))
+            for row in conn.execute(
+                f"SELECT topic, name, info FROM ml_cursors WHERE topic IN ({active}) ORDER BY topic, name",
+                in_range,
+            ):
+                records[str(row[0])].cursors.append(CursorInfo.from_json(str(row[1]), row[2]))
+            return Fence(epoch, list(records.values()))
 
         return await self._write(body)
 
@@ -273,13 +300,15 @@ class SqliteStorage(StorageEngine):
                 if not create:
                     return None
                 conn.execute(
-                    "INSERT INTO ml_topics VALUES (?, ?, ?, ?, ?)", (name, namespace, hash_, epoch, now_ms)
+                    "INSERT INTO ml_topics (name, namespace, hash, epoch, created_ms, active) "
+                    "VALUES (?, ?, ?, ?, ?, 1)",
+                    (name, namespace, hash_, epoch, now_ms),
                 )
                 created = True
             elif int(topic[0]) > epoch:
                 raise LedgerFencedError(f"Cannot open {name} with epoch {epoch}: it is at epoch {topic[0]}")
             else:
-                conn.execute("UPDATE ml_topics SET epoch = ? WHERE name = ?", (epoch, name))
+                conn.execute("UPDATE ml_topics SET epoch = ?, active = 1 WHERE name = ?", (epoch, name))
             conn.execute(
                 "UPDATE ml_ledgers SET closed = 1, ts = ? WHERE topic = ? AND closed = 0", (now_ms, name)
             )
@@ -337,15 +366,33 @@ class SqliteStorage(StorageEngine):
 
         return await self._write(body)
 
-    async def close_ledger(self, name: str, epoch: int, ledger_id: int, now_ms: int) -> None:
-        def body(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "UPDATE ml_ledgers SET closed = 1, ts = ? WHERE ledger_id = ? AND closed = 0 AND topic = ? "
-                "AND (SELECT epoch FROM ml_topics WHERE name = ?) = ?",
-                (now_ms, ledger_id, name, name, epoch),
-            )
+    async def close_topics(self, closes: Sequence[TopicClose], now_ms: int) -> list[bool]:
+        rows = [(c, [(c.name, cursor.name, cursor.to_json()) for cursor in c.cursors]) for c in closes]
 
-        await self._write(body)
+        def body(conn: sqlite3.Connection) -> list[bool]:
+            out = []
+            for close, cursors in rows:
+                cur = conn.execute(
+                    "UPDATE ml_topics SET active = ? WHERE name = ? AND epoch = ?",
+                    (int(close.active), close.name, close.epoch),
+                )
+                if cur.rowcount != 1:
+                    out.append(False)
+                    continue
+                conn.executemany(
+                    "INSERT INTO ml_cursors VALUES (?, ?, ?) "
+                    "ON CONFLICT (topic, name) DO UPDATE SET info = excluded.info",
+                    cursors,
+                )
+                if close.ledger_id is not None:
+                    conn.execute(
+                        "UPDATE ml_ledgers SET closed = 1, ts = ? WHERE ledger_id = ? AND topic = ? AND closed = 0",
+                        (now_ms, close.ledger_id, close.name),
+                    )
+                out.append(True)
+            return out
+
+        return await self._write(body)
 
     async def read(self, ledger_id: int, first_entry: int, last_entry: int) -> list[StoredEntry]:
         def body(conn: sqlite3.Connection) -> list[StoredEntry]:

@@ -19,7 +19,7 @@ def group(topic, ledger, first, payloads, t0=1000):
 
 
 async def opened(engine, name=TOPIC, hash_=H, owner="b1"):
-    epoch = await engine.fence(NS, 0, 0x1_0000_0000, owner, 1)
+    epoch = (await engine.fence(NS, 0, 0x1_0000_0000, owner, 1)).epoch
     record = await engine.open_topic(name, NS, hash_, epoch, 2)
     return epoch, record
 
@@ -39,11 +39,12 @@ async def test_append_read_and_reopen(engine):
     assert [e.payload for e in await engine.read(ledger, 1, 1)] == [b"bb"]
     # a gap or a repeat is refused: the writer's idea of the ledger is wrong
     assert await engine.append([group(TOPIC, ledger, 5, [b"x"])]) == [False]
-    # re-opened by the next owner: the last ledger is closed at its committed end, a new one opens
-    epoch2 = await engine.fence(NS, 0, 0x1_0000_0000, "b2", 3)
-    assert epoch2 > epoch
-    again = await engine.open_topic(TOPIC, NS, H, epoch2, 4)
-    assert not again.created
+    # re-opened by the next owner's fence (the topic is active): the last ledger is closed at its
+    # committed end, a new one opens
+    fence = await engine.fence(NS, 0, 0x1_0000_0000, "b2", 3)
+    assert fence.epoch > epoch
+    (again,) = fence.topics
+    assert again.name == TOPIC and again.epoch == fence.epoch and not again.created
     first, second = again.ledgers
     assert (first.ledger_id, first.entries, first.size, first.closed) == (ledger, 3, 4, True)
     assert second.ledger_id > ledger and second.base == 3 and second.base_offset == 4 and not second.closed
@@ -56,7 +57,7 @@ async def test_a_fenced_writer_stores_nothing(engine):
     ledger = record.ledgers[-1].ledger_id
     assert await engine.append([group(TOPIC, ledger, 0, [b"a"])]) == [True]
     lo, hi = bundle_hash_range(0x0000, 0x7FFFFFFF)
-    newer = await engine.fence(NS, lo, hi, "b2", 5)  # another broker takes the bundle holding H
+    newer = (await engine.fence(NS, lo, hi, "b2", 5)).epoch  # another broker takes the bundle holding H
     other = "t/ns/persistent/b"
     # the former owner: its append, rollover, cursor write and trimming are refused
     assert await engine.append([group(TOPIC, ledger, 1, [b"late"])]) == [False]
@@ -81,13 +82,13 @@ async def test_a_fenced_writer_stores_nothing(engine):
 
 
 async def test_a_stale_fence_never_wins_over_a_newer_one_in_its_range(engine):
-    old = await engine.fence(NS, 0, 0x8000_0000, "a", 1)
-    child = await engine.fence(NS, 0, 0x4000_0000, "b", 2)  # a split child taken by b
+    old = (await engine.fence(NS, 0, 0x8000_0000, "a", 1)).epoch
+    child = (await engine.fence(NS, 0, 0x4000_0000, "b", 2)).epoch  # a split child taken by b
     assert child > old
     with pytest.raises(LedgerFencedError):
         await engine.open_topic(TOPIC, NS, H, old, 3)
     assert (await engine.open_topic(TOPIC, NS, H, child, 3)).created
-    merged = await engine.fence(NS, 0, 0x8000_0000, "c", 4)  # merged back, taken by c
+    merged = (await engine.fence(NS, 0, 0x8000_0000, "c", 4)).epoch  # merged back, taken by c
     with pytest.raises(LedgerFencedError):
         await engine.open_topic(TOPIC, NS, H, child, 5)
     assert not (await engine.open_topic(TOPIC, NS, H, merged, 5)).created
@@ -118,7 +119,7 @@ async def test_rollover_cursors_trimming_and_delete(engine):
     assert await engine.delete_ledgers(TOPIC, epoch, [first.ledger_id, second.ledger_id])
     assert [i.ledger_id for i in await engine.ledgers_of(TOPIC)] == [second.ledger_id]  # never the current
     assert await engine.read(first.ledger_id, 0, 5) == []
-    newer = await engine.fence(NS, 0, 0x1_0000_0000, "b9", 60)
+    newer = (await engine.fence(NS, 0, 0x1_0000_0000, "b9", 60)).epoch
     record2 = await engine.open_topic(TOPIC, NS, H, newer, 61)
     assert record2.cursors == [cursor]
     assert await engine.delete_cursor(TOPIC, newer, "sub")
@@ -131,7 +132,7 @@ async def test_rollover_cursors_trimming_and_delete(engine):
 async def test_ledger_ids_only_grow_across_topics_and_owners(engine):
     seen = []
     for i in range(3):
-        epoch = await engine.fence(NS, 0, 0x1_0000_0000, f"b{i}", i)
+        epoch = (await engine.fence(NS, 0, 0x1_0000_0000, f"b{i}", i)).epoch
         for name in ("t/ns/persistent/x", "t/ns/persistent/y"):
             record = await engine.open_topic(name, NS, H + i, epoch, i)
             seen.append(record.ledgers[-1].ledger_id)
@@ -139,7 +140,7 @@ async def test_ledger_ids_only_grow_across_topics_and_owners(engine):
 
 
 async def test_many_groups_of_many_topics_in_one_commit(engine):
-    epoch = await engine.fence(NS, 0, 0x1_0000_0000, "b", 1)
+    epoch = (await engine.fence(NS, 0, 0x1_0000_0000, "b", 1)).epoch
     ledgers = {}
     for i in range(20):
         name = f"t/ns/persistent/m{i}"
@@ -150,3 +151,50 @@ async def test_many_groups_of_many_topics_in_one_commit(engine):
     assert await engine.append(groups) == [True] * 20
     for ledger in ledgers.values():
         assert len(await engine.read(ledger, 0, 100)) == 50
+
+
+async def test_a_bundles_topics_close_in_one_call_and_its_next_owner_finds_them_open(engine):
+    from brokerlb.storage import TopicClose
+
+    lo, hi = bundle_hash_range(0x0000, 0x7FFFFFFF)
+    epoch = (await engine.fence(NS, lo, hi, "b1", 1)).epoch
+    names = [f"t/ns/persistent/c{i}" for i in range(4)]
+    records = {n: await engine.open_topic(n, NS, 0x100 + i, epoch, 2) for i, n in enumerate(names)}
+    other = (await engine.fence(NS, hi, 0x1_0000_0000, "b1", 1)).epoch  # another bundle of b1
+    outside = await engine.open_topic("t/ns/persistent/far", NS, 0x9000_0000, other, 2)
+    for n, r in records.items():
+        assert await engine.append([group(n, r.ledgers[-1].ledger_id, 0, [b"a", b"b"])]) == [True]
+    ledger_of = {n: r.ledgers[-1].ledger_id for n, r in records.items()}
+    cursor = CursorInfo("s", "Shared", Position(ledger_of[names[0]], 0))
+    # c0 and c1 close for a move (clients expected back), c2 as idle; c3 is left open (a crash)
+    closes = [
+        TopicClose(names[0], epoch, ledger_of[names[0]], (cursor,)),
+        TopicClose(names[1], epoch, ledger_of[names[1]]),
+        TopicClose(names[2], epoch, ledger_of[names[2]], active=False),
+        TopicClose(names[0], epoch - 1, None),  # a stale writer: refused, nothing written
+    ]
+    assert await engine.close_topics(closes, 3) == [True, True, True, False]
+    for n in names[:3]:
+        (info,) = await engine.ledgers_of(n)
+        assert info.closed and info.entries == 2
+    assert await engine.append([group(names[0], ledger_of[names[0]], 2, [b"late"])]) == [False]
+
+    fence = await engine.fence(NS, lo, hi, "b2", 4)
+    opened = {r.name: r for r in fence.topics}
+    assert sorted(opened) == [names[0], names[1], names[3]]  # the idle one is not, nor another bundle's
+    for n, r in opened.items():
+        assert r.epoch == fence.epoch and not r.created
+        old, new = r.ledgers
+        assert (old.ledger_id, old.entries, old.closed) == (ledger_of[n], 2, True)
+        assert new.ledger_id > old.ledger_id and not new.closed and (new.base, new.entries) == (2, 0)
+    assert opened[names[0]].cursors == [cursor] and opened[names[1]].cursors == []
+    # the crashed owner's ledger was closed at its committed end: its late append stores nothing
+    assert await engine.append([group(names[3], ledger_of[names[3]], 2, [b"late"])]) == [False]
+    # the new owner appends to the ledgers the fence opened
+    new3 = opened[names[3]].ledgers[-1].ledger_id
+    assert await engine.append([group(names[3], new3, 0, [b"c"])]) == [True]
+    assert [i.ledger_id for i in await engine.ledgers_of(outside.name)] == [outside.ledgers[-1].ledger_id]
+    # a topic opened again the ordinary way is active again
+    await engine.open_topic(names[2], NS, 0x102, fence.epoch, 5)
+    again = await engine.fence(NS, lo, hi, "b3", 6)
+    assert sorted(r.name for r in again.topics) == sorted(names)

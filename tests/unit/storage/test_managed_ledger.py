@@ -179,3 +179,58 @@ async def test_internal_stats_show_the_managed_ledger_with_pulsars_names(url):
     assert cursor["individuallyDeletedMessages"] == f"[({first.ledger_id}:1..{first.ledger_id}:2]]"
     assert cursor["numberOfEntriesSinceFirstNotAckedMessage"] == 5
     await storage.close()
+
+
+class Counting:
+    """An engine whose calls are counted (a proxy: every call goes to the real engine)."""
+
+    def __init__(self, engine: object) -> None:
+        self.engine = engine
+        self.calls: list[tuple[str, int]] = []
+
+    def __getattr__(self, name: str) -> object:
+        attr = getattr(self.engine, name)
+        if name not in ("fence", "open_topic", "close_topics", "save_cursors"):
+            return attr
+
+        async def counted(*args: object, **kwargs: object) -> object:
+            self.calls.append((name, len(args[0]) if name == "close_topics" else 1))  # type: ignore[arg-type]
+            return await attr(*args, **kwargs)
+
+        return counted
+
+
+async def test_a_bundles_topics_close_in_one_write_and_the_next_owner_opens_them_with_its_fence(url):
+    clock = ManualClock(1_000_000)
+    names = [f"t/ns/persistent/m{i}" for i in range(5)]
+    source = await factory(url, clock, "b1")
+    epoch = await source.fence("t/ns", 0, 1 << 32)
+    ledgers = [await source.open(name, "t/ns", i, epoch) for i, name in enumerate(names)]
+    for ledger in ledgers:
+        assert ledger is not None
+        ledger.append(section(0), 1, 1, None)
+    counted = Counting(source.engine)
+    source.engine = counted  # type: ignore[assignment]
+    await asyncio.gather(*(ledger.close() for ledger in ledgers if ledger is not None))  # a bundle closing
+    assert counted.calls == [("close_topics", 5)]  # pending committed first, then one write for all
+    assert not source.ledgers
+
+    destination = await factory(url, clock, "b2", unclaimed_seconds=30)
+    counted = Counting(destination.engine)
+    destination.engine = counted  # type: ignore[assignment]
+    epoch2 = await destination.fence("t/ns", 0, 1 << 32)
+    assert sorted(destination.unclaimed) == names
+    for i, name in enumerate(names[:4]):  # their clients come back: no storage call
+        ledger = await destination.open(name, "t/ns", i, epoch2)
+        assert ledger is not None and ledger.next_seq == 1 and ledger.ledgers.current is not None
+        assert not ledger.ledgers.current.closed and ledger.epoch == epoch2
+    assert counted.calls == [("fence", 1)]
+    # the one nobody came for is closed as idle after unclaimed_seconds: the next fence leaves it
+    clock.advance(31)
+    await destination._close_unclaimed()
+    assert not destination.unclaimed and counted.calls[-1] == ("close_topics", 1)
+    third = await factory(url, clock, "b3")
+    await third.fence("t/ns", 0, 1 << 32)
+    assert sorted(third.unclaimed) == names[:4]
+    for storage in (source, destination, third):
+        await storage.close()
