@@ -11,7 +11,8 @@ whose report did not change too. :class:`FoldCache` does the same arithmetic on 
 * a bundle reported by two brokers (a stale report of its previous owner) is folded twice,
   in broker order: occurrences are processed in rounds, the k-th report of a bundle in round k;
 * a broker's sums are accumulated sequentially from 0.0 in its ``lastStats`` order
-  (added position by position over a zero-padded matrix), exactly as ``s += value`` does;
+  (added position by position: the k-th value of every broker at step k), exactly as
+  ``s += value`` does;
 * the windows live in a :class:`~brokerlb.loadbalance.windows.WindowTable` (the ``BundleData``
   objects hold views of its columns, adopted on their first fold); a topic count is written
   only when it changes.
@@ -190,7 +191,7 @@ class FoldCache:
             layout.take_samples(segments)
         if not layout.size:
             for _, _, average in brokers:
-                _set_sums(average, np.zeros(8))
+                _set_sums(average, (0.0,) * 8)
             empty = np.zeros(0)
             self.version += 1
             return FoldSummary(
@@ -244,6 +245,12 @@ class FoldCache:
             self,
             self.version,
         )
+
+    def folded_whole(self, broker: str, report: LocalBrokerData) -> bool:
+        """Whether the last fold read ``report`` (this object, its ``lastStats`` unchanged) for
+        ``broker``: every bundle it lists had a history in ``bundle_data`` then."""
+        segment = self.segments.get(broker)
+        return segment is not None and segment.report is report and segment.stats_map is report.last_stats
 
     def current(self) -> bool:
         """Whether no window was written since the last fold."""
@@ -311,6 +318,9 @@ class FoldCache:
         return np.array(columns, dtype=np.int64)
 
     def _rows(self, histories: tuple[BundleData, ...]) -> np.ndarray:
+        rows = list(map(self._row_of.get, map(id, histories)))
+        if None not in rows:
+            return np.array(rows, dtype=np.int64)
         rows = []
         for history in histories:
             row = self._row_of.get(id(history))
@@ -338,7 +348,7 @@ class FoldCache:
 class _Layout:
     """The fold's arrays for one sequence of resolved reports, kept while the next fold has the
     same: the concatenated table columns and history rows with their rounds, each history row's
-    last occurrence, where each occurrence goes in the padded matrix of the broker sums, and the
+    last occurrence, the order in which the broker sums add the occurrences, and the
     concatenated samples -- a report re-read since is copied into its place, the rest stay."""
 
     def __init__(self, segments: Sequence[Segment]) -> None:
@@ -358,21 +368,19 @@ class _Layout:
         self.short_rounds = _rounds(self.short)
         self.long_rounds = _rounds(self.long)
         rows = np.concatenate([np.zeros(0, np.int64)] + [s.rows for s in segments])
-        order = np.argsort(rows, kind="stable")
-        ordered = rows[order]
-        self.last = order[np.r_[ordered[1:] != ordered[:-1], True]] if size else order  # each row's last
-        self.last_rows = rows[self.last]
-        longest = int(lengths.max()) if len(lengths) else 0
-        self.padded: np.ndarray | None = None
-        self.places = np.zeros(0, np.int64)
-        if size and longest * len(lengths) <= 4 * size + 64:
-            # one padded matrix, position x value x broker, a zero first: zeros leave a running
-            # sum unchanged; each occurrence's place in it, flat (values row r of occurrence i)
-            brokers = len(lengths)
-            self.padded = np.zeros((longest + 1, 8, brokers))
-            broker = np.repeat(np.arange(brokers), lengths)
-            position = np.arange(size) - np.repeat(self.offsets[:-1], lengths) + 1
-            self.places = (position * (8 * brokers) + broker + brokers * np.arange(8)[:, None]).ravel()
+        self.last, self.last_rows = _last_occurrences(rows)
+        # the broker sums, position by position: the brokers longest report first, so the brokers
+        # with a k-th bundle are the first active[k]; ``perm`` lists the occurrences in that order
+        brokers = len(lengths)
+        self.order = np.argsort(-lengths, kind="stable")
+        ascending = np.sort(lengths)
+        longest = int(ascending[-1]) if brokers else 0
+        active = brokers - np.searchsorted(ascending, np.arange(longest), side="right")
+        starts = np.r_[0, np.cumsum(active)]
+        self.steps = list(zip(active.tolist(), starts[:-1].tolist(), starts[1:].tolist(), strict=True))
+        position = np.repeat(np.arange(longest), active)
+        rank = np.arange(size) - np.repeat(starts[:-1], active)
+        self.perm = self.offsets[:-1][self.order[rank]] + position
 
     def fits(self, segments: Sequence[Segment]) -> bool:
         return len(segments) == len(self.structure) and all(
@@ -412,11 +420,11 @@ def _rounds(rows: np.ndarray) -> list[np.ndarray | None]:
     """Occurrence indexes by round: a window reported k times (stale reports of earlier owners)
     is folded in round 0, 1, ..., k - 1 in report order; each round touches a column once.
     ``[None]``: every window once, in a single round."""
+    if not len(rows) or np.bincount(rows).max() <= 1:
+        return [None]  # the common case, found without sorting
     order = np.argsort(rows, kind="stable")
     ordered = rows[order]
     repeated = ordered[1:] == ordered[:-1]
-    if not repeated.any():
-        return [None]
     first = np.flatnonzero(np.r_[True, ~repeated])
     starts = np.repeat(first, np.diff(np.r_[first, len(order)]))
     round_of = np.empty(len(rows), dtype=np.int64)
@@ -424,26 +432,28 @@ def _rounds(rows: np.ndarray) -> list[np.ndarray | None]:
     return [np.flatnonzero(round_of == r) for r in range(int(round_of.max()) + 1)]
 
 
+def _last_occurrences(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The occurrence that comes last for each history row, and that row."""
+    if not len(rows) or np.bincount(rows).max() <= 1:
+        return np.arange(len(rows)), rows  # every row once (the common case)
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    last = order[np.r_[ordered[1:] != ordered[:-1], True]]
+    return last, rows[last]
+
+
 def _set_broker_sums(averages: Sequence[TimeAverageBrokerData], layout: _Layout) -> None:
-    """Each broker's eight sums, added in report order from 0.0 (a running sum per broker)."""
-    values, padded = layout.values, layout.padded
-    if padded is not None:
-        padded.reshape(-1).put(layout.places, values)
-        sums = padded[0].copy()
-        for row in padded[1:]:  # position by position: each broker's sum in its report order
-            sums += row
-    else:
-        sums = np.zeros((8, len(layout.lengths)))
-        offsets = layout.offsets.tolist()
-        for j, length in enumerate(layout.lengths.tolist()):
-            if length:
-                start = offsets[j]
-                sums[:, j] = np.cumsum(np.c_[np.zeros(8), values[:, start : start + length]], axis=1)[:, -1]
-    for j, average in enumerate(averages):
-        _set_sums(average, sums[:, j])
+    """Each broker's eight sums, added in report order from 0.0 (a running sum per broker): position
+    by position, each step adding the k-th value of every broker that has one."""
+    ordered = layout.values.take(layout.perm, axis=1)
+    sums = np.zeros((8, len(averages)))
+    for active, start, end in layout.steps:
+        sums[:, :active] += ordered[:, start:end]
+    for j, values in zip(layout.order.tolist(), sums.T.tolist(), strict=True):
+        _set_sums(averages[j], values)
 
 
-def _set_sums(average: TimeAverageBrokerData, sums: np.ndarray) -> None:
+def _set_sums(average: TimeAverageBrokerData, sums: Sequence[float]) -> None:
     (
         average.short_term_msg_throughput_in,
         average.short_term_msg_throughput_out,
@@ -453,4 +463,4 @@ def _set_sums(average: TimeAverageBrokerData, sums: np.ndarray) -> None:
         average.long_term_msg_throughput_out,
         average.long_term_msg_rate_in,
         average.long_term_msg_rate_out,
-    ) = sums.tolist()
+    ) = sums
