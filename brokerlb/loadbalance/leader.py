@@ -62,7 +62,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import chain, filterfalse
+from itertools import filterfalse
 
 from brokerlb.config import ServiceConfig, is_extensible_load_manager
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
@@ -83,6 +83,7 @@ from brokerlb.loadbalance.refresh import LeaderLoadState, RefreshResult, refresh
 from brokerlb.loadbalance.shedding.loop import record_unloads, run_shedding_cycle
 from brokerlb.loadbalance.split import find_bundles_to_split
 from brokerlb.loadbalance.state import StrategyState
+from brokerlb.loadbalance.tracked import TrackedDict
 from brokerlb.loadbalance.view import ClusterView
 from brokerlb.model import (
     BrokerLoadData,
@@ -247,10 +248,31 @@ class Leader:
     # ------------------------------------------------------------------ load data
 
     def new_bundles(self, inputs: ClusterInputs) -> set[str]:
-        """Bundles the next refresh sees for the first time (their stored history is read first)."""
-        known = self.load_state.load_data.bundle_data.__contains__
-        reports = (r.last_stats for r in inputs.reports.values() if r is not None)
-        return set(chain.from_iterable(filterfalse(known, stats) for stats in reports))
+        """Bundles the next refresh sees for the first time (their stored history is read first).
+
+        A report the last refresh folded as it is listed only bundles with a history then; of those,
+        only a bundle whose history was dropped since (a split, a merge: ``bundle_data`` logs its
+        changed keys) can be new, so only the other reports are read bundle by bundle."""
+        state = self.load_state
+        bundle_data = state.load_data.bundle_data
+        known = bundle_data.__contains__
+        changed = None  # what the last fold's reports say holds only for the map it folded into
+        if isinstance(bundle_data, TrackedDict) and state.fold_cache.bundle_data is bundle_data:
+            changed = bundle_data.peek_changes()
+        folded = state.fold_cache.folded_whole
+        new: set[str] = set()
+        kept: list[Mapping[str, object]] = []
+        for broker, report in inputs.reports.items():
+            if report is None:
+                continue
+            if changed is not None and folded(broker, report):
+                kept.append(report.last_stats)
+            else:
+                new.update(filterfalse(known, report.last_stats))
+        for bundle in changed or ():
+            if bundle not in bundle_data and any(bundle in stats for stats in kept):
+                new.add(bundle)
+        return new
 
     def refresh(
         self,

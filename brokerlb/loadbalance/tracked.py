@@ -42,6 +42,11 @@ class TrackedDict(dict[K, V]):
         self._everything = False
         return changes
 
+    def peek_changes(self) -> set[K] | None:
+        """The keys changed since the last :meth:`take_changes` (``None``: possibly all of them),
+        kept. The set is the dict's own: read it, do not change it."""
+        return None if self._everything else self._changes
+
     def has_changes(self) -> bool:
         """Whether any key changed since the last :meth:`take_changes`."""
         return self._everything or bool(self._changes)

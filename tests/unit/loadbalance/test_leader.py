@@ -337,3 +337,48 @@ def test_the_schedule_keeps_its_phase_and_reads_the_interval_at_each_step() -> N
     schedule.done("shedding", 460_000)
     assert schedule.next_ms("shedding") == 580_000
     assert schedule.split_after_refresh
+
+
+def test_new_bundles_reads_only_reports_the_last_refresh_did_not_fold_as_they_are() -> None:
+    """A report folded as it is lists no new bundle, unless its bundle's history was dropped
+    since (a split, a merge); a new report is read bundle by bundle."""
+    leader = Leader(B1, rng=random.Random(1))
+    first = {B1: broker(B1, bundles=HOT[:2]), B2: broker(B2, bundles=HOT[2:3])}
+    assert leader.new_bundles(ClusterInputs(reports=first)) == set(HOT[:3])  # nothing known yet
+    leader.refresh(0, ClusterInputs(reports=first))
+    assert leader.new_bundles(ClusterInputs(reports=first)) == set()
+    leader.forget_bundle(HOT[1])  # its history dropped: the unchanged report of B1 still lists it
+    assert leader.new_bundles(ClusterInputs(reports=first)) == {HOT[1]}
+    again = {**first, B2: broker(B2, bundles=HOT[2:])}  # a new report of B2, with one new bundle
+    assert leader.new_bundles(ClusterInputs(reports=again)) == {HOT[1], HOT[3]}
+    leader.refresh(1000, ClusterInputs(reports=again))
+    assert leader.new_bundles(ClusterInputs(reports=again)) == set()
+    assert leader.new_bundles(ClusterInputs(reports={**again, B3: None})) == set()
+
+
+def test_new_bundles_is_every_reported_bundle_without_a_history() -> None:
+    """Reports kept, replaced or missing, histories forgotten, placements preallocating: the
+    answer is always that of reading every report bundle by bundle."""
+    rng = random.Random(7)
+    bundles = [f"t/ns/0x{i * 0x01000000:08x}_0x{(i + 1) * 0x01000000:08x}" for i in range(40)]
+    leader = Leader(B1, rng=random.Random(1))
+    reports: dict = {}
+    for step in range(400):
+        for name in (B1, B2, B3):
+            roll = rng.random()
+            if name not in reports or roll < 0.2:
+                reports[name] = broker(
+                    name, cpu=rng.randint(0, 50), bundles=rng.sample(bundles, rng.randint(0, 8))
+                )
+            elif roll < 0.25:
+                reports[name] = None
+        if rng.random() < 0.2:
+            leader.forget_bundle(rng.choice(bundles))
+        cluster = ClusterInputs(reports=dict(reports))
+        known = leader.load_state.load_data.bundle_data
+        naive = {b for r in reports.values() if r is not None for b in r.last_stats if b not in known}
+        assert leader.new_bundles(cluster) == naive, step
+        if rng.random() < 0.7:
+            leader.refresh(step * 1000, cluster)
+        if rng.random() < 0.2 and any(reports.values()):
+            leader.place(step * 1000, rng.choice(bundles), cluster)
