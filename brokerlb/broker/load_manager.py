@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -77,6 +78,8 @@ class LoadManager:
         self._listeners: list[Callable[[PlacementDecision], None]] = []
         #: broker -> (the report last seen, the namespaces its bundles are in)
         self._report_namespaces: dict[str, tuple[LocalBrokerData, frozenset[str]]] = {}
+        #: namespace -> how many of those reports list a bundle of it (the union, kept as they change)
+        self._namespace_reports: Counter[str] = Counter()
         #: (reports mapping, leader refreshes) at which the leader's brokers were last found to be
         #: those with a report (placement refreshes first when they are not)
         self._in_step: tuple[Mapping[str, LocalBrokerData | None], int] | None = None
@@ -131,17 +134,22 @@ class LoadManager:
         """Load the namespaces the reports mention into the bundles cache (groups, bundle counts);
         a report's namespaces are listed once per report, not at every refresh."""
         known = self._report_namespaces
-        namespaces: set[str] = set()
+        counts = self._namespace_reports
         for broker, report in reports.items():
             if report is None:
                 continue
             seen = known.get(broker)
             if seen is None or seen[0] is not report:
-                seen = known[broker] = (report, frozenset(map(bundle_namespace, report.last_stats)))
-            namespaces |= seen[1]
+                namespaces = frozenset(map(bundle_namespace, report.last_stats))
+                if seen is not None:
+                    counts.subtract(seen[1])
+                counts.update(namespaces)
+                known[broker] = (report, namespaces)
         for gone in [b for b in known if reports.get(b) is None]:
-            del known[gone]
-        for ns in sorted(namespaces):
+            counts.subtract(known.pop(gone)[1])
+        for ns in [ns for ns, reporting in counts.items() if reporting <= 0]:
+            del counts[ns]
+        for ns in sorted(counts):
             if self._bundles.policy_of(ns) is not None:
                 continue  # loaded (the cache follows its changes)
             try:

@@ -72,3 +72,46 @@ async def test_a_new_bundle_starts_from_its_stored_data_else_its_legacy_quota_el
     # no stored data and no quota, or an unreadable quota (skipped with a log line): the default
     assert histories[FRESH].to_json() == expected(BundleData.new_default()).to_json()
     assert histories[BROKEN].to_json() == expected(BundleData.new_default()).to_json()
+
+
+class _RecordingNamespaces:
+    """Nothing loaded; records the namespaces each refresh asks for."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def policy_of(self, namespace: str) -> None:
+        return None
+
+    async def get(self, namespace: str) -> None:
+        self.asked.append(namespace)
+        raise NamespaceNotFoundError(f"Namespace {namespace} does not exist")
+
+
+async def test_each_refresh_loads_the_namespaces_of_the_current_reports_in_order(store) -> None:
+    """The union of the reports' namespaces is kept as reports are replaced, go missing and
+    come back: each refresh asks for exactly that union, sorted."""
+
+    def report(name: str, *namespaces: str):
+        return broker(name, bundles={f"t/{ns}/0x00000000_0x10000000": bundle_stats() for ns in namespaces})
+
+    cache = _RecordingNamespaces()
+    inputs = _Inputs(ClusterInputs(reports={}))
+    manager = LoadManager(
+        Leader("b1:8080"), inputs, bundles=cache, load_data_store=LoadDataStore(store), clock=ManualClock()
+    )
+    kept = report("b1:8080", "a")  # the same report object in two refreshes
+    steps = [
+        (
+            {"b1:8080": report("b1:8080", "a", "b"), "b2:8080": report("b2:8080", "b", "c")},
+            ["t/a", "t/b", "t/c"],
+        ),
+        ({"b1:8080": kept, "b2:8080": None}, ["t/a"]),
+        ({"b1:8080": kept, "b2:8080": report("b2:8080", "a", "d")}, ["t/a", "t/d"]),
+        ({"b2:8080": report("b2:8080")}, []),
+    ]
+    for reports, union in steps:
+        inputs._inputs = ClusterInputs(reports=reports)
+        cache.asked.clear()
+        await manager.refresh()
+        assert cache.asked == union
