@@ -30,14 +30,20 @@ Phases:
 3. **pause per planned move** -- one official-client producer at ``--pause-rate`` msg/s on a
    topic of a 3-broker cluster; the topic's bundle is unloaded and transferred ``--moves``
    times each, alternately, 1.5 s apart; the pause of a move is the longest gap between two
-   consecutive acknowledgements from the move's start to the next move (p50 / p90 / max per kind).
+   consecutive acknowledgements that began while the move ran (from the admin call to its
+   answer: the gap in which the topic stopped and came back; p50 / p90 / max per kind). Beside
+   it, the same measure over windows as long with no move (the **floor**: what the machine's own
+   hiccups cost at this load), and the former measure (the longest gap from the move to the next
+   one, hiccups after the move included).
 
 The figures move with other load on the machine: compare each against the baseline of the same
 run. **Storage engines** (``--storage sqlite,postgresql``; PostgreSQL is started for the run) are
 measured beside the memory path (``brokerlbStorageUrl=memory:``) in the same rounds, alternated;
-each engine's bare group-commit limit is in ``bench_storage.py``. The pause phase runs once per
-engine, after ``--backlog-mb`` MiB were published to the moved topic for a durable subscription
-nobody reads (a move must not carry data: its pause must not grow with the backlog); the latency
+each engine's bare group-commit limit is in ``bench_storage.py``. The pause phase runs
+``--pause-rounds`` times, each round every backlog of ``--backlog-mb`` (e.g. ``0,1024``) on every
+engine in turn (a new cluster each), the backlog published to the moved topic for a durable
+subscription nobody reads (a move must not carry data: its pause must not grow with the
+backlog); the latency
 phase publishes at ``--latency-rate`` msg/s. Goal (the last line): the memory path's messages/s >=
 0.8x the null broker's, each engine's >= 0.8x the memory path's, batching off and on (medians of
 the rounds); publish p99 <= 10 ms at 5,000 msg/s; a transfer's pause p50 <= 50 ms with 1 GB of
@@ -49,6 +55,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -399,15 +406,48 @@ async def throughput(args: argparse.Namespace, engines: dict[str, Any]) -> dict[
     return results
 
 
+def _gaps(ack_times: list[float], start: float, end: float) -> list[tuple[float, float]]:
+    """``(gap, its first ack)`` between consecutive acknowledgements whose first ack is in
+    ``[start, end]`` (and the ack before ``start``, so a gap that began before is counted)."""
+    import bisect
+
+    i = max(0, bisect.bisect_left(ack_times, start) - 1)
+    out = []
+    while i + 1 < len(ack_times) and ack_times[i] <= end:
+        out.append((ack_times[i + 1] - ack_times[i], ack_times[i]))
+        i += 1
+    return out
+
+
 def _pause(ack_times: list[float], start: float, end: float) -> float:
-    """The longest gap between two consecutive acknowledgements from ``start`` (a move) to ``end``."""
-    times = [t for t in ack_times if start - 0.05 <= t <= end]
-    if len(times) < 2:
-        return float("nan")
-    return max(b - a for a, b in zip(times, times[1:], strict=False))
+    """The longest gap between two consecutive acknowledgements that began in ``[start, end]``."""
+    gaps = _gaps(ack_times, start, end)
+    return max(g for g, _ in gaps) if gaps else float("nan")
 
 
-async def move_pauses(args: argparse.Namespace, settings: dict[str, Any]) -> dict[str, Any]:
+def _percentiles(values: list[float]) -> dict[str, Any]:
+    """p50 (the median), p90 and p99 by nearest rank (of 10 moves, p99 is the longest), max."""
+    values = sorted(v for v in values if v == v)
+
+    def rank(q: float) -> float | None:
+        return round(values[max(0, math.ceil(q * len(values)) - 1)], 1) if values else None
+
+    return {
+        "moves": len(values),
+        "p50Ms": round(statistics.median(values), 1) if values else None,
+        "p90Ms": rank(0.9),
+        "p99Ms": rank(0.99),
+        "maxMs": round(max(values), 1) if values else None,
+        "allMs": [round(v, 1) for v in values],
+    }
+
+
+async def move_pauses(args: argparse.Namespace, settings: dict[str, Any], backlog_mb: int) -> dict[str, Any]:
+    """One cluster: ``backlog_mb`` MiB of backlog on the moved topic, then ``--moves`` unloads and
+    transfers each. The pause of a move is the longest gap between two acknowledgements that began
+    while the move ran (from the admin call to its answer: the gap in which the topic stopped and
+    came back); the *floor* is the same measure over a window as long, at a time with no move
+    (what the machine's own hiccups cost: compare the pause against it)."""
     from brokerlb.admin import AsyncAdminClient
     from brokerlb.testing.standalone_process import StandaloneProcess
 
@@ -417,11 +457,11 @@ async def move_pauses(args: argparse.Namespace, settings: dict[str, Any]) -> dic
         url = "pulsar://" + ",".join(u.removeprefix("pulsar://") for u in cluster.binary_urls)
         topic = "persistent://public/moves/paused"
         backlog = 0
-        if args.backlog_mb > 0:  # the moved topic's backlog: a durable subscription nobody reads
+        if backlog_mb > 0:  # the moved topic's backlog: a durable subscription nobody reads
             fill_size = 64 * 1024
             fill = LoadGen(
                 url=url, topic=topic, topics=1, seconds=3600, size=fill_size, batching=True,
-                count=args.backlog_mb * 1024 * 1024 // fill_size, durable_subscriptions=["backlog"],
+                count=backlog_mb * 1024 * 1024 // fill_size, durable_subscriptions=["backlog"],
             )  # fmt: skip
             await fill.ready()
             filled = await fill.run()
@@ -434,7 +474,7 @@ async def move_pauses(args: argparse.Namespace, settings: dict[str, Any]) -> dic
         await gen.ready()
         task = asyncio.create_task(gen.run())
         await asyncio.sleep(2.0)  # pacing of the benchmark's own schedule, not synchronisation
-        moves: list[tuple[str, float]] = []
+        moves: list[tuple[str, float, float]] = []
         async with AsyncAdminClient(cluster.urls[0]) as admin:
             for i in range(args.moves * 2):
                 data = await admin.lookup_topic(f"{topic}-0")
@@ -447,25 +487,35 @@ async def move_pauses(args: argparse.Namespace, settings: dict[str, Any]) -> dic
                 started = time.monotonic()
                 async with AsyncAdminClient(data["httpUrl"]) as owner_admin:
                     await owner_admin.unload_bundle("public/moves", bundle, destination_broker=destination)
-                moves.append((kind, started))
+                moves.append((kind, started, time.monotonic()))
                 await asyncio.sleep(1.5)
         result = await task
-    out: dict[str, Any] = {"rate": args.pause_rate, "errors": result["errors"], "backlogBytes": backlog}
+    acks = result["ackTimes"]
+    out: dict[str, Any] = {
+        "rate": args.pause_rate,
+        "errors": result["errors"],
+        "backlogBytes": backlog,
+        "loadavg": os.getloadavg()[0],
+    }
+    nexts = [t for _, t, _ in moves[1:]] + [moves[-1][2] + 1.4]
+    floors = []
+    for (_, started, answered), following in zip(moves, nexts, strict=True):
+        quiet = answered + 0.3  # a window as long as the move, after it, before the next one
+        if quiet + (answered - started) < following - 0.05:
+            floors.append(_pause(acks, quiet, quiet + (answered - started)) * 1000)
+    out["floor"] = _percentiles(floors)
     for kind in ("unload", "transfer"):
-        ends = [t for _, t in moves[1:]] + [moves[-1][1] + 1.4]
-        pauses = sorted(
-            _pause(result["ackTimes"], t, end - 0.05) * 1000
-            for (k, t), end in zip(moves, ends, strict=True)
-            if k == kind
+        out[kind] = _percentiles(
+            [_pause(acks, started, answered) * 1000 for k, started, answered in moves if k == kind]
         )
-        pauses = [p for p in pauses if p == p]
-        out[kind] = {
-            "moves": len(pauses),
-            "p50Ms": round(statistics.median(pauses), 1) if pauses else None,
-            "p90Ms": round(pauses[int(0.9 * (len(pauses) - 1))], 1) if pauses else None,
-            "maxMs": round(max(pauses), 1) if pauses else None,
-            "allMs": [round(p, 1) for p in pauses],
-        }
+        # the former measure: the longest gap from the move to the next one (hiccups included)
+        out[kind]["windowMaxMs"] = _percentiles(
+            [
+                _pause(acks, started, following - 0.05) * 1000
+                for (k, started, _), following in zip(moves, nexts, strict=True)
+                if k == kind
+            ]
+        )["p50Ms"]
     return out
 
 
@@ -515,16 +565,35 @@ def report(r: dict[str, Any]) -> None:
             f"  publish latency at {lat['rate']:,.0f} msg/s, storage {engine}: "
             f"p50 {lat.get('latencyP50Ms', float('nan')):.2f} ms, p99 {lat.get('latencyP99Ms', float('nan')):.2f} ms"
         )
-    for engine, m in r["moves"].items():
-        print(
-            f"publish pause per planned move, storage {engine} (official client at {m['rate']:.0f} msg/s, "
-            f"{m['backlogBytes'] / 2**20:,.0f} MiB of backlog on the moved topic):"
-        )
-        for kind in ("unload", "transfer"):
-            k = m[kind]
+    for backlog, engines in r["moves"].items():
+        for engine, rounds in engines.items():
+            m = merge_rounds(rounds)
             print(
-                f"  {kind:9s} p50 {k['p50Ms']} ms, p90 {k['p90Ms']} ms, max {k['maxMs']} ms over {k['moves']} moves"
+                f"publish pause per planned move, storage {engine}, {backlog} MiB of backlog on the moved "
+                f"topic (official client at {m['rate']:.0f} msg/s; {len(rounds)} rounds, load "
+                f"{', '.join(f'{x:.1f}' for x in m['loadavg'])}):"
             )
+            for kind in ("unload", "transfer", "floor"):
+                k = m[kind]
+                label = "no move" if kind == "floor" else kind
+                extra = (
+                    f"; longest gap to the next move p50 {k['windowMaxMs']} ms" if "windowMaxMs" in k else ""
+                )
+                print(
+                    f"  {label:9s} p50 {k['p50Ms']} ms, p90 {k['p90Ms']} ms, p99 {k['p99Ms']} ms, max {k['maxMs']} ms over "
+                    f"{k['moves']} {'windows' if kind == 'floor' else 'moves'}{extra}"
+                )
+
+
+def merge_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The moves of every round of one engine and backlog together."""
+    out: dict[str, Any] = {"rate": rounds[0]["rate"], "loadavg": [r["loadavg"] for r in rounds]}
+    for kind in ("unload", "transfer", "floor"):
+        out[kind] = _percentiles([ms for r in rounds for ms in r[kind]["allMs"]])
+        if kind != "floor":
+            windows = [r[kind]["windowMaxMs"] for r in rounds if r[kind]["windowMaxMs"] is not None]
+            out[kind]["windowMaxMs"] = round(statistics.median(windows), 1) if windows else None
+    return out
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -537,7 +606,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     engines = storage_settings(args)
     try:
         results["throughput"] = await throughput(args, engines)
-        results["moves"] = {name: await move_pauses(args, settings()) for name, settings in engines.items()}
+        # every engine at every backlog, alternated round by round
+        moves: dict[int, dict[str, list[dict[str, Any]]]] = {}
+        for _ in range(args.pause_rounds):
+            for backlog in args.backlog_mb:
+                for name, settings in engines.items():
+                    row = moves.setdefault(backlog, {}).setdefault(name, [])
+                    row.append(await move_pauses(args, settings(), backlog))
+        results["moves"] = moves
     finally:
         for server in PG_SERVERS:
             server.close()
@@ -566,7 +642,18 @@ if __name__ == "__main__":
         "--storage", default="sqlite", help="storage engines beside the memory path: sqlite,postgresql"
     )
     parser.add_argument("--latency-rate", type=float, default=5000.0, help="msg/s of the latency phase")
-    parser.add_argument("--backlog-mb", type=int, default=1024, help="backlog on the moved topic (MiB)")
+    parser.add_argument(
+        "--backlog-mb",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[1024],
+        help="backlogs on the moved topic (MiB, comma-separated: each is measured; the goal on the last)",
+    )
+    parser.add_argument(
+        "--pause-rounds",
+        type=int,
+        default=1,
+        help="rounds of the pause phase (engines and backlogs alternated)",
+    )
     parser.add_argument("--json", action="store_true")
     arguments = parser.parse_args()
     outcome = asyncio.run(main(arguments))
@@ -581,11 +668,16 @@ if __name__ == "__main__":
         for engine, ratios in t.get(kind + "Durable", {}).items()
     }
     p99 = {e: lat.get("latencyP99Ms", float("inf")) for e, lat in t["latency"].items() if e != "memory"}
-    pauses = {e: m["transfer"]["p50Ms"] for e, m in outcome["moves"].items() if e != "memory"}
+    biggest = arguments.backlog_mb[-1]
+    pauses = {
+        e: merge_rounds(rounds)["transfer"]["p50Ms"]
+        for e, rounds in outcome["moves"][biggest].items()
+        if e != "memory"
+    }
     verdict(
         f"messages/s through the broker (memory path) >= {GOAL}x the null broker's; each storage engine >= "
         f"{GOAL}x the memory path, batching off and on (medians of alternated rounds); publish p99 <= 10 ms at "
-        f"{arguments.latency_rate:,.0f} msg/s; transfer pause p50 <= 50 ms with {arguments.backlog_mb} MiB of backlog",
+        f"{arguments.latency_rate:,.0f} msg/s; transfer pause p50 <= 50 ms with {biggest} MiB of backlog",
         ", ".join(
             [f"memory/null {k} {x:.2f}x" for k, x in medians.items()]
             + [f"{k} {x:.2f}x" for k, x in durable.items()]

@@ -2,7 +2,8 @@
 
 Goal (the last line): re-opening a topic of 1M entries takes <= 1 s on every durable engine.
 
-    .venv/bin/python benchmarks/bench_storage.py [--seconds 5] [--entries 1000000] [--postgresql] [--json]
+    .venv/bin/python benchmarks/bench_storage.py [--seconds 5] [--entries 1000000] [--bundle-topics 1000]
+        [--postgresql] [--json]
 
 Phases (all in this process, one engine at a time, alternated ``--rounds`` times):
 
@@ -14,7 +15,12 @@ Phases (all in this process, one engine at a time, alternated ``--rounds`` times
 2. **re-open a topic of ``--entries`` entries** -- the topic's managed ledger is written through
    the committer (ledgers rolling over every 50,000 entries), closed, and opened again with a
    new epoch (what the next owner of its bundle does): the time to fence and open it (its ledger
-   list and cursors, never its entries).
+   list and cursors, never its entries);
+3. **a bundle's move** -- ``--bundle-topics`` topics with two durable cursors each are closed
+   together on one broker (what a move's source does: the cursors persisted and the ledgers
+   closed, one transaction for all) and fenced by the next (the fence opens them all: one
+   transaction), then claimed by their topics (no storage call); beside it, in the same round,
+   the same topics opened one transaction each (how a topic the fence did not open is opened).
 
 Engines: ``memory:`` (the baseline: no I/O), ``sqlite:`` (a temporary directory) and, with
 ``--postgresql``, a PostgreSQL server started for the run (Debian's package, as the tests do).
@@ -128,6 +134,64 @@ async def reopen(url: str, count: int) -> dict[str, Any]:
         await reader.close()
 
 
+async def bundle_move(url: str, topics: int) -> dict[str, Any]:
+    """The storage side of a bundle's move (phase 3 of the module docstring)."""
+    from brokerlb.mledger.cursor import CursorState
+
+    ns = f"{NS}-{uuid.uuid4().hex[:6]}"
+    names = [f"{ns}/persistent/t{i}" for i in range(topics)]
+    source = await ManagedLedgerFactory(open_storage(url), owner="source").start()
+    try:
+        epoch = await source.fence(ns, 0, 1 << 32)
+        ledgers = []
+        for i, name in enumerate(names):
+            ledger = await source.open(name, ns, i, epoch)
+            assert ledger is not None
+            ledger.append(b"z" * 100, 1, 0, None)
+            ledger.cursor_source = lambda sub: ("Shared", CursorState(0))
+            ledger.cursor_changed("a")
+            ledger.cursor_changed("b")
+            ledgers.append(ledger)
+        await source.committer.drain()
+        batches = source.closer.batches
+        started = time.perf_counter()
+        await asyncio.gather(*(ledger.close() for ledger in ledgers))
+        close_ms = (time.perf_counter() - started) * 1e3
+        close_batches = source.closer.batches - batches
+    finally:
+        await source.close()
+    destination = await ManagedLedgerFactory(open_storage(url), owner="destination").start()
+    try:
+        started = time.perf_counter()
+        epoch = await destination.fence(ns, 0, 1 << 32)
+        fence_ms = (time.perf_counter() - started) * 1e3
+        opened = len(destination.unclaimed)
+        cursors = sum(len(ml.stored_cursors) for ml, _, _ in destination.unclaimed.values())
+        started = time.perf_counter()
+        for i, name in enumerate(names):
+            assert await destination.open(name, ns, i, epoch) is not None
+        claim_ms = (time.perf_counter() - started) * 1e3
+        # beside it: the same topics opened one transaction each
+        for ledger in list(destination.ledgers.values()):
+            destination.forget(ledger)
+        started = time.perf_counter()
+        for i, name in enumerate(names):
+            assert await destination.open(name, ns, i, epoch) is not None
+        one_by_one_ms = (time.perf_counter() - started) * 1e3
+    finally:
+        await destination.close()
+    return {
+        "topics": topics,
+        "cursors": cursors,
+        "opened": opened,
+        "closeMs": round(close_ms, 1),
+        "closeTransactions": close_batches,
+        "fenceAndOpenMs": round(fence_ms, 1),
+        "claimMs": round(claim_ms, 1),
+        "openOneByOneMs": round(one_by_one_ms, 1),
+    }
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     tmp = tempfile.TemporaryDirectory(prefix="bench-storage-")
     pg = None
@@ -144,6 +208,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "machine": {"cpus": os.cpu_count(), "loadavg": os.getloadavg()},
         "bare": {},
         "reopen": {},
+        "bundle": {},
     }
     try:
         for _ in range(args.rounds):
@@ -154,6 +219,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         for name, url in engines.items():
             if name != "memory":
                 results["reopen"][name] = await reopen(url(), args.entries)
+        for _ in range(args.rounds):
+            for name, url in engines.items():
+                results["bundle"].setdefault(name, []).append(await bundle_move(url(), args.bundle_topics))
     finally:
         if pg is not None:
             pg.close()
@@ -175,6 +243,14 @@ def report(r: dict[str, Any]) -> None:
             f"re-open {name}: {o['entries']:,} entries in {o['ledgers']} ledgers (written in {o['writeSeconds']} s): "
             f"fence + open {o['reopenMs']} ms"
         )
+    for name, rounds in r["bundle"].items():
+        for b in rounds:
+            print(
+                f"a bundle's move, {name}: {b['topics']:,} topics, {b['cursors']:,} cursors: source close "
+                f"{b['closeMs']} ms ({b['closeTransactions']} transaction), destination fence + open of "
+                f"{b['opened']:,} topics {b['fenceAndOpenMs']} ms, claimed by their topics {b['claimMs']} ms; "
+                f"opened one transaction each instead: {b['openOneByOneMs']} ms"
+            )
 
 
 if __name__ == "__main__":
@@ -185,6 +261,9 @@ if __name__ == "__main__":
     parser.add_argument("--group", type=int, default=64, help="entries per topic per commit")
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--bundle-topics", type=int, default=1000, help="topics of the moved bundle (phase 3)"
+    )
     parser.add_argument("--postgresql", action="store_true")
     parser.add_argument("--json", action="store_true")
     arguments = parser.parse_args()

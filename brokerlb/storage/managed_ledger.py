@@ -388,7 +388,7 @@ class ManagedLedger:
         if self.state == "closed":
             return
         try:
-            if self.state in ("open", "rolling"):
+            if self.state in ("open", "rolling") and not self._idle.is_set():
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._idle.wait(), self.factory.close_timeout)
             if self.state != "failed":

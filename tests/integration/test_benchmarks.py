@@ -37,7 +37,7 @@ SMALL: dict[str, list[str]] = {
     "bench_moves": ["--moves", "1", "--scenario-runs", "0"],
     "bench_datapath": ["--seconds", "0.5", "--rounds", "1"],
     "bench_binary_protocol": ["--seconds", "0.5", "--moves", "1", "--rounds", "1", "--backlog-mb", "1"],
-    "bench_storage": ["--seconds", "0.5", "--entries", "2000", "--rounds", "1"],
+    "bench_storage": ["--seconds", "0.5", "--entries", "2000", "--rounds", "1", "--bundle-topics", "100"],
     "bench_chaos": ["--faults", "1", "--per-round", "1", "--no-clients"],
     "bench_pipeline": ["--rows", "2000", "--topics", "20"],
     "bench_balancer": ["--only", "anti-affinity", "--pulsar-only"],
