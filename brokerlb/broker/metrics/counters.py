@@ -12,7 +12,8 @@
   decision's reason). Operators' unloads, transfers and splits through the REST API
   (:meth:`LoadBalancingCounters.admin_action`, on the broker that carries them out) count as
   Pulsar's extensible manager counts them: ``Success``/``Admin`` in the breakdown, one more
-  unloaded or split bundle, and a move of cause ``Admin``.
+  unloaded or split bundle, and a move of cause ``Admin``. ``cycles{kind}`` counts the leader's
+  steps (``shedding``, ``split``), those that decided nothing too: whether the leader is checking.
 * :class:`AssignmentMetrics` -- ``assign_broker_breakdown{result}`` (Success / Empty when no
   broker fits / Failure) and the latency of each placement (Pulsar's
   ``pulsar_broker_load_manager_bundle_assigment`` summary, milliseconds).
@@ -85,6 +86,8 @@ class LoadBalancingCounters:
         self.unload_breakdown = _zeros(UNLOAD_BREAKDOWN)
         self.split_breakdown = _zeros(SPLIT_BREAKDOWN)
         self.moves: collections.Counter[tuple[str, str]] = collections.Counter()
+        #: the leader's steps run here, by kind (exported from 0)
+        self.cycles: collections.Counter[str] = collections.Counter({"shedding": 0, "split": 0})
         #: ``(avg, std)`` of the brokers' load the last shedding cycle saw (fractions, as Pulsar's)
         self.load_avg_std: tuple[float, float] | None = None
 
@@ -99,6 +102,7 @@ class LoadBalancingCounters:
         self.moves[(kind, "Admin")] += 1
 
     def record(self, cycle: ObservedCycle, loads: Callable[[], tuple[float, float]] | None = None) -> None:
+        self.cycles[cycle.kind] += 1
         if cycle.kind == "shedding":
             self._shedding(cycle, loads)
         elif cycle.kind == "split":

@@ -32,6 +32,7 @@ distance_from_lower_bound``, ``brokerlb_broker_load``,       (:mod:`brokerlb.loa
 ``brokerlb_broker_bundles``, ``brokerlb_broker_topics``
 ``brokerlb_moves_total{kind,cause}``                        the leader's carried-out moves by cause, operators'
                                                             (``cause="Admin"``)
+``brokerlb_leader_cycles_total{kind}``                      the leader's steps run (shedding, split checks)
 ``process_*``, ``python_gc_*``, ``python_info``             prometheus-client's default collectors (the process)
 =========================================================  ===================================================
 
@@ -203,6 +204,11 @@ class BrokerMetrics:
         for (kind, cause), value in sorted(c.moves.items()):
             moves.add_metric([*labels.values(), kind, cause], value)
         yield moves
+        cycles = CounterMetricFamily("brokerlb_leader_cycles", "Leader steps run here, by kind",
+                                     labels=[*labels, "kind"])  # fmt: skip
+        for kind, value in sorted(c.cycles.items()):
+            cycles.add_metric([*labels.values(), kind], value)
+        yield cycles
 
     def _assignments_and_lookups(self, labels: dict[str, str]) -> Iterator[Metric]:
         assign = CounterMetricFamily("pulsar_lb_assign_broker_breakdown", "Placements by result",

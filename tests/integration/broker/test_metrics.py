@@ -54,6 +54,7 @@ REQUIRED = {
     "brokerlb_balancedness",
     "brokerlb_busiest_broker_distance_from_lower_bound",
     "brokerlb_moves",
+    "brokerlb_leader_cycles",
 }
 BUNDLE_SERIES = {
     "pulsar_bundle_msg_rate_in",

@@ -8,14 +8,14 @@ and the bundle's load stay what was really sent, and the leader's split checks f
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
 import httpx
 import pytest
 import pytest_asyncio
+from prometheus_client.parser import text_string_to_metric_families
 
 from brokerlb.messaging.frames import payload_frame, payload_section
 from brokerlb.messaging.wire import (
@@ -29,6 +29,7 @@ from brokerlb.messaging.wire import (
 )
 from brokerlb.testing.hostile import Bystanders, RawConnection
 from brokerlb.testing.standalone_process import StandaloneProcess
+from brokerlb.testing.waiting import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
@@ -41,6 +42,8 @@ FAST = {
     "loadBalancerResourceQuotaUpdateIntervalMinutes": 0.01,
 }
 JSON = {"content-type": "application/json"}
+#: against a hung broker only (reports and split checks come about every second)
+GUARD = 120.0
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -49,9 +52,25 @@ async def broker() -> AsyncIterator[StandaloneProcess]:
         yield process
 
 
-async def _split_cycles_since(http: httpx.AsyncClient, since_ms: int) -> int:
-    state = (await http.get("/dashboard/api/state")).json()
-    return sum(1 for c in state.get("cycles", []) if c.get("kind") == "split" and c.get("atMs", 0) > since_ms)
+async def _split_checks(http: httpx.AsyncClient) -> int:
+    """The split checks the leader has run (the dashboard collapses those that decided nothing)."""
+    for family in text_string_to_metric_families((await http.get("/metrics")).text):
+        if family.name == "brokerlb_leader_cycles":
+            return sum(
+                int(s.value)
+                for s in family.samples
+                if s.name.endswith("_total") and s.labels.get("kind") == "split"
+            )
+    raise AssertionError("/metrics has no brokerlb_leader_cycles")
+
+
+async def _at_least(count: Awaitable[int], wanted: int) -> bool:
+    return await count >= wanted
+
+
+async def _report_written_after(http: httpx.AsyncClient, after_ms: int) -> bool:
+    report = (await http.get("/admin/v2/broker-stats/load-report")).json()
+    return int(report["lastUpdate"]) > after_ms
 
 
 async def test_a_send_claiming_more_messages_than_its_bytes_hold_is_refused_and_splits_nothing(
@@ -72,6 +91,7 @@ async def test_a_send_claiming_more_messages_than_its_bytes_hold_is_refused_and_
         section = payload_section(MessageMetadata("liar", 0, 1), b"tiny")
         raw.send(payload_frame(CommandSend(1, 0, num_messages=2**40), section))
         refused = await raw.next()
+        refused_at_ms = int(time.time() * 1000)
         assert isinstance(refused, CommandSendError) and refused.error == ServerError.NotAllowedError, refused
         assert "num_messages" in refused.message
         for n in range(1, 4):  # honest traffic goes on, on the same connection
@@ -81,10 +101,24 @@ async def test_a_send_claiming_more_messages_than_its_bytes_hold_is_refused_and_
         other = await RawConnection.open(broker.binary_urls[0])
         await other.produce(f"persistent://{namespace}/honest", 3, 10)
         other.close()
-        lied_at_ms = int(time.time() * 1000) + 2000  # the broker's next reports carry what it counted
-        async with asyncio.timeout(60):  # the leader runs several split checks over those reports
-            while await _split_cycles_since(http, lied_at_ms) < 3:
-                await asyncio.sleep(0.2)
+        # A report holds the rates of the last statsUpdateFrequencyInSecs (1 s) of completed
+        # seconds: one written 2 s after the refusal comes after any that could hold the lie (a
+        # report is written when its figures change: a counted lie would have been)...
+        counted_by_ms = refused_at_ms + 2000
+        await eventually(
+            lambda: _report_written_after(http, counted_by_ms),
+            GUARD,
+            interval=0.2,
+            message="a load report written after the lie's second",
+        )
+        # ... and the leader checks splits after every refresh from the reports: three more checks
+        checks = await _split_checks(http)
+        await eventually(
+            lambda: _at_least(_split_checks(http), checks + 3),
+            GUARD,
+            interval=0.2,
+            message="three split checks by the leader",
+        )
         bundles = (await http.get(f"/admin/v2/namespaces/{namespace}/bundles")).json()
         stats = (await http.get(f"/admin/v2/persistent/{namespace}/inflated/stats")).json()
         raw.close()

@@ -100,6 +100,7 @@ def test_the_feed_passes_the_leaders_records_and_the_counters_count_them() -> No
     assert (counters.unload_bundle, counters.unload_broker) == (1, 1)
     assert counters.moves == {("transfer", "Overloaded"): 1, ("split", "Topics"): 1}
     assert counters.bundles_split == 1
+    assert counters.cycles == {"shedding": 1, "split": 2}
     assert counters.load_avg_std == (0.4, 0.1)
     assert recorded.to_json()["moves"][1]["executed"] is False
 
@@ -273,6 +274,12 @@ def test_exporter_writes_parsable_families_with_pulsar_names() -> None:
     assert families["pulsar_broker_lookup"].type == "summary"
     assert "pulsar_bundle_msg_rate_in" not in families
     assert [s.value for s in families["brokerlb_broker_bundles"].samples] == [3.0, 0.0]
+    cycles = families["brokerlb_leader_cycles"]
+    assert cycles.type == "counter"
+    assert [(s.labels["kind"], s.value) for s in cycles.samples if s.name.endswith("_total")] == [
+        ("shedding", 0.0),
+        ("split", 0.0),
+    ]
 
 
 class FakeOwnershipCache:
