@@ -26,6 +26,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from verdict import verdict  # noqa: E402
+
+GOAL_S = 3.0
+
 
 async def one_run(brokers: int, topics: int) -> dict[str, Any]:
     from brokerlb.admin import AsyncAdminClient
@@ -77,18 +82,24 @@ def main() -> None:
         "max_s": seconds[-1],
         "error_lines": sum(r["errors"] for r in runs),
         "warning_lines": sum(r["warnings"] for r in runs),
-        "goal": "Ctrl-C to exit under 3 s, no ERROR/WARNING line",
+        "goal": f"Ctrl-C to exit under {GOAL_S:g} s, no ERROR/WARNING line",
     }
     if args.json:
         print(json.dumps(summary, indent=2))
-        return
-    for i, r in enumerate(runs, 1):
+    else:
+        for i, r in enumerate(runs, 1):
+            print(
+                f"run {i}: {r['seconds']:.2f} s, exit {r['exit_code']}, {r['errors']} ERROR, {r['warnings']} WARNING"
+            )
         print(
-            f"run {i}: {r['seconds']:.2f} s, exit {r['exit_code']}, {r['errors']} ERROR, {r['warnings']} WARNING"
+            f"Ctrl-C to exit: median {summary['median_s']:.2f} s, max {summary['max_s']:.2f} s over {len(runs)} "
+            f"runs ({args.brokers} brokers, {args.topics} topics with consumers)"
         )
-    print(
-        f"Ctrl-C to exit: median {summary['median_s']:.2f} s, max {summary['max_s']:.2f} s over {len(runs)} runs "
-        f"({args.brokers} brokers, {args.topics} topics with consumers); goal: under 3 s, quiet"
+    verdict(
+        f"Ctrl-C to exit under {GOAL_S:g} s in every run, no ERROR/WARNING line",
+        f"max {summary['max_s']:.2f} s over {len(runs)} runs, {summary['error_lines']} ERROR and "
+        f"{summary['warning_lines']} WARNING lines",
+        summary["max_s"] < GOAL_S and summary["error_lines"] == 0 and summary["warning_lines"] == 0,
     )
 
 

@@ -42,6 +42,7 @@ SMALL: dict[str, list[str]] = {
     "bench_pipeline": ["--rows", "2000", "--topics", "20"],
     "bench_balancer": ["--only", "anti-affinity", "--pulsar-only"],
     "bench_balancer_live": ["--cycles", "1", "--strategies", "ThresholdShedder"],
+    "bench_shutdown": ["--runs", "1", "--brokers", "1", "--topics", "2"],  # starts a standalone process
 }
 
 #: benchmarks whose verdict line is still to come from the engineer who owns them (issue 29,
