@@ -29,10 +29,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from brokerlb.loadbalance.balancer.model import ReportBlock
+from brokerlb.loadbalance.balancer.layout import Layout
 
 __all__ = ["PendingMove", "BalancerMemory", "MEMORY_KEY"]
 
@@ -76,18 +74,10 @@ class BalancerMemory:
     split_ranges: dict[str, int] = field(default_factory=dict)
     #: merged bundle -> when its merge was decided or seen
     merged_ranges: dict[str, int] = field(default_factory=dict)
-    #: broker -> its last report as the model reads it (``model.ReportBlock``; rebuilt when the
-    #: broker writes a new report)
-    report_blocks: dict[str, ReportBlock] = field(default_factory=dict)
-    #: namespace -> a small integer, for the model's per-bundle namespace column
-    namespace_ids: dict[str, int] = field(default_factory=dict)
-
-    def namespace_names(self) -> list[str]:
-        """The namespaces by their ids (``namespace_ids`` inverted)."""
-        names = [""] * len(self.namespace_ids)
-        for name, i in self.namespace_ids.items():
-            names[i] = name
-        return names
+    #: the bundle table read from the reports, kept between cycles (:mod:`.layout`)
+    layout: Layout = field(default_factory=Layout)
+    #: :attr:`Layout.version` when :attr:`seen` was last brought up to date
+    seen_version: int = -1
 
     def forget_before(
         self,

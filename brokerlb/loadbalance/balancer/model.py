@@ -36,12 +36,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from brokerlb.loadbalance.balancer.layout import Layout
 from brokerlb.loadbalance.balancer.memory import BalancerMemory
-from brokerlb.loadbalance.split.thresholds import range_bounds
 from brokerlb.loadbalance.view import ClusterView
 from brokerlb.model import BundleData, LocalBrokerData
 
-__all__ = ["RESOURCES", "ClusterModel", "ReportBlock", "bundle_traffic"]
+__all__ = ["RESOURCES", "ClusterModel", "bundle_traffic"]
 
 #: the resources that move with bundles, in column order
 RESOURCES = ("cpu", "directMemory", "bandwidthIn", "bandwidthOut")
@@ -54,49 +54,6 @@ def bundle_traffic(
     """The traffic measure per resource of one bundle (module docstring)."""
     tput = tput_in + tput_out
     return (rate_in + rate_out + (tput / message_size if message_size > 0 else 0.0), tput, tput_in, tput_out)
-
-
-@dataclass(frozen=True, eq=False, slots=True)
-class ReportBlock:
-    """One broker report's bundles as the model reads them, kept in the balancer's memory until the
-    broker writes a new report (a report rewritten every few minutes, read every cycle)."""
-
-    report: LocalBrokerData
-    last_update: int
-    names: list[str]
-    #: (k, 5) message rate in + out, throughput in, throughput out, topics, sessions
-    rows: np.ndarray
-    ns_id: np.ndarray
-    bounds: np.ndarray
-
-    @classmethod
-    def of(cls, local: LocalBrokerData, namespace_ids: dict[str, int]) -> ReportBlock:
-        names = list(local.last_stats)
-        rows = np.asarray(
-            [
-                (
-                    s.msg_rate_in + s.msg_rate_out,
-                    s.msg_throughput_in,
-                    s.msg_throughput_out,
-                    s.topics,
-                    s.producer_count + s.consumer_count,
-                )
-                for s in local.last_stats.values()
-            ],
-            dtype=float,
-        ).reshape(len(names), 5)
-        ns_id = np.empty(len(names), dtype=np.int64)
-        bounds = np.full((len(names), 2), -1, dtype=np.int64)
-        for k, name in enumerate(names):
-            namespace = name.rpartition("/")[0]
-            found = namespace_ids.get(namespace)
-            if found is None:
-                found = namespace_ids[namespace] = len(namespace_ids)
-            ns_id[k] = found
-            parsed = range_bounds(name)
-            if parsed is not None:
-                bounds[k] = parsed
-        return cls(local, local.last_update, names, rows, ns_id, bounds)
 
 
 @dataclass(eq=False)
@@ -130,6 +87,9 @@ class ClusterModel:
     ns_id: np.ndarray
     namespaces: list[str]
     bounds: np.ndarray
+    #: the table the model was read from (shared between cycles: ``bundles``, ``bundle_index``,
+    #: ``ns_id``, ``bounds`` and ``namespaces`` are its, read-only)
+    layout: Layout
 
     def namespace_of(self, k: int) -> str:
         return self.namespaces[int(self.ns_id[k])]
@@ -153,50 +113,33 @@ class ClusterModel:
                 conf.loadBalancerBandwidthOutResourceWeight,
             ]
         )
-        blocks = memory.report_blocks
-        current: dict[str, ReportBlock] = {}
+        reports = []
+        memory_weight = conf.loadBalancerMemoryResourceWeight
         for i, broker in enumerate(brokers):
             local = view.brokers[broker].local_data
+            reports.append(local)
             _resources(local, limit[i], usage[i])
             memory_limit = local.memory.limit
             if memory_limit > 0:
-                floor[i] = conf.loadBalancerMemoryResourceWeight * local.memory.usage / memory_limit
-            block = blocks.get(broker)
-            if block is None or block.report is not local or block.last_update != local.last_update:
-                block = ReportBlock.of(local, memory.namespace_ids)
-            current[broker] = block
-        memory.report_blocks = current
-        parts = [current[b] for b in brokers]
-        names = [name for block in parts for name in block.names]
-        owner_arr = np.repeat(np.arange(n, dtype=np.int64), [len(block.names) for block in parts])
-        table = np.concatenate([block.rows for block in parts]) if parts else np.zeros((0, 5))
-        ns_id = np.concatenate([block.ns_id for block in parts]) if parts else np.zeros(0, dtype=np.int64)
-        bounds = (
-            np.concatenate([block.bounds for block in parts]) if parts else np.zeros((0, 2), dtype=np.int64)
-        )
-        bundle_index = dict(zip(names, range(len(names)), strict=True))
-        if len(bundle_index) < len(names):  # reported twice (a stale report): the first broker by id keeps it
-            first: dict[str, int] = {}
-            for k, name in enumerate(names):
-                first.setdefault(name, k)
-            keep = np.asarray(sorted(first.values()), dtype=np.int64)
-            names = [names[k] for k in keep]
-            owner_arr, table, ns_id, bounds = owner_arr[keep], table[keep], ns_id[keep], bounds[keep]
-            bundle_index = {name: k for k, name in enumerate(names)}
+                floor[i] = memory_weight * local.memory.usage / memory_limit
+        layout = memory.layout
+        layout.refresh(brokers, reports)
+        table = layout.table()
+        owner_arr = layout.owner.copy()  # pending moves change it
+        m = len(layout.names)
         rate, tin, tout = table[:, 0], table[:, 1], table[:, 2]
         total_rate, total_tput = float(rate.sum()), float((tin + tout).sum())
         message_size = total_tput / total_rate if total_rate > 0 else 0.0
-        traffic = np.column_stack(
-            [
-                rate + ((tin + tout) / message_size if message_size > 0 else 0.0),
-                tin + tout,
-                tin,
-                tout,
-            ]
-        ).reshape(len(names), 4)
+        throughput = tin + tout
+        traffic = np.empty((m, 4))
+        traffic[:, 0] = rate + (throughput / message_size if message_size > 0 else 0.0)
+        traffic[:, 1] = throughput
+        traffic[:, 2] = tin
+        traffic[:, 3] = tout
         broker_traffic = np.zeros((n, 4))
-        if len(names):
-            np.add.at(broker_traffic, owner_arr, traffic)
+        if m:
+            for r in range(4):
+                broker_traffic[:, r] = np.bincount(owner_arr, weights=traffic[:, r], minlength=n)
         base = _base_fraction(memory, limit, usage, broker_traffic)
         cost = _fit_cost(limit, usage, broker_traffic, base)
         model = cls(
@@ -209,17 +152,18 @@ class ClusterModel:
             cost=cost,
             base=base,
             message_size=message_size,
-            bundles=names,
-            bundle_index=bundle_index,
+            bundles=layout.names,
+            bundle_index=layout.bundle_index,
             owner=owner_arr,
             traffic=traffic,
-            throughput=tin + tout,
+            throughput=throughput,
             msg_rate=rate,
             topics=table[:, 3].astype(np.int64),
             sessions=table[:, 4].astype(np.int64),
-            ns_id=ns_id,
-            namespaces=memory.namespace_names(),
-            bounds=bounds,
+            ns_id=layout.ns_id,
+            namespaces=layout.namespaces,
+            bounds=layout.bounds,
+            layout=layout,
         )
         model._apply_pending(view, memory)
         return model

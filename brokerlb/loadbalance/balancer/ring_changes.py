@@ -131,8 +131,7 @@ def plan_merges(
             surplus[ns] = extra
     if not surplus:
         return []
-    ranged = np.flatnonzero(model.bounds[:, 0] >= 0)
-    order = ranged[np.lexsort((model.bounds[ranged, 0], model.ns_id[ranged]))]
+    order = model.layout.merge_order()
     a, b = order[:-1], order[1:]
     ok = (
         (model.ns_id[a] == model.ns_id[b])

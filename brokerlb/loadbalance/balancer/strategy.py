@@ -421,6 +421,9 @@ class Cycle:
         :mod:`.memory`): a new name inside a seen range is a split child, one covering more than
         a seen range a merged bundle."""
         memory = self.memory
+        if memory.seen is not None and memory.seen_version == model.layout.version:
+            return  # the same bundles as when last looked at
+        memory.seen_version = model.layout.version
         current = set(model.bundles)
         if memory.seen is None:
             memory.seen = current
