@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from verdict import verdict  # noqa: E402
 
 from brokerlb.sim.strategies import PULSAR_PAIRINGS  # noqa: E402
 
@@ -262,12 +263,14 @@ def main() -> int:
     else:
         rows = [run_one(w) for w in work]
     wall = time.perf_counter() - started
-    lines, verdict = evaluate(rows, scenarios)
+    lines, verdict_ = evaluate(rows, scenarios)
     machine = (
         f"{platform.system()} {platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} CPUs"
     )
     print("\n".join(lines))
-    print(f"\n{len(work)} runs in {wall:.0f} s wall ({machine}); goals missed: {verdict['failed'] or 'none'}")
+    print(
+        f"\n{len(work)} runs in {wall:.0f} s wall ({machine}); goals missed: {verdict_['failed'] or 'none'}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     if args.write_docs:
@@ -277,6 +280,14 @@ def main() -> int:
         block = "\n".join([BEGIN, "", *lines, "", END])
         DOCS.write_text(head + block + tail)
         print(f"wrote the table into {DOCS}")
+    missed = verdict_["failed"]
+    verdict(
+        "per scenario distance <= 0.7x the best Pulsar strategy or pairing, moved throughput <= 0.5x "
+        "ThresholdShedder's, no flaps; over the library moved <= 0.5x ThresholdShedder's",
+        f"library moved {verdict_['moved_ratio']:.2f}x ThresholdShedder's over {len(scenarios)} scenario(s); "
+        f"{len(missed)} goal(s) missed" + (f" ({', '.join(missed)})" if missed else ""),
+        not missed,
+    )
     return 0
 
 

@@ -23,8 +23,14 @@ scale: shedding every 1.2 s (``loadBalancerSheddingIntervalMinutes=0.02``), grac
 (brokerlb's swap-back block 12 s, 4x the grace period as with the defaults), CPU modelled from
 the message rates (1 core of 600 msg/s), and
 ``loadBalancerBundleUnloadMinThroughputThreshold=0`` (Pulsar's 10 MB/s minimum is far above this
-traffic's bytes). brokerlb's merges of cold neighbours are off (``brokerlbBalancerMergeColdBundles``):
-the live merge drops its parts' topic state (see the comment at :data:`COMMON`).
+traffic's bytes). brokerlb's merges of cold neighbours are on, as deployed, with its ring-change
+cool-downs scaled as the grace period.
+
+Pulsar runs as ThresholdShedder (placement LeastLongTermMessageRate, what Pulsar 2.10-4.x ships) and
+as AvgShedder shedding *and* placing (PIP-364; the modular manager's documented default since
+apache/pulsar#26609). The verdict: brokerlb balanced (and still balanced at the end) in no more
+cycles than each Pulsar configuration that balanced, moving at most 0.5x ThresholdShedder's msg/s,
+nothing lost.
 
 Run: ``.venv/bin/python benchmarks/bench_balancer_live.py [--cycles 40] [--json out.json]``
 (about 2-3 minutes per strategy on 2 cores). Needs ZooKeeper (``scripts/setup.sh``) and
@@ -46,6 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_balancer import PULSAR_BEHAVIOUR  # noqa: E402
+from verdict import verdict  # noqa: E402
 
 NAMESPACE = "public/live-balance"
 BUNDLES = 8
@@ -67,9 +74,11 @@ COMMON = {
     "loadBalancerBundleUnloadMinThroughputThreshold": 0,
     "brokerlbModelCores": 1,
     "brokerlbModelMsgRatePerCore": 600,
-    # no merges (ThresholdShedder has none): the live merge unloads its parts while their placement
-    # is refused ("being merged"), so their topics' state is dropped and messages can be lost
-    "brokerlbBalancerMergeColdBundles": False,
+    # brokerlb's ring-change cool-downs scaled as the grace period (the defaults: 30 and 10
+    # minutes); merges of cold neighbours stay on, as deployed (topics live on the storage tier:
+    # a merge carries no data)
+    "brokerlbBalancerNoMergeAfterSplitMinutes": 0.05,
+    "brokerlbBalancerNoSplitAfterMergeMinutes": 0.02,
 }
 STRATEGIES: dict[str, dict[str, Any]] = {
     "brokerlb": {
@@ -77,6 +86,12 @@ STRATEGIES: dict[str, dict[str, Any]] = {
         "loadBalancerLoadPlacementStrategy": "brokerlb",
     },
     "ThresholdShedder": {"loadBalancerLoadSheddingStrategy": "ThresholdShedder", **PULSAR_BEHAVIOUR},
+    # Pulsar's documented default pairing (PIP-364, apache/pulsar#26609): AvgShedder sheds and places
+    "AvgShedder": {
+        "loadBalancerLoadSheddingStrategy": "AvgShedder",
+        "loadBalancerLoadPlacementStrategy": "AvgShedder",
+        **PULSAR_BEHAVIOUR,
+    },
 }
 
 
@@ -185,7 +200,7 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cycles", type=int, default=40, help="shedding cycles observed after the join")
-    parser.add_argument("--strategies", default="brokerlb,ThresholdShedder")
+    parser.add_argument("--strategies", default="brokerlb,ThresholdShedder,AvgShedder")
     parser.add_argument("--json", help="also write the results (with every sample) to this file")
     parser.add_argument("--from-json", help="summarise the samples of an earlier run instead of running")
     args = parser.parse_args()
@@ -213,7 +228,37 @@ def main() -> int:
     )
     if args.json and not args.from_json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
+    met, measured = judge(rows)
+    verdict(
+        "brokerlb balanced in no more cycles than each Pulsar configuration, moved msg/s <= 0.5x "
+        "ThresholdShedder's, nothing lost",
+        measured,
+        met,
+    )
     return 1 if any(r["lost"] for r in rows) else 0
+
+
+def judge(rows: list[dict[str, Any]]) -> tuple[bool, str]:
+    """The verdict over summarised rows (module docstring); a side not run is not judged."""
+    by = {r["strategy"]: r for r in rows}
+    parts = [
+        f"{r['strategy']} {'-' if r['cycles_to_balance'] is None else r['cycles_to_balance']} cycles"
+        f"{'' if r['balanced_at_end'] else ' (not balanced at the end)'}, {r['moved_msg_rate']:.0f} msg/s moved"
+        for r in rows
+    ]
+    met = not any(r["lost"] for r in rows)
+    ours = by.get("brokerlb")
+    if ours is not None:
+        met = met and ours["balanced_at_end"] and ours["cycles_to_balance"] is not None
+        for r in rows:
+            if r is not ours and r["cycles_to_balance"] is not None and r["balanced_at_end"]:
+                met = met and (ours["cycles_to_balance"] or 0) <= r["cycles_to_balance"]
+        threshold = by.get("ThresholdShedder")
+        if threshold is not None and threshold["moved_msg_rate"] > 0:
+            ratio = ours["moved_msg_rate"] / threshold["moved_msg_rate"]
+            parts.append(f"moved {ratio:.2f}x ThresholdShedder's")
+            met = met and ratio <= 0.5
+    return met, "; ".join(parts)
 
 
 if __name__ == "__main__":
