@@ -23,7 +23,8 @@ scale: shedding every 1.2 s (``loadBalancerSheddingIntervalMinutes=0.02``), grac
 (brokerlb's swap-back block 12 s, 4x the grace period as with the defaults), CPU modelled from
 the message rates (1 core of 600 msg/s), and
 ``loadBalancerBundleUnloadMinThroughputThreshold=0`` (Pulsar's 10 MB/s minimum is far above this
-traffic's bytes). brokerlb's merges of cold neighbours are on, as deployed, with its ring-change
+traffic's bytes), and AvgShedder's ``minUnloadMessage=10``, ``minUnloadMessageThroughput=0``
+(Pulsar's 1,000 msg/s and 1 MB/s are above the whole cluster's traffic). brokerlb's merges of cold neighbours are on, as deployed, with its ring-change
 cool-downs scaled as the grace period.
 
 Pulsar runs as ThresholdShedder (placement LeastLongTermMessageRate, what Pulsar 2.10-4.x ships) and
@@ -72,6 +73,10 @@ COMMON = {
     # 4x it (the defaults: 120 and 30 minutes)
     "brokerlbBalancerSwapBackBlockMinutes": 0.2,
     "loadBalancerBundleUnloadMinThroughputThreshold": 0,
+    # AvgShedder's least message rate / throughput worth moving, scaled likewise (Pulsar's 1,000
+    # msg/s and 1 MB/s are twice this whole cluster's traffic: it would never shed)
+    "minUnloadMessage": 10,
+    "minUnloadMessageThroughput": 0,
     "brokerlbModelCores": 1,
     "brokerlbModelMsgRatePerCore": 600,
     # brokerlb's ring-change cool-downs scaled as the grace period (the defaults: 30 and 10
