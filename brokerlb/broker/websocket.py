@@ -22,7 +22,10 @@ the sessions serve the same topics as the binary protocol (the topic engine,
    as one frame per message) from a writer task. Its acks and negative acks give a permit
    back; a negative ack redelivers after ``negativeAckRedeliveryDelay`` ms (Pulsar's one
    minute by default). With ``pullMode=true`` messages flow only against
-   ``{"type": "permit", "permitMessages": N}``.
+   ``{"type": "permit", "permitMessages": N}``. A session whose outbox holds more than
+   ``OUTBOX_HIGH`` characters is skipped by dispatch until its writer brings it under
+   ``OUTBOX_LOW`` (the binary protocol's writability: a client that does not read cannot grow
+   the broker, however many nacks give permits back).
 
 The broker closes a session when its bundle leaves (the topic's close callback, with
 the reason), when its token has expired (code 1008, checked every
@@ -76,6 +79,8 @@ __all__ = ["WebSocketEndpoint", "Connection", "ProducerSession", "ConsumerSessio
 logger = logging.getLogger(__name__)
 
 Scope = dict[str, Any]
+#: a consumer session's outbox bounds, in characters (as the binary protocol's write-buffer marks)
+OUTBOX_HIGH, OUTBOX_LOW = 64 * 1024, 32 * 1024
 
 
 class Connection:
@@ -244,6 +249,9 @@ class ConsumerSession:
                     -1 if start.batch_index is None else start.batch_index,
                 )
         self._outbox: collections.deque[str] = collections.deque()
+        #: characters in the outbox: above OUTBOX_HIGH the consumer is skipped by dispatch until the
+        #: writer brings them under OUTBOX_LOW (a client that does not read cannot grow the broker)
+        self._queued = 0
         self._ready = asyncio.Event()
         self._timers: set[TimerHandle] = set()
 
@@ -269,6 +277,9 @@ class ConsumerSession:
                 self.consumer.permits += 1
                 continue
             self._outbox.append(frame)
+            self._queued += len(frame)
+        if self._queued > OUTBOX_HIGH:
+            self.consumer.writable = False
         self._ready.set()
 
     def _before_start(self, message_id: str) -> bool:
@@ -303,8 +314,13 @@ class ConsumerSession:
             await self._ready.wait()
             self._ready.clear()
             while self._outbox and not self.conn.closed:
-                if not await self.conn.send_text(self._outbox.popleft()):
+                frame = self._outbox.popleft()
+                self._queued -= len(frame)
+                if not await self.conn.send_text(frame):
                     return
+                if not self.consumer.writable and self._queued <= OUTBOX_LOW:
+                    self.consumer.writable = True
+                    self.served.topic.flow(self.subscription, self.consumer, 0)  # what waited goes out
 
     def _command(self, command: ConsumerCommand) -> None:
         topic = self.served.topic

@@ -138,8 +138,9 @@ class RawConnection:
             if conn is not self:
                 conn.close()
 
-    async def produce(self, topic: str, count: int, size: int, producer_id: int = 1) -> None:
-        """Create a producer and publish ``count`` messages of ``size`` bytes, each acknowledged."""
+    async def produce(self, topic: str, count: int, size: int, producer_id: int = 1) -> list[tuple[int, int]]:
+        """Create a producer and publish ``count`` messages of ``size`` bytes, each acknowledged; their
+        ``(ledger id, entry id)``."""
         await self.lookup(topic)
         self.send(CommandProducer(topic, producer_id, producer_id))
         answer = await self.next()
@@ -149,10 +150,13 @@ class RawConnection:
         for n in range(count):
             section = payload_section(MessageMetadata(f"p{producer_id}", n, 1), payload)
             self.send(payload_frame(CommandSend(producer_id, n), section))
+        ids = []
         for _ in range(count):
             receipt = await self.next()
-            if not isinstance(receipt, CommandSendReceipt):
+            if not isinstance(receipt, CommandSendReceipt) or receipt.message_id is None:
                 raise ConnectionError(f"SEND answered {receipt!r}")
+            ids.append((receipt.message_id.ledgerId, receipt.message_id.entryId))
+        return ids
 
     def send(self, command: Message | bytes) -> None:
         self.writer.write(command if isinstance(command, bytes) else simple_frame(command))
