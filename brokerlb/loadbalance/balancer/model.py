@@ -224,6 +224,13 @@ class ClusterModel:
             ratios = np.where(limit > 0, demand / limit, 0.0)
         return float((self.weights * ratios).max())
 
+    def lightest_contributions(self) -> np.ndarray:
+        """(m,) each bundle's load on the broker where it weighs least (the largest limits)."""
+        best = self.limit.max(axis=0) if len(self.brokers) else np.zeros(4)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(best > 0, self.demands() / best, 0.0)
+        return np.asarray((ratios * self.weights).max(axis=1)) if len(self.bundles) else np.zeros(0)
+
     def names(self, ks: Iterable[int]) -> list[str]:
         return [self.bundles[k] for k in ks]
 

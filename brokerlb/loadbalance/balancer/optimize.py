@@ -96,7 +96,7 @@ def optimize(
             )
         )
     if not out.moves and view.config.brokerlbBalancerMergeColdBundles:
-        from brokerlb.loadbalance.balancer.ring_changes import plan_merges
+        from brokerlb.loadbalance.balancer.ring_changes import MERGE_LOAD_FRACTION, plan_merges
 
         out.merges = plan_merges(
             view,
@@ -104,6 +104,8 @@ def optimize(
             prepared.movable,
             limit=view.config.brokerlbBalancerMaxMergesPerCycle,
             conf=view.config,
+            loads=model.lightest_contributions(),
+            max_load=MERGE_LOAD_FRACTION * prepared.split_load,
         )
     out.stats = {
         "brokers": len(model.brokers),

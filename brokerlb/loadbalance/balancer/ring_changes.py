@@ -11,8 +11,11 @@ boundary offline. Reason ``OverTarget``.
 fraction of a split threshold a bundle uses (topics, sessions, message rate, throughput), it needs
 ``ceil(sum(fill) / brokerlbBalancerMergeMaxFill)`` bundles, never fewer than
 ``defaultNumberOfNamespaceBundles``. Two adjacent bundles on the same broker merge when neither
-moved recently and the merged fill stays under ``brokerlbBalancerMergeMaxFill`` (so the split check
-will not split it again); at most ``brokerlbBalancerMaxMergesPerCycle`` per cycle, each bundle in at
+moved recently, the merged fill stays under ``brokerlbBalancerMergeMaxFill`` (so the split check
+will not split it again) and the merged load -- on the broker where it weighs least -- is at most
+:data:`MERGE_LOAD_FRACTION` of the load the balancer splits a bundle at (the target, and at least
+the idle threshold: so the balancer will not split it again either, where brokers are small for
+the split thresholds); at most ``brokerlbBalancerMaxMergesPerCycle`` per cycle, each bundle in at
 most one. Reason ``ColdBundles``.
 
 Worked example: namespace ``t/cold`` with 8 bundles of 100 msg/s each on one broker, thresholds of
@@ -22,6 +25,7 @@ Worked example: namespace ``t/cold`` with 8 bundles of 100 msg/s each on one bro
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,7 +41,10 @@ from brokerlb.loadbalance.split.thresholds import (
 )
 from brokerlb.loadbalance.view import ClusterView
 
-__all__ = ["split_decision", "plan_merges", "bundle_fill", "overlapping"]
+__all__ = ["split_decision", "plan_merges", "bundle_fill", "overlapping", "MERGE_LOAD_FRACTION"]
+
+#: a merged bundle weighs at most this fraction of the load the balancer splits a bundle at
+MERGE_LOAD_FRACTION = 0.5
 
 
 def split_decision(
@@ -108,10 +115,14 @@ def plan_merges(
     *,
     limit: int,
     conf: Any,
+    loads: np.ndarray | None = None,
+    max_load: float = math.inf,
 ) -> list[MergeDecision]:
     """Merges of cold adjacent bundles (module docstring), at most ``limit``: namespaces in name
     order; within one, the adjacent pairs in ring order, a pair taken unless its first bundle is
-    the second of the pair taken just before."""
+    the second of the pair taken just before. ``loads``: each bundle's load where it weighs least
+    (:meth:`ClusterModel.lightest_contributions`); a pair whose summed load is above ``max_load``
+    is not merged."""
     if limit <= 0 or not len(model.bundles):
         return []
     thresholds = SplitThresholds.from_config(conf)
@@ -141,6 +152,8 @@ def plan_merges(
         & movable[b]
         & (fill[a] + fill[b] <= max_fill)
     )
+    if loads is not None:
+        ok &= loads[a] + loads[b] <= max_load
     by_namespace: dict[int, list[int]] = {}
     for p in map(int, np.flatnonzero(ok)):
         ns = int(model.ns_id[a[p]])
@@ -162,7 +175,12 @@ def plan_merges(
                     Label.SUCCESS,
                     Reason.COLD_BUNDLES,
                     f"both on {model.brokers[int(model.owner[first])]}; merged fill "
-                    f"{float(fill[first] + fill[second]):.4f} <= {max_fill:g} of the split thresholds",
+                    f"{float(fill[first] + fill[second]):.4f} <= {max_fill:g} of the split thresholds"
+                    + (
+                        f"; merged load {float(loads[first] + loads[second]):.4f} <= {max_load:.4f}"
+                        if loads is not None
+                        else ""
+                    ),
                 )
             )
             taken = p

@@ -50,6 +50,7 @@ Worked example (target tolerance 0.03): 3 one-core brokers at 80 %, 60 %, 40 % c
 
 from __future__ import annotations
 
+import math
 import random
 import weakref
 from collections.abc import Sequence
@@ -68,7 +69,12 @@ from brokerlb.loadbalance.balancer.plan import (
     compute_targets,
     plan_moves,
 )
-from brokerlb.loadbalance.balancer.ring_changes import overlapping, plan_merges, split_decision
+from brokerlb.loadbalance.balancer.ring_changes import (
+    MERGE_LOAD_FRACTION,
+    overlapping,
+    plan_merges,
+    split_decision,
+)
 from brokerlb.loadbalance.decisions import (
     Label,
     MergeDecision,
@@ -259,6 +265,9 @@ class Prepared(NamedTuple):
     destinations: Destinations
     splits: list[SplitDecision]
     idle: bool = False
+    #: the load above which the balancer splits a bundle for load (above the target on every
+    #: broker and at least the idle threshold): a merge stays at most half of it
+    split_load: float = math.inf
 
 
 class Cycle:
@@ -304,7 +313,8 @@ class Cycle:
             self.conf.brokerlbBalancerUnderloadTolerance,
         )
         destinations = Destinations(self, model, PlacementContext(self.view))
-        return Prepared(model, movable, targets, destinations, splits, idle)
+        split_load = max(hot_limit, 0.0 if self.offline else self.idle_threshold)
+        return Prepared(model, movable, targets, destinations, splits, idle, split_load)
 
     def watching_since(self, cool_down_ms: int) -> bool:
         """Whether this leadership has watched the ring for ``cool_down_ms`` (it saw no ring
@@ -320,7 +330,7 @@ class Cycle:
                 [UnloadDecision.skip(Reason.SINGLE_BROKER, "fewer than two brokers report")],
                 {"brokers": len(view.brokers)},
             )
-        model, movable, targets, destinations, splits, idle = prepared
+        model, movable, targets, destinations, splits, idle, split_load = prepared
         stats: dict[str, Any] = {"brokers": len(model.brokers), "bundles": len(model.bundles)}
         holds = self._holds(model)
         if holds:
@@ -373,6 +383,8 @@ class Cycle:
                 movable & ~self._recently_split(model),
                 limit=min(self.conf.brokerlbBalancerMaxMergesPerCycle, budget.moves),
                 conf=self.conf,
+                loads=model.lightest_contributions(),
+                max_load=MERGE_LOAD_FRACTION * split_load,
             )
             for merge in merges:
                 self._remember_merge(model, merge)
@@ -564,7 +576,7 @@ class Cycle:
         splits: list[SplitDecision] = []
         if not len(model.bundles):
             return splits, fixed
-        lightest = _lightest_contribution(model)
+        lightest = model.lightest_contributions()
         hot = np.flatnonzero(lightest > hot_limit)
         may_split = may_split and self.conf.brokerlbBalancerSplitHotBundles
         merged = self._recently_merged(model) if may_split and len(hot) else None
@@ -716,12 +728,4 @@ def _own_contribution(model: ClusterModel) -> np.ndarray:
     limit = model.limit[model.owner]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(limit > 0, model.demands() / limit, 0.0)
-    return np.asarray((ratios * model.weights).max(axis=1))
-
-
-def _lightest_contribution(model: ClusterModel) -> np.ndarray:
-    """(m,) each bundle's load on the broker where it weighs least (the largest limits)."""
-    best = model.limit.max(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(best > 0, model.demands() / best, 0.0)
     return np.asarray((ratios * model.weights).max(axis=1))

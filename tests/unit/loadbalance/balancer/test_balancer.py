@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from brokerlb.loadbalance import NamespaceIsolationData, NamespacePolicy, StrategyState, new_rng
@@ -237,3 +238,45 @@ def test_same_seed_same_plan() -> None:
     a = cycle(three_brokers(), StrategyState(), seed=3)
     b = cycle(three_brokers(), StrategyState(), seed=3)
     assert a.to_json() == b.to_json()
+
+
+def test_no_merge_the_balancer_would_split_again_for_load() -> None:
+    # small brokers (10 points each): two adjacent cold bundles of 2 points (20 % each, fill 0.02
+    # of the split thresholds) would merge by fill, but the merged 40 % is above half the load the
+    # balancer splits at (the target 0.42): merged, it would be split again -- the live flap
+    # split -> merge -> split of bench_balancer_live
+    from brokerlb.loadbalance.balancer.model import ClusterModel
+    from brokerlb.loadbalance.balancer.ring_changes import plan_merges
+
+    cold = [f"t/cold/0x{i:x}0000000_0x{i + 1:x}0000000" for i in range(8)] + ["t/cold/0x80000000_0xffffffff"]
+    view = cluster(
+        [
+            node("b1:8080", {cold[0]: 2, cold[1]: 2}, cores=0.1),
+            node("b2:8080", {cold[2]: 0.75, cold[4]: 0.75, cold[6]: 0.75, cold[8]: 0.75, D1: 1}, cores=0.1),
+            node("b3:8080", {cold[3]: 1, cold[5]: 1, cold[7]: 1, D2: 1}, cores=0.1),
+        ]
+    )
+    result = cycle(view, watched())
+    assert result.unloads == [] and result.merges == [] and result.splits == []
+    model = ClusterModel.build(view, BalancerMemory())
+    movable = np.ones(len(model.bundles), dtype=bool)
+    by_fill = plan_merges(view, model, movable, limit=2, conf=view.config)
+    assert [m.bundles for m in by_fill] == [(cold[0], cold[1])]  # the fill alone allows it
+    by_load = plan_merges(
+        view, model, movable, limit=2, conf=view.config, loads=model.lightest_contributions(), max_load=0.5
+    )
+    assert [m.bundles for m in by_load] == [(cold[0], cold[1])] and "merged load 0.4000 <= 0.5000" in by_load[
+        0
+    ].detail
+    assert (
+        plan_merges(
+            view,
+            model,
+            movable,
+            limit=2,
+            conf=view.config,
+            loads=model.lightest_contributions(),
+            max_load=0.3,
+        )
+        == []
+    )
