@@ -32,9 +32,10 @@ leader and per topic dump, read by ``GET /admin/v2/brokers/load-history``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,7 +63,14 @@ if TYPE_CHECKING:
     from brokerlb.config import ServiceConfig
     from brokerlb.coordination import BrokerRegistry, BundleMetadata, LeaderLease, RegistryEvent
 
-__all__ = ["BrokerHistory", "HistoryCost", "attach_broker_history", "topic_samples"]
+__all__ = [
+    "BrokerHistory",
+    "HistoryCost",
+    "DUMP_SLICE",
+    "attach_broker_history",
+    "topic_names",
+    "topic_samples",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -98,40 +106,50 @@ class HistoryCost:
         }
 
 
+#: Topics per slice of a dump: between slices the broker's event loop serves (a dump of 10,000
+#: topics is not one stall of half a second).
+DUMP_SLICE = 256
+
+
+def topic_names(topics: TopicRegistry) -> list[tuple[str, str]]:
+    """``(bundle, topic)`` of every topic this broker serves."""
+    return [(bundle, name) for bundle, names in topics.by_bundle().items() for name in names]
+
+
 def topic_samples(
-    served: ServedTopics, topics: TopicRegistry, now_ms: int, broker_id: str
+    served: ServedTopics, names: Iterable[tuple[str, str]], now_ms: int, broker_id: str
 ) -> list[TopicSample]:
-    """One :class:`TopicSample` per topic this broker serves, as its ``broker-stats/topics`` measures
-    it: rates and counts from the topic registry, subscriptions, backlog and counters from the engine."""
+    """One :class:`TopicSample` per ``(bundle, topic)`` still served, as this broker's ``broker-stats/topics``
+    measures it: rates and counts from the topic registry, subscriptions, backlog and counters from
+    the engine."""
     rows = []
-    for bundle, names in topics.by_bundle().items():
-        for name in names:
-            view = served.view(name)
-            if view is None:
-                continue
-            st = view.stats
-            rows.append(
-                TopicSample(
-                    now_ms,
-                    broker_id,
-                    name,
-                    bundle,
-                    msg_rate_in=st.msg_rate_in,
-                    msg_rate_out=st.msg_rate_out,
-                    msg_throughput_in=st.msg_throughput_in,
-                    msg_throughput_out=st.msg_throughput_out,
-                    producer_count=st.producer_count,
-                    consumer_count=st.consumer_count,
-                    subscription_count=len(view.subscriptions),
-                    average_msg_size=st.msg_throughput_in / st.msg_rate_in if st.msg_rate_in else 0.0,
-                    backlog_size=view.backlog_size,
-                    msg_backlog=sum(s.msg_backlog for s in view.subscriptions),
-                    msg_in_count=view.msg_in_counter or 0,
-                    bytes_in_count=view.bytes_in_counter or 0,
-                    msg_out_count=view.msg_out_counter or 0,
-                    bytes_out_count=view.bytes_out_counter or 0,
-                )
+    for bundle, name in names:
+        view = served.view(name)
+        if view is None:
+            continue
+        st = view.stats
+        rows.append(
+            TopicSample(
+                now_ms,
+                broker_id,
+                name,
+                bundle,
+                msg_rate_in=st.msg_rate_in,
+                msg_rate_out=st.msg_rate_out,
+                msg_throughput_in=st.msg_throughput_in,
+                msg_throughput_out=st.msg_throughput_out,
+                producer_count=st.producer_count,
+                consumer_count=st.consumer_count,
+                subscription_count=len(view.subscriptions),
+                average_msg_size=st.msg_throughput_in / st.msg_rate_in if st.msg_rate_in else 0.0,
+                backlog_size=view.backlog_size,
+                msg_backlog=sum(s.msg_backlog for s in view.subscriptions),
+                msg_in_count=view.msg_in_counter or 0,
+                bytes_in_count=view.bytes_in_counter or 0,
+                msg_out_count=view.msg_out_counter or 0,
+                bytes_out_count=view.bytes_out_counter or 0,
             )
+        )
     return rows
 
 
@@ -225,18 +243,30 @@ class BrokerHistory:
         self.cost.reports += 1
         self.cost.report_seconds += time.perf_counter() - started
 
-    def sample_topics(self) -> int:
-        """Write one dump of this broker's topics; returns the rows written (or held back)."""
+    async def sample_topics(self) -> int:
+        """Write one dump of this broker's topics (all rows at one timestamp), :data:`DUMP_SLICE` topics
+        at a time with the event loop serving in between; returns the rows written (or held back)."""
         if self._served is None or self._topics is None or self._stopped:
             return 0
-        started = time.perf_counter()
         now = self.clock.now_ms()
-        rows = topic_samples(self._served, self._topics, now, self.broker_id)
-        self._write_load(list(rows), now)
+        started = time.perf_counter()
+        names = topic_names(self._topics)
+        spent = time.perf_counter() - started
+        written = 0
+        for first in range(0, len(names), DUMP_SLICE):
+            if first:
+                await asyncio.sleep(0)
+                if self._stopped:
+                    break
+            started = time.perf_counter()
+            rows = topic_samples(self._served, names[first : first + DUMP_SLICE], now, self.broker_id)
+            self._write_load(list(rows), now)
+            written += len(rows)
+            spent += time.perf_counter() - started
         self.cost.topic_dumps += 1
-        self.cost.topic_rows += len(rows)
-        self.cost.topic_seconds += time.perf_counter() - started
-        return len(rows)
+        self.cost.topic_rows += written
+        self.cost.topic_seconds += spent
+        return written
 
     def layout(self, bundles: NamespaceBundles, now_ms: int | None = None) -> bool:
         """Write a namespace's layout (never held back); ``False`` if this writer wrote the same last."""
@@ -319,7 +349,7 @@ class BrokerHistory:
             try:
                 if now >= next_topics:
                     next_topics = now + self.topic_interval_s
-                    self.sample_topics()
+                    await self.sample_topics()
                 if now >= next_publish:
                     next_publish = now + self.publish_interval_s
                     self.publish()

@@ -40,6 +40,7 @@ history file written through these types never holds a row the pipeline must rej
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -48,7 +49,7 @@ from brokerlb.errors import InvalidLoadDataError, InvalidTopicNameError
 from brokerlb.model import LocalBrokerData
 from brokerlb.model._validate import JsonObject, check_count, check_non_negative, invalid
 from brokerlb.naming import TopicName
-from brokerlb.ring import NamespaceBundle, NamespaceBundles, format_boundary, topic_hash
+from brokerlb.ring import NamespaceBundle, NamespaceBundles, format_boundary
 
 __all__ = [
     "BROKER_SAMPLES",
@@ -177,18 +178,22 @@ def _full_topic(topic: Any) -> TopicName:
     return parsed
 
 
+#: A broker's topic dump names few bundles many times: each is parsed once.
+_parse_bundle = functools.lru_cache(maxsize=65_536)(NamespaceBundle.parse)
+
+
 def _bundle_of(topic: TopicName, bundle: Any) -> str | None:
     if bundle is None:
         return None
     if not isinstance(bundle, str):
         raise invalid("bundle", bundle, "expected <tenant>/<namespace>/0x…_0x…")
     try:
-        parsed = NamespaceBundle.parse(bundle)
+        parsed = _parse_bundle(bundle)
     except Exception as exc:  # naming or range errors, all InvalidInputError
         raise invalid("bundle", bundle, str(exc)) from exc
     if parsed.namespace != topic.namespace:
         raise invalid("bundle", bundle, f"not a bundle of the topic's namespace {topic.namespace}")
-    if not parsed.includes_hash(topic_hash(str(topic))):
+    if not parsed.includes_hash(topic.ring_hash):
         raise invalid("bundle", bundle, f"the topic {topic} does not hash into this range")
     return str(parsed)
 
