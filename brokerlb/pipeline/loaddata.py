@@ -266,7 +266,8 @@ def bundle_samples_from_topics(
     spark: SparkSession, topic_samples: DataFrame, layouts: DataFrame | None
 ) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
     """``(cycle_records, bundle_samples, unmapped, unmapped_count)`` from topic samples (see the module
-    docstring); ``unmapped_count`` is one row, ``n``: the samples without a bundle."""
+    docstring); ``unmapped_count`` is one row: ``n``, the samples without a bundle, and
+    ``mismatches``, the samples whose recorded bundle disagrees with the layout."""
     from pyspark.sql import functions as F
 
     from brokerlb.pipeline.topic_bundles import (
@@ -305,8 +306,11 @@ def bundle_samples_from_topics(
         .where(F.col("bundle").isNull())
         .select(unmapped_reason().alias("reason"), "timestamp", "broker", "topic", "namespace")
     )
-    unmapped_count = groups.where(F.col("bundle").isNull()).agg(
-        F.coalesce(F.sum("topics"), F.lit(0)).alias("n")
+    # both counts in one small job over the cached sums: samples without a bundle, recorded
+    # bundles that disagree with the layout
+    unmapped_count = groups.agg(
+        F.coalesce(F.sum(F.when(F.col("bundle").isNull(), F.col("topics"))), F.lit(0)).alias("n"),
+        F.coalesce(F.sum("bundleMismatches"), F.lit(0)).alias("mismatches"),
     )
     return cycle_records, bundle_samples, unmapped, unmapped_count
 
@@ -417,14 +421,11 @@ def load_data(
     counts["brokers"] = _write_counted(frames.broker_time_average, out.table("broker_time_average"))
     _write_counted(frames.broker_time_average_history, out.table("broker_time_average_history"), "date")
     if unmapped is not None and unmapped_count is not None:
-        from pyspark.sql import functions as F
-
         found = unmapped_count.first()  # from the cached sums: no pass over the samples
         if found is None or not found["n"]:
             unmapped = unmapped.limit(0)
         counts["unmappedTopicSamples"] = _write_counted(unmapped, out.table("unmapped_topic_samples"))
-        mismatches = bundle_samples.agg(F.coalesce(F.sum("bundleMismatches"), F.lit(0)).alias("n")).first()
-        counts["bundleMismatches"] = int(mismatches["n"]) if mismatches is not None else 0
+        counts["bundleMismatches"] = int(found["mismatches"]) if found is not None else 0
     spark.catalog.clearCache()
     result = LoadDataResult(out.root, source, cycles, counts, time.perf_counter() - started)
     if "://" not in out.root:
