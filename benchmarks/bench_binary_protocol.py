@@ -466,7 +466,7 @@ async def move_pauses(args: argparse.Namespace, settings: dict[str, Any], backlo
             await fill.ready()
             filled = await fill.run()
             backlog = filled["acked"] * fill_size
-        seconds = 4.0 + args.moves * 2 * 1.5
+        seconds = 4.0 + args.moves * 2 * 2.5  # 1.5 s apart plus the moves themselves on a loaded machine
         gen = LoadGen(
             url=url, topic=topic, topics=1, seconds=seconds, size=args.size, batching=False,
             rate=args.pause_rate, ack_times=True, pending=10000,
@@ -477,6 +477,8 @@ async def move_pauses(args: argparse.Namespace, settings: dict[str, Any], backlo
         moves: list[tuple[str, float, float]] = []
         async with AsyncAdminClient(cluster.urls[0]) as admin:
             for i in range(args.moves * 2):
+                if task.done():  # the traffic ended: a move now would have no pause to measure
+                    break
                 data = await admin.lookup_topic(f"{topic}-0")
                 bundle = await admin.topic_bundle_range(f"{topic}-0")
                 owner = data["httpUrl"].removeprefix("http://")
