@@ -6,7 +6,8 @@
 What runs where (all on 127.0.0.1):
 
 * **memory** -- ``brokerlb standalone --brokers 3`` in one process (the embedded store lives in
-  that process, so all three brokers share it);
+  that process, so all three brokers share it), on the standalone's default metadata store in a
+  new temporary ``--data-dir`` (a kept data directory would hold the last run's namespace);
 * **zk** -- a ZooKeeper server and three ``brokerlb broker`` processes;
 * **baseline** -- a process serving a constant ASGI app (every request answers the body of a real
   lookup answer, as ``application/json``) through the broker's own server class
@@ -177,6 +178,7 @@ class MemoryCluster:
         self.base = _free_base_port(brokers)
         self.urls = [f"http://127.0.0.1:{self.base + i}" for i in range(brokers)]
         self.log = tempfile.NamedTemporaryFile(prefix="bench-standalone-", suffix=".log", delete=False)
+        self.data = tempfile.TemporaryDirectory(prefix="bench-standalone-data-")
         args = [
             sys.executable,
             "-m",
@@ -184,8 +186,12 @@ class MemoryCluster:
             "standalone",
             "--brokers",
             str(brokers),
+            "--data-dir",
+            self.data.name,
             "--web-port",
             str(self.base),
+            "--broker-port",
+            "0",  # free pulsar:// ports (the default 6650 may be another cluster's)
         ]
         for k, v in SETTINGS.items():
             args += ["--set", f"{k}={v}"]
@@ -201,6 +207,7 @@ class MemoryCluster:
         self.proc.terminate()
         self.proc.wait(30)
         os.unlink(self.log.name)
+        self.data.cleanup()
 
 
 class ZooKeeperCluster:
