@@ -1,16 +1,16 @@
-"""Benchmark: bundle ownership acquisition and owner lookup on a real ZooKeeper (memory store as baseline).
+"""Benchmark: bundle ownership records (assign, take, read) on a real ZooKeeper (memory store as baseline).
 
 Per backend, in the same run:
 
-* ``acquire``        -- one broker takes N free bundles one at a time (create the
-  ephemeral ownership node + arm its watch): latency per bundle;
-* ``acquire-busy``   -- a second broker asks for the same N bundles: each answer is
-  the current owner (failed create + read): latency per bundle;
-* ``acquire-many``   -- a third namespace's N bundles taken with 64 claims in flight:
+* ``acquire``        -- one broker takes N free bundles one at a time: the assignment (a create
+  of the record) and the take (a compare-and-set to Owned): latency per bundle;
+* ``acquire-busy``   -- a second broker tries to assign the same N bundles: each compare-and-set
+  loses (the record exists): latency per bundle;
+* ``acquire-many``   -- a third namespace's N bundles assigned and taken with 64 in flight:
   throughput;
-* ``lookup-cached``  -- owner lookup from the watch-fed ownership cache (a memory
-  read), as lookups do: latency per lookup;
-* ``lookup-store``   -- owner lookup that misses the cache and reads the store.
+* ``lookup-cached``  -- owner lookup from the watch-fed table view (a memory read), as lookups
+  do: latency per lookup;
+* ``lookup-store``   -- owner lookup that reads the record from the store.
 
 ZooKeeper is Debian's 3.8 package started by ``brokerlb.testing.zookeeper`` on a
 loopback port; kazoo's client runs in the same process.
@@ -41,16 +41,34 @@ from brokerlb.coordination import (  # noqa: E402
     MemoryMetadataStore,
     MemoryServer,
     MetadataStore,
-    NamespaceEphemeralData,
-    OwnershipCache,
-    OwnershipManager,
+    OwnershipTable,
 )
+from brokerlb.errors import RecordConflictError  # noqa: E402
+from brokerlb.ownership import BundleState, OwnershipMachine, OwnershipRecord, Write, owner_of  # noqa: E402
 from brokerlb.ring import NamespaceBundles  # noqa: E402
 from brokerlb.testing.zookeeper import ZooKeeperServer  # noqa: E402
 
 
-def broker(n: int) -> NamespaceEphemeralData:
-    return NamespaceEphemeralData(f"pulsar://broker-{n}:6650", http_url=f"http://broker-{n}:8080")
+async def take(table: OwnershipTable, broker: str, session: int, bundle: str) -> None:
+    """Assign ``bundle`` to ``broker`` and take it (two compare-and-sets, as a lookup and the broker do)."""
+    machine = OwnershipMachine()
+    assign = machine.assign(bundle, broker, at_ms=0)
+    await table.write(assign)
+    assert assign.record is not None
+    owned = assign.record.next(BundleState.OWNED, at_ms=0, dst=broker, dst_session=session)
+    await table.write(Write(bundle=bundle, record=owned, expected=0))
+
+
+async def lose(table: OwnershipTable, broker: str, bundle: str) -> None:
+    try:
+        await table.write(OwnershipMachine().assign(bundle, broker, at_ms=0))
+    except RecordConflictError:
+        return
+    raise AssertionError(f"{bundle} was assigned twice")
+
+
+def owner(record: OwnershipRecord | None) -> str | None:
+    return owner_of(record).broker
 
 
 def summary(samples_s: list[float]) -> dict[str, float]:
@@ -86,38 +104,41 @@ async def run_backend(name: str, new_store, n: int) -> dict[str, dict[str, float
     bundles = [str(x) for x in NamespaceBundles.create(f"{ns}/one", n)]
     results: dict[str, dict[str, float]] = {}
     try:
-        owner_a = OwnershipManager(a, broker(1))
-        results["acquire"] = summary(await timed_each(bundles, owner_a.try_acquire))
-        owner_b = OwnershipManager(b, broker(2))
-        busy = await timed_each(bundles, owner_b.try_acquire)
-        assert not owner_b.owned_bundles()
-        results["acquire-busy"] = summary(busy)
+        tables = [await OwnershipTable(x).start() for x in (a, b, c)]
+        results["acquire"] = summary(
+            await timed_each(bundles, lambda x: take(tables[0], "broker-1:8080", a.session_id or 0, x))
+        )
+        results["acquire-busy"] = summary(
+            await timed_each(bundles, lambda x: lose(tables[1], "broker-2:8080", x))
+        )
 
         many = [str(x) for x in NamespaceBundles.create(f"{ns}/two", n)]
-        owner_c = OwnershipManager(c, broker(3))
+        gate = asyncio.Semaphore(64)
+
+        async def one(bundle: str) -> None:
+            async with gate:
+                await take(tables[2], "broker-3:8080", c.session_id or 0, bundle)
+
         t0 = time.perf_counter()
-        got = await owner_c.acquire_many(many, concurrency=64)
+        await asyncio.gather(*(one(x) for x in many))
         elapsed = time.perf_counter() - t0
-        assert all(r.acquired for r in got)
         results["acquire-many"] = {"n": n, "total_s": elapsed, "per_s": n / elapsed}
 
-        cache = await OwnershipCache(reader).start()
+        view = await OwnershipTable(reader).start()
         deadline = time.monotonic() + 60
-        while len(cache.owners()) < 2 * n and time.monotonic() < deadline:
+        while len(view) < 2 * n and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        assert len(cache.owners()) == 2 * n, len(cache.owners())
+        assert len(view) == 2 * n, len(view)
         cached = []
         for bundle in bundles * 5:
             t0 = time.perf_counter()
-            info = cache.get_owner(bundle)
+            stored = view.get(bundle)
             cached.append(time.perf_counter() - t0)
-            assert info is not None and info.broker_id == "broker-1:8080"
+            assert stored is not None and owner(stored.record) == "broker-1:8080"
         results["lookup-cached"] = summary(cached)
-        cold = OwnershipCache(reader)  # never started: every lookup reads the store
-        results["lookup-store"] = summary(await timed_each(bundles, cold.lookup_owner))
-        cache.close()
-        for manager in (owner_a, owner_c):
-            await manager.close(release=False)
+        results["lookup-store"] = summary(await timed_each(bundles, view.read))
+        for table in (*tables, view):
+            table.close()
     finally:
         for s in stores:
             await s.close()

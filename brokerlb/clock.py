@@ -91,7 +91,11 @@ class SystemClock:
     async def wait_for(self, awaitable: Awaitable[T], timeout: float | None) -> T:
         import asyncio
 
-        return await asyncio.wait_for(awaitable, timeout)
+        # asyncio.timeout, not asyncio.wait_for: Python 3.11's wait_for swallows a cancellation that
+        # arrives as the awaited future completes (a broker's stop then waited forever for its load
+        # reporter, woken by a forced update at the moment it was cancelled)
+        async with asyncio.timeout(timeout):
+            return await awaitable
 
     def __repr__(self) -> str:
         return "SystemClock()"

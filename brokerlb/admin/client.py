@@ -306,15 +306,6 @@ class _Api:
             parse=_none,
         )
 
-    def acquire_bundle(self, namespace: NamespaceName | str, bundle: str) -> Any:
-        """brokerlb extension (transfers): the addressed broker takes the unowned bundle."""
-        return self._call(
-            "PUT",
-            f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/acquire",
-            params={"authoritative": "true"},
-            parse=_none,
-        )
-
     def put_topic_state(self, namespace: NamespaceName | str, bundle: str, state: bytes) -> Any:
         """brokerlb extension (planned moves): hand the addressed broker a bundle's topic state
         (:mod:`brokerlb.messaging.handoff` bytes) before it takes the bundle."""

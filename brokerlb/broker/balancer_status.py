@@ -1,7 +1,7 @@
 """The balancer's status (``GET /admin/v2/brokers/balancer``, a brokerlb extension): is it doing anything?
 
 Answered by the leader (other brokers redirect to it), from its leader records
-(:class:`~brokerlb.broker.leader_feed.LeaderFeed`), the ownership cache, the brokers' reports and
+(:class:`~brokerlb.broker.leader_feed.LeaderFeed`), the ownership table, the brokers' reports and
 the grace periods its leader holds bundles for:
 
 ===============  ==============================================================================
@@ -13,7 +13,7 @@ state            when (first that holds)
                  twice ``loadBalancerSheddingIntervalMinutes`` (plus a minute) since it leads; or the
                  last shedding cycle failed (a ``Failure`` decision, or a move that was not carried
                  out) -- the reason names it
-``in_progress``  bundles are being moved now (ownership nodes marked ``disabled`` while their
+``in_progress``  bundles are being moved now (their ownership records in flight while their
                  owner unloads them), or the last cycle moved bundles
 ``waiting``      the busiest broker is above the strategy's band and the last cycle moved nothing:
                  its bundles are held by a grace period (recently moved, an operator's action;
@@ -44,8 +44,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from brokerlb.broker.leader_feed import LeaderFeed, ObservedCycle
+from brokerlb.broker.ownership_channel import OwnershipChannel
 from brokerlb.config import ServiceConfig
-from brokerlb.coordination import OwnershipCache
 from brokerlb.loadbalance.balance_score import BalanceScore
 from brokerlb.loadbalance.decisions import Label, UnloadDecision
 
@@ -67,7 +67,7 @@ class BalancerStatus:
         feed: LeaderFeed,
         leader_id: Callable[[], str | None],
         leading_since_ms: Callable[[], int | None],
-        owners: OwnershipCache,
+        owners: OwnershipChannel,
         cluster_loads: Callable[[], dict[str, float]],
         now_ms: Callable[[], int],
         grace_ends: Callable[[str], Iterable[int]] = lambda broker: (),
@@ -83,8 +83,8 @@ class BalancerStatus:
         self.now_ms = now_ms
 
     def in_flight(self) -> list[str]:
-        """Bundles whose owner is unloading them now."""
-        return sorted(name for name, info in self.owners.owners().items() if info.data.disabled)
+        """Bundles with a move in flight now (their records Assigning, Releasing or Splitting)."""
+        return sorted(self.owners.moving())
 
     def status(self) -> dict[str, Any]:
         last = self.feed.last("shedding")

@@ -1,10 +1,10 @@
 """Why a bundle is where it is: its ownership story, gathered from every broker's state machine.
 
-Each broker's ownership machine (:mod:`brokerlb.broker.bundle_ownership`) records the
-transitions it took part in -- a lookup that took the bundle, an unload, a transfer it started
-or received, a split, a watchdog decision, a session loss -- and the broker that leads records
-*why* it moved a bundle: its decisions with their reasons and numbers (the leader's
-:class:`~brokerlb.loadbalance.cycle.CycleRecord` s). ``GET
+Every broker's ownership machine sees every change of every bundle's record (the table view) and
+keeps each bundle's last transitions; the broker that made a change also knows who asked and why
+(a lookup, an unload, a transfer, a split, the leader's override of an orphan or a stuck state),
+and the broker that leads records *why* it moved a bundle: its decisions with their reasons and
+numbers (the leader's :class:`~brokerlb.loadbalance.cycle.CycleRecord` s). ``GET
 /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/story`` (a brokerlb extension) answers with
 what every registered broker recorded, merged in time order, each entry saying which broker
 recorded it; ``?local=true`` answers with this broker's alone. A bundle that no longer exists
@@ -12,8 +12,8 @@ recorded it; ``?local=true`` answers with this broker's alone. A bundle that no 
 
     {"bundle": "public/default/0x00000000_0x40000000", "owner": "127.0.0.1:8081",
      "transitions": [{"kind": "transition", "from": "Init", "to": "Assigning", "atMs": ...,
-                      "by": "127.0.0.1:8080", "reason": "lookup", "stimulusId": "lookup-3",
-                      "forced": false, "destination": "127.0.0.1:8080",
+                      "by": "127.0.0.1:8080", "reason": "lookup", "version": 1,
+                      "forced": false, "destination": "127.0.0.1:8081",
                       "recordedBy": "127.0.0.1:8080"},
                      {"kind": "decision", "decision": "transfer", "atMs": ..., "reason": "Overloaded",
                       "detail": "...", "source": "...", "destination": "...", "executed": true,
@@ -29,14 +29,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from brokerlb.admin.client import AsyncAdminClient
-from brokerlb.broker.bundle_ownership import BundleOwnership, transition_json
-from brokerlb.coordination import BrokerRegistry, OwnershipCache
+from brokerlb.broker.ownership_channel import OwnershipChannel
+from brokerlb.coordination import BrokerRegistry
 from brokerlb.errors import BrokerLBError
 from brokerlb.loadbalance.cycle import CycleRecord
 from brokerlb.naming import NamespaceName
+from brokerlb.ownership.machine import Transition, owner_of
 from brokerlb.ring import NamespaceBundle
 
-__all__ = ["BundleStories"]
+__all__ = ["BundleStories", "transition_json"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,24 +47,22 @@ class BundleStories:
 
     def __init__(
         self,
-        states: BundleOwnership,
+        channel: OwnershipChannel,
         *,
         registry: BrokerRegistry,
-        owners: OwnershipCache,
         admin: AsyncAdminClient,
         leader_records: Callable[[], Iterable[CycleRecord]] = tuple,
     ) -> None:
-        self._states = states
+        self._channel = channel
         self._leader_records = leader_records
         self._registry = registry
-        self._owners = owners
         self._admin = admin
 
     async def story(self, namespace: str, bundle_range: str, *, local: bool = False) -> dict[str, Any]:
         bundle = NamespaceBundle.parse(f"{NamespaceName.parse(namespace)}/{bundle_range}")
         name = str(bundle)
-        me = self._states.broker_id
-        transitions = [transition_json(t, me) for t in self._states.story(name)]
+        me = self._channel.broker_id
+        transitions = [transition_json(t, me) for t in self._channel.story(name)]
         transitions += decisions_about(name, self._leader_records(), me)
         unreachable: list[str] = []
         if not local:
@@ -74,13 +73,11 @@ class BundleStories:
                     unreachable.append(broker)
                 else:
                     transitions.extend(answer)
-        transitions.sort(
-            key=lambda t: (t["atMs"], t["kind"] != "decision", t["recordedBy"], t.get("version", 0))
-        )
-        owner = await self._owners.read_owner(bundle)
+        transitions = _merged(transitions)
+        stored = await self._channel.table.read(name)
         return {
             "bundle": name,
-            "owner": owner.broker_id if owner is not None else None,
+            "owner": owner_of(None if stored is None else stored.record).broker,
             "transitions": transitions,
             "unreachable": unreachable,
         }
@@ -99,6 +96,45 @@ class BundleStories:
             return None
         transitions = answer.get("transitions") if isinstance(answer, dict) else None
         return list(transitions) if isinstance(transitions, list) else None
+
+
+def _merged(transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every broker saw the same record changes: one line per change (the one of the broker that
+    made it, which knows who asked and why), the leader's decisions beside them, in time order."""
+    best: dict[tuple[str, int], dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    for t in transitions:
+        if t["kind"] != "transition":
+            out.append(t)
+            continue
+        key = (t["bundle"], t["version"])
+        kept = best.get(key)
+        if kept is None or (not kept.get("reason") and t.get("reason")):
+            best[key] = t
+    out.extend(best.values())
+    out.sort(key=lambda t: (t["atMs"], t["kind"] != "decision", t.get("version", 0), t["recordedBy"]))
+    return out
+
+
+def transition_json(t: Transition, broker: str) -> dict[str, Any]:
+    """One line of a story as JSON; ``broker`` is the broker whose machine recorded it."""
+    out: dict[str, Any] = {
+        "kind": "transition",
+        "bundle": t.bundle,
+        "from": str(t.start),
+        "to": str(t.finish),
+        "atMs": t.at_ms,
+        "by": t.who,
+        "reason": t.reason,
+        "forced": t.forced,
+        "version": t.version,
+        "recordedBy": broker,
+    }
+    if t.src:
+        out["source"] = t.src
+    if t.dst:
+        out["destination"] = t.dst
+    return out
 
 
 def decisions_about(bundle: str, records: Iterable[CycleRecord], broker: str) -> list[dict[str, Any]]:

@@ -17,11 +17,20 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from brokerlb.coordination import BundleMetadata, DataWatch, LocalPolicies, MetadataStore, Node, Policies
+from brokerlb.coordination import (
+    BundleMetadata,
+    CheckOp,
+    DataWatch,
+    LocalPolicies,
+    MetadataStore,
+    Node,
+    Policies,
+)
+from brokerlb.coordination.ownership_table import Guard
 from brokerlb.coordination.paths import local_policies_path, policies_path
-from brokerlb.errors import CorruptMetadataError, NamespaceNotFoundError
+from brokerlb.errors import CorruptMetadataError, NamespaceNotFoundError, StaleBundleError
 from brokerlb.naming import NamespaceName, is_heartbeat_namespace, is_sla_namespace
-from brokerlb.ring import NamespaceBundles
+from brokerlb.ring import NamespaceBundle, NamespaceBundles
 
 __all__ = ["NamespaceBundlesCache"]
 
@@ -79,6 +88,27 @@ class NamespaceBundlesCache:
     def anti_affinity_group(self, namespace: NamespaceName | str) -> str | None:
         entry = self._entries.get(str(namespace))
         return None if entry is None else entry.anti_affinity_group
+
+    async def ring_guard(self, bundle: NamespaceBundle) -> Guard | None:
+        """The check an assignment of ``bundle`` is conditional on: the namespace's local policies at
+        the version this cache found ``bundle`` in (a stale cache's assignment fails and writes
+        nothing; the lookup reads the ring again). ``None`` for a namespace without policies (a
+        heartbeat namespace: one bundle, never split)."""
+        entry = self._entries.get(str(bundle.namespace)) or await self._load(bundle.namespace)
+        local = entry.local
+        if entry.bundles is None or bundle not in entry.bundles:
+            raise StaleBundleError(f"Bundle {bundle} was split or merged meanwhile; look the topic up again")
+        op: CheckOp | None
+        if local is not None:
+            op = CheckOp(local_policies_path(bundle.namespace), local.stat.version)
+        else:
+            op = await self.metadata.ring_guard(bundle)  # stores the local copy of global-only bundles
+        if op is None:
+            return None
+        return Guard(
+            op,
+            lambda: StaleBundleError(f"The bundles of {bundle.namespace} changed; look the topic up again"),
+        )
 
     async def current(self, namespace: NamespaceName | str) -> NamespaceBundles:
         """The bundles as the store has them now: the cached ones if the local-policies node has not

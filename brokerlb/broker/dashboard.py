@@ -13,8 +13,8 @@ from brokerlb.broker.balancer_status import BalancerStatus
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.dashboard_state import dashboard_state
 from brokerlb.broker.leader_feed import LeaderFeed
+from brokerlb.broker.ownership_channel import OwnershipChannel
 from brokerlb.broker.ownership_log import OwnershipLog, leader_moves_of
-from brokerlb.coordination import OwnershipCache
 from brokerlb.model import LocalBrokerData
 from brokerlb.naming import NamespaceName
 from brokerlb.ring import NamespaceBundles
@@ -34,7 +34,7 @@ class Dashboard:
         log: OwnershipLog,
         reports: Callable[[], dict[str, LocalBrokerData]],
         bundles: NamespaceBundlesCache,
-        owners: OwnershipCache,
+        owners: OwnershipChannel,
         now_ms: Callable[[], int],
         started: Callable[[], Iterable[Any]] = tuple,
     ) -> None:

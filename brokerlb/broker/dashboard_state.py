@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from brokerlb.broker.leader_feed import ObservedCycle
+from brokerlb.broker.ownership_channel import BundleOwner
 from brokerlb.broker.ownership_log import OwnershipChange
-from brokerlb.coordination import OwnerInfo
 from brokerlb.model import LocalBrokerData
 from brokerlb.ring import NamespaceBundles
 
@@ -63,7 +63,7 @@ def broker_row(broker: str, report: LocalBrokerData, leader: str | None) -> dict
 
 
 def namespace_ring(
-    namespace: str, bundles: NamespaceBundles, owners: Mapping[str, OwnerInfo]
+    namespace: str, bundles: NamespaceBundles, owners: Mapping[str, BundleOwner]
 ) -> dict[str, Any]:
     ring = []
     for bundle in bundles:
@@ -89,7 +89,7 @@ def dashboard_state(
     balancer: Mapping[str, Any],
     reports: Mapping[str, LocalBrokerData],
     namespaces: Iterable[tuple[str, NamespaceBundles]],
-    owners: Mapping[str, OwnerInfo],
+    owners: Mapping[str, BundleOwner],
     cycles: Sequence[ObservedCycle],
     moves: Sequence[OwnershipChange],
     now_ms: int,

@@ -74,9 +74,10 @@ class Session(Protocol):
 
 
 class Ownership(Protocol):
-    def is_owned(self, bundle: Any) -> bool: ...
+    """Whether this broker serves a bundle now (the ownership channel): asked before a topic opens
+    and before every publish."""
 
-    def serving(self, bundle: Any) -> bool: ...
+    def serving(self, bundle: str) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)

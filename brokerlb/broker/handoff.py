@@ -10,19 +10,17 @@ broker is composed -- it gets the data path, an admin client and three small fun
   leader's placement puts the bundle now (as Pulsar 3.x unloads with a destination). On the
   leader that is its own placement; elsewhere ``GET .../{bundle}/placement`` on the leader
   (a brokerlb extension; nothing is owned by asking). Heartbeat and SLA-monitor namespaces
-  belong to one broker and are never handed over. A bundle being merged is not handed over
-  (it leaves the ring): its topics' state goes to the broker the leader chose for the merged
-  bundle (:class:`HandOffTarget` with ``hand_over`` false), which takes it when it takes the
-  merged bundle.
-* :meth:`TopicHandOff.follow_owner` -- when the chosen broker could not take the bundle (a
-  lookup placed it elsewhere in between), send the state again to the bundle's owner now;
+  belong to one broker and are never handed over.
 * :meth:`TopicHandOff.send` -- fence the bundle's topics, export their states
   (:meth:`~brokerlb.broker.data_path.DataPath.export_bundle`) and ``PUT`` them to the
   destination (``.../{bundle}/topicState``, :mod:`brokerlb.messaging.handoff` bytes), which
   parks them until the topics are opened there. To this broker itself: parked locally.
 
-The owner calls ``send`` after fencing and before releasing the bundle; the destination then
-takes the bundle, and only then are the old owner's sessions closed. So every message
+The owner calls ``send`` in its release step (the one place,
+:meth:`~brokerlb.broker.owner_actions.OwnerActions`), after fencing and before the bundle's record
+goes on to the destination; the destination then takes the bundle, and only then are the old
+owner's sessions of a transfer closed (an unload's are closed at once: their lookup waits for the
+move to settle). So every message
 acknowledged to a producer before the fence is in the state the next owner starts from, and
 no client reaches the next owner before the state does. If the destination cannot be reached
 the states are lost (logged as an error): the same as a crash of the old owner.
@@ -50,18 +48,11 @@ LEADER_WAIT = 10.0
 LEADER_POLL = 0.05
 
 
-async def _none() -> str | None:
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class HandOffTarget:
-    """Where a bundle's topic state goes on an unload: ``broker``; ``hand_over`` -- that broker
-    also takes the bundle at once (false for a part of a merge: the state waits there for the
-    merged bundle)."""
+    """Where a bundle's topic state goes on an unload: ``broker`` (which then takes the bundle)."""
 
     broker: str
-    hand_over: bool = True
 
 
 logger = logging.getLogger(__name__)
@@ -79,7 +70,6 @@ class TopicHandOff:
         leader_url: Callable[[], Awaitable[str | None]],
         is_leader: Callable[[], bool],
         place: Callable[[NamespaceBundle], Awaitable[HandOffTarget]],
-        owner_of: Callable[[NamespaceBundle], Awaitable[str | None]] = lambda bundle: _none(),
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.data_path = data_path
@@ -90,7 +80,6 @@ class TopicHandOff:
         self._leader_url = leader_url
         self._is_leader = is_leader
         self._place = place
-        self._owner_of = owner_of
         self._clock = clock
         #: states sent, by outcome: ``sent`` / ``local`` / ``failed`` (counts of topics)
         self.stats = {"sent": 0, "local": 0, "failed": 0}
@@ -114,7 +103,7 @@ class TopicHandOff:
                     broker = answer.get("broker") if isinstance(answer, dict) else None
                     if not (isinstance(broker, str) and broker):
                         return None
-                    return HandOffTarget(broker, hand_over=answer.get("handOver") is not False)
+                    return HandOffTarget(broker)
                 # no leader, or still this broker although it left the election (it is stopping):
                 # wait for the next leader
                 if self._clock.monotonic() >= deadline:
@@ -155,22 +144,3 @@ class TopicHandOff:
         self.stats["sent"] += len(states)
         logger.info("Handed the state of %d topics of %s to %s", len(states), bundle, destination)
         return True
-
-    async def follow_owner(self, bundle: NamespaceBundle) -> None:
-        """The chosen broker did not take the bundle (a lookup placed it elsewhere meanwhile): send the
-        state again, from the fenced topics still here, to whoever owns the bundle now -- this broker
-        itself included (then the state is parked here and the topics reopen from it)."""
-        owner = await self._current_owner(bundle)
-        if owner is None:
-            logger.error(
-                "The state of %s follows no owner (none yet): its retained messages may be lost", bundle
-            )
-            return
-        await self.send(bundle, owner)
-
-    async def _current_owner(self, bundle: NamespaceBundle) -> str | None:
-        try:
-            return await self._owner_of(bundle)
-        except BrokerLBError as exc:
-            logger.warning("Could not read the owner of %s: %s", bundle, exc)
-            return None

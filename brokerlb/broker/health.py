@@ -23,7 +23,8 @@ from brokerlb.ring import NamespaceBundles
 
 if TYPE_CHECKING:
     from brokerlb.broker.identity import BrokerIdentity
-    from brokerlb.coordination import BrokerRegistry, MetadataStore, OwnershipManager
+    from brokerlb.broker.ownership_channel import OwnershipChannel
+    from brokerlb.coordination import BrokerRegistry, MetadataStore
 
 __all__ = ["readiness", "health", "heartbeat_bundles"]
 
@@ -54,7 +55,7 @@ def health(
     identity: BrokerIdentity,
     store: MetadataStore,
     registry: BrokerRegistry,
-    ownership: OwnershipManager,
+    ownership: OwnershipChannel,
 ) -> list[str]:
     """Why the broker is not healthy (empty: healthy); ``not_ready`` is :func:`readiness`'s answer."""
     problems = list(not_ready)
@@ -65,6 +66,6 @@ def health(
     if not registry.is_registered:
         problems.append("the broker is not registered under /loadbalance/brokers")
     for bundle in heartbeat_bundles(identity):
-        if not ownership.is_owned(bundle):
+        if not ownership.owns(bundle):
             problems.append(f"the heartbeat bundle {bundle} is not owned by this broker")
     return problems

@@ -18,11 +18,12 @@ as the simulator:
 * **persist** -- every ``loadBalancerResourceQuotaUpdateIntervalMinutes``: bundle data to
   ``/loadbalance/bundle-data/...`` and time averages to ``/loadbalance/broker-time-average/...``.
 
-:class:`BrokerActions` carries the decisions out through the bundles' owners: a move is an
-unload (``PUT .../{bundle}/unload``) or a transfer (the same with ``destinationBroker``), done
-here when this broker owns the bundle; a split deletes the bundle's stored history (as Pulsar
+:class:`BrokerActions` carries the decisions out: a move (an unload, or a transfer with a
+destination) is one transition of the bundle's ownership record written by the leader, conditional
+on its epoch -- the owner acts on it; a split deletes the bundle's stored history (as Pulsar
 does) and asks the owner to split at the boundaries the leader chose (else with the owner's
-default algorithm), unloading the children when ``loadBalancerAutoUnloadSplitBundlesEnabled``.
+default algorithm), unloading the children when ``loadBalancerAutoUnloadSplitBundlesEnabled``; a
+merge moves the parts to one broker and commits (:meth:`OwnerActions.merge`).
 
 Every step's :class:`~brokerlb.loadbalance.cycle.CycleRecord` is kept in a bounded log
 (:attr:`LeaderTasks.records`) and handed to listeners (metrics, dashboard, balancer status).
@@ -38,16 +39,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from brokerlb.admin.client import AsyncAdminClient
-from brokerlb.broker.leader_fence import LeaderFence
 from brokerlb.broker.load_manager import LoadManager
 from brokerlb.broker.owner_actions import OwnerActions
+from brokerlb.broker.ownership_channel import OwnershipChannel
 from brokerlb.clock import Clock
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import (
     BrokerRegistry,
     LeaderLease,
     LoadDataStore,
-    OwnershipCache,
     RegistryEvent,
     RegistryEventKind,
 )
@@ -87,24 +87,24 @@ class BrokerActions:
         *,
         broker_id: str,
         clock: Clock,
-        owners: OwnershipCache,
+        channel: OwnershipChannel,
         actions: OwnerActions,
         admin: AsyncAdminClient,
+        registry: BrokerRegistry,
         load_data_store: LoadDataStore,
         merge_bundles: MergeBundles,
         fencing_token: Callable[[], int | None] = lambda: None,
-        fence: LeaderFence | None = None,
     ) -> None:
         self._conf = conf
-        #: the leader epoch the commands carry (the latest leadership's, kept after it ends)
+        #: the leader epoch the leader's writes are conditional on (the latest leadership's)
         self._fencing_token = fencing_token
-        self._fence = fence
         self._merge_bundles = merge_bundles
         self._broker_id = broker_id
         self._clock = clock
-        self._owners = owners
+        self._channel = channel
         self._actions = actions
         self._admin = admin
+        self._registry = registry
         self._load_data = load_data_store
         #: (what, bundle, why) of the last actions that could not be carried out
         self.failures: collections.deque[tuple[str, str, str]] = collections.deque(maxlen=100)
@@ -119,33 +119,26 @@ class BrokerActions:
         return list(await asyncio.gather(*(self._move(m) for m in moves)))
 
     async def _move(self, move: Move) -> bool:
+        """One transition of the bundle's record, written by the leader (conditional on its epoch):
+        Owned → Releasing, with the destination of a transfer. The owner acts on it."""
         bundle = NamespaceBundle.parse(move.bundle)
         destination = move.destination if move.transfer else None
-        owner = self._owners.get_owner(bundle)
+        self.started.append(move)
         try:
-            if owner is None:
-                raise BrokerLBError(f"{bundle} has no owner any more")
-            self.started.append(move)
-            token = self._fencing_token()
-            if owner.broker_id == self._broker_id:
-                await self._admit(str(bundle), token, "unload")
-                return await self._actions.unload(bundle, destination)
-            await self._admin.at(_url(owner.data.http_url)).unload_bundle(
-                str(bundle.namespace),
-                bundle.range,
-                destination_broker=destination,
-                authoritative=True,
-                leader_epoch=token,
+            done = await self._actions.unload(
+                bundle,
+                destination,
+                leader_epoch=self._fencing_token(),
+                by="leader",
+                reason=f"{move.reason}: {move.detail}" if move.detail else str(move.reason),
             )
+            if not done:
+                raise BrokerLBError(f"{bundle} has no owner any more")
             return True
         except BrokerLBError as exc:
             self.failures.append(("unload", move.bundle, str(exc)))
             logger.warning("Leader could not unload %s: %s", move.bundle, exc)
             return False
-
-    async def _admit(self, bundle: str, token: int | None, what: str) -> None:
-        if self._fence is not None:
-            await self._fence.admit(bundle, token, what)
 
     async def split(self, splits: Sequence[SplitDecision]) -> list[bool]:
         return [await self._split(d) for d in splits]
@@ -164,24 +157,31 @@ class BrokerActions:
             return False
 
     async def _split(self, decision: SplitDecision) -> bool:
+        """The owner splits (it knows the topics the default algorithm divides); the leader asks it,
+        with its epoch, which the owner's Splitting write is conditional on."""
         bundle = NamespaceBundle.parse(decision.bundle)
-        owner = self._owners.get_owner(bundle)
+        owner = self._channel.owner(bundle).broker
         unload = self._conf.loadBalancerAutoUnloadSplitBundlesEnabled
         algorithm = SPECIFIED_POSITIONS_DIVIDE if decision.boundaries else None
         self.started.append(decision)
         try:
             token = self._fencing_token()
             # the leader's own write (the bundle's stored data) is fenced too: a superseded leader stops here
-            await self._admit(str(bundle), token, "split")
             await self._load_data.delete_bundle_data(bundle, leader_epoch=token)
             if owner is None:
                 raise BrokerLBError(f"{bundle} has no owner to split it")
-            if owner.broker_id == self._broker_id:
+            if owner == self._broker_id:
                 outcome = await self._actions.split(
-                    bundle, algorithm=algorithm, positions=decision.boundaries, unload=unload
+                    bundle,
+                    algorithm=algorithm,
+                    positions=decision.boundaries,
+                    unload=unload,
+                    leader_epoch=token,
                 )
                 return outcome.split
-            await self._admin.at(_url(owner.data.http_url)).split_bundle(
+            registered = self._registry.broker(owner)
+            url = None if registered is None else registered.web_service_url
+            await self._admin.at(_url(url)).split_bundle(
                 str(bundle.namespace),
                 bundle.range,
                 unload=unload,

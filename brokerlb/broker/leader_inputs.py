@@ -13,7 +13,7 @@ broker's watch-fed caches (memory reads; nothing here waits on the store).
 * **isolation policies and failure domains** -- the cluster policies cache;
 * **policies version** -- changes when any of the above changes in a way placement must see
   (the leader rebuilds its placement indexes then);
-* **owner of** -- who owns a bundle now (the ownership cache): the leader skips a strategy's
+* **owner of** -- who owns a bundle now (the ownership table): the leader skips a strategy's
   move of a bundle its source no longer owns (``NotOwned``).
 """
 
@@ -31,7 +31,7 @@ from brokerlb.loadbalance.leader import ClusterInputs
 from brokerlb.loadbalance.policies import NamespacePolicy
 from brokerlb.model import LocalBrokerData
 
-__all__ = ["LeaderInputs", "NamespacePoliciesView"]
+__all__ = ["LeaderInputs", "NamespacePoliciesView", "DRAINING_KEY", "is_draining"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,8 @@ class LeaderInputs:
             return self._reports
         out: dict[str, LocalBrokerData | None] = {}
         for broker in registry.available_brokers():
+            if is_draining(registry.broker_json(broker)):
+                continue  # a broker stopping gracefully: no placement picks it, its bundles go elsewhere
             node = registry.broker_node(broker)
             if node is None:
                 out[broker] = None
@@ -110,6 +112,17 @@ class LeaderInputs:
             policies_version=self._bundles.version + self._policies.version,
             owner_of=self._owner_of,
         )
+
+
+#: The brokerlb key a stopping broker adds to its registration (Pulsar's ``disableBroker``: it leaves
+#: the registry before it releases its bundles; brokerlb keeps the registration -- its session names
+#: the bundles it still releases -- and says it is leaving).
+DRAINING_KEY = "brokerlbDraining"
+
+
+def is_draining(report: Any) -> bool:
+    """Whether a registration says its broker is stopping (:data:`DRAINING_KEY`)."""
+    return isinstance(report, dict) and report.get(DRAINING_KEY) is True
 
 
 def _decode(broker: str, value: Any) -> LocalBrokerData | None:

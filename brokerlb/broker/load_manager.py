@@ -12,9 +12,12 @@ anything itself:
   built changes no decision). One refresh runs at a time; after it, a process that owns its
   garbage collector freezes what is alive (:mod:`brokerlb.broker.collector`);
 * **placement** (:meth:`LoadManager.place`) -- what a lookup of an unowned bundle calls when this
-  broker decides (it leads, or no leader is known: Pulsar's rule). A bundle being merged is not
+  broker decides (it leads, or no leader is known: Pulsar's rule). It never refreshes: when the
+  reports changed since the leader's last refresh it waits (up to :data:`IN_STEP_WAIT`) for the
+  refresh the leader's tasks run on every change. A bundle being merged is not
   placed (503, retriable); otherwise :meth:`Leader.place` answers (a one-shot affinity, else
-  ``selectBrokerForAssignment`` with preallocation). Placement is synchronous once the data is
+  ``selectBrokerForAssignment`` with preallocation). The same placement chooses the broker of an
+  orphaned bundle the leader reassigns and of a merged bundle. Placement is synchronous once the data is
   fresh, and a preallocated bundle is placed where it was, so concurrent lookups -- also of
   namespaces of one anti-affinity group -- see each other's assignments.
 
@@ -35,6 +38,7 @@ from typing import Any
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.collector import after_leader_refresh
 from brokerlb.broker.leader_inputs import LeaderInputs
+from brokerlb.broker.metrics.counters import AssignmentMetrics
 from brokerlb.clock import Clock
 from brokerlb.coordination import LoadDataStore
 from brokerlb.errors import (
@@ -50,7 +54,11 @@ from brokerlb.loadbalance.refresh import RefreshResult
 from brokerlb.model import BundleData, LocalBrokerData, ResourceQuota, bundle_namespace
 from brokerlb.ring import NamespaceBundle
 
-__all__ = ["LoadManager"]
+__all__ = ["LoadManager", "IN_STEP_WAIT"]
+
+#: Seconds a placement waits for the leader's refresh of reports that changed (its tasks refresh
+#: within a few tens of milliseconds of a change); then it places with what the leader knows.
+IN_STEP_WAIT = 1.0
 
 logger = logging.getLogger(__name__)
 
@@ -66,15 +74,19 @@ class LoadManager:
         bundles: NamespaceBundlesCache,
         load_data_store: LoadDataStore,
         clock: Clock,
+        metrics: AssignmentMetrics | None = None,
     ) -> None:
         self.leader = leader
+        #: placements counted and timed (Pulsar's assignment metrics), when given
+        self.metrics = metrics
         self.inputs = inputs
         self._bundles = bundles
         self._load_data_store = load_data_store
         self._clock = clock
         self._refreshing = asyncio.Lock()
+        #: placements waiting for the leader's next refresh (the reports changed since the last one)
+        self._refresh_waiters: list[asyncio.Future[None]] = []
         self._blocked: dict[str, str] = {}
-        self._merging_into: dict[str, str] = {}
         self._listeners: list[Callable[[PlacementDecision], None]] = []
         #: broker -> (the report last seen, the namespaces its bundles are in)
         self._report_namespaces: dict[str, tuple[LocalBrokerData, frozenset[str]]] = {}
@@ -100,6 +112,10 @@ class LoadManager:
             self._in_step = (inputs.reports, self.leader.refreshes)
             self.prepare_placement()
             after_leader_refresh()  # the long-lived state out of the collector's way
+            for waiter in self._refresh_waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+            self._refresh_waiters.clear()
             return result
 
     def prepare_placement(self) -> None:
@@ -165,13 +181,20 @@ class LoadManager:
     async def place(self, bundle: NamespaceBundle) -> str:
         """The broker that must own ``bundle`` (module docstring); :class:`NoBrokerAvailableError`
         when none fits."""
+        if self.metrics is None:
+            return await self._place(bundle)
+        return await self.metrics.observe(self._place(bundle))
+
+    async def _place(self, bundle: NamespaceBundle) -> str:
         name = str(bundle)
         why = self._blocked.get(name)
         if why is not None:
             raise ServiceUnavailableError(f"Bundle {name} is {why}; try again")
         inputs = self.inputs.current()
         if not self._leader_in_step(inputs):
-            await self.refresh()
+            # the reports changed since the leader's last refresh: the leader's tasks refresh at once
+            # (debounced on the registry's changes); wait for that refresh, never run one here
+            await self._next_refresh(IN_STEP_WAIT)
             inputs = self.inputs.current()
         decision = self.leader.place(self._clock.now_ms(), name, inputs)
         for listener in list(self._listeners):
@@ -184,6 +207,17 @@ class LoadManager:
             raise NoBrokerAvailableError(f"No broker available for {name}: {decision.reason}{detail}")
         logger.debug("Placed %s on %s (%s)", name, decision.broker, decision.reason)
         return decision.broker
+
+    async def _next_refresh(self, timeout: float) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._refresh_waiters.append(waiter)
+        try:
+            await self._clock.wait_for(asyncio.shield(waiter), timeout)
+        except TimeoutError:
+            pass
+        finally:
+            if waiter in self._refresh_waiters:
+                self._refresh_waiters.remove(waiter)
 
     def _leader_in_step(self, inputs: ClusterInputs) -> bool:
         """Whether the leader has refreshed and knows exactly the brokers that have a report."""
@@ -209,11 +243,6 @@ class LoadManager:
         """The next placement of ``bundle`` chooses ``broker`` if it is still registered (once)."""
         self.leader.set_affinity(bundle, broker)
 
-    def hand_over_started(self, bundle: str, broker: str) -> None:
-        """``bundle`` is being handed to ``broker``: placements answer ``broker`` until it is taken
-        (:meth:`Leader.hand_over_started <brokerlb.loadbalance.leader.Leader.hand_over_started>`)."""
-        self.leader.hand_over_started(self._clock.now_ms(), bundle, broker)
-
     def operator_action(
         self, kind: OperatorActionKind, bundle: str, *, source: str | None, destination: str | None
     ) -> None:
@@ -226,22 +255,14 @@ class LoadManager:
         """Adjacent bundles were merged: the leader forgets the parts' histories."""
         self.leader.bundle_merged(parts)
 
-    def block(self, bundles: Sequence[str], why: str, *, merging_into: str | None = None) -> None:
-        """Refuse to place ``bundles`` (503) until :meth:`unblock` (a merge is under way);
-        ``merging_into``: the broker chosen for the merged bundle, where the parts' topic state goes."""
+    def block(self, bundles: Sequence[str], why: str) -> None:
+        """Refuse to place ``bundles`` (503) until :meth:`unblock` (a merge is under way)."""
         for bundle in bundles:
             self._blocked[bundle] = why
-            if merging_into is not None:
-                self._merging_into[bundle] = merging_into
 
     def unblock(self, bundles: Sequence[str]) -> None:
         for bundle in bundles:
             self._blocked.pop(bundle, None)
-            self._merging_into.pop(bundle, None)
-
-    def merging_into(self, bundle: str) -> str | None:
-        """The broker chosen for the merged bundle while ``bundle`` is a part of a merge under way."""
-        return self._merging_into.get(bundle)
 
     def describe(self) -> dict[str, Any]:
         """Counters for logs and the demo."""

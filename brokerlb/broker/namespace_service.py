@@ -16,19 +16,20 @@ operation                  rules
 =========================  ======================================================================
 create namespace           ``bundles.boundaries`` or ``bundles.numBundles`` or the default count;
                            400 bad bundles, 409 exists, 412 bad name
-unload bundle              unowned → no-op; owner → disable, close topics, release;
+unload bundle              unowned → no-op; owned → one transition of its record (Releasing),
+                           the owner closes it; waits until the move settled;
                            ``destinationBroker``: must be active (412 "Not allowed unload
                            namespace bundle to inactive destination broker"); a transfer
-                           (:func:`~brokerlb.loadbalance.leader.is_transfer`): the owner hands
-                           the bundle over (an unowned one is assigned there now) and the
-                           leader places the bundle there until it is taken; otherwise the
-                           leader keeps the destination as a one-shot affinity
-unload namespace           one bundle unload per bundle, through the owners
+                           (:func:`~brokerlb.loadbalance.leader.is_transfer`) names it in the
+                           record (an unowned bundle is assigned there); otherwise the leader
+                           keeps the destination as a one-shot affinity (307 to the leader)
+unload namespace           one bundle unload per bundle
 split bundle               ``LARGEST`` / ``HOT`` resolved from the load reports (404 if none);
                            412 unsupported algorithm, empty boundaries for
                            ``specified_positions_divide``, boundaries outside the bundle
-merge bundles (brokerlb)   leader only: unload the parts, compare-and-set the merged ring,
-                           assign the merged bundle; 412 not adjacent, 404 unknown bundle
+merge bundles (brokerlb)   leader only: the parts moved to the broker placement chooses for the
+                           merged bundle, then the parts, the merged bundle and the ring in one
+                           transaction; 412 not adjacent, 404 unknown bundle
 delete bundle              owner: 409 when it has topics (unless ``force``), else release and
                            forget its bundle data; unowned → forget its bundle data
 topic hash positions       the owner answers for the topics given (or all it serves)
@@ -51,16 +52,11 @@ from brokerlb.broker.identity import BrokerIdentity
 from brokerlb.broker.leader_fence import LeaderFence
 from brokerlb.broker.lookup import LookupService
 from brokerlb.broker.owner_actions import OwnerActions, SplitOutcome, parse_split_boundaries
+from brokerlb.broker.ownership_channel import OwnershipChannel
 from brokerlb.broker.redirect import Redirect
 from brokerlb.broker.topics import TopicRegistry
 from brokerlb.config import ServiceConfig
-from brokerlb.coordination import (
-    BrokerRegistry,
-    BundleMetadata,
-    LeaderElection,
-    LoadDataStore,
-    OwnershipCache,
-)
+from brokerlb.coordination import BrokerRegistry, BundleMetadata, LeaderElection, LoadDataStore
 from brokerlb.coordination.paths import POLICIES_ROOT
 from brokerlb.errors import (
     BrokerLBError,
@@ -73,8 +69,6 @@ from brokerlb.errors import (
     NoBrokerAvailableError,
     NoNodeError,
     PreconditionFailedError,
-    RemoteBrokerError,
-    ServiceUnavailableError,
 )
 from brokerlb.loadbalance.leader import is_transfer
 from brokerlb.loadbalance.operator_actions import OperatorActionKind
@@ -96,11 +90,9 @@ class PlacementControl(Protocol):
 
     def set_affinity(self, bundle: str, broker: str) -> None: ...
 
-    def hand_over_started(self, bundle: str, broker: str) -> None: ...
-
     def bundles_merged(self, parts: Sequence[str]) -> None: ...
 
-    def block(self, bundles: Sequence[str], why: str, *, merging_into: str | None = None) -> None: ...
+    def block(self, bundles: Sequence[str], why: str) -> None: ...
 
     def unblock(self, bundles: Sequence[str]) -> None: ...
 
@@ -153,7 +145,7 @@ class NamespaceService:
         *,
         metadata: BundleMetadata,
         bundles: NamespaceBundlesCache,
-        owners: OwnershipCache,
+        channel: OwnershipChannel,
         lookup: LookupService,
         actions: OwnerActions,
         registry: BrokerRegistry,
@@ -169,7 +161,7 @@ class NamespaceService:
         self.conf = conf
         self.metadata = metadata
         self.bundles = bundles
-        self.owners = owners
+        self.channel = channel
         self.lookup = lookup
         self.actions = actions
         self.registry = registry
@@ -234,34 +226,39 @@ class NamespaceService:
                 raise PreconditionFailedError(
                     "Not allowed unload namespace bundle to inactive destination broker"
                 )
-            if not authoritative:
+            if not transfer and not authoritative:
                 redirect = self._leader_redirect()
                 if redirect is not None:
                     return redirect
-                if transfer:  # a lookup between the owner's release and the take goes there too
-                    self.placement.hand_over_started(str(bundle), destination)
-                else:
-                    self.placement.set_affinity(str(bundle), destination)
-        info = await self.owners.lookup_owner(bundle)
+                self.placement.set_affinity(str(bundle), destination)
+        owner = self.channel.owner(bundle).broker
         if operator:
             kind = OperatorActionKind.TRANSFER if destination else OperatorActionKind.UNLOAD
-            source = info.broker_id if info is not None else None
-            await self.operator_acted(kind, bundle, source=source, destination=destination)
-        if info is None:
+            await self.operator_acted(kind, bundle, source=owner, destination=destination)
+        if owner is None:
             logger.info("Namespace bundle is not owned by any broker %s", bundle)
             if transfer and destination:
-                await self.actions.hand_over(bundle, destination)
+                written = await self.channel.assign(
+                    str(bundle),
+                    destination,
+                    by=self.identity.broker_id,
+                    reason="admin: assigned to the destination",
+                )
+                await self.channel.seen(str(bundle), written.version)
+                await self.channel.settled(bundle)
             return None
-        if info.broker_id != self.identity.broker_id:
-            return Redirect(
-                _base(info.data.http_url), authoritative=bool(destination) or self.election.is_leader
-            )
-        if destination == self.identity.broker_id:
+        if destination == owner and transfer:
             raise PreconditionFailedError(
                 f"Bundle {bundle} is already owned by the destination broker {destination}"
             )
         await self._admit(str(bundle), leader_epoch, "unload")
-        await self.actions.unload(bundle, destination if transfer else None)
+        await self.actions.unload(
+            bundle,
+            destination if transfer else None,
+            leader_epoch=leader_epoch,
+            by="leader" if leader_epoch is not None else "admin",
+            reason="admin unload" + (f" to {destination}" if destination else ""),
+        )
         return None
 
     async def _admit(self, bundle: str, leader_epoch: int | None, what: str) -> None:
@@ -284,14 +281,15 @@ class NamespaceService:
         bundles = await self.bundles.get(namespace)
         bundle = bundles.get_bundle(self._named_bundle(bundles, bundle_name))
         if not authoritative and leader_epoch is None:
-            owner = self.owners.get_owner(bundle)
-            source = owner.broker_id if owner is not None else None
+            source = self.channel.owner(bundle).broker
             await self.operator_acted(OperatorActionKind.SPLIT, bundle, source=source)
         redirect = await self._owner_or_redirect(bundle, authoritative, read_only=False)
         if redirect is not None:
             return redirect
         await self._admit(str(bundle), leader_epoch, "split")
-        return await self.actions.split(bundle, algorithm=algorithm, positions=positions, unload=unload)
+        return await self.actions.split(
+            bundle, algorithm=algorithm, positions=positions, unload=unload, leader_epoch=leader_epoch
+        )
 
     async def merge_bundles(
         self, namespace: str, body: object, *, authoritative: bool = False
@@ -369,50 +367,38 @@ class NamespaceService:
         return parts
 
     async def _merge(self, namespace: str, parts: list[NamespaceBundle]) -> MergeOutcome:
-        """Place the merged bundle, unload the parts (their topics' state goes to that broker;
-        placements of the parts are refused meanwhile), compare-and-set the merged ring, forget the
-        parts' histories, and have the chosen broker take the merged bundle."""
+        """Choose the merged bundle's broker, move the parts there (placements of the parts are
+        refused meanwhile), commit the merge (parts, merged bundle and ring in one transaction),
+        forget the parts' histories."""
         names = [str(p) for p in parts]
         merged = (await self.bundles.get(namespace)).merged_bundle(parts)
-        chosen = await self._choose(merged)
-        self.placement.block(names, "being merged", merging_into=chosen)
+        broker = await self.placement.place(merged)
+        self.placement.block(names, "being merged")
         try:
-            await asyncio.gather(*(self._unload_anywhere(p) for p in parts))
-            result = await self.metadata.merge_bundles(namespace, parts)
-            await self.bundles.refresh(namespace)
+            await self.actions.merge(parts, merged, broker)
             self.placement.bundles_merged(names)
+            token = self.election.last_fencing_token
             for part in parts:
-                await self.load_data.delete_bundle_data(part)
-            broker = await self._assign(result, chosen)
+                await self.load_data.delete_bundle_data(part, leader_epoch=token)
         finally:
             self.placement.unblock(names)
-        logger.info("Merged %s into %s (now on %s)", ", ".join(p.range for p in parts), result, broker)
-        return MergeOutcome(str(result.namespace), result.range, broker)
+        logger.info("Merged %s into %s (on %s)", ", ".join(p.range for p in parts), merged, broker)
+        return MergeOutcome(str(merged.namespace), merged.range, broker)
 
     async def delete_bundle(
         self, namespace: str, bundle_range: str, *, force: bool = False, authoritative: bool = False
     ) -> Redirect | None:
         bundle = await self.bundle(namespace, bundle_range)
-        info = await self.owners.lookup_owner(bundle)
-        if info is not None and info.broker_id != self.identity.broker_id:
-            return Redirect(_base(info.data.http_url), authoritative=self.election.is_leader)
-        if info is not None:
+        owner = self.channel.owner(bundle).broker
+        if owner is not None and owner != self.identity.broker_id:
+            return Redirect(self.lookup.web_url(owner), authoritative=self.election.is_leader)
+        if owner is not None:
             topics = self.topics.topics_in(str(bundle))
             if topics and not force:
                 raise ConflictError(f"Cannot delete non empty bundle {bundle} ({len(topics)} topics)")
-            await self.actions.unload(bundle)
+            await self.actions.unload(bundle, reason="bundle deleted")
         await self.load_data.delete_bundle_data(bundle)
         return None
-
-    async def acquire_bundle(self, namespace: str, bundle_range: str) -> None:
-        """brokerlb extension: take an unowned bundle now (the destination side of a transfer, the
-        bundle a merge made). The range is checked against the store's bundles, not the cache: the
-        caller may have just written it (a merge) a notification before this broker sees it."""
-        bundle = (await self.bundles.current(NamespaceName.parse(namespace))).get_bundle(bundle_range)
-        resolution = await self.lookup.resolve(bundle, authoritative=True)
-        owner = resolution.owner.broker_id if resolution.owner is not None else None
-        if owner != self.identity.broker_id:
-            raise ConflictError(f"Bundle {bundle} is owned by {owner}")
 
     async def topic_hash_positions(
         self, namespace: str, bundle_range: str, topics: Sequence[str]
@@ -490,19 +476,17 @@ class NamespaceService:
     async def _owner_or_redirect(
         self, bundle: NamespaceBundle, authoritative: bool, read_only: bool
     ) -> Redirect | None:
-        info = await self.owners.lookup_owner(bundle)
-        if info is None:
+        owner = self.channel.owner(bundle).broker
+        if owner is None:
             if read_only:
                 raise PreconditionFailedError(f"Failed to find ownership for ServiceUnit:{bundle}")
-            resolution = await self.lookup.resolve(bundle, authoritative=authoritative)
-            if resolution.owner is None:
-                return Redirect(_base(resolution.redirect_url or ""), resolution.authoritative)
-            owner_id, url = resolution.owner.broker_id, resolution.owner.http_url
-        else:
-            owner_id, url = info.broker_id, info.data.http_url
-        if owner_id == self.identity.broker_id:
+            result = await self.lookup.resolve(bundle, authoritative=authoritative)
+            if result.redirect:
+                return Redirect(self.lookup.web_url(result.broker), result.authoritative)
+            owner = result.broker
+        if owner == self.identity.broker_id:
             return None
-        return Redirect(_base(url), authoritative=self.election.is_leader)
+        return Redirect(self.lookup.web_url(owner), authoritative=self.election.is_leader)
 
     def _named_bundle(self, bundles: NamespaceBundles, name: str) -> str:
         if name not in (LARGEST, HOT):
@@ -558,38 +542,7 @@ class NamespaceService:
                 )
 
     async def _unload_anywhere(self, bundle: NamespaceBundle) -> None:
-        info = await self.owners.lookup_owner(bundle)
-        if info is None:
-            return
-        if info.broker_id == self.identity.broker_id:
-            await self.actions.unload(bundle)
-            return
-        # authoritative: this broker found the owner (and told the leader if an operator asked)
-        await self.admin.at(_base(info.data.http_url)).unload_bundle(
-            str(bundle.namespace), bundle.range, authoritative=True
-        )
-
-    async def _choose(self, merged: NamespaceBundle) -> str | None:
-        """The broker a merged bundle goes to, chosen before its parts are unloaded."""
-        try:
-            return await self.placement.place(merged)
-        except (NoBrokerAvailableError, ServiceUnavailableError) as exc:
-            logger.warning(
-                "No broker for merged bundle %s yet (%s): its parts' topics start afresh", merged, exc
-            )
-            return None
-
-    async def _assign(self, bundle: NamespaceBundle, chosen: str | None) -> str | None:
-        """Own ``bundle`` now on ``chosen`` (after a merge; placed again if none was chosen);
-        ``None`` if that fails (the next lookup places it)."""
-        try:
-            broker = chosen if chosen is not None else await self.placement.place(bundle)
-            self.placement.hand_over_started(str(bundle), broker)  # a lookup meanwhile follows the state
-            await self.actions.hand_over(bundle, broker)
-            return broker
-        except (NoBrokerAvailableError, RemoteBrokerError) as exc:
-            logger.warning("Could not assign merged bundle %s now (%s); the next lookup will", bundle, exc)
-            return None
+        await self.actions.unload(bundle, reason="namespace unloaded")
 
 
 def _base(url: str | None) -> str:

@@ -30,6 +30,7 @@ from brokerlb.broker.dynamic_config import DynamicConfiguration
 from brokerlb.broker.leader_feed import LeaderFeed
 from brokerlb.broker.metrics import AssignmentMetrics, BrokerMetrics, LoadBalancingCounters, LookupMetrics
 from brokerlb.broker.namespace_admin import NamespaceAdmin
+from brokerlb.broker.ownership_channel import OwnershipChannel
 from brokerlb.broker.ownership_log import OwnershipLog
 from brokerlb.broker.served_topics import ServedTopics
 from brokerlb.broker.topic_admin import TopicAdmin
@@ -58,7 +59,6 @@ if TYPE_CHECKING:
         LeaderElection,
         LeadershipChange,
         MetadataStore,
-        OwnershipCache,
     )
 
 __all__ = ["BrokerOperations"]
@@ -79,7 +79,7 @@ class BrokerOperations:
         registry: BrokerRegistry,
         election: LeaderElection,
         bundles: NamespaceBundlesCache,
-        owners: OwnershipCache,
+        channel: OwnershipChannel,
         metadata: BundleMetadata,
         lookup: LookupService,
         topics: TopicRegistry,
@@ -88,6 +88,7 @@ class BrokerOperations:
         admin: AsyncAdminClient,
         reporter: LoadReporter,
         leader_tasks: LeaderTasks,
+        assignments: AssignmentMetrics,
     ) -> None:
         ident = identity
         self.cluster = ident.cluster
@@ -117,8 +118,8 @@ class BrokerOperations:
         self.topics = TopicAdmin(
             broker_id=ident.broker_id,
             bundles=bundles,
-            owners=owners,
-            resolve=lambda bundle, authoritative: lookup.resolve(bundle, authoritative=authoritative),
+            channel=channel,
+            lookup=lookup,
             is_leader=lambda: election.is_leader,
             persistent=self.persistent,
             partitioned=partitioned_topics,
@@ -160,7 +161,7 @@ class BrokerOperations:
 
         self.cluster_loads = cluster_loads
         self.lb_counters = LoadBalancingCounters()
-        self.assignments = AssignmentMetrics(clock.monotonic)
+        self.assignments = assignments
         self.lookups = LookupMetrics(clock.monotonic)
         self.metrics = BrokerMetrics(
             cluster=ident.cluster,
@@ -176,7 +177,7 @@ class BrokerOperations:
         self._conf = conf
         self._clock = clock
         self._election = election
-        self._owners = owners
+        self._owners = channel
         self._bundles = bundles
         self._reporter = reporter
         self._leader_tasks = leader_tasks

@@ -1,106 +1,91 @@
-"""What the owner of a bundle does to take it, give it up, hand it over or split it.
+"""What a broker does when the ownership records say so: the executor of its ownership machine.
 
-Every move goes through this broker's ownership state machine
-(:class:`~brokerlb.broker.bundle_ownership.BundleOwnership`): a flow below feeds it the event
-that starts the move, and :class:`OwnerActions` -- its executor -- carries out each instruction
-it returns and reports the outcome as the next event, until the move is done.
+The machine (:class:`~brokerlb.ownership.machine.OwnershipMachine`, fed by the
+:class:`~brokerlb.broker.ownership_channel.OwnershipChannel`) decides; :class:`OwnerActions`
+carries out what it decides for this broker, and offers the moves an operator or the leader asks
+for. Every move is one transition of one record (or one transaction of several, with the ring):
 
-* **take** (a lookup or a transfer's destination): ``Assign`` → *acquire the ownership node*
-  (:meth:`OwnershipManager.try_acquire`) → ``AssignmentDone``, or ``AssignmentFailed`` when
-  another broker holds it (the lookup answers with that owner);
-* **unload** (Pulsar's ``OwnedBundle.handleUnloadRequest``): ``Unload`` → *close*: mark the
-  ownership node ``disabled`` (lookups answer "is being unloaded"), close the bundle's topics
-  (``namespaceBundleUnloadingTimeoutMs``; a timeout is not an error), delete the node, force a
-  load report (the loss shows in ``lastBundleLosses``) → ``ReleaseDone`` → Free;
-* **transfer** (unload with a destination, Pulsar's PIP-192 transfer with PIP-307's close):
-  ``Unload(to)`` → *close for a transfer*: mark the node ``disabled``, *fence* the topics
-  (connections stay, publishes are ignored), delete the node → ``ReleaseDone`` → *hand over*:
-  the destination takes the bundle at once (``PUT .../{bundle}/acquire``) → ``AssignmentDone``
-  → *disconnect* the clients, telling them the new owner
-  (:class:`~brokerlb.broker.topics.CloseCause` ``transfer``), so they reconnect there without a
-  lookup and re-send what was not acknowledged. If the destination cannot take it,
-  ``AssignmentFailed``: the clients are disconnected plainly and look the topic up;
-* **topic state** (lossless planned moves, when the broker has a data path): before the bundle
-  is released, its topics' retained messages and cursors go to the next owner
-  (:class:`~brokerlb.broker.handoff.TopicHandOff`): the transfer's destination, or for an
-  unload of a bundle with state, the broker the leader's placement chooses at that moment (as
-  Pulsar 3.x unloads with a destination) -- which then takes the bundle at once, as in a
-  transfer; the clients of an unload are still told only to look the topic up again (no URL).
-  The topics are fenced first, so nothing acknowledged to a producer is missing from the state.
-  When placement chooses this broker itself, the bundle is released and taken again here, its
-  topics' state kept;
-* **split** (``NamespaceService.splitAndOwnBundle``): boundaries from the algorithm (none →
-  nothing to do) → ``Split(children)`` → *split*: own the children, compare-and-set the
-  boundaries, release the parent (:func:`~brokerlb.coordination.split_and_own`), force a load
-  report → ``SplitDone`` (children Owned here), or ``SplitFailed`` (rolled back); the children
-  are unloaded in the background only if asked;
-* **lost** (the node went with the session and another broker took the bundle):
-  ``OwnershipLost`` → *disconnect* the clients at once;
-* **watchdog**: a release that never finished is forced (the node deleted), a half-taken bundle
-  or the children of a split that never committed are dropped.
-
-Unload, transfer and split of one bundle run one at a time (a lock per bundle name): a leader's
-split and a shedding transfer of the same bundle may reach its owner together, and the second
-must see what the first did. After waiting, an unload of a bundle no longer owned answers
-``False``; a split of a bundle no longer owned (unloaded, transferred or split meanwhile) raises
-:class:`~brokerlb.errors.StaleBundleError` (503) -- the caller looks the bundle up again.
+* **serving** -- the one place where this broker starts serving a bundle
+  (:class:`~brokerlb.ownership.events.StartServing`: its record says Owned by it, under its
+  live session) and the one place where it stops, for any reason
+  (:class:`~brokerlb.ownership.events.StopServing`: an unload, a transfer, a split or merge,
+  an ended session or a record that no longer names it). Both tell the data path
+  (:class:`BundleServing`). Stopping fences the bundle's topics for an unload or a transfer (the
+  release step below closes them), closes them at once when the bundle is lost, and leaves them
+  open for a split or merge (this broker serves the bundles that replace it; the topics go on);
+* **take** -- an Assigning record naming this broker: the machine answers Owned under this
+  broker's session, unless the broker is stopping (it takes nothing then; the leader's monitor
+  reassigns the bundle after the in-flight timeout);
+* **release** (the source of an unload or a transfer: Releasing naming it) -- the topics' state
+  goes to the next owner (lossless planned moves, :class:`~brokerlb.broker.handoff.TopicHandOff`:
+  the transfer's destination, or for an unload of a bundle with state, the broker the leader's
+  placement chooses now -- the unload then goes on to it as a transfer would); an unload's
+  clients are closed (they look the topic up again; the lookup waits for the move to settle), a
+  transfer's stay connected, fenced, until the destination owns the bundle
+  (:class:`~brokerlb.ownership.events.ClientsMoved` tells them where it went). Then the
+  machine writes Free, or Assigning to the destination. This is the only place the hand-off is
+  called;
+* **split commit** (Splitting naming this broker): the namespace's new bundles, the parent
+  Deleted and the children Owned by this broker, in one transaction -- retried on a lost race of
+  the bundles (7 times, 100 ms apart: Pulsar's ``BUNDLE_SPLIT_RETRY_LIMIT``); if it never commits,
+  the leader's monitor rolls the split back after the in-flight timeout;
+* **reassign** (the leader, for an orphan or a stuck state) -- the holder's registration is read
+  from the store first (a record is an orphan only when its session really ended), then the
+  leader's placement chooses a broker (Pulsar's ``selectBroker``, the dead one excluded by not
+  being registered) and the override is written, conditional on the leader's epoch; no broker:
+  Free;
+* **moves asked for** -- :meth:`OwnerActions.unload` (Releasing, with a destination for a
+  transfer) and :meth:`OwnerActions.split` (Splitting with the children the split algorithm
+  chooses here, from the topics this broker serves) write one transition and wait for the move to
+  settle; :meth:`OwnerActions.merge` (the leader) first transfers the parts to one broker, then
+  commits the merge: the parts Deleted, the merged bundle Owned by that broker, and the ring, in
+  one transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from brokerlb.admin.client import AsyncAdminClient
-from brokerlb.broker.bundle_ownership import BundleOwnership
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.ownership_channel import OwnershipChannel
 from brokerlb.broker.topics import LOST, UNLOAD, CloseCause, TopicRegistry
 from brokerlb.config import ServiceConfig
-from brokerlb.coordination import (
-    AcquireResult,
-    BrokerRegistry,
-    BundleMetadata,
-    OwnershipManager,
-    split_and_own,
-)
+from brokerlb.coordination import BrokerRegistry, BundleMetadata, leader_guard
+from brokerlb.coordination.ownership_table import Guard
+from brokerlb.coordination.retry import BUNDLE_UPDATE_RETRY
 from brokerlb.errors import (
+    BadVersionError,
     BrokerLBError,
-    ConflictError,
     InvalidBundlesError,
     InvalidSplitError,
+    InvalidTransitionError,
     NoBrokerAvailableError,
+    RecordConflictError,
+    ServiceUnavailableError,
     StaleBundleError,
 )
-from brokerlb.ownership import (
-    AbortAssignment,
-    AbortSplit,
-    AcquireOwnership,
-    Assign,
-    AssignmentDone,
-    AssignmentFailed,
-    BrokerLost,
-    BundleState,
-    CloseBundle,
-    DisconnectClients,
-    Event,
-    ForceRelease,
-    Instruction,
-    OwnershipLost,
-    ReleaseDone,
-    RingUpdated,
-    Split,
-    SplitBundle,
-    SplitDone,
-    SplitFailed,
-    Unload,
+from brokerlb.ownership import BundleState
+from brokerlb.ownership.events import (
+    ClientsMoved,
+    CommitSplit,
+    Reassign,
+    ReassignFailed,
+    Release,
+    Released,
+    StartServing,
+    StopCause,
+    StopServing,
+    TableInstruction,
+    Write,
 )
 from brokerlb.ring import (
     BundleSplitOption,
     NamespaceBundle,
+    NamespaceBundles,
     TopicRates,
     parse_boundary,
     resolve_split_algorithm,
@@ -109,19 +94,61 @@ from brokerlb.ring import (
 if TYPE_CHECKING:
     from brokerlb.broker.handoff import HandOffTarget
 
-__all__ = ["OwnerActions", "SplitOutcome", "StateHandOff", "parse_split_boundaries"]
+__all__ = [
+    "OwnerActions",
+    "BundleServing",
+    "TopicsServing",
+    "SplitOutcome",
+    "StateHandOff",
+    "parse_split_boundaries",
+]
 
 logger = logging.getLogger(__name__)
 
-#: Attempts (and the first pause, doubling) to make the next owner take a bundle after the release.
-HAND_OVER_ATTEMPTS = 6
-HAND_OVER_FIRST_RETRY = 0.02
+S = BundleState
+#: ``place(bundle) -> broker``: the leader's placement (for overrides and merges).
+Place = Callable[[NamespaceBundle], Awaitable[str]]
+
+
+class BundleServing(Protocol):
+    """The data path's side of serving a bundle: told when this broker starts and stops serving it."""
+
+    async def start_serving(self, bundle: str) -> None: ...
+
+    async def stop_serving(self, bundle: str, cause: StopCause) -> None: ...
+
+    async def clients_moved(self, bundle: str, owner: str | None) -> None: ...
+
+
+class TopicsServing:
+    """:class:`BundleServing` over the topic registry: topics open on first use; stopping fences them
+    (unload, transfer: the release step closes them), closes them (lost) or leaves them open (split,
+    merge); ``clients_moved`` closes a transfer's fenced topics, naming the new owner."""
+
+    def __init__(self, topics: TopicRegistry, unload_timeout: float) -> None:
+        self.topics = topics
+        self.unload_timeout = unload_timeout
+
+    async def start_serving(self, bundle: str) -> None:
+        return None
+
+    async def stop_serving(self, bundle: str, cause: StopCause) -> None:
+        if cause.kind in ("unload", "transfer"):
+            self.topics.fence_bundle(bundle)
+        elif cause.kind == "lost":
+            await self.topics.close_bundle(bundle, self.unload_timeout, LOST)
+
+    async def clients_moved(self, bundle: str, owner: str | None) -> None:
+        cause = CloseCause.transfer(owner) if owner else UNLOAD
+        await self.topics.close_bundle(bundle, self.unload_timeout, cause)
+
+    async def close_unloaded(self, bundle: str) -> None:
+        await self.topics.close_bundle(bundle, self.unload_timeout, UNLOAD)
 
 
 class StateHandOff(Protocol):
     """Moves a bundle's topic state to the next owner (:class:`~brokerlb.broker.handoff.TopicHandOff`)."""
 
-    #: this broker's id (a destination equal to it means "this broker re-owns the bundle")
     self_id: str
 
     def has_state(self, bundle: str) -> bool: ...
@@ -129,8 +156,6 @@ class StateHandOff(Protocol):
     async def choose_destination(self, bundle: NamespaceBundle) -> HandOffTarget | None: ...
 
     async def send(self, bundle: NamespaceBundle, destination: str) -> bool: ...
-
-    async def follow_owner(self, bundle: NamespaceBundle) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,192 +182,232 @@ def parse_split_boundaries(body: object) -> list[int]:
 
 
 class OwnerActions:
-    """Take, unload, transfer and split bundles; the executor of this broker's ownership machine."""
+    """The executor of this broker's ownership machine, and the moves asked of it (module docstring)."""
 
     def __init__(
         self,
         conf: ServiceConfig,
         *,
-        states: BundleOwnership,
-        ownership: OwnershipManager,
+        channel: OwnershipChannel,
         metadata: BundleMetadata,
         bundles: NamespaceBundlesCache,
         topics: TopicRegistry,
         registry: BrokerRegistry,
-        admin: AsyncAdminClient,
+        serving: BundleServing,
+        place: Place,
+        leader_epoch: Callable[[], int | None],
         report_changed: Callable[[], None],
+        closing: Callable[[], bool] = lambda: False,
     ) -> None:
         self.conf = conf
-        self.states = states
-        self.broker_id = states.broker_id
-        self.ownership = ownership
+        self.channel = channel
+        self.broker_id = channel.broker_id
         self.metadata = metadata
         self.bundles = bundles
         self.topics = topics
         self.registry = registry
-        self.admin = admin
+        self.serving = serving
+        self._place = place
+        self._leader_epoch = leader_epoch
         self._report_changed = report_changed
+        self._closing = closing
         #: the topic-state hand-off of planned moves (set when the broker has a data path)
         self.state_hand_off: StateHandOff | None = None
-        #: bundle -> where its topic state goes in the unload under way (this broker included)
-        self._targets: dict[str, str] = {}
-        #: bundles of the unload under way whose clients are told the new owner (a transfer)
-        self._announced: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-        #: bundle -> what this broker's last acquisition found (for the lookup that asked)
-        self._acquired: dict[str, AcquireResult] = {}
-        #: bundle -> why a split step failed (re-raised to the caller)
-        self._split_errors: dict[str, BaseException] = {}
-        states.bind(self)
+        channel.bind(self)
 
-    @asynccontextmanager
-    async def _exclusive(self, name: str) -> AsyncIterator[None]:
-        """Hold the bundle's lock; the entry is dropped when nobody holds or waits for it."""
-        lock, users = self._locks.get(name, (None, 0))
-        if lock is None:
-            lock = asyncio.Lock()
-        self._locks[name] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[name]
-            if users == 1:
-                del self._locks[name]
-            else:
-                self._locks[name] = (lock, users - 1)
+    # ------------------------------------------------------------------ the executor
+    async def execute(self, instruction: TableInstruction) -> None:
+        """Carry out one instruction of this broker's machine (module docstring)."""
+        if isinstance(instruction, Write):
+            await self._write(instruction)
+        elif isinstance(instruction, StartServing):
+            await self._start_serving(instruction.bundle)
+        elif isinstance(instruction, StopServing):
+            await self._stop_serving(instruction.bundle, instruction.cause)
+        elif isinstance(instruction, ClientsMoved):
+            await self.serving.clients_moved(instruction.bundle, instruction.owner)
+        elif isinstance(instruction, Release):
+            await self._release(instruction)
+        elif isinstance(instruction, CommitSplit):
+            await self._commit_split(instruction)
+        elif isinstance(instruction, Reassign):
+            await self._reassign(instruction)
 
-    def busy(self, bundle: NamespaceBundle | str) -> bool:
-        """Whether an unload, transfer or split of ``bundle`` is running or waiting here."""
-        return str(bundle) in self._locks
+    async def _write(self, w: Write) -> None:
+        record = w.record
+        taking = (
+            record is not None
+            and record.state is S.OWNED
+            and record.dst == self.broker_id
+            and not record.force
+        )
+        if taking:
+            if self._closing():
+                logger.info("%s is stopping: not taking %s", self.broker_id, w.bundle)
+                return
+            assert record is not None
+            if record.dst_session != self.channel.session:
+                return  # decided under an earlier session
+            await self.bundles.get(w.bundle.rpartition("/")[0])  # ready to group its topics before taking it
+        guards = leader_guard(self._leader_epoch()) if w.by == "leader" else []
+        await self.channel.write(w, guards)
 
-    def owns(self, bundle: NamespaceBundle | str) -> bool:
-        return self.ownership.is_owned(bundle) or self.ownership.is_disabled(bundle)
+    async def _start_serving(self, bundle: str) -> None:
+        """The one place where this broker starts serving a bundle."""
+        await self.bundles.get(bundle.rpartition("/")[0])  # its topics are grouped by the ring from now on
+        await self.serving.start_serving(bundle)
+        self.channel.mark_started(bundle)
+        logger.info("%s serves %s", self.broker_id, bundle)
+        self._report_changed()
 
-    def _event(
-        self, kind: type[Event], bundle: str, stimulus: str, reason: str = "", **fields: object
-    ) -> Event:
-        return kind(  # type: ignore[call-arg]
-            bundle=bundle,
-            stimulus_id=self.states.stimulus(stimulus),
-            at_ms=self.states.now_ms(),
-            by=self.broker_id,
-            reason=reason,
-            **fields,
+    async def _stop_serving(self, bundle: str, cause: StopCause) -> None:
+        """The one place where this broker stops serving a bundle, for any reason."""
+        await self.serving.stop_serving(bundle, cause)
+        logger.info("%s stopped serving %s (%s)", self.broker_id, bundle, cause)
+        self._report_changed()
+
+    async def _release(self, i: Release) -> None:
+        """The source's release step (module docstring): the topics' state to the next owner, the
+        unload's clients closed, then the machine writes the next record."""
+        bundle = NamespaceBundle.parse(i.bundle)
+        destination = i.transfer_to
+        chosen: str | None = None
+        hand_off = self.state_hand_off
+        if hand_off is not None and hand_off.has_state(i.bundle):
+            if destination is None:
+                target = await hand_off.choose_destination(bundle)
+                chosen = destination = target.broker if target is not None else None
+            if destination is not None:
+                await hand_off.send(bundle, destination)
+        if i.transfer_to is None and isinstance(self.serving, TopicsServing):
+            await self.serving.close_unloaded(i.bundle)
+        self.channel.feed(
+            Released(bundle=i.bundle, version=i.version, to=chosen, at_ms=self.channel.now_ms())
         )
 
-    # ------------------------------------------------------------------ flows
-    async def acquire(self, bundle: NamespaceBundle, reason: str = "lookup") -> AcquireResult:
-        """Take an unowned bundle (``Assign``); the answer names its owner, us or the winner."""
-        name = str(bundle)
-        await self._clear_stale(bundle)
-        await self.states.handle(self._event(Assign, name, "lookup", reason, broker=self.broker_id))
-        result = self._acquired.pop(name, None)
-        if result is None:  # the machine already had it taken here: the store says by whom
-            result = await self.ownership.try_acquire(bundle)
-        return result
+    async def _commit_split(self, i: CommitSplit) -> None:
+        parent = NamespaceBundle.parse(i.bundle)
+        children = [NamespaceBundle.parse(c) for c in i.children]
+        boundaries = [c.lower for c in children[1:]]
 
-    async def hand_over(self, bundle: NamespaceBundle, destination: str) -> None:
-        """Have ``destination`` take ``bundle`` now: this broker takes it itself, another broker is
-        asked to (``PUT .../{bundle}/acquire``, a brokerlb extension)."""
-        if destination == self.broker_id:
-            await self.acquire(bundle, reason="assigned here")
-            return
-        report = self.registry.broker_json(destination)
-        url = report.get("webServiceUrl") if isinstance(report, dict) else None
-        if not url:
-            raise NoBrokerAvailableError(f"Broker {destination} is not active")
-        await self.admin.at(str(url).rstrip("/")).acquire_bundle(str(bundle.namespace), bundle.range)
+        def split(current: NamespaceBundles) -> NamespaceBundles:
+            return current.split(parent, boundaries)
 
-    async def unload(self, bundle: NamespaceBundle, destination: str | None = None) -> bool:
-        """Give ``bundle`` up (to ``destination`` when given); ``False`` if we did not own it."""
-        if not self.owns(bundle):
-            return False
-        name = str(bundle)
-        async with self._exclusive(name):
-            if not self.owns(bundle):  # unloaded, transferred or split while we waited
-                return False
-            await self._adopt(bundle)
-            started = self.states.clock.monotonic()
-            target = destination
-            hand_over = True
-            hand_off = self.state_hand_off
-            if not target and hand_off is not None and hand_off.has_state(name):
-                chosen = await hand_off.choose_destination(bundle)
-                if chosen is not None:
-                    target, hand_over = chosen.broker, chosen.hand_over
-            if target:
-                self._targets[name] = target
-            if destination:
-                self._announced.add(name)
+        await self._commit(
+            parent.namespace,
+            split,
+            lambda: self.channel.machine.split_commit(i.bundle, at_ms=self.channel.now_ms()),
+        )
+        logger.info("Split %s into %s", parent, ", ".join(c.range for c in children))
+
+    async def _commit(
+        self,
+        namespace: object,
+        change: Callable[[NamespaceBundles], NamespaceBundles],
+        writes: Callable[[], list[Write]],
+        guards: Sequence[Guard] = (),
+    ) -> None:
+        """The records and the ring in one transaction; a lost race of the ring is tried again."""
+        ns = str(namespace)
+        attempts = BUNDLE_UPDATE_RETRY.max_retries + 1
+        for attempt in range(attempts):
+            records = writes()  # InvalidTransitionError: the record moved on
+            op, _ring = await self.metadata.ring_change(ns, change)
             try:
-                to = target if target != self.broker_id and hand_over else None
-                reason = f"transfer to {destination}" if destination else "unload"
-                if target and not destination:
-                    how = "as placed" if hand_over else "which takes the merged bundle"
-                    reason += f" (its topics' state to {target}, {how})"
-                await self.states.handle(self._event(Unload, name, "unload", reason, to=to))
-                if target == self.broker_id and hand_over:  # placed back here: take it again, its state kept
-                    await self.acquire(bundle, reason="placed back here with its topics' state")
-                    await self.topics.close_bundle(name, self._unload_timeout(), UNLOAD)
-            finally:
-                self._targets.pop(name, None)
-                self._announced.discard(name)
-            record = self.states.machine.record(name)
-            logger.info(
-                "Unloaded bundle %s in %.0f ms: %s",
-                name,
-                (self.states.clock.monotonic() - started) * 1e3,
-                f"now owned by {record.dst}"
-                if record.state is BundleState.OWNED
-                else "clients look it up again",
+                await self.channel.table.commit(records, ops=[op], guards=guards)
+                break
+            except BadVersionError:
+                if attempt == attempts - 1:
+                    raise
+                await self.channel.clock.sleep(BUNDLE_UPDATE_RETRY.delay_s)
+        await self.metadata.sync_global(ns)
+        await self.bundles.refresh(ns)
+        self._report_changed()
+
+    async def _reassign(self, i: Reassign) -> None:
+        """The leader overrides an orphan or a stuck record (module docstring)."""
+        machine = self.channel.machine
+        record = machine.record(i.bundle)
+        if record is None or record.version != i.version:
+            return
+        try:
+            if i.exclude is not None:
+                holder_session = record.holder()[1]
+                live = await self.registry.read_session(i.exclude)
+                if live is not None and (holder_session is None or live == holder_session):
+                    logger.info(
+                        "%s is not an orphan: %s is registered under its session", i.bundle, i.exclude
+                    )
+                    self.channel.feed(ReassignFailed(bundle=i.bundle, at_ms=self.channel.now_ms()))
+                    return
+            target = i.keep_on
+            if target is None:
+                try:
+                    target = await self._place(NamespaceBundle.parse(i.bundle))
+                except (NoBrokerAvailableError, ServiceUnavailableError) as exc:
+                    logger.warning("No broker for %s (%s): freeing it", i.bundle, exc)
+            session = None if target is None else await self.registry.read_session(target)
+            if target is not None and session is None:
+                target = None
+            w = machine.override(
+                i.bundle, target, session, version=i.version, at_ms=self.channel.now_ms(), reason=i.reason
             )
-            return True
+            logger.warning("Leader overrides %s: %s -> %s (%s)", i.bundle, record, w.record, i.reason)
+            await self.channel.write(w, leader_guard(self._leader_epoch()))
+        except (BrokerLBError, InvalidTransitionError) as exc:
+            logger.warning("Could not reassign %s: %s", i.bundle, exc)
+            self.channel.feed(ReassignFailed(bundle=i.bundle, at_ms=self.channel.now_ms()))
 
-    async def _clear_stale(self, bundle: NamespaceBundle) -> None:
-        """Forget what this machine last saw of a bundle that has since left it: another broker it
-        was handed to (that broker gave it up or lost it; the store's node decides who takes it now),
-        or a split or merge that took its range out of the ring (merged back into the same range)."""
-        name = str(bundle)
-        record = self.states.machine.record(name)
-        if record.state is BundleState.OWNED and record.dst != self.broker_id:
-            reason = f"{record.dst} no longer holds it (taken anew here)"
-            await self.states.handle(self._event(OwnershipLost, name, "lookup", reason, broker=record.dst))
-        elif record.state is BundleState.DELETED:
-            ring = await self.bundles.current(bundle.namespace)
-            await self.states.handle(
-                RingUpdated(
-                    namespace=str(bundle.namespace),
-                    bundles=tuple(str(b) for b in ring.bundles),
-                    stimulus_id=self.states.stimulus("lookup"),
-                    at_ms=self.states.now_ms(),
-                    by=self.broker_id,
-                )
-            )
-
-    async def _adopt(self, bundle: NamespaceBundle) -> None:
-        """A bundle the store says we own but the machine has not seen taken here (or sees Free):
-        take it in the machine first (the acquisition finds the node already ours)."""
-        state = self.states.machine.state(str(bundle))
-        if state in (BundleState.INIT, BundleState.FREE):
-            await self.acquire(bundle, reason="owned here in the metadata store")
-
-    async def close_lost(self, bundle: str) -> None:
-        """The bundle's node went with the session and another broker took it: stop serving it."""
-        await self.states.handle(self._event(OwnershipLost, bundle, "session", broker=self.broker_id))
-
-    async def broker_lost(self, broker: str) -> None:
-        """Another broker left the registry: moves that waited on it end."""
-        await self.states.handle(
-            BrokerLost(
-                broker=broker,
-                stimulus_id=self.states.stimulus("broker-lost"),
-                at_ms=self.states.now_ms(),
-                by="registry",
-                reason=f"{broker} left the broker registry",
-            )
+    # ------------------------------------------------------------------ moves asked for
+    def owns(self, bundle: NamespaceBundle | str) -> bool:
+        """The record says this broker owns the bundle, under its session now."""
+        record = self.channel.record(bundle)
+        return (
+            record is not None
+            and record.state is S.OWNED
+            and record.dst == self.broker_id
+            and record.dst_session is not None
+            and record.dst_session == self.channel.session
         )
+
+    async def unload(
+        self,
+        bundle: NamespaceBundle,
+        destination: str | None = None,
+        *,
+        leader_epoch: int | None = None,
+        by: str = "admin",
+        reason: str = "",
+    ) -> bool:
+        """Unload ``bundle`` (a transfer to ``destination`` when given): one transition, Owned →
+        Releasing, then wait until the move settled. ``False`` when the bundle has no owner."""
+        name = str(bundle)
+        record = self.channel.record(name)
+        if record is None or record.state is not S.OWNED:
+            if record is not None and record.state in (S.RELEASING, S.ASSIGNING):
+                await self.channel.settled(name)
+                return True
+            return False
+        started = self.channel.clock.monotonic()
+        try:
+            written = await self.channel.unload(
+                name, destination, by=by, reason=reason, guards=leader_guard(leader_epoch)
+            )
+        except RecordConflictError:
+            await self.channel.changed(name, 1.0)
+            return await self.unload(bundle, destination, leader_epoch=leader_epoch, by=by, reason=reason)
+        except InvalidTransitionError as exc:
+            raise ServiceUnavailableError(f"{exc}; try again") from exc
+        await self._wait_past(name, written.version)
+        owner = self.channel.owner(name)
+        logger.info(
+            "Unloaded %s in %.0f ms: %s",
+            name,
+            (self.channel.clock.monotonic() - started) * 1e3,
+            f"now owned by {owner.broker}" if owner.broker else "clients look it up again",
+        )
+        return True
 
     async def split(
         self,
@@ -351,38 +416,99 @@ class OwnerActions:
         algorithm: str | None,
         positions: Sequence[int] = (),
         unload: bool = False,
+        leader_epoch: int | None = None,
     ) -> SplitOutcome:
-        """Split an owned bundle (rules in the module docstring)."""
+        """Split a bundle this broker owns: the children from the split algorithm on its topics here,
+        one transition (Splitting; conditional on ``leader_epoch`` when the leader asked), and the
+        commit (module docstring); waits for it."""
         algo = resolve_split_algorithm(algorithm, self.conf.defaultNamespaceBundleSplitAlgorithm)
         name = str(bundle)
-        async with self._exclusive(name):
-            if not self.ownership.is_owned(bundle):
-                raise StaleBundleError(
-                    f"Bundle {bundle} is no longer owned by this broker "
-                    "(unloaded, transferred or split meanwhile); look it up again"
-                )
-            boundaries = algo.split_boundaries(self._split_option(bundle, positions)) or []
-            if not boundaries:
-                logger.info("No valid boundary found to split %s with %s", bundle, algo.name)
-                return SplitOutcome(name, (), ())
-            await self._adopt(bundle)
-            children = _children(bundle, boundaries)
-            self._split_errors.pop(name, None)
-            await self.states.handle(
-                self._event(Split, name, "split", f"split with {algo.name}", children=children)
+        if not self.owns(bundle):
+            raise StaleBundleError(
+                f"Bundle {bundle} is not owned by this broker (unloaded, transferred or split meanwhile); "
+                "look it up again"
             )
-            error = self._split_errors.pop(name, None)
-            if error is not None:
-                raise error
-        logger.info(
-            "Split %s at %s into %s",
-            bundle,
-            [f"0x{b:08x}" for b in boundaries],
-            ", ".join(c.rpartition("/")[2] for c in children),
-        )
+        boundaries = algo.split_boundaries(self._split_option(bundle, positions)) or []
+        if not boundaries:
+            logger.info("No valid boundary found to split %s with %s", bundle, algo.name)
+            return SplitOutcome(name, (), ())
+        children = _children(bundle, boundaries)
+        try:
+            written = await self.channel.split(
+                name,
+                children,
+                by="leader" if leader_epoch is not None else self.broker_id,
+                reason=f"split with {algo.name}",
+                guards=leader_guard(leader_epoch),
+            )
+        except (InvalidTransitionError, RecordConflictError) as exc:
+            raise StaleBundleError(f"{exc}; look it up again") from exc
+        await self._wait_past(name, written.version)
+        record = self.channel.record(name)
+        if record is None or record.state is not S.DELETED:
+            raise ServiceUnavailableError(f"The split of {bundle} did not commit ({record}); try again")
+        await self.metadata.sync_global(bundle.namespace)  # (the commit does too: the caller reads it back)
+        await self.bundles.refresh(bundle.namespace)
         if unload:
             self._spawn(self._unload_all([NamespaceBundle.parse(c) for c in children]))
         return SplitOutcome(name, children, tuple(boundaries))
+
+    async def merge(self, parts: Sequence[NamespaceBundle], merged: NamespaceBundle, broker: str) -> None:
+        """(The leader) merge adjacent ``parts`` into ``merged`` on ``broker``: each part is moved
+        there (a transfer, or an assignment of an unowned part), then the parts Deleted, the merged
+        bundle Owned by ``broker`` and the ring, in one transaction."""
+        token = self._leader_epoch()
+        for part in parts:
+            await self._bring(part, broker, token)
+        names = [str(p) for p in parts]
+
+        def merge(current: NamespaceBundles) -> NamespaceBundles:
+            return current.merge(parts)
+
+        def writes() -> list[Write]:
+            return self.channel.machine.merge_commit(names, str(merged), at_ms=self.channel.now_ms())
+
+        try:
+            await self._commit(merged.namespace, merge, writes, leader_guard(token))
+        except InvalidTransitionError as exc:
+            raise ServiceUnavailableError(f"Cannot merge {', '.join(names)}: {exc}") from exc
+
+    async def _bring(self, part: NamespaceBundle, broker: str, token: int | None) -> None:
+        name = str(part)
+        for _attempt in range(3):
+            view = await self.channel.settled(name)
+            if view.broker == broker:
+                return
+            try:
+                if view.broker is None:
+                    await self.channel.assign(
+                        name, broker, by="leader", reason="merge", guards=leader_guard(token)
+                    )
+                else:
+                    await self.channel.unload(
+                        name, broker, by="leader", reason=f"merge on {broker}", guards=leader_guard(token)
+                    )
+            except (RecordConflictError, InvalidTransitionError):
+                await self.channel.changed(name, 1.0)
+                continue
+            await self._wait_past(name, (self.channel.record(name) or _NONE).version)
+            view = await self.channel.settled(name)
+            if view.broker == broker:
+                return
+        raise ServiceUnavailableError(f"Could not move {name} to {broker} for the merge; try again")
+
+    async def _wait_past(self, name: str, version: int) -> None:
+        """Wait until the record moved past ``version`` and out of flight (bounded)."""
+        limit = self.channel.machine.in_flight_timeout_ms / 1000
+        deadline = self.channel.clock.monotonic() + limit
+        while True:
+            record = self.channel.record(name)
+            if record is None or (record.version > version and record.state in (S.OWNED, S.FREE, S.DELETED)):
+                return
+            remaining = deadline - self.channel.clock.monotonic()
+            if remaining <= 0:
+                return
+            await self.channel.changed(name, min(remaining, 1.0))
 
     def _split_option(self, bundle: NamespaceBundle, positions: Sequence[int]) -> BundleSplitOption:
         topics = self.topics.topics_in(str(bundle))
@@ -406,7 +532,7 @@ class OwnerActions:
     async def _unload_all(self, bundles: Sequence[NamespaceBundle]) -> None:
         for child in bundles:
             try:
-                await self.unload(child)
+                await self.unload(child, reason="split children unloaded")
             except BrokerLBError as exc:
                 logger.warning("Could not unload split child %s: %s", child, exc)
 
@@ -420,166 +546,12 @@ class OwnerActions:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
 
-    # ------------------------------------------------------------------ the executor
-    async def execute(self, instruction: Instruction) -> list[Event]:
-        """Carry out one instruction of this broker's machine; the events that follow."""
-        name = instruction.bundle
-        bundle = NamespaceBundle.parse(name)
-        sid = instruction.stimulus_id
-        if isinstance(instruction, AcquireOwnership):
-            if instruction.broker == self.broker_id:
-                return await self._take(bundle, sid)
-            return await self._give(bundle, instruction.broker, sid)
-        if isinstance(instruction, CloseBundle):
-            return await self._close(bundle, instruction.transfer_to, sid)
-        if isinstance(instruction, DisconnectClients):
-            await self._disconnect(name, instruction)
-            return []
-        if isinstance(instruction, SplitBundle):
-            return await self._split(bundle, instruction.children, sid)
-        if isinstance(instruction, ForceRelease | AbortAssignment):
-            await self._drop(bundle, f"{type(instruction).__name__} [{sid}]")
-            return []
-        if isinstance(instruction, AbortSplit):
-            for child in instruction.children:
-                await self._drop(NamespaceBundle.parse(child), f"AbortSplit of {name} [{sid}]")
-            return []
-        return []  # OwnerChanged: lookups read the ownership cache
 
-    async def _take(self, bundle: NamespaceBundle, sid: str) -> list[Event]:
-        result = await self.ownership.try_acquire(bundle)
-        self._acquired[str(bundle)] = result
-        if result.acquired:
-            self._report_changed()
-            return [
-                AssignmentDone(
-                    bundle=str(bundle),
-                    broker=self.broker_id,
-                    stimulus_id=sid,
-                    at_ms=self._now(),
-                    by=self.broker_id,
-                )
-            ]
-        return [
-            AssignmentFailed(
-                bundle=str(bundle),
-                broker=self.broker_id,
-                stimulus_id=sid,
-                at_ms=self._now(),
-                by=self.broker_id,
-                reason=f"owned by {result.owner.broker_id}",
-            )
-        ]
+class _NoRecord:
+    version = 0
 
-    async def _give(self, bundle: NamespaceBundle, destination: str, sid: str) -> list[Event]:
-        """The transfer's second half: the destination takes the bundle now."""
-        try:
-            await self._hand_over_retrying(bundle, destination)
-        except BrokerLBError as exc:
-            logger.warning(
-                "Destination %s did not take %s (%s); the next lookup will place it", destination, bundle, exc
-            )
-            if self.state_hand_off is not None:
-                await self.state_hand_off.follow_owner(bundle)
-            return [
-                AssignmentFailed(
-                    bundle=str(bundle),
-                    broker=destination,
-                    stimulus_id=sid,
-                    at_ms=self._now(),
-                    by=self.broker_id,
-                    reason=str(exc),
-                )
-            ]
-        return [
-            AssignmentDone(
-                bundle=str(bundle),
-                broker=destination,
-                stimulus_id=sid,
-                at_ms=self._now(),
-                by=self.broker_id,
-                reason=f"handed over to {destination}",
-            )
-        ]
 
-    async def _hand_over_retrying(self, bundle: NamespaceBundle, target: str) -> None:
-        """Make ``target`` take the released bundle, retried a few times (doubling from 20 ms, about
-        1 s in all) while the refusal is retriable or a conflict -- the target's cache may still show
-        the node being unloaded, or still show us as the owner, and giving up then would strand the
-        topic state handed to it."""
-        delay = HAND_OVER_FIRST_RETRY
-        for attempt in range(HAND_OVER_ATTEMPTS):
-            try:
-                await self.hand_over(bundle, target)
-                return
-            except BrokerLBError as exc:
-                conflict = isinstance(exc, ConflictError) or getattr(exc, "status", None) == 409
-                if not (exc.retriable or conflict) or attempt == HAND_OVER_ATTEMPTS - 1:
-                    raise
-            await self.states.clock.sleep(delay)
-            delay *= 2
-
-    async def _close(self, bundle: NamespaceBundle, transfer_to: str | None, sid: str) -> list[Event]:
-        name = str(bundle)
-        if self.ownership.is_owned(bundle):
-            await self.ownership.disable(bundle)
-        target = self._targets.get(name, transfer_to)
-        if target:
-            self.topics.fence_bundle(name)  # clients stay connected until the next owner has the bundle
-            if self.state_hand_off is not None:
-                await self.state_hand_off.send(bundle, target)
-            if transfer_to is None and target != self.broker_id:  # the state only (a part of a merge):
-                # nobody takes this bundle; its clients look the topics up
-                await self.topics.close_bundle(name, self._unload_timeout(), UNLOAD)
-        else:
-            await self.topics.close_bundle(name, self._unload_timeout(), UNLOAD)
-        await self.ownership.release(bundle)
-        self._report_changed()
-        return [ReleaseDone(bundle=name, stimulus_id=sid, at_ms=self._now(), by=self.broker_id)]
-
-    async def _disconnect(self, name: str, instruction: DisconnectClients) -> None:
-        if instruction.redirect_to and name in self._announced:
-            cause = CloseCause.transfer(instruction.redirect_to)
-        else:  # an unload (its state may have gone to the next owner): clients look the topic up
-            cause = LOST if instruction.lost else UNLOAD
-        closed = await self.topics.close_bundle(name, self._unload_timeout(), cause)
-        if instruction.lost:
-            self._report_changed()
-        logger.debug("Closed %d topics of %s (%s)", closed, name, cause)
-
-    async def _split(self, bundle: NamespaceBundle, children: tuple[str, ...], sid: str) -> list[Event]:
-        boundaries = [NamespaceBundle.parse(c).lower for c in children[1:]]
-        try:
-            await split_and_own(self.metadata, self.ownership, bundle, boundaries)
-        except BaseException as exc:
-            self._split_errors[str(bundle)] = exc
-            if not isinstance(exc, BrokerLBError):
-                raise
-            return [
-                SplitFailed(
-                    bundle=str(bundle), stimulus_id=sid, at_ms=self._now(), by=self.broker_id, reason=str(exc)
-                )
-            ]
-        await self.bundles.refresh(bundle.namespace)
-        self._report_changed()
-        return [SplitDone(bundle=str(bundle), stimulus_id=sid, at_ms=self._now(), by=self.broker_id)]
-
-    async def _drop(self, bundle: NamespaceBundle, why: str) -> None:
-        """The watchdog gave up on a move: delete this broker's node of the bundle if it is there --
-        held, or created by an acquisition the store did not answer and so never held."""
-        if self.owns(bundle):
-            logger.warning("Dropping %s: %s", bundle, why)
-            await self.topics.close_bundle(str(bundle), self._unload_timeout(), UNLOAD)
-            await self.ownership.release(bundle)
-            self._report_changed()
-        elif await self.ownership.delete_unheld(bundle):
-            logger.warning("Dropped %s (never held here): %s", bundle, why)
-
-    def _unload_timeout(self) -> float:
-        return self.conf.namespaceBundleUnloadingTimeoutMs / 1000
-
-    def _now(self) -> int:
-        return self.states.now_ms()
+_NONE = _NoRecord()
 
 
 def _children(bundle: NamespaceBundle, boundaries: Sequence[int]) -> tuple[str, ...]:

@@ -1,8 +1,8 @@
 """Every bundle's ownership changes as a broker watches them: the cluster's recent moves, and each bundle's story.
 
-:class:`OwnershipLog` listens to the ownership cache (every broker mirrors every ownership node) and
-keeps what happened, in order: a bundle ``assigned`` to a broker, ``unloading`` (its owner marked it
-disabled), ``released``, ``moved`` (released by one broker and taken by another within
+:class:`OwnershipLog` listens to the ownership channel (every broker sees every ownership record) and
+keeps what happened, in order: a bundle ``assigned`` to a broker, ``unloading`` (Releasing: its
+owner is giving it up), ``released``, ``moved`` (released by one broker and taken by another within
 :data:`MOVE_WINDOW_MS`). Who asked for a move is found afterwards (:meth:`OwnershipLog.entries`), as
 a ``category`` and a ``cause``:
 
@@ -11,8 +11,8 @@ a ``category`` and a ``cause``:
 * ``split`` -- the release of a bundle the leader split, or of one of its children (unloaded after
   the split, ``loadBalancerAutoUnloadSplitBundlesEnabled``);
 * ``merge`` -- the release of a part of a merge the leader started;
-* ``failure`` -- a bundle that went without being unloaded first while its owner was no longer
-  registered (its session ended: a crash, a lost connection);
+* ``failure`` -- a bundle that went without being released first while its owner was no longer
+  registered (its session ended: a crash, a lost connection; the leader reassigned it);
 * ``admin`` -- anything else: an operator's unload, transfer, split or merge, a broker stopping
   (cause ``Admin``, Pulsar's name for an unload it did not decide itself).
 """
@@ -24,9 +24,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from brokerlb.coordination import OwnerInfo, OwnershipCache
+from brokerlb.broker.ownership_channel import BundleOwner, OwnershipChannel, bundle_owner
 from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision
 from brokerlb.loadbalance.leader import Move
+from brokerlb.ownership.record import OwnershipRecord
 
 __all__ = ["OwnershipLog", "OwnershipChange", "LeaderActions", "MOVE_WINDOW_MS", "leader_moves_of"]
 
@@ -44,7 +45,7 @@ class OwnershipChange:
     cause: str = ""
     #: shedding | split | merge | failure | admin (moves and releases)
     category: str = ""
-    #: a release that was not marked ``unloading`` first (the node went with its session)
+    #: a release that was not ``unloading`` first (the owner's session ended)
     abrupt: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -79,7 +80,7 @@ class OwnershipLog:
 
     def __init__(
         self,
-        owners: OwnershipCache,
+        channel: OwnershipChannel,
         now_ms: Callable[[], int],
         *,
         registered: Callable[[str], bool] = lambda broker: True,
@@ -89,24 +90,35 @@ class OwnershipLog:
         self._registered = registered
         self._log: collections.deque[OwnershipChange] = collections.deque(maxlen=keep)
         self._state: dict[str, tuple[str | None, bool]] = {
-            b: (info.broker_id, info.disabled) for b, info in owners.owners().items()
+            b: (info.broker_id, info.disabled) for b, info in channel.owners().items()
         }
         #: bundle -> (broker, when, abrupt) of its last release
         self._released: dict[str, tuple[str | None, int, bool]] = {}
-        self._remove = owners.add_listener(self._on_change)
+        self._remove = channel.add_record_listener(self._on_record)
 
     def close(self) -> None:
         self._remove()
 
-    def _on_change(self, bundle: str, info: OwnerInfo | None) -> None:
+    def _on_record(
+        self, bundle: str, _before: OwnershipRecord | None, after: OwnershipRecord | None
+    ) -> None:
+        info = bundle_owner(bundle, after)
+        before = self._state.get(bundle)
+        if info is None and before is None:
+            return
+        if info is not None and before == (info.broker_id, info.disabled):
+            return
+        self._on_change(bundle, info)
+
+    def _on_change(self, bundle: str, info: BundleOwner | None) -> None:
         now = self.now_ms()
         before = self._state.get(bundle)
         if info is None:
             self._state.pop(bundle, None)
             if before is not None:
-                # gone without being marked unloading, its owner no longer registered: the node went
-                # with the owner's session (a watch may also miss a short-lived "unloading" mark:
-                # the registration tells an operator's unload apart)
+                # gone without being Releasing first, its owner no longer registered: the leader
+                # reassigned it after the owner's session ended (a watch may also miss a short-lived
+                # Releasing: the registration tells an operator's unload apart)
                 abrupt = not before[1] and not (before[0] is not None and self._registered(before[0]))
                 self._released[bundle] = (before[0], now, abrupt)
                 self._log.append(OwnershipChange(now, bundle, "released", before[0], abrupt=abrupt))

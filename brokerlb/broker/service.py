@@ -12,21 +12,21 @@ Start order (:meth:`BrokerService.start`):
    ``run_while_leader``), own the heartbeat namespaces, start the reporter.
 
 Stop order (:meth:`BrokerService.stop`, graceful): stop taking bundles, leave the
-election (the leader node is deleted, another broker takes over at once), deregister --
-before the bundles go, as Pulsar's ``disableBroker``, so the leader never places a bundle
-(or hands a topic's state) to a broker that is stopping, and no periodic load report
-registers it again (a stopping Pulsar broker was given new bundles that way and ran into
-its shutdown timeout) -- unload every owned bundle (topics closed, ownership released; the
-last broker of the cluster leaves them to its session's end: nobody could take them), stop
-HTTP, close the store. The whole is bounded by ``brokerShutdownTimeoutMs`` (Pulsar's key and
+election (the leader node is deleted, another broker takes over at once), say in the
+registration that the broker is draining -- as Pulsar's ``disableBroker``, so the leader never
+places a bundle (or hands a topic's state) to a broker that is stopping (a stopping Pulsar broker
+was given new bundles and ran into its shutdown timeout) -- unload every bundle it serves (each
+one transition of its record; the last broker of the cluster leaves them to its session's end:
+nobody could take them, the leader reassigns them when a broker comes), deregister, stop HTTP,
+close the store. The whole is bounded by ``brokerShutdownTimeoutMs`` (Pulsar's key and
 default, 60 s) whatever the metadata store does: past it, the broker closes as after a crash
-(one warning says which step was cut). :meth:`BrokerService.kill` is the crash
-variant for tests: everything stops without touching the store, so the session
-expires and the others take over after ``metadataStoreSessionTimeoutMillis``.
+(one warning says which step was cut). :meth:`BrokerService.kill` is the crash variant for
+tests: everything stops without touching the store, so the session expires and the leader
+reassigns the bundles.
 
-Session loss: ownership lost with the session closes the bundle's topics at once;
-the registry re-registers and ownership that nobody else took is re-created by the
-coordination recipes; leader work stops the moment the lease ends.
+Session loss: the records name the session that holds them. A broker whose session is not known
+alive serves nothing (its clients are closed); a new session serves nothing the old one held --
+the leader reassigns those bundles (perhaps to it); leader work stops the moment the lease ends.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.binary import wiring as binary_wiring
-from brokerlb.broker.bundle_ownership import BundleOwnership
 from brokerlb.broker.bundle_story import BundleStories
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.health import heartbeat_bundles
@@ -50,12 +49,14 @@ from brokerlb.broker.http.server import WebServers
 from brokerlb.broker.identity import BrokerIdentity
 from brokerlb.broker.leader import BrokerActions, LeaderTasks
 from brokerlb.broker.leader_fence import LeaderFence
-from brokerlb.broker.leader_inputs import LeaderInputs
+from brokerlb.broker.leader_inputs import DRAINING_KEY, LeaderInputs
 from brokerlb.broker.load_manager import LoadManager
 from brokerlb.broker.lookup import LookupService
+from brokerlb.broker.metrics.counters import AssignmentMetrics
 from brokerlb.broker.namespace_service import NamespaceService
 from brokerlb.broker.operations import BrokerOperations
-from brokerlb.broker.owner_actions import OwnerActions
+from brokerlb.broker.owner_actions import OwnerActions, TopicsServing
+from brokerlb.broker.ownership_channel import OwnershipChannel
 from brokerlb.broker.ownership_history import attach_ownership_history
 from brokerlb.broker.partitioned_topics import PartitionedTopics
 from brokerlb.broker.policies_cache import ClusterPoliciesCache
@@ -66,7 +67,6 @@ from brokerlb.broker.traffic_usage import TrafficHostUsage
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import (
-    AdvertisedListener,
     BrokerRegistry,
     BundleMetadata,
     ClusterPolicies,
@@ -74,23 +74,18 @@ from brokerlb.coordination import (
     LeaderElection,
     LoadDataStore,
     MetadataStore,
-    NamespaceEphemeralData,
-    OwnershipCache,
-    OwnershipEvent,
-    OwnershipEventKind,
-    OwnershipManager,
     RegistryEvent,
     RegistryEventKind,
     SessionEvent,
     SessionState,
     open_store,
 )
-from brokerlb.coordination.paths import BROKERS_ROOT
-from brokerlb.errors import BrokerLBError, NamespaceNotFoundError, ServiceUnavailableError
+from brokerlb.coordination.ownership_table import OwnershipTable
+from brokerlb.errors import BrokerLBError, NamespaceNotFoundError
 from brokerlb.loadbalance.leader import Leader
 from brokerlb.model import LocalBrokerData
 from brokerlb.naming import TopicName
-from brokerlb.ownership import OwnershipMachine
+from brokerlb.ownership.machine import OwnershipMachine
 from brokerlb.ring import NamespaceBundle
 from brokerlb.security.client_auth import broker_client_token
 
@@ -191,9 +186,14 @@ class BrokerService:
         self.metadata = BundleMetadata(store, default_num_bundles=conf.defaultNumberOfNamespaceBundles)
         self.bundles = NamespaceBundlesCache(store, self.metadata)
         self.registry = await BrokerRegistry(store).start()
-        self.owners = await OwnershipCache(store).start()
-        self.ownership = OwnershipManager(
-            store, self_ownership_data(ident), ring_guard=self.metadata.ring_guard
+        self.table = await OwnershipTable(store).start()
+        self.channel = OwnershipChannel(
+            ident.broker_id,
+            OwnershipMachine.from_config(conf, me=ident.broker_id),
+            table=self.table,
+            store=store,
+            registry=self.registry,
+            clock=self.clock,
         )
         self.election = LeaderElection(
             store, LeaderBroker(ident.broker_id, ident.web_service_url or ""), clock=self.clock
@@ -206,8 +206,7 @@ class BrokerService:
             conf,
             ident.broker_id,
             store=store,
-            ownership=self.ownership,
-            topics=self.topics,
+            channel=self.channel,
             election=self.election,
         )
         self.leader_fence = LeaderFence(
@@ -223,7 +222,7 @@ class BrokerService:
             conf,
             host_usage=self._host_usage,
             topics=self.topics,
-            owned_bundles=self.ownership.owned_bundles,
+            owned_bundles=self.channel.served,
             publish=self._publish_report,
             connected=lambda: store.connected,
             clock=self.clock,
@@ -231,41 +230,41 @@ class BrokerService:
         )
         self.policies_cache = await ClusterPoliciesCache(store, ident.cluster).start()
         self.leader = Leader(ident.broker_id, conf, rng=self._rng)
+        self.assignments = AssignmentMetrics(self.clock.monotonic)
         self.load_manager = LoadManager(
             self.leader,
             LeaderInputs(self.registry, self.bundles, self.policies_cache, owner_of=self._owner_of),
             bundles=self.bundles,
             load_data_store=self.load_data_store,
             clock=self.clock,
+            metrics=self.assignments,
         )
-        self.states = BundleOwnership(ident.broker_id, OwnershipMachine.from_config(conf), self.clock)
         self.actions = OwnerActions(
             conf,
-            states=self.states,
-            ownership=self.ownership,
+            channel=self.channel,
             metadata=self.metadata,
             bundles=self.bundles,
             topics=self.topics,
             registry=self.registry,
-            admin=self.admin,
+            serving=TopicsServing(self.topics, conf.namespaceBundleUnloadingTimeoutMs / 1000),
+            place=self.load_manager.place,
+            leader_epoch=lambda: self.election.last_fencing_token,
             report_changed=self.reporter.force_update,
+            closing=lambda: self._closing,
         )
         self.lookup = LookupService(
             ident,
             bundles=self.bundles,
-            owners=self.owners,
-            ownership=self.ownership,
+            channel=self.channel,
             registry=self.registry,
             election=self.election,
-            place=self._place,
-            acquire=self.actions.acquire,
+            place=self.load_manager.place,
             max_concurrent=lambda: self.conf.maxConcurrentLookupRequest,
             can_own=lambda: not self._closing,
         )
         self.stories = BundleStories(
-            self.states,
+            self.channel,
             registry=self.registry,
-            owners=self.owners,
             admin=self.admin,
             leader_records=lambda: self.leader_tasks.records,
         )
@@ -273,7 +272,6 @@ class BrokerService:
             data_path=self.data_path,
             identity=ident,
             election=self.election,
-            owners=self.owners,
             registry=self.registry,
             admin=self.admin,
             placement=self.load_manager,
@@ -284,7 +282,7 @@ class BrokerService:
             conf,
             metadata=self.metadata,
             bundles=self.bundles,
-            owners=self.owners,
+            channel=self.channel,
             lookup=self.lookup,
             actions=self.actions,
             registry=self.registry,
@@ -311,13 +309,13 @@ class BrokerService:
                 conf,
                 broker_id=ident.broker_id,
                 clock=self.clock,
-                owners=self.owners,
+                channel=self.channel,
                 actions=self.actions,
                 admin=self.admin,
+                registry=self.registry,
                 load_data_store=self.load_data_store,
                 merge_bundles=self.namespaces.merge_parts,
                 fencing_token=lambda: self.election.last_fencing_token,
-                fence=self.leader_fence,
             ),
             conf=conf,
             registry=self.registry,
@@ -333,7 +331,7 @@ class BrokerService:
             registry=self.registry,
             election=self.election,
             bundles=self.bundles,
-            owners=self.owners,
+            channel=self.channel,
             metadata=self.metadata,
             lookup=self.lookup,
             topics=self.topics,
@@ -342,9 +340,10 @@ class BrokerService:
             admin=self.admin,
             reporter=self.reporter,
             leader_tasks=self.leader_tasks,
+            assignments=self.assignments,
         )
+        await self.channel.start(self.election)
         self._listeners += [
-            self.ownership.add_listener(self._on_ownership),
             self.registry.add_listener(self._on_registry),
             self.store.add_session_listener(self._on_session),
         ]
@@ -394,7 +393,7 @@ class BrokerService:
         )
         return DataPath(
             registry=self.topics,
-            ownership=self.ownership,
+            ownership=self.channel,
             bundle_of=self._bundle_of,
             ring_version=lambda: self.bundles.version,
             broker_urls=self._broker_urls,
@@ -439,7 +438,7 @@ class BrokerService:
         await self.election.start()
         await self._own_heartbeat_namespaces()
         self._spawn(self.reporter.run(), "load reporter")
-        self._spawn(self.states.run_watchdog(), "ownership watchdog")
+        self._spawn(self.channel.run_monitor(), "ownership monitor")
         if self.data_path is not None:
             self._spawn(self.data_path.run(), "topic stats")
         if self.history is not None:
@@ -454,17 +453,11 @@ class BrokerService:
             except BrokerLBError as exc:
                 logger.warning("Could not own heartbeat bundle %s: %s", bundle, exc)
 
-    # ------------------------------------------------------------------ placement (for lookups)
-    async def _place(self, bundle: NamespaceBundle) -> str:
-        if self._closing:
-            raise ServiceUnavailableError(f"Broker {self.identity.broker_id} is shutting down")
-        return await self.operations.assignments.observe(self.load_manager.place(bundle))
 
     # ------------------------------------------------------------------ callbacks
     def _owner_of(self, bundle: str) -> str | None:
-        """Who owns ``bundle`` now, as this broker's ownership cache has it (the leader's check)."""
-        owner = self.owners.get_owner(bundle)
-        return owner.broker_id if owner is not None else None
+        """Who owns ``bundle`` now, as this broker's ownership table has it (the leader's check)."""
+        return self.channel.owner(bundle).broker
 
     def _bundle_of(self, topic: TopicName) -> str:
         bundles = self.bundles.cached(topic.namespace)
@@ -474,20 +467,14 @@ class BrokerService:
 
     async def _publish_report(self, data: LocalBrokerData) -> None:
         if self.registry.is_registered:
-            await self.registry.update(data.to_json())
-
-    def _on_ownership(self, event: OwnershipEvent) -> None:
-        if event.kind is OwnershipEventKind.LOST:
-            logger.warning("Bundle %s lost (%s): closing its topics", event.bundle, event.reason)
-            self._spawn(self.actions.close_lost(event.bundle), f"close lost {event.bundle}")
-        elif event.kind is OwnershipEventKind.REACQUIRED:
-            self.reporter.force_update()
+            report = data.to_json()
+            if self._closing:
+                report[DRAINING_KEY] = True
+            await self.registry.update(report)
 
     def _on_registry(self, event: RegistryEvent) -> None:
         if event.kind in (RegistryEventKind.REREGISTERED, RegistryEventKind.REGISTERED):
             self.reporter.force_update()
-        elif event.kind is RegistryEventKind.LEFT and event.broker_id != self.identity.broker_id:
-            self._spawn(self.actions.broker_lost(event.broker_id), f"broker lost {event.broker_id}")
         elif event.kind is RegistryEventKind.REGISTRATION_LOST:
             logger.error(
                 "Broker %s lost its registration to another session: %s",
@@ -555,7 +542,7 @@ class BrokerService:
             await self._cancel_tasks()
             with contextlib.suppress(TimeoutError, BrokerLBError):
                 async with asyncio.timeout(CLOSE_WAIT):
-                    await self.ownership.close(release=False)
+                    await self.channel.close()
         await self._close_bounded(graceful)
         logger.info(
             "Broker %s stopped in %.2f s (%d bundles released%s)",
@@ -571,32 +558,36 @@ class BrokerService:
         (unless no other broker is registered to take them). Returns how many were released."""
         self._stop_step = "leaving the leader election"
         await self.election.close()
-        await self._cancel_tasks()
-        self._stop_step = "deregistering"
+        self._stop_step = "saying it is draining"
         with contextlib.suppress(BrokerLBError):  # Pulsar's disableBroker: no placement picks us now
-            await self.registry.unregister()
-        owned = self.ownership.owned_bundles()
+            await self._publish_report(self.reporter.local_data)
+        served = self.channel.served()
         self._stop_step = "looking for brokers to take its bundles"
-        others = [b for b in await self.store.children(BROKERS_ROOT) if b != self.identity.broker_id]
-        if owned and not others:
-            # the last broker: nobody could take the bundles, and the session's end releases them
+        others = [b for b in self.registry.available_brokers() if b != self.identity.broker_id]
+        if served and not others:
+            # the last broker: nobody could take the bundles; the leader reassigns them when a
+            # broker comes (their records name this session, which ends)
             logger.info(
-                "Broker %s is the last one: its %d bundles go with its session", self.broker_id, len(owned)
+                "Broker %s is the last one: its %d bundles go with its session", self.broker_id, len(served)
             )
-            owned = []
-        self._stop_step = f"releasing {len(owned)} bundles"
+            served = []
+        self._stop_step = f"releasing {len(served)} bundles"
         results = await asyncio.gather(
-            *(self.actions.unload(NamespaceBundle.parse(b)) for b in owned), return_exceptions=True
+            *(self.actions.unload(NamespaceBundle.parse(b), reason="broker stopping") for b in served),
+            return_exceptions=True,
         )
-        for bundle, result in zip(owned, results, strict=True):
+        for bundle, result in zip(served, results, strict=True):
             if isinstance(result, BaseException):
                 logger.warning("Unloading %s at shutdown failed: %s", bundle, result)
         self._stop_step = "closing the owner actions"
         await self.actions.close()
+        self._stop_step = "waiting for the ownership records to settle"
+        await self.channel.drain()
+        await self._cancel_tasks()
         self._stop_step = "closing the registration"
         with contextlib.suppress(BrokerLBError):
             await self.registry.close(unregister=True)
-        return len(owned)
+        return len(served)
 
     async def _close_bounded(self, graceful: bool) -> None:
         """Stop serving and close the store; each part bounded by :data:`CLOSE_WAIT` seconds (a
@@ -619,7 +610,7 @@ class BrokerService:
             )
 
     async def kill(self) -> None:
-        """Stop like a crashed process: no release, no deregistration; the session is abandoned."""
+        """Stop like a crashed process: nothing written; the session is abandoned."""
         if not self.started:
             return
         self._closing = True
@@ -628,7 +619,7 @@ class BrokerService:
             self.history.stopping()
         self.election.abandon()
         await self._cancel_tasks()
-        await self.ownership.close(release=False)
+        await self.channel.close()
         if self.storage is not None:
             self.storage.abandon()  # like a crash: nothing more is written
         await self._close_local()
@@ -663,9 +654,10 @@ class BrokerService:
         await self.admin.aclose()
         if self.leader_tasks.history is not None:
             self.leader_tasks.history.close()
+        await self.channel.close()
         self.lookup.close()
         self.bundles.close()
-        self.owners.close()
+        self.table.close()
         self.policies_cache.close()
         for _ in range(3):  # let the cancelled watch tasks finish
             await asyncio.sleep(0)
@@ -675,18 +667,3 @@ class BrokerService:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
-
-
-def self_ownership_data(ident: BrokerIdentity) -> NamespaceEphemeralData:
-    """What this broker writes into the ownership nodes it creates."""
-    return NamespaceEphemeralData(
-        native_url=ident.pulsar_service_url,
-        native_url_tls=ident.pulsar_service_url_tls,
-        http_url=ident.web_service_url,
-        http_url_tls=ident.web_service_url_tls,
-        disabled=False,
-        advertised_listeners={
-            name: AdvertisedListener(u.broker_service_url, u.broker_service_url_tls)
-            for name, u in ident.advertised_listeners.items()
-        },
-    )

@@ -36,16 +36,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.lookup import LookupService
+from brokerlb.broker.ownership_channel import OwnershipChannel
 from brokerlb.broker.partitioned_topics import PartitionedTopics
 from brokerlb.broker.redirect import Redirect
 from brokerlb.broker.served_topics import ServedTopics
 from brokerlb.broker.topic_stats import empty_topic_view, partitioned_stats_json, topic_stats_json
-from brokerlb.coordination import NamespaceEphemeralData, OwnershipCache
 from brokerlb.coordination.topic_metadata import PersistentTopics
 from brokerlb.errors import (
     ConflictError,
@@ -56,17 +57,12 @@ from brokerlb.errors import (
     TopicNotFoundError,
 )
 from brokerlb.naming import NamespaceName, TopicName
-from brokerlb.ring import NamespaceBundle
 
-__all__ = ["TopicAdmin", "Resolve"]
+__all__ = ["TopicAdmin"]
 
 logger = logging.getLogger(__name__)
 #: partitions of a new partitioned topic whose metadata is written at the same time
 _CONCURRENT_CREATES = 32
-
-#: ``resolve(bundle, authoritative)`` -> an object with ``owner`` (NamespaceEphemeralData | None),
-#: ``redirect_url`` and ``authoritative``: the lookup's resolution, which assigns an unowned bundle.
-Resolve = Callable[[NamespaceBundle, bool], Awaitable[Any]]
 
 
 class TopicAdmin:
@@ -77,8 +73,8 @@ class TopicAdmin:
         *,
         broker_id: str,
         bundles: NamespaceBundlesCache,
-        owners: OwnershipCache,
-        resolve: Resolve,
+        channel: OwnershipChannel,
+        lookup: LookupService,
         is_leader: Callable[[], bool],
         persistent: PersistentTopics,
         partitioned: PartitionedTopics,
@@ -88,8 +84,8 @@ class TopicAdmin:
     ) -> None:
         self.broker_id = broker_id
         self.bundles = bundles
-        self.owners = owners
-        self.resolve = resolve
+        self.channel = channel
+        self.lookup = lookup
         self.is_leader = is_leader
         self.persistent = persistent
         self.partitioned = partitioned
@@ -292,20 +288,17 @@ class TopicAdmin:
         """``None`` when this broker must answer (it owns the bundle, or nobody does and ``assign`` is
         False); else a redirect to the owner (assigning the bundle first when ``assign``)."""
         bundle = (await self.bundles.get(topic.namespace)).find_bundle(topic)
-        info = await self.owners.lookup_owner(bundle)
-        data: NamespaceEphemeralData
-        if info is not None:
-            data = info.data
-        elif not assign:
+        owner = self.channel.owner(bundle).broker
+        if owner is None:
+            if not assign:
+                return None
+            result = await self.lookup.resolve(bundle, authoritative=authoritative)
+            if result.redirect:
+                return Redirect(self.lookup.web_url(result.broker), result.authoritative)
+            owner = result.broker
+        if owner == self.broker_id:
             return None
-        else:
-            resolution = await self.resolve(bundle, authoritative)
-            if resolution.owner is None:
-                return Redirect(_base(resolution.redirect_url), resolution.authoritative)
-            data = resolution.owner
-        if data.broker_id == self.broker_id:
-            return None
-        return Redirect(_base(data.http_url), authoritative=self.is_leader())
+        return Redirect(self.lookup.web_url(owner), authoritative=self.is_leader())
 
     def _self_url(self) -> str:
         return _base(self.brokers().get(self.broker_id) or self.admin.url)

@@ -9,7 +9,7 @@ the sessions serve the same topics as the binary protocol (the topic engine,
    proxy does;
 2. ask :meth:`DataPath.open <brokerlb.broker.data_path.DataPath.open>` for the topic: not
    owned here → accept and close at once, with 4003 ``TopicRedirected`` and the owner's URL
-   when this broker's ownership cache knows another owner, else 4002 ``ServiceNotReady``
+   when this broker's ownership records name another owner, else 4002 ``ServiceNotReady``
    (look it up again);
 3. a producer registers its name (``producerName``; 409 when taken), a consumer joins its
    subscription (409 when an Exclusive one is taken, or the types differ), a reader opens a
@@ -450,11 +450,9 @@ class WebSocketEndpoint:
         )
 
     def _other_owner(self, bundle: str) -> str | None:
-        """The broker that owns ``bundle`` now by this broker's ownership cache (enabled, not us)."""
-        info = self._owners.get_owner(bundle) if self._owners is not None else None
-        if info is None or info.disabled or info.broker_id == self._self_id:
-            return None
-        return str(info.broker_id)
+        """The broker that owns ``bundle`` now by this broker's ownership records (not us)."""
+        owner = self._owners.owner(bundle).broker if self._owners is not None else None
+        return None if owner is None or owner == self._self_id else str(owner)
 
     async def _expire(self, conn: Connection, credentials: Credentials, clock: Clock) -> None:
         """Close the session once its credentials have expired, checked every

@@ -299,7 +299,7 @@ def ns_merge(ctx: typer.Context, namespace: str, bundles: list[str] = _MERGE_BUN
 
 
 def story_row(entry: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
-    """One line of a bundle's story: ``(at, recorded by, what, by, reason, stimulus)``.
+    """One line of a bundle's story: ``(at, recorded by, what, by, reason, version)``.
 
     A story mixes the ownership machines' transitions (``kind: transition``: ``from`` -> ``to``)
     with the leader's decisions (``kind: decision``: transfer, unload, split or merge, with a
@@ -329,13 +329,13 @@ def story_row(entry: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
         what,
         str(entry.get("by", "")),
         reason,
-        str(entry.get("stimulusId", "")),
+        f"v{entry['version']}" if entry.get("version") else "",
     )
 
 
 def story_table(data: dict[str, Any]) -> None:
     t = Table(title=f"{data['bundle']}: owned by {data.get('owner') or 'nobody'}")
-    for column in ("at", "recorded by", "what", "by", "reason", "stimulus"):
+    for column in ("at", "recorded by", "what", "by", "reason", "version"):
         t.add_column(column, overflow="fold")
     for entry in data.get("transitions", []):
         t.add_row(*story_row(entry))

@@ -99,27 +99,34 @@ def owners_cmd(
     namespace: str | None = typer.Option(None, "--namespace", "-n"),
     as_json: bool = _JSON,
 ) -> None:
-    """Bundle → owning broker, from the ownership nodes under /namespace."""
-    from brokerlb.coordination import OwnershipCache
+    """Bundle → its ownership record (state, owner, source), from /service_unit_state."""
+    from brokerlb.coordination import OwnershipTable
 
     async def read(s: Any) -> dict[str, dict[str, Any]]:
-        cache = await OwnershipCache(s).start()
-        owners = cache.namespace_owners(namespace) if namespace else cache.owners()
-        cache.close()
+        table = await OwnershipTable(s).start()
+        prefix = f"{namespace.strip('/')}/" if namespace else ""
+        records = {r.bundle: r.record for r in table if r.bundle.startswith(prefix)}
+        table.close()
         return {
-            b: {"broker": o.broker_id, "disabled": o.disabled, "session": o.session_id}
-            for b, o in sorted(owners.items())
+            b: {
+                "state": str(r.state),
+                "broker": r.holder()[0],
+                "source": r.src,
+                "session": r.holder()[1],
+                "versionId": r.version,
+            }
+            for b, r in sorted(records.items())
         }
 
     result = _with_store(store, read)
     if as_json:
         print_json(result)
         return
-    table = Table(title=f"{len(result)} owned bundles")
-    for column in ("bundle", "owner", "disabled"):
+    table = Table(title=f"{len(result)} ownership records")
+    for column in ("bundle", "state", "owner", "source"):
         table.add_column(column)
     for bundle, owner in result.items():
-        table.add_row(bundle, str(owner["broker"]), "yes" if owner["disabled"] else "")
+        table.add_row(bundle, owner["state"], str(owner["broker"] or ""), str(owner["source"] or ""))
     console.print(table)
 
 

@@ -4,7 +4,7 @@ Recipes use the :class:`MetadataStore` interface only -- never kazoo -- so every
 one of them runs on the embedded store and on a real ZooKeeper alike.
 """
 
-from brokerlb.coordination.bundle_metadata import BundleMetadata, split_and_own
+from brokerlb.coordination.bundle_metadata import BundleMetadata
 from brokerlb.coordination.cache import TreeCache
 from brokerlb.coordination.cluster_policies import ClusterPolicies
 from brokerlb.coordination.election import (
@@ -14,6 +14,7 @@ from brokerlb.coordination.election import (
     LeadershipChange,
     current_fencing_token,
     fenced_ops,
+    leader_guard,
 )
 from brokerlb.coordination.factory import (
     DEFAULT_OPERATION_TIMEOUT,
@@ -24,15 +25,7 @@ from brokerlb.coordination.factory import (
 from brokerlb.coordination.load_data import LoadDataStore
 from brokerlb.coordination.lock import EphemeralLock, LockState
 from brokerlb.coordination.memory import MemoryMetadataStore, MemoryServer
-from brokerlb.coordination.ownership import (
-    AcquireResult,
-    OwnerInfo,
-    OwnershipCache,
-    OwnershipEvent,
-    OwnershipEventKind,
-    OwnershipManager,
-    bundle_name,
-)
+from brokerlb.coordination.ownership_table import Guard, OwnershipTable, StoredRecord
 from brokerlb.coordination.records import (
     AdvertisedListener,
     AutoFailoverPolicy,
@@ -43,6 +36,7 @@ from brokerlb.coordination.records import (
     NamespaceIsolationData,
     NamespaceIsolationPolicies,
     Policies,
+    RegisteredBroker,
     decode_json,
     encode_json,
 )
@@ -70,7 +64,6 @@ from brokerlb.coordination.watches import ChildrenWatch, DataWatch
 
 __all__ = [
     "ANY_VERSION",
-    "AcquireResult",
     "AdvertisedListener",
     "AutoFailoverPolicy",
     "BUNDLE_UPDATE_RETRY",
@@ -86,27 +79,25 @@ __all__ = [
     "LeadershipChange",
     "current_fencing_token",
     "fenced_ops",
+    "leader_guard",
+    "Guard",
+    "OwnershipTable",
+    "StoredRecord",
+    "RegisteredBroker",
     "LoadDataStore",
     "LocalPolicies",
     "LockState",
     "NamespaceEphemeralData",
     "NamespaceIsolationData",
     "NamespaceIsolationPolicies",
-    "OwnerInfo",
-    "OwnershipCache",
-    "OwnershipEvent",
-    "OwnershipEventKind",
-    "OwnershipManager",
     "Policies",
     "RegistryEvent",
     "RegistryEventKind",
     "RetryPolicy",
     "TreeCache",
-    "bundle_name",
     "decode_json",
     "encode_json",
     "retry_async",
-    "split_and_own",
     "DEFAULT_OPERATION_TIMEOUT",
     "DEFAULT_SESSION_TIMEOUT",
     "CheckOp",

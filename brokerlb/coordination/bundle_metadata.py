@@ -19,40 +19,43 @@ The global copy is then brought in line with a second compare-and-set that copie
 the local bundles read *after* the global version: a slow writer can never put
 back an older ring (Pulsar writes the bundles it computed itself, which can).
 
-:func:`split_and_own` is Pulsar's ``splitAndOwnBundle`` without the topic work:
-own the children, commit the split, release the parent.
+A split or merge of the ownership table commits the ring in the same transaction as the
+ownership records (:meth:`BundleMetadata.ring_change`); :meth:`BundleMetadata.split_bundle` and
+:meth:`BundleMetadata.merge_bundles` change the ring alone (tools, tests, namespaces without
+owners).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from brokerlb.coordination.ownership import OwnershipManager, bundle_name
 from brokerlb.coordination.paths import local_policies_path, policies_path
 from brokerlb.coordination.records import LocalPolicies, Policies
 from brokerlb.coordination.retry import BUNDLE_UPDATE_RETRY, RetryPolicy, Sleep, retry_async
-from brokerlb.coordination.store import CheckOp, MetadataStore, Node
+from brokerlb.coordination.store import CheckOp, CreateOp, MetadataStore, Node, Op, SetOp, parent_path
 from brokerlb.errors import (
     BadVersionError,
     ConflictError,
-    LockBusyError,
     NamespaceNotFoundError,
     NodeExistsError,
-    OwnershipError,
     StaleBundleError,
 )
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import NamespaceBundle, NamespaceBundles
 
-__all__ = ["BundleMetadata", "split_and_own"]
+__all__ = ["BundleMetadata", "bundle_name"]
 
 logger = logging.getLogger(__name__)
 
 _CAS_LOST = (BadVersionError, NodeExistsError)
+
+
+def bundle_name(bundle: NamespaceBundle | str) -> str:
+    """The canonical bundle name ``tenant/ns/0x…_0x…`` (validated)."""
+    return str(bundle if isinstance(bundle, NamespaceBundle) else NamespaceBundle.parse(bundle))
 
 
 class BundleMetadata:
@@ -237,6 +240,28 @@ class BundleMetadata:
         await self.update_bundles(ns, merge, what="merge")
         return merged[0]
 
+    async def ring_change(
+        self, namespace: NamespaceName | str, change: Callable[[NamespaceBundles], NamespaceBundles]
+    ) -> tuple[Op, NamespaceBundles]:
+        """The compare-and-set of the namespace's bundles that ``change`` makes (for one transaction
+        with the ownership records of a split or merge) and the bundles it writes. The operation
+        fails with :class:`~brokerlb.errors.BadVersionError` when the bundles changed meanwhile: read
+        again. Call :meth:`sync_global` after the transaction."""
+        ns = NamespaceName.parse(namespace)
+        path = local_policies_path(ns)
+        node = await self.store.get_or_none(path)
+        local, version = await self._local_or_from_global(ns, node)
+        updated = change(local.namespace_bundles(ns))
+        data = local.with_bundles(updated).to_bytes()
+        if version is None:
+            await self.store.ensure_path(parent_path(path))
+            return CreateOp(path, data), updated
+        return SetOp(path, data, version), updated
+
+    async def sync_global(self, namespace: NamespaceName | str) -> None:
+        """Bring the global policies' bundles in line with the local ones (after a ring change)."""
+        await self._sync_global(NamespaceName.parse(namespace))
+
     # ------------------------------------------------------------------ anti-affinity
     async def get_anti_affinity_group(self, namespace: NamespaceName | str) -> str | None:
         local = await self.read_local_policies(namespace)
@@ -332,42 +357,3 @@ class BundleMetadata:
             await self.store.create(path, data, make_parents=True)
         except NodeExistsError:
             await self.store.set(path, data)
-
-
-async def split_and_own(
-    metadata: BundleMetadata,
-    ownership: OwnershipManager,
-    bundle: NamespaceBundle | str,
-    boundaries: Sequence[int | str],
-) -> list[NamespaceBundle]:
-    """Pulsar's ``splitAndOwnBundle`` (metadata part): own the children, commit the split, release the parent.
-
-    The parent must be owned by ``ownership``'s broker. Children are acquired
-    first so that no other broker can take them between the commit and now; if the
-    commit fails, they are released again and the parent stays as it was.
-    """
-    parent = NamespaceBundle.parse(bundle_name(bundle))
-    if not ownership.is_owned(parent):
-        raise OwnershipError(f"Bundle {parent} is not owned by this broker; only its owner can split it")
-    current = await metadata.get_bundles(parent.namespace)
-    planned = [
-        b for b in current.split(parent, boundaries) if parent.lower <= b.lower and b.upper <= parent.upper
-    ]
-    taken = await ownership.acquire_many(planned, guarded=False)  # not in the ring until the commit
-    try:
-        busy = [r for r in taken if not r.acquired]
-        if busy:
-            raise LockBusyError(
-                f"Cannot split {parent}: child {busy[0].bundle} is owned by {busy[0].owner.broker_id}",
-                owner_session=busy[0].owner_session,
-            )
-        children = await metadata.split_bundle(parent, boundaries)
-    except BaseException:
-        await asyncio.gather(
-            *(ownership.release(r.bundle) for r in taken if r.acquired), return_exceptions=True
-        )
-        raise
-    extra = {str(b) for b in planned} - {str(c) for c in children}
-    await asyncio.gather(*(ownership.release(b) for b in extra))
-    await ownership.release(parent)
-    return children

@@ -44,6 +44,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from brokerlb.clock import Clock
+from brokerlb.coordination.ownership_table import Guard
 from brokerlb.coordination.paths import LEADER_PATH
 from brokerlb.coordination.records import LeaderBroker
 from brokerlb.coordination.store import (
@@ -76,6 +77,7 @@ __all__ = [
     "current_fencing_token",
     "epoch_path_of",
     "fenced_ops",
+    "leader_guard",
 ]
 
 logger = logging.getLogger(__name__)
@@ -539,6 +541,19 @@ def fenced_ops(token: int, ops: list[Op], leader_path: str = LEADER_PATH) -> lis
     """``ops`` made conditional on leader epoch ``token``: run them with :meth:`MetadataStore.multi`; a
     leader superseded meanwhile gets :class:`~brokerlb.errors.BadVersionError` and nothing changes."""
     return [CheckOp(epoch_path_of(leader_path), token), *ops]
+
+
+def leader_guard(token: int | None, leader_path: str = LEADER_PATH) -> list[Guard]:
+    """The guard every leader write of an ownership record is conditional on: the leader epoch
+    ``token`` still current (``None``: not a leader's write, no guard). A superseded leader's write
+    changes nothing and raises :class:`~brokerlb.errors.LeadershipLostError`."""
+    if token is None:
+        return []
+
+    def superseded() -> LeadershipLostError:
+        return LeadershipLostError(f"Refused a write of a superseded leader (epoch {token})")
+
+    return [Guard(CheckOp(epoch_path_of(leader_path), token), superseded)]
 
 
 def _leader_or_none(node: Node, path: str) -> LeaderBroker | None:

@@ -10,7 +10,7 @@ around it, for every broker:
   listeners hear every record that appears, changes or goes, with its node version (the
   compare-and-set key) and transaction id (the order of changes). An unreadable record is logged
   and skipped;
-* **writing** -- :meth:`OwnershipTable.write` carries out one :class:`~brokerlb.ownership.table_events.Write`
+* **writing** -- :meth:`OwnershipTable.write` carries out one :class:`~brokerlb.ownership.events.Write`
   of the ownership machine as a compare-and-set on the node version (a create when the bundle has
   no record, a delete for a tombstone); :meth:`OwnershipTable.commit` writes several records and
   other operations (the namespace's bundles for a split or a merge) in **one transaction**. A lost
@@ -56,8 +56,8 @@ from brokerlb.errors import (
     NoNodeError,
     RecordConflictError,
 )
+from brokerlb.ownership.events import NO_NODE, Write
 from brokerlb.ownership.record import OwnershipRecord, record_from_bytes
-from brokerlb.ownership.table_events import NO_NODE, Write
 
 __all__ = ["OwnershipTable", "StoredRecord", "Guard", "RecordListener"]
 

@@ -34,6 +34,7 @@ __all__ = [
     "decode_json",
     "AdvertisedListener",
     "NamespaceEphemeralData",
+    "RegisteredBroker",
     "LeaderBroker",
     "LocalPolicies",
     "Policies",
@@ -210,6 +211,52 @@ class NamespaceEphemeralData(_Record):
             http_url=_opt_str(obj, "httpUrl", what),
             http_url_tls=_opt_str(obj, "httpUrlTls", what),
             disabled=disabled,
+            advertised_listeners={str(k): AdvertisedListener.from_json(v) for k, v in listeners.items()},
+        )
+
+
+# --------------------------------------------------------------------------- registered brokers
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredBroker(_Record):
+    """What lookups and redirects need of a broker's registration (``/loadbalance/brokers/{id}``:
+    its LocalBrokerData, or the extensible manager's BrokerLookupData): its URLs and advertised
+    listeners, decoded once per version of the node. Other fields of the report are not kept here."""
+
+    _WHAT: ClassVar[str] = "broker registration"
+
+    web_service_url: str | None = None
+    web_service_url_tls: str | None = None
+    pulsar_service_url: str | None = None
+    pulsar_service_url_tls: str | None = None
+    advertised_listeners: Mapping[str, AdvertisedListener] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = _without_nones(
+            {
+                "webServiceUrl": self.web_service_url,
+                "webServiceUrlTls": self.web_service_url_tls,
+                "pulsarServiceUrl": self.pulsar_service_url,
+                "pulsarServiceUrlTls": self.pulsar_service_url_tls,
+            }
+        )
+        if self.advertised_listeners:
+            out["advertisedListeners"] = {
+                k: v.to_json() for k, v in sorted(self.advertised_listeners.items())
+            }
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> RegisteredBroker:
+        what = "broker registration"
+        obj = _obj(data, what)
+        listeners = _obj(obj.get("advertisedListeners") or {}, f"{what} advertisedListeners")
+        return cls(
+            web_service_url=_opt_str(obj, "webServiceUrl", what),
+            web_service_url_tls=_opt_str(obj, "webServiceUrlTls", what),
+            pulsar_service_url=_opt_str(obj, "pulsarServiceUrl", what),
+            pulsar_service_url_tls=_opt_str(obj, "pulsarServiceUrlTls", what),
             advertised_listeners={str(k): AdvertisedListener.from_json(v) for k, v in listeners.items()},
         )
 

@@ -37,9 +37,15 @@ from typing import Any
 from brokerlb.coordination.cache import TreeCache
 from brokerlb.coordination.lock import EphemeralLock
 from brokerlb.coordination.paths import BROKERS_ROOT, validate_broker_id
-from brokerlb.coordination.records import decode_json, encode_json
+from brokerlb.coordination.records import RegisteredBroker, decode_json, encode_json
 from brokerlb.coordination.store import MetadataStore, Node
-from brokerlb.errors import BrokerNotFoundError, CorruptMetadataError, LockBusyError, OperationTimeoutError
+from brokerlb.errors import (
+    BrokerNotFoundError,
+    CorruptMetadataError,
+    InvalidInputError,
+    LockBusyError,
+    OperationTimeoutError,
+)
 
 __all__ = ["BrokerRegistry", "RegistryEvent", "RegistryEventKind"]
 
@@ -84,6 +90,7 @@ class BrokerRegistry:
         self._known: set[str] = set()
         #: broker id -> its decoded report (a JSON object); unreadable nodes are absent
         self._reports: dict[str, dict[str, Any]] = {}
+        self._brokers: dict[str, RegisteredBroker] = {}
         #: path of an unreadable node -> the data version already logged
         self._bad: dict[str, int] = {}
         #: bumped at every change of a broker node (joined, rewritten, left)
@@ -185,6 +192,20 @@ class BrokerRegistry:
         """The broker's node (data and stat) from the cache, or ``None``."""
         return self._cache.get(self._path(broker_id))
 
+    def broker(self, broker_id: str) -> RegisteredBroker | None:
+        """The broker's registration decoded (its URLs and listeners), or ``None`` (absent, unreadable)."""
+        return self._brokers.get(broker_id)
+
+    def registered_session(self) -> int | None:
+        """The session this broker's own registration belongs to while it holds it (``None``: not
+        registered) -- known from its write, without waiting for the watch."""
+        lock = self._lock
+        if lock is None or not lock.held:
+            return None
+        if lock.session_id is not None and lock.session_id != self.store.session_id:
+            return None  # a node of an earlier session: re-registration under way
+        return self.store.session_id
+
     def sessions(self) -> dict[str, int]:
         """Registered broker id -> the metadata session its registration belongs to (the node's
         ephemeral owner): the live incarnation of each broker (a memory read)."""
@@ -253,6 +274,7 @@ class BrokerRegistry:
         if node is None:
             self._known.discard(broker_id)
             self._reports.pop(broker_id, None)
+            self._brokers.pop(broker_id, None)
             self._bad.pop(path, None)
         else:
             self._known.add(broker_id)
@@ -266,12 +288,18 @@ class BrokerRegistry:
             if not isinstance(report, dict):
                 raise CorruptMetadataError(f"expected a JSON object, found {type(report).__name__}", path)
         except CorruptMetadataError as exc:
+            self._brokers.pop(broker_id, None)
             if self._reports.pop(broker_id, None) is not None or node.stat.version != self._bad.get(path):
                 logger.warning("Skipping the unreadable broker node %s (broker %s): %s", path, broker_id, exc)
             self._bad[path] = node.stat.version
             return
         self._bad.pop(path, None)
         self._reports[broker_id] = report
+        try:
+            self._brokers[broker_id] = RegisteredBroker.from_json(report)
+        except InvalidInputError as exc:
+            logger.warning("Broker %s registered unreadable URLs: %s", broker_id, exc)
+            self._brokers.pop(broker_id, None)
 
     def _on_registration_lost(self, lock: EphemeralLock, reason: str) -> None:
         logger.error("Broker %s lost its registration: %s", self._broker_id, reason)

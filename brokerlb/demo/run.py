@@ -311,7 +311,7 @@ def _sample(cluster: Any, state: _State) -> _Sample:
         data = b.reporter.local_data
         usage[b.broker_id] = data.max_resource_usage()
         rate[b.broker_id] = data.msg_rate_in + data.msg_rate_out
-        bundles[b.broker_id] = sum(1 for name in b.ownership.owned_bundles() if name.startswith("public/"))
+        bundles[b.broker_id] = sum(1 for name in b.channel.owned() if name.startswith("public/"))
     return _Sample(state.now(), usage, rate, bundles)
 
 

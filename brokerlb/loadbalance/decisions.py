@@ -108,7 +108,6 @@ class Reason(StrEnum):
     PREALLOCATED = "Preallocated"  #: the bundle was already assigned to a broker (not reported yet)
     HEARTBEAT = "Heartbeat"  #: heartbeat / SLA namespaces go to the broker they name
     AFFINITY = "Affinity"  #: a one-shot affinity left by an unload with a destination
-    HANDING_OVER = "HandingOver"  #: the bundle is being handed to a broker that has not taken it yet
     NO_CANDIDATES = "NoCandidates"  #: filters left no broker (and no fallback applied)
 
 

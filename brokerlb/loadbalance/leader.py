@@ -25,11 +25,7 @@ Operations:
 * :meth:`Leader.moves_executed` -- remembers the moves that were carried out
   (``recentlyUnloadedBundles``; TransferShedder's broker cool-down), as Pulsar's leader does
   after a successful unload only;
-* :meth:`Leader.hand_over_started` -- a bundle is on its way to a broker (a transfer, an unload
-  whose topic state went to the broker placement chose, a merged bundle): until that broker
-  reports it, every placement answers that broker;
-* :meth:`Leader.place` -- the broker a bundle is being handed to, else a one-shot affinity if
-  one is set and its broker is registered, else
+* :meth:`Leader.place` -- a one-shot affinity if one is set and its broker is registered, else
   ``selectBrokerForAssignment`` with preallocation (Pulsar's step 11, recorded in the
   placement context and in the load data so the next refresh keeps it until the broker
   reports the bundle). With ``brokerlbKeepPreallocationsUntilReported`` (the default) the
@@ -96,7 +92,6 @@ from brokerlb.model import (
 
 __all__ = [
     "ClusterInputs",
-    "HandOver",
     "Leader",
     "Move",
     "StoredBundleData",
@@ -176,17 +171,6 @@ class Move:
         return self.decision.detail
 
 
-@dataclass(frozen=True, slots=True)
-class HandOver:
-    """A bundle on its way to ``broker``: its owner releases it and ``broker`` takes it, with the
-    topics' state already sent there. Ends when a report of ``broker`` folded after refresh
-    ``after_refresh`` lists the bundle, when ``broker`` leaves, or at ``until_ms``."""
-
-    broker: str
-    until_ms: int
-    after_refresh: int
-
-
 class Leader:
     """One leadership's load manager (module docstring). Not thread-safe; one task drives it."""
 
@@ -208,8 +192,6 @@ class Leader:
         self.recently_unloaded_brokers: dict[str, int] = {}
         #: bundle -> broker the next placement must choose (once), set by an unload with a destination
         self.affinity: dict[str, str] = {}
-        #: bundle -> the broker it is being handed to (:meth:`hand_over_started`)
-        self.handing_over: dict[str, HandOver] = {}
         #: bundles whose split was decided and that some report still lists
         self.splitting: set[str] = set()
         #: bundle -> the operator's latest action on it (kept for the grace period)
@@ -298,23 +280,7 @@ class Leader:
         )
         self.refreshes += 1
         self._context = None
-        if self.handing_over:
-            self._end_hand_overs(now_ms, inputs)
         return result
-
-    def _end_hand_overs(self, now_ms: int, inputs: ClusterInputs) -> None:
-        """Forget the hand-overs that ended: taken (a report folded since lists the bundle on the
-        broker it went to), that broker gone, or in flight for longer than allowed."""
-        folded_at = self.load_state.report_refresh
-        for bundle, move in list(self.handing_over.items()):
-            report = inputs.reports.get(move.broker)
-            taken = (
-                report is not None
-                and bundle in report.last_stats
-                and folded_at.get(move.broker, 0) > move.after_refresh
-            )
-            if taken or move.broker not in inputs.reports or now_ms >= move.until_ms:
-                del self.handing_over[bundle]
 
     def view(self, now_ms: int, inputs: ClusterInputs) -> ClusterView:
         """What strategies read: the load data with the extensible inputs when that manager runs."""
@@ -365,7 +331,6 @@ class Leader:
         data.recently_unloaded_bundles.pop(bundle, None)
         self._stored.pop(bundle, None)
         self.affinity.pop(bundle, None)
-        self.handing_over.pop(bundle, None)
         self._context = None
 
     def split_decided(self, bundle: str, now_ms: int | None = None) -> None:
@@ -396,8 +361,8 @@ class Leader:
         """One shedding cycle: the decisions, and the moves to carry out (in decision order).
 
         Each move with a destination that is not a transfer leaves that destination as a
-        one-shot affinity for the bundle's next placement; a transfer's destination is where the
-        bundle is being handed (:meth:`hand_over_started`).
+        one-shot affinity for the bundle's next placement; a transfer's destination is written in
+        the bundle's ownership record (the move is one transition: nothing to remember here).
 
         A decision to move a bundle its source does not own now (``inputs.owner_of``) is not
         carried out: it becomes ``Skip``/``NotOwned`` (:func:`unless_stale`).
@@ -409,9 +374,7 @@ class Leader:
         for decision in result.unloads:
             bundle, source = decision.bundle or "", decision.broker or ""
             transfer = self.transfers(decision.destination)
-            if decision.destination and transfer:
-                self.hand_over_started(now_ms, bundle, decision.destination)
-            elif decision.destination:
+            if decision.destination and not transfer:
                 self.affinity[bundle] = decision.destination
             moves.append(Move(bundle, source, decision.destination, transfer, decision))
         return result, moves
@@ -453,18 +416,6 @@ class Leader:
         """The next placement of ``bundle`` chooses ``broker`` if it is still registered (once)."""
         self.affinity[bundle] = broker
 
-    def hand_over_started(self, now_ms: int, bundle: str, broker: str) -> None:
-        """``bundle`` is being handed to ``broker``: its owner releases it, then ``broker`` takes it
-        with the topics' state sent ahead. A lookup that comes in between finds the bundle unowned;
-        placing it afresh would let another broker take it and open its topics without that state
-        (messages acknowledged to producers lost). So until ``broker`` reports the bundle, leaves,
-        or ``loadBalancerInFlightServiceUnitStateWaitingTimeInMillis`` passes, every placement of
-        the bundle answers ``broker``. (Pulsar's extensible manager has no such window: its
-        channel goes from Releasing straight to Owned by the destination; a modular unload with
-        a destination leaves a one-shot affinity, answered once.)"""
-        until = now_ms + self._config.loadBalancerInFlightServiceUnitStateWaitingTimeInMillis
-        self.handing_over[bundle] = HandOver(broker, until, self.load_state.refreshes)
-
     def placement_context(self, now_ms: int, inputs: ClusterInputs) -> PlacementContext:
         """The placement indexes of the current view, shared by the placements until the next
         refresh or policy change (the extensible channel changes with every assignment: its
@@ -481,17 +432,6 @@ class Leader:
         self, now_ms: int, bundle: str, inputs: ClusterInputs, *, non_persistent: bool = False
     ) -> PlacementDecision:
         """Where ``bundle`` goes (module docstring); ``broker`` is ``None`` when none fits."""
-        moving = self.handing_over.get(bundle)
-        if moving is not None:
-            if now_ms < moving.until_ms and moving.broker in inputs.reports:
-                return PlacementDecision(
-                    bundle,
-                    moving.broker,
-                    (moving.broker,),
-                    Reason.HANDING_OVER,
-                    f"being handed over to {moving.broker}",
-                )
-            del self.handing_over[bundle]
         affinity = self.affinity.pop(bundle, None)
         if affinity is not None and affinity in inputs.reports:
             if not self._extensible and self._config.brokerlbKeepPreallocationsUntilReported:

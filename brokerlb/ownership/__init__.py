@@ -1,84 +1,90 @@
-"""Bundle ownership as a pure state machine (Pulsar's ServiceUnitState), with no I/O.
+"""Bundle ownership as one record per bundle and the pure machine that reduces them, with no I/O.
 
-``OwnershipMachine.handle(*events) -> instructions``; a transition table, an
-in-flight watchdog and a bounded transition log with ``story(bundle)``. The
-metadata-store shells live in :mod:`brokerlb.coordination`.
+* :class:`OwnershipRecord` -- Pulsar's ``ServiceUnitStateData`` (state, destination and source
+  broker, split children, force, timestamp, versionId; brokerlb adds the sessions of the brokers
+  named), and :func:`check_next`, Pulsar's conflict resolver for the metadata-store table view;
+* :class:`OwnershipMachine` -- the one reducer of the table: records in, the named broker's actions
+  out; proposals (assign, unload, split, override, the commits) return the compare-and-set to write;
+  a bounded log of transitions with ``story(bundle)``.
+
+The metadata-store shell (the table view, compare-and-set writes) is
+:class:`brokerlb.coordination.OwnershipTable`; a broker's channel around the machine is
+:mod:`brokerlb.broker.ownership_channel`.
 """
 
 from brokerlb.ownership.events import (
-    AbortAssignment,
-    AbortSplit,
-    AcquireOwnership,
-    Assign,
-    AssignmentDone,
-    AssignmentFailed,
-    BrokerLost,
-    CloseBundle,
-    DisconnectClients,
-    Event,
-    ForceRelease,
-    Instruction,
+    NO_NODE,
+    BrokersChanged,
+    ClientsMoved,
+    CommitSplit,
+    LeadershipChanged,
     OwnerChanged,
-    OwnershipLost,
-    ReleaseDone,
-    RingUpdated,
-    Split,
-    SplitBundle,
-    SplitDone,
-    SplitFailed,
+    Reassign,
+    ReassignFailed,
+    RecordChanged,
+    Release,
+    Released,
+    SessionChanged,
+    StartServing,
+    StopCause,
+    StopServing,
+    TableEvent,
+    TableInstruction,
     Tick,
-    Unload,
+    Write,
 )
 from brokerlb.ownership.machine import (
     DEFAULT_IN_FLIGHT_TIMEOUT_MS,
     DEFAULT_TOMBSTONE_DELAY_MS,
-    BundleRecord,
+    Owner,
     OwnershipMachine,
     Transition,
+    owner_of,
 )
+from brokerlb.ownership.record import VERSION_ID_INIT, OwnershipRecord, check_next, state_of
 from brokerlb.ownership.states import (
     ACTIVE,
-    FORCED_TRANSITIONS,
+    COMMIT_TRANSITIONS,
     IN_FLIGHT,
     VALID_TRANSITIONS,
     BundleState,
-    is_forced_transition,
     is_valid_transition,
 )
 
 __all__ = [
     "ACTIVE",
+    "COMMIT_TRANSITIONS",
     "DEFAULT_IN_FLIGHT_TIMEOUT_MS",
     "DEFAULT_TOMBSTONE_DELAY_MS",
-    "FORCED_TRANSITIONS",
     "IN_FLIGHT",
+    "NO_NODE",
     "VALID_TRANSITIONS",
-    "AbortAssignment",
-    "AbortSplit",
-    "AcquireOwnership",
-    "Assign",
-    "AssignmentDone",
-    "AssignmentFailed",
-    "BrokerLost",
-    "BundleRecord",
+    "VERSION_ID_INIT",
+    "BrokersChanged",
     "BundleState",
-    "CloseBundle",
-    "DisconnectClients",
-    "Event",
-    "ForceRelease",
-    "Instruction",
+    "ClientsMoved",
+    "CommitSplit",
+    "LeadershipChanged",
+    "Owner",
     "OwnerChanged",
-    "OwnershipLost",
     "OwnershipMachine",
-    "ReleaseDone",
-    "RingUpdated",
-    "Split",
-    "SplitBundle",
-    "SplitDone",
-    "SplitFailed",
+    "OwnershipRecord",
+    "Reassign",
+    "ReassignFailed",
+    "RecordChanged",
+    "Release",
+    "Released",
+    "SessionChanged",
+    "StartServing",
+    "StopCause",
+    "StopServing",
+    "TableEvent",
+    "TableInstruction",
     "Tick",
     "Transition",
-    "Unload",
-    "is_forced_transition",
+    "Write",
+    "check_next",
     "is_valid_transition",
+    "owner_of",
+    "state_of",
 ]

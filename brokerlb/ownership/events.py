@@ -1,219 +1,206 @@
-"""Stimuli the ownership machine handles, and the instructions it returns.
+"""What the ownership machine is fed, and what it answers -- all data, no I/O.
 
-Everything is data: the shell (a broker's channel) turns store watches, lookups,
-admin calls and timers into events, feeds them to
-:meth:`~brokerlb.ownership.machine.OwnershipMachine.handle`, and carries out the
-instructions it gets back. Each event carries a ``stimulus_id`` (human-readable,
-e.g. ``"lookup-42"``), the time ``at_ms`` (injected, never read from a clock here),
-``by`` (who caused it: a broker id, ``"leader"``, ``"admin"``, ``"watchdog"``) and
-``reason`` (why) -- these are what :meth:`story` shows.
+The machine (:class:`~brokerlb.ownership.machine.OwnershipMachine`) reduces the ownership table:
+its shell feeds it the records as the metadata store's watches deliver them, the broker's session,
+the registry's live incarnations and the clock, and carries out what it answers. Proposals (an
+assignment, an unload, a split, an override) are not events: the machine's methods return the
+compare-and-set :class:`Write` to make, and the new record comes back as a :class:`RecordChanged`
+like any other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from brokerlb.ownership.record import OwnershipRecord
+
 __all__ = [
-    "Event",
-    "Assign",
-    "AssignmentDone",
-    "AssignmentFailed",
-    "OwnershipLost",
-    "Unload",
-    "ReleaseDone",
-    "Split",
-    "SplitDone",
-    "SplitFailed",
-    "BrokerLost",
-    "RingUpdated",
+    "TableEvent",
+    "RecordChanged",
+    "SessionChanged",
+    "BrokersChanged",
+    "LeadershipChanged",
+    "Released",
+    "ReassignFailed",
     "Tick",
-    "Instruction",
-    "AcquireOwnership",
-    "CloseBundle",
-    "DisconnectClients",
-    "SplitBundle",
-    "AbortAssignment",
-    "ForceRelease",
-    "AbortSplit",
+    "TableInstruction",
+    "Write",
+    "StartServing",
+    "StopServing",
+    "StopCause",
+    "ClientsMoved",
+    "Release",
+    "CommitSplit",
+    "Reassign",
     "OwnerChanged",
+    "NO_NODE",
 ]
+
+#: The store version a :class:`Write` expects when the bundle has no record yet (a create).
+NO_NODE = -1
 
 
 # --------------------------------------------------------------------------- events
 
 
 @dataclass(frozen=True, kw_only=True)
-class Event:
-    stimulus_id: str
+class TableEvent:
     at_ms: int
-    by: str = ""
-    reason: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
-class Assign(Event):
-    """Place an Init/Free bundle on ``broker`` (a lookup's or the leader's decision): → Assigning."""
+class RecordChanged(TableEvent):
+    """The table's record of ``bundle`` as the store has it now (``None``: no record, Init), with its
+    node version (:data:`NO_NODE` for none) and the store's transaction id of that change (``zxid``,
+    the node's ``mzxid``; 0 when unknown): a read older than the one applied is ignored."""
 
     bundle: str
-    broker: str
+    record: OwnershipRecord | None
+    stat_version: int = NO_NODE
+    zxid: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
-class AssignmentDone(Event):
-    """``broker`` owns the bundle now (it created the ownership node): Assigning → Owned."""
+class SessionChanged(TableEvent):
+    """This broker's metadata session: its id while it is known alive and registered, else ``None``
+    (a broker whose session is not known alive serves nothing and takes nothing)."""
 
-    bundle: str
-    broker: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class AssignmentFailed(Event):
-    """``broker`` could not take the bundle (another broker holds it, or the destination of a
-    transfer refused): Assigning → Free (forced). The source of a transfer disconnects its clients,
-    which look the topic up again."""
-
-    bundle: str
-    broker: str
+    session: int | None
 
 
 @dataclass(frozen=True, kw_only=True)
-class OwnershipLost(Event):
-    """``broker`` lost the bundle with its metadata session (its ownership node is gone and
-    another broker may hold it): → Free (forced); the broker stops serving it."""
+class BrokersChanged(TableEvent):
+    """The registered brokers and the session each registration belongs to (the registry's view)."""
 
-    bundle: str
-    broker: str
+    sessions: Mapping[str, int]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Unload(Event):
-    """Move an Owned bundle off its owner: → Releasing. With ``to`` it is a transfer."""
+class LeadershipChanged(TableEvent):
+    """This broker leads (or stopped): the leader overrides orphans and stuck states, and tombstones."""
+
+    leading: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Released(TableEvent):
+    """The source finished its release step of ``bundle`` (topics closed, or fenced for a transfer);
+    ``to``: a destination it chose for the topics' state on an unload without one."""
 
     bundle: str
+    version: int
     to: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReleaseDone(Event):
-    """The source closed the bundle: Releasing → Free, or → Assigning(``to``) for a transfer."""
+class ReassignFailed(TableEvent):
+    """The leader could not carry out a :class:`Reassign` (no broker, a store error): try again later."""
 
     bundle: str
 
 
 @dataclass(frozen=True, kw_only=True)
-class Split(Event):
-    """Split an Owned bundle into ``children`` (full bundle names): → Splitting."""
-
-    bundle: str
-    children: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class SplitDone(Event):
-    """The split committed (bundle metadata written): parent → Deleted, children → Owned by the source."""
-
-    bundle: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class SplitFailed(Event):
-    """The split did not commit: Splitting → Owned again (forced rollback)."""
-
-    bundle: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class BrokerLost(Event):
-    """``broker`` left the registry (crash, session expiry): resolve everything that waited on it."""
-
-    broker: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class RingUpdated(Event):
-    """The namespace's current bundles (from bundle metadata): records of bundles no longer there end."""
-
-    namespace: str
-    bundles: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Tick(Event):
-    """Time passed (``at_ms`` is now): run the in-flight watchdog and tombstoning."""
+class Tick(TableEvent):
+    """Time passed: the leader's monitor (in-flight bound, orphans, tombstones)."""
 
 
 # --------------------------------------------------------------------------- instructions
 
 
 @dataclass(frozen=True, kw_only=True)
-class Instruction:
+class TableInstruction:
     bundle: str
-    stimulus_id: str
 
 
 @dataclass(frozen=True, kw_only=True)
-class AcquireOwnership(Instruction):
-    """``broker`` must take the bundle (create its ownership node, load topics), then report AssignmentDone."""
+class Write(TableInstruction):
+    """Compare-and-set the bundle's record: from the node at ``expected`` (:data:`NO_NODE`: create)
+    to ``record`` (``None``: delete, a tombstone). ``by`` and ``reason`` go into the story."""
 
-    broker: str
+    record: OwnershipRecord | None
+    expected: int
+    by: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StopCause:
+    """Why a broker stops serving a bundle: ``unload`` (clients look the topic up again),
+    ``transfer`` (to ``destination``: connections kept, publishes fenced until it owns the bundle),
+    ``split`` / ``merge`` (the same broker serves the bundles that replace it: topics go on), ``lost``
+    (the record no longer names this broker's session: ended, overridden, or not known alive)."""
+
+    kind: str
+    destination: str | None = None
+    #: the bundles now serving the range (split children, the merged bundle)
+    successors: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.kind} to {self.destination}" if self.destination else self.kind
 
 
 @dataclass(frozen=True, kw_only=True)
-class CloseBundle(Instruction):
-    """``broker`` must close the bundle's topics and report ReleaseDone.
-
-    ``transfer_to`` set: keep clients connected until the destination owns it
-    (Pulsar's multi-phase unload); unset: disconnect them now.
-    """
+class StartServing(TableInstruction):
+    """``broker`` starts serving the bundle (its record names it, under its live session)."""
 
     broker: str
+    session: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopServing(TableInstruction):
+    """``broker`` stops serving the bundle, for ``cause`` -- once per serving span."""
+
+    broker: str
+    cause: StopCause
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientsMoved(TableInstruction):
+    """A transfer ``broker`` fenced has ended: close the bundle's clients, telling them ``owner`` (the
+    new owner) or nothing (the transfer did not complete: they look the topic up again)."""
+
+    broker: str
+    owner: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Release(TableInstruction):
+    """``broker`` (the source) closes the bundle -- fences it for a transfer to ``transfer_to`` -- and
+    answers :class:`Released`."""
+
+    broker: str
+    version: int
     transfer_to: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class DisconnectClients(Instruction):
-    """``broker`` disconnects the bundle's clients: after a transfer, pointing them at
-    ``redirect_to`` (the new owner); otherwise they look the topic up again. ``lost``: the
-    ownership went with the session (nothing was handed over)."""
-
-    broker: str
-    redirect_to: str | None = None
-    lost: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class SplitBundle(Instruction):
-    """``broker`` must split the bundle into ``children`` (own them, write metadata), then report."""
+class CommitSplit(TableInstruction):
+    """``broker`` (the owner) commits the split into ``children``: the ring and the records in one
+    transaction (:meth:`~brokerlb.ownership.machine.OwnershipMachine.split_commit`)."""
 
     broker: str
     children: tuple[str, ...]
+    version: int
 
 
 @dataclass(frozen=True, kw_only=True)
-class AbortAssignment(Instruction):
-    """The watchdog gave up on an assignment: ``broker`` must drop any ownership it half took."""
+class Reassign(TableInstruction):
+    """The leader overrides the record (``force``): choose a broker other than ``exclude`` and call
+    :meth:`~brokerlb.ownership.machine.OwnershipMachine.override`; ``keep_on`` is the broker to keep
+    it on (a stuck split rolled back on its live owner)."""
 
-    broker: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class ForceRelease(Instruction):
-    """The watchdog gave up on a release: delete ``broker``'s ownership node if it is still there."""
-
-    broker: str
+    version: int
+    exclude: str | None
+    reason: str
+    keep_on: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class AbortSplit(Instruction):
-    """A split was rolled back: ``broker`` must release the ``children`` it may have taken."""
-
-    broker: str
-    children: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class OwnerChanged(Instruction):
-    """Answer waiting lookups: the bundle is owned by ``owner`` (``None``: free, look up again)."""
+class OwnerChanged(TableInstruction):
+    """Waiting lookups: the bundle's owner now (``None``: none, look it up again); ``deleted``: the
+    bundle left the ring (split or merged)."""
 
     owner: str | None
-    state: str = field(default="")
+    deleted: bool = field(default=False)

@@ -39,7 +39,7 @@ from brokerlb.ownership.states import (
     COMMIT_TRANSITIONS,
     IN_FLIGHT,
     BundleState,
-    is_store_transition,
+    is_valid_transition,
 )
 
 __all__ = [
@@ -256,7 +256,7 @@ def check_next(prev: OwnershipRecord | None, new: OwnershipRecord | None, *, com
     if commit:
         if (start, finish) not in COMMIT_TRANSITIONS:
             raise InvalidTransitionError(f"{start} -> {finish} is not a split or merge commit")
-    elif not is_store_transition(start, finish):
+    elif not is_valid_transition(start, finish):
         raise InvalidTransitionError(f"{start} -> {finish} is not a valid transition")
     why = _broker_rule(_Change(prev, new, commit))
     if why:

@@ -72,6 +72,7 @@ class ClusterLifecycle(SimulationParts):
         """Register a (re)started broker; it writes its first report at once (no bundles yet)."""
         now = self.now_ms
         broker.start(now)
+        self.ownership.broker_registered(broker.index, now)
         if broker.index in self._registration_order:
             self._registration_order.remove(broker.index)
         self._registration_order.append(broker.index)
@@ -133,6 +134,7 @@ class ClusterLifecycle(SimulationParts):
         if not broker.up:
             return
         broker.up = False  # still registered until its session expires
+        self.ownership.broker_down(broker.index)
         tput = np.zeros(self.topology.num_bundle_ids)
         if self._bundle_traffic is not None:
             known = self._bundle_traffic.throughput

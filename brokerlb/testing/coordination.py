@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from brokerlb.coordination.bundle_metadata import BundleMetadata
-from brokerlb.coordination.ownership import OwnerInfo, bundle_name
-from brokerlb.coordination.paths import namespace_ownership_path, ownership_path
-from brokerlb.coordination.records import NamespaceEphemeralData
+from brokerlb.coordination.bundle_metadata import BundleMetadata, bundle_name
+from brokerlb.coordination.paths import SERVICE_UNIT_STATE_ROOT, service_unit_state_path
 from brokerlb.coordination.store import MetadataStore
 from brokerlb.errors import NoNodeError
 from brokerlb.naming import NamespaceName
+from brokerlb.ownership import BundleState
+from brokerlb.ownership.record import OwnershipRecord, record_from_bytes
 from brokerlb.ring.bundles import NamespaceBundles
 from brokerlb.testing.invariants import InvariantViolation, assert_ring_covers_keyspace, assert_single_owner
 
@@ -36,14 +36,24 @@ __all__ = ["CoordinationSnapshot", "read_coordination_snapshot", "check_coordina
 
 @dataclass
 class CoordinationSnapshot:
-    """What the store says: bundles per namespace and the owner of each owned bundle."""
+    """What the store says: bundles per namespace, every record, and the owner of each owned bundle."""
 
     bundles: dict[str, NamespaceBundles] = field(default_factory=dict)
     global_boundaries: dict[str, list[str] | None] = field(default_factory=dict)
-    owners: dict[str, OwnerInfo] = field(default_factory=dict)
+    records: dict[str, OwnershipRecord] = field(default_factory=dict)
+
+    @property
+    def owners(self) -> dict[str, str]:
+        """Owned bundles → their owner (a split's source included)."""
+        out: dict[str, str] = {}
+        for b, r in self.records.items():
+            holder = r.holder()[0]
+            if r.state in (BundleState.OWNED, BundleState.SPLITTING) and holder is not None:
+                out[b] = holder
+        return out
 
     def owner_ids(self) -> dict[str, str | None]:
-        return {b: info.broker_id for b, info in sorted(self.owners.items())}
+        return dict(sorted(self.owners.items()))
 
 
 async def read_coordination_snapshot(
@@ -59,20 +69,15 @@ async def read_coordination_snapshot(
             list(glob[0].bundles.get("boundaries", [])) if glob is not None and glob[0].bundles else None
         )
         try:
-            ranges = await store.children(namespace_ownership_path(ns))
+            ranges = await store.children(f"{SERVICE_UNIT_STATE_ROOT}/{ns}")
         except NoNodeError:
             ranges = []
         for rng in ranges:
             name = f"{ns}/{rng}"
-            path = ownership_path(name)
+            path = service_unit_state_path(name)
             node = await store.get_or_none(path)
             if node is not None:
-                snap.owners[name] = OwnerInfo(
-                    name,
-                    NamespaceEphemeralData.from_bytes(node.data, path),
-                    node.stat.ephemeral_owner,
-                    node.stat.version,
-                )
+                snap.records[name] = record_from_bytes(node.data, path)
     return snap
 
 
@@ -99,11 +104,16 @@ async def check_coordination_invariants(
                 f"local policies boundaries {local}"
             )
     current = {str(b) for bundles in snap.bundles.values() for b in bundles}
-    stray = sorted(set(snap.owners) - current)
+    live = {b for b, r in snap.records.items() if r.state is not BundleState.DELETED}
+    stray = sorted(live - current)
     if stray:
         raise InvariantViolation(
-            f"ownership nodes for bundles that are not in the ring: {stray}; owners: {snap.owner_ids()}"
+            f"live ownership records of bundles that are not in the ring: "
+            f"{ {b: str(snap.records[b]) for b in stray} }; owners: {snap.owner_ids()}"
         )
+    dead = sorted(b for b in current if b in snap.records and snap.records[b].state is BundleState.DELETED)
+    if dead:
+        raise InvariantViolation(f"bundles in the ring whose records are Deleted: {dead}")
     if require_all_owned:
         unowned = sorted(current - set(snap.owners))
         if unowned:
@@ -115,7 +125,7 @@ async def check_coordination_invariants(
             f"{broker} believes it owns {b}, the store says {snap.owner_ids().get(b)}"
             for broker, owned in claims.items()
             for b in owned
-            if b not in snap.owners or snap.owners[b].broker_id != broker
+            if snap.owners.get(b) != broker
         }
         if wrong:
             raise InvariantViolation(f"beliefs disagree with the store: {sorted(wrong)}")

@@ -125,12 +125,12 @@ class ProducerLoad(threading.Thread):
 
     def run(self) -> None:
         try:
-            producer = self.client.create_producer(
-                self.topic,
-                batching_enabled=self.batching,
-                block_if_queue_full=True,
-                send_timeout_millis=0,  # never give up on a message: a move must not lose it
+            options = {
+                "send_timeout_millis": 0,  # never give up on a message: a move must not lose it
                 **self.options,
+            }
+            producer = self.client.create_producer(
+                self.topic, batching_enabled=self.batching, block_if_queue_full=True, **options
             )
         except BaseException as exc:
             self.failure = exc

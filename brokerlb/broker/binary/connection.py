@@ -67,9 +67,8 @@ import logging
 import socket
 from collections.abc import Callable
 from typing import Any, cast
-from urllib.parse import parse_qs, urlsplit
 
-from brokerlb.broker.binary.context import BinaryContext, web_base
+from brokerlb.broker.binary.context import BinaryContext
 from brokerlb.broker.binary.errors import server_error_of
 from brokerlb.broker.data_path import ServedTopic
 from brokerlb.clock import TimerHandle
@@ -647,46 +646,29 @@ class BinaryConnection(asyncio.Protocol):
         self._spawn(self._lookup(cmd))
 
     async def _lookup(self, cmd: CommandLookupTopic) -> None:
+        """The lookup's domain answer as a LOOKUP response: Connect to the owner's pulsar:// URLs (of the
+        listener asked for), or Redirect to the broker to ask."""
         try:
             topic = self.ctx.limits.topic(cmd.topic)
             await self._authorize(topic, ("produce", "consume"))
-            answer = await self.ctx.lookup.lookup(
-                topic, authoritative=bool(cmd.authoritative), listener=cmd.advertised_listener_name or None
-            )
-            if answer.status == 200:
-                data = json.loads(answer.body)
-                response = CommandLookupTopicResponse(
-                    data.get("brokerUrl"),
-                    data.get("brokerUrlTls"),
-                    response=1,  # Connect
-                    request_id=cmd.request_id,
-                    authoritative=True,
+            result = await self.ctx.lookup.lookup(topic, authoritative=bool(cmd.authoritative))
+            url, url_tls = self.ctx.lookup.pulsar_urls(result.broker, cmd.advertised_listener_name or None)
+            if not url and not url_tls:
+                raise BinaryProtocolError(
+                    "ServiceNotReady", f"Broker {result.broker} advertises no pulsar:// URL"
                 )
-                if not response.brokerServiceUrl and not response.brokerServiceUrlTls:
-                    raise BinaryProtocolError(
-                        "ServiceNotReady", f"The owner of {topic} advertises no pulsar:// URL"
-                    )
-            else:
-                response = self._redirect(cmd, answer.location or "")
+            response = CommandLookupTopicResponse(
+                url,
+                url_tls,
+                response=0 if result.redirect else 1,  # Redirect / Connect
+                request_id=cmd.request_id,
+                authoritative=result.authoritative if result.redirect else True,
+            )
         except (BrokerLBError, ValueError) as exc:
             response = CommandLookupTopicResponse(
                 response=2, request_id=cmd.request_id, error=int(server_error_of(exc)), message=str(exc)
             )
         self.send(simple_frame(response))
-
-    def _redirect(self, cmd: CommandLookupTopic, location: str) -> CommandLookupTopicResponse:
-        """A 307 of the HTTP lookup as a binary Redirect to the same broker's pulsar:// URL."""
-        url = self.ctx.pulsar_url_of(web_base(location))
-        url_tls = self.ctx.pulsar_tls_url_of(web_base(location))
-        if not url and not url_tls:
-            raise BinaryProtocolError(
-                "ServiceNotReady", f"No pulsar:// URL is known for {web_base(location)}"
-            )
-        query = parse_qs(urlsplit(location).query)
-        authoritative = query.get("authoritative", ["false"])[-1] == "true"
-        return CommandLookupTopicResponse(
-            url, url_tls, response=0, request_id=cmd.request_id, authoritative=authoritative
-        )
 
     def _on_partitioned_metadata(self, cmd: CommandPartitionedTopicMetadata) -> None:
         self._spawn(self._partitioned_metadata(cmd))

@@ -33,6 +33,7 @@ from brokerlb.security.authentication import Credentials
 
 if TYPE_CHECKING:
     from brokerlb.broker.data_path import DataPath
+    from brokerlb.broker.lookup import LookupService
 
 __all__ = ["Authenticator", "AnonymousAuthenticator", "BinaryContext", "ANONYMOUS_ROLE"]
 
@@ -58,16 +59,14 @@ class BinaryContext:
     """The broker as a binary-protocol connection sees it (module docstring)."""
 
     data_path: DataPath
-    #: the broker's lookup service: ``lookup(topic, authoritative=, listener=)`` -> LookupAnswer
-    lookup: Any
+    #: the broker's lookup service (its :class:`~brokerlb.broker.lookup.LookupResult`, rendered here)
+    lookup: LookupService
     #: ``await namespace_bundles(namespace)`` -- raises NamespaceNotFoundError for an unknown namespace
     namespace_bundles: Callable[[NamespaceName], Awaitable[Any]]
     #: ``await partitions(topic)`` -> number of partitions (0 = not partitioned)
     partitions: Callable[[Any], Awaitable[int]]
     #: ``await partitioned_topics(namespace)`` -> the namespace's partitioned topics (full names)
     partitioned_topics: Callable[[NamespaceName], Awaitable[list[str]]]
-    #: the ``pulsarServiceUrl`` of the broker whose ``webServiceUrl`` is given (None if unknown)
-    pulsar_url_of: Callable[[str], str | None]
     cluster: str
     #: makes producer names unique across brokers: ``{cluster}-{name_prefix}-{n}``
     name_prefix: str
@@ -94,8 +93,6 @@ class BinaryContext:
     authorize: Callable[[TopicName, str | None, tuple[str, ...]], Awaitable[bool]] | None = None
     #: ``await authorize_namespace(namespace, role)``: may the role list the namespace's topics?
     authorize_namespace: Callable[[NamespaceName, str | None], Awaitable[bool]] | None = None
-    #: the ``pulsarServiceUrlTls`` of the broker whose ``webServiceUrl`` is given (None if unknown)
-    pulsar_tls_url_of: Callable[[str], str | None] = lambda _web_url: None
     server_version: str = "brokerlb"
     _names: int = 0
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from brokerlb.broker.partitioned_topics import PartitionedTopics
     from brokerlb.clock import Clock
     from brokerlb.config import ServiceConfig
-    from brokerlb.coordination import BrokerRegistry, LeaderElection, MetadataStore, OwnershipCache
+    from brokerlb.coordination import BrokerRegistry, LeaderElection, MetadataStore
 
 __all__ = ["BinarySockets", "bind_for", "binary_server", "state_hand_off"]
 
@@ -107,21 +107,6 @@ def binary_server(
     """The broker's binary listener on ``sockets``, serving ``data_path``."""
     ident = identity
 
-    def registered_of(web_url: str, field: str, own: str | None) -> str | None:
-        base = web_url.rstrip("/")
-        if base == (ident.web_service_url or "").rstrip("/"):
-            return own
-        for broker in registry.available_brokers():
-            if (_registered(registry, broker, "webServiceUrl") or "").rstrip("/") == base:
-                return _registered(registry, broker, field)
-        return None
-
-    def pulsar_url_of(web_url: str) -> str | None:
-        return registered_of(web_url, "pulsarServiceUrl", ident.pulsar_service_url)
-
-    def pulsar_tls_url_of(web_url: str) -> str | None:
-        return registered_of(web_url, "pulsarServiceUrlTls", ident.pulsar_service_url_tls)
-
     async def partitions(topic: TopicName) -> int:
         return int((await partitioned_topics.metadata(topic))["partitions"])
 
@@ -145,8 +130,6 @@ def binary_server(
         namespace_bundles=bundles.get,
         partitions=partitions,
         partitioned_topics=partitions_of,
-        pulsar_url_of=pulsar_url_of,
-        pulsar_tls_url_of=pulsar_tls_url_of,
         cluster=ident.cluster or "brokerlb",
         name_prefix=ident.broker_id.replace(":", "-"),
         max_message_size=conf.maxMessageSize,
@@ -188,7 +171,6 @@ def state_hand_off(
     data_path: DataPath | None,
     identity: BrokerIdentity,
     election: LeaderElection,
-    owners: OwnershipCache,
     registry: BrokerRegistry,
     admin: AsyncAdminClient,
     placement: HandOffPlacement,
@@ -207,10 +189,6 @@ def state_hand_off(
             return None
         return leader.service_url.rstrip("/") if leader is not None and leader.service_url else None
 
-    async def owner_of(bundle: NamespaceBundle) -> str | None:
-        info = await owners.lookup_owner(bundle)
-        return None if info is None else str(info.broker_id)
-
     return TopicHandOff(
         data_path,
         self_id=identity.broker_id,
@@ -220,6 +198,5 @@ def state_hand_off(
         leader_url=leader_url,
         is_leader=lambda: election.is_leader,
         place=lambda bundle: place_for_hand_off(placement, bundle),
-        owner_of=owner_of,
         clock=clock,
     )

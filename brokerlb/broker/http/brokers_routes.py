@@ -31,9 +31,10 @@ from brokerlb.naming import NamespaceName
 
 if TYPE_CHECKING:
     from brokerlb.broker.identity import BrokerIdentity
+    from brokerlb.broker.ownership_channel import OwnershipChannel
     from brokerlb.broker.reporter import LoadReporter
     from brokerlb.broker.topics import TopicRegistry
-    from brokerlb.coordination import BrokerRegistry, ClusterPolicies, LeaderElection, OwnershipManager
+    from brokerlb.coordination import BrokerRegistry, ClusterPolicies, LeaderElection
 
 __all__ = ["brokers_router", "clusters_router", "owned_namespaces_status"]
 
@@ -42,20 +43,20 @@ _C = "/admin/v2/clusters"
 
 
 async def owned_namespaces_status(
-    identity: BrokerIdentity, cluster_policies: ClusterPolicies, ownership: OwnershipManager
+    identity: BrokerIdentity, cluster_policies: ClusterPolicies, ownership: OwnershipChannel
 ) -> dict[str, dict[str, Any]]:
     """``ownedNamespaces``: each bundle this broker owns → its NamespaceOwnershipStatus
     (:func:`~brokerlb.loadbalance.placement.isolation.ownership_assignment` under the namespace's
-    isolation policy; ``is_active``: the bundle is owned)."""
+    isolation policy; ``is_active``: the bundle is served now)."""
     policies = await cluster_policies.isolation_policies()
     out: dict[str, dict[str, Any]] = {}
-    for bundle in ownership.owned_bundles():
+    for bundle in ownership.owned():
         found = policies.policy_for(NamespaceName.parse(bundle.rpartition("/")[0]))
         status = ownership_assignment(found[1] if found is not None else None, identity.broker_id)
         out[bundle] = {
             "broker_assignment": status.broker_assignment,
             "is_controlled": status.is_controlled,
-            "is_active": ownership.is_owned(bundle),
+            "is_active": ownership.serving(bundle),
         }
     return out
 
@@ -68,7 +69,7 @@ def brokers_router(
     reporter: LoadReporter,
     topics: TopicRegistry,
     cluster_policies: ClusterPolicies,
-    ownership: OwnershipManager,
+    ownership: OwnershipChannel,
     readiness: Callable[[], list[str]],
     health: Callable[[], list[str]],
 ) -> APIRouter:

@@ -7,10 +7,8 @@
 * ``GET /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/placement`` --
   ``{"broker": id, "handOver": bool}``: where the leader's placement puts the bundle now (307
   to the leader from other brokers, 503 when there is none). Nothing is owned by asking; the
-  leader places the bundle on its choice until that broker has taken it, so a lookup during the
-  hand-off follows the state.
-  For a bundle being merged: the broker chosen for the merged bundle, ``handOver`` false (the
-  owner sends it the topics' state and releases the bundle; that broker takes the merged one).
+  owner then sends the topics' state there and writes the bundle's record on to that broker
+  (Releasing → Assigning), so a lookup during the hand-off waits for it and follows the state.
 """
 
 from __future__ import annotations
@@ -44,23 +42,11 @@ class HandOffPlacement(Protocol):
 
     async def place(self, bundle: NamespaceBundle) -> str: ...
 
-    def hand_over_started(self, bundle: str, broker: str) -> None: ...
-
-    def merging_into(self, bundle: str) -> str | None: ...
-
 
 async def place_for_hand_off(placement: HandOffPlacement, bundle: NamespaceBundle) -> HandOffTarget:
-    """The placement's choice for ``bundle``, where the leader then places it until that broker has
-    taken it: a lookup that comes in while the owner hands the bundle over (between its release
-    and the chosen broker taking it) is placed on the broker that holds the handed-over state,
-    not on another one. A part of a merge under way: the merged bundle's broker, without a
-    hand-over."""
-    merged_on = placement.merging_into(str(bundle))
-    if merged_on is not None:
-        return HandOffTarget(merged_on, hand_over=False)
-    broker = str(await placement.place(bundle))
-    placement.hand_over_started(str(bundle), broker)
-    return HandOffTarget(broker)
+    """The placement's choice for ``bundle`` (its owner hands the topics' state there, then the
+    bundle's record goes on to it)."""
+    return HandOffTarget(str(await placement.place(bundle)))
 
 
 def handoff_router(
@@ -110,6 +96,6 @@ def handoff_router(
             assert redirect is not None
             return redirect
         chosen = await place_for_hand_off(leader_placement, target)
-        return json_response({"broker": chosen.broker, "handOver": chosen.hand_over})
+        return json_response({"broker": chosen.broker, "handOver": True})
 
     return router

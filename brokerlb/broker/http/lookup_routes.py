@@ -14,9 +14,10 @@ Query: ``authoritative`` (default false), ``listenerName`` (or the header
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, unquote_plus
+from urllib.parse import parse_qs, quote, unquote_plus
 
 from fastapi import APIRouter, Request, Response
 
@@ -24,7 +25,7 @@ from brokerlb.broker.http.access import Access, Security, access
 from brokerlb.broker.http.errors import error_body, error_headers, error_status
 from brokerlb.broker.http.openapi import LOOKUP_DATA, doc
 from brokerlb.broker.http.redirects import TlsUrls, location_for_scheme, registered_brokers
-from brokerlb.broker.lookup import LookupAnswer, LookupService
+from brokerlb.broker.lookup import LookupResult, LookupService
 from brokerlb.broker.metrics.counters import LookupMetrics
 from brokerlb.errors import InvalidInputError, InvalidTopicNameError
 from brokerlb.limits import InputLimits, shorten
@@ -34,7 +35,7 @@ from brokerlb.security.authentication import first_header
 if TYPE_CHECKING:
     from brokerlb.coordination import BrokerRegistry
 
-__all__ = ["LookupEndpoint", "lookup_router", "lookup_answer", "parse_bool"]
+__all__ = ["LookupAnswer", "LookupEndpoint", "lookup_router", "lookup_answer", "parse_bool", "render"]
 
 _PREFIX = b"/lookup/v2/topic/"
 _JSON = [(b"content-type", b"application/json")]
@@ -71,6 +72,32 @@ def topic_from_segments(domain: str, tenant: str, namespace: str, encoded_topic:
     return TopicName.parse(f"{domain}://{tenant}/{namespace}/{local}")
 
 
+@dataclass(frozen=True, slots=True)
+class LookupAnswer:
+    """The HTTP rendering of a lookup: 200 with ``body`` (LookupData JSON) or 307 to ``location``."""
+
+    status: int
+    body: bytes = b""
+    location: str | None = None
+
+
+def render(
+    lookup: LookupService, topic: TopicName, result: LookupResult, listener: str | None
+) -> LookupAnswer:
+    """A :class:`~brokerlb.broker.lookup.LookupResult` as Pulsar's HTTP lookup answers it: the
+    owner's LookupData (of ``listener``), or a 307 to the broker to ask, at
+    ``/lookup/v2/topic/{lookup name}?authoritative=...``."""
+    if not result.redirect:
+        return LookupAnswer(200, lookup.lookup_data(result.broker, listener))
+    location = (
+        f"{lookup.web_url(result.broker)}/lookup/v2/topic/{topic.lookup_name}"
+        f"?authoritative={'true' if result.authoritative else 'false'}"
+    )
+    if listener:
+        location += f"&listenerName={quote(listener, safe='')}"
+    return LookupAnswer(307, location=location)
+
+
 async def lookup_answer(
     lookup: LookupService, topic: TopicName, authoritative: bool, listener: str | None
 ) -> LookupAnswer:
@@ -78,7 +105,7 @@ async def lookup_answer(
         body = lookup.lookup_cached(topic)
         if body is not None:
             return LookupAnswer(200, body)
-    return await lookup.lookup(topic, authoritative=authoritative, listener=listener)
+    return render(lookup, topic, await lookup.lookup(topic, authoritative=authoritative), listener)
 
 
 async def observed_lookup(

@@ -1,8 +1,8 @@
 """Admin v2 namespaces: ``/admin/v2/namespaces/...`` with Pulsar's paths, bodies and codes.
 
 brokerlb extensions (documented in the OpenAPI document with the tag
-``brokerlb extensions``): ``PUT /{tenant}/{namespace}/merge`` (merge adjacent bundles)
-and ``PUT /{tenant}/{namespace}/{bundle}/acquire`` (the destination side of a transfer).
+``brokerlb extensions``): ``PUT /{tenant}/{namespace}/merge`` (merge adjacent bundles) and
+``GET /{tenant}/{namespace}/{bundle}/story`` (a bundle's ownership story).
 """
 
 from __future__ import annotations
@@ -274,17 +274,6 @@ def namespaces_router(  # noqa: C901 - one route per endpoint
             _ns(tenant, namespace), bundle, await json_body(request)
         )
         return maybe_redirect(request, result) or no_content()
-
-    @router.put(
-        f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/acquire",
-        openapi_extra=access(Access.SUPER_USER) | doc(errors=(409,)),
-        status_code=204,
-        tags=ext,
-        summary="brokerlb: take an unowned bundle now (transfer destination)",
-    )
-    async def acquire_bundle(tenant: str, namespace: str, bundle: str) -> Response:
-        await namespaces.acquire_bundle(_ns(tenant, namespace), bundle)
-        return no_content()
 
     @router.get(
         f"{_P}/{{tenant}}/{{namespace}}/{{bundle}}/story",

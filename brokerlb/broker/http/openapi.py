@@ -159,7 +159,6 @@ BUNDLE_STORY: dict[str, Any] = {
                     "atMs": {"type": "integer"},
                     "by": {"type": "string"},
                     "reason": {"type": "string"},
-                    "stimulusId": {"type": "string"},
                     "forced": {"type": "boolean"},
                     "version": {"type": "integer"},
                     "recordedBy": {"type": "string"},

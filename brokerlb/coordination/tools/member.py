@@ -1,8 +1,9 @@
 """A broker's coordination stack in one object, and a program that runs it and reports on stdout.
 
-:class:`Member` registers a broker, runs for leader (doing guarded "leader work"
-while it leads) and takes ownership of a namespace's bundles, emitting one event
-dict per thing that happens. Process-level tests run it as a child process and
+:class:`Member` registers a broker and runs for leader (doing guarded "leader work"
+while it leads), and creates a namespace with its bundles if asked, emitting one event
+dict per thing that happens. (Bundle ownership is not a member's: it is the ownership
+table's, reduced by each broker's ownership machine -- :mod:`brokerlb.broker.ownership_channel`.) Process-level tests run it as a child process and
 kill or freeze it::
 
     python -m brokerlb.coordination.tools.member --store zk:127.0.0.1:2181 \\
@@ -15,8 +16,7 @@ on Linux, so times from several processes compare).
 Leader work is ``{"event": "leader-work", "epoch": 1, "seq": 7, "t_checked": ...}``:
 emitted only after :meth:`LeaderLease.check` passed at ``t_checked``.
 
-SIGTERM (or end of stdin) stops the member gracefully: bundles released, node
-deleted, leadership handed over.
+SIGTERM (or end of stdin) stops the member gracefully: node deleted, leadership handed over.
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ from brokerlb.clock import Clock
 from brokerlb.coordination.bundle_metadata import BundleMetadata
 from brokerlb.coordination.election import LeaderElection, LeaderLease, LeadershipChange
 from brokerlb.coordination.factory import open_store
-from brokerlb.coordination.ownership import OwnershipEvent, OwnershipManager
-from brokerlb.coordination.records import LeaderBroker, NamespaceEphemeralData
+from brokerlb.coordination.records import LeaderBroker
 from brokerlb.coordination.registry import BrokerRegistry, RegistryEvent
 from brokerlb.coordination.store import MetadataStore, SessionEvent
 from brokerlb.errors import ConflictError, LeadershipLostError
@@ -68,20 +67,15 @@ class Member:
         self.leader_work_interval = leader_work_interval
         #: The store's clock unless given: leader-work pauses and ``t_checked`` stamps.
         self.clock = clock if clock is not None else store.clock
-        host = broker_id.rsplit(":", 1)[0]
         self.web_url = f"http://{broker_id}"
         self.registry = BrokerRegistry(store)
         self.election = LeaderElection(store, LeaderBroker(broker_id, self.web_url), clock=self.clock)
-        self.ownership = OwnershipManager(
-            store, NamespaceEphemeralData(native_url=f"pulsar://{host}:6650", http_url=self.web_url)
-        )
         self._removers: list[Callable[[], None]] = []
 
     async def start(self) -> None:
         self._removers += [
             self.store.add_session_listener(self._on_session),
             self.election.add_listener(self._on_leadership),
-            self.ownership.add_listener(self._on_ownership),
         ]
         await self.registry.start()
         self._removers.append(self.registry.add_listener(self._on_registry))
@@ -108,8 +102,7 @@ class Member:
         except ConflictError:
             pass
         bundles = await metadata.get_bundles(self.namespace)
-        results = await self.ownership.acquire_many(bundles)
-        self.emit({"event": "owned", "bundles": sorted(r.bundle for r in results if r.acquired)})
+        self.emit({"event": "namespace", "bundles": [str(b) for b in bundles]})
 
     async def _leader_work(self, lease: LeaderLease) -> None:
         seq = 0
@@ -121,8 +114,7 @@ class Member:
             await self.clock.sleep(self.leader_work_interval)
 
     async def stop(self) -> None:
-        """Graceful shutdown: release bundles, leave the election, unregister."""
-        await self.ownership.close(release=True)
+        """Graceful shutdown: leave the election, unregister."""
         await self.election.close()
         await self.registry.close(unregister=True)
         self._remove_listeners()
@@ -145,9 +137,6 @@ class Member:
     def _on_leadership(self, change: LeadershipChange) -> None:
         kind = "leader" if change.leading else "lost-leadership"
         self.emit({"event": kind, "epoch": change.epoch, "reason": change.reason})
-
-    def _on_ownership(self, event: OwnershipEvent) -> None:
-        self.emit({"event": f"ownership-{event.kind.value}", "bundle": event.bundle, "reason": event.reason})
 
     def _on_registry(self, event: RegistryEvent) -> None:
         self.emit({"event": f"registry-{event.kind.value}", "broker": event.broker_id})
@@ -198,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broker-id", required=True, help="broker id, host:port")
     parser.add_argument("--session-timeout", type=float, default=2.0, help="seconds")
     parser.add_argument("--operation-timeout", type=float, default=10.0, help="seconds")
-    parser.add_argument("--namespace", default=None, help="tenant/namespace whose bundles to own")
+    parser.add_argument("--namespace", default=None, help="tenant/namespace to create")
     parser.add_argument(
         "--bundles", type=int, default=0, help="bundles of the namespace (created if missing)"
     )

@@ -11,6 +11,7 @@ import pytest
 import pytest_asyncio
 
 from brokerlb.admin import AsyncAdminClient
+from brokerlb.ring import NamespaceBundle, topic_hash
 from brokerlb.testing.clusters import InProcessCluster
 from brokerlb.testing.official_client import ConsumerLoad, ProducerLoad, delivery_report, quiet_logger
 from brokerlb.testing.waiting import eventually
@@ -294,3 +295,78 @@ async def test_a_merge_hands_each_parts_topics_to_the_merged_bundles_broker(
         assert await off_loop(receive, 20) == [f"m{i}" for i in range(20)]
     finally:
         await off_loop(client.close)
+
+
+async def test_a_merge_of_two_bundles_on_one_broker_keeps_their_producers_served(
+    fresh_cluster: InProcessCluster, namespace_in: Any
+) -> None:
+    """Issue 26, item 1: after a merge of two cold bundles that sat on one broker, their producers got
+    no receipt and no CLOSE_PRODUCER (send timeouts, every 30 s). Now the merge moves the parts to
+    one broker and commits parts, merged bundle and ring in one transaction; the broker serves the
+    merged bundle before it stops serving the parts, so each producer is either served on or told to
+    reconnect -- with the official client's default send timeout (30 s), every send is acknowledged
+    and the durable subscription receives them all."""
+    namespace = await namespace_in(fresh_cluster)
+    async with AsyncAdminClient(fresh_cluster.urls[0]) as admin:
+        ranges = (await admin.get_bundles(namespace))["boundaries"]
+    pair = [f"{ranges[0]}_{ranges[1]}", f"{ranges[1]}_{ranges[2]}"]
+    # a topic in each part
+    parts = [NamespaceBundle.parse(f"{namespace}/{p}") for p in pair]
+    topics = []
+    for part in parts:
+        topics.append(
+            next(
+                f"persistent://{namespace}/t-{i}"
+                for i in range(10_000)
+                if part.lower <= topic_hash(f"persistent://{namespace}/t-{i}") < part.upper
+            )
+        )
+    client = await off_loop(
+        pulsar.Client,
+        service_urls(fresh_cluster)["pulsar"],
+        operation_timeout_seconds=60,
+        logger=quiet_logger(),
+    )
+    consumers = [ConsumerLoad(client, t, "audit") for t in topics]
+    for c in consumers:
+        c.start()
+        await off_loop(c.started.wait, GUARD)
+    # the official client's default send timeout: a stalled producer fails its sends
+    producers = [
+        ProducerLoad(client, t, f"p{i}", rate=100, producer_options={"send_timeout_millis": 30_000})
+        for i, t in enumerate(topics)
+    ]
+    try:
+        for p in producers:
+            p.start()
+            await off_loop(p.started.wait, GUARD)
+            assert p.failure is None
+        # both parts on one broker first (a transfer of one to the other's owner)
+        first, _ = await owner_of(fresh_cluster, topics[0])
+        second, _ = await owner_of(fresh_cluster, topics[1])
+        if second is not first:
+            async with AsyncAdminClient(fresh_cluster.urls[0]) as admin:
+                await admin.unload_bundle(namespace, pair[1], destination_broker=first.broker_id)
+        await eventually(lambda: all(len(p.acked) >= 100 for p in producers), GUARD, message="acks before")
+        async with AsyncAdminClient(fresh_cluster.urls[0]) as admin:
+            merged = await admin.merge_bundles(namespace, pair)
+        assert merged["bundle"] == f"{ranges[0]}_{ranges[2]}"
+        before = [set(p.acked) for p in producers]
+        await eventually(
+            lambda: all(len(p.acked) >= len(b) + 300 for p, b in zip(producers, before, strict=True)),
+            GUARD,
+            message="acks after the merge",
+        )
+    finally:
+        for p in producers:
+            p.finish()
+        for p in producers:
+            await off_loop(p.join, GUARD)
+    for p, c in zip(producers, consumers, strict=True):
+        assert p.failure is None and not p.errors, p.errors[:5]
+        assert p.outstanding == 0
+        await eventually(lambda p=p, c=c: p.acked <= c.snapshot().keys(), GUARD, message="consumer caught up")
+        c.finish()
+        await off_loop(c.join, GUARD)
+        assert_nothing_lost(p, c)
+    await off_loop(client.close)

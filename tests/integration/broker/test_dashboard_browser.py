@@ -77,8 +77,8 @@ async def test_dashboard_shows_brokers_ring_and_a_forced_unload_with_its_reason(
                 "() => document.querySelectorAll('#story li').length > 0", timeout=WAIT_MS
             )
             story = await page.locator("#story").inner_text()
-            # the owner's ownership machine: the unload an operator asked for, then Free
-            assert "Owned → Releasing" in story and "Releasing → Free" in story and ": unload" in story
+            # the record: the unload an operator asked for, then Free
+            assert "Owned → Releasing" in story and "Releasing → Free" in story and ": admin unload" in story
             await page.locator("#story-section").screenshot(path=str(shots / "3-bundle-story.png"))
             assert not errors, errors
             assert not failed, failed  # every file the page loads is there (the icon was a 404)

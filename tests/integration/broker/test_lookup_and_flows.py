@@ -54,8 +54,8 @@ async def test_concurrent_lookups_of_one_bundle_share_one_assignment(cluster, st
     answers = await lookup_data(cluster.urls[1], topics_of(ns, 200), concurrency=32)
     assert len({(a["httpUrl"], a["brokerUrl"]) for a in answers.values()}) == 1
     snap = await owners_snapshot(store, ns, require_all_owned=True)
-    (owner,) = snap.owners.values()
-    assert owner.version == 0  # created once, never disabled or taken again
+    (record,) = snap.records.values()
+    assert record.version == 2  # assigned once (Assigning v1) and taken (Owned v2), nothing more
     assert_answers_match_owners(answers, snap, ns)
 
 
@@ -71,7 +71,9 @@ async def test_unload_then_the_next_lookup_places_the_bundle_again(cluster, stor
         snap = await owners_snapshot(store, ns)
         assert str(target) not in snap.owners, "unloaded: no owner until the next lookup"
         in_target = [t for t in topics if target.includes(t)]
-        again = await lookup_data(cluster.urls[0], in_target)
+        # the broker that unloaded it has seen the record settle (another may answer from a view one
+        # notification behind: its client would be refused by the old owner and look up again)
+        again = await lookup_data(cluster.urls[2], in_target)
         snap = await owners_snapshot(store, ns, require_all_owned=True)
         assert_answers_match_owners(again, snap, ns)
         # unloading an unowned bundle is a no-op (204), as in Pulsar
@@ -87,10 +89,10 @@ async def test_unload_with_destination_transfers_the_bundle(cluster, store) -> N
         await lookup_data(cluster.urls[0], topics)
         snap = await owners_snapshot(store, ns, require_all_owned=True)
         bundle, info = sorted(snap.owners.items())[0]
-        destination = next(b for b in cluster.broker_ids if b != info.broker_id)
+        destination = next(b for b in cluster.broker_ids if b != info)
         await admin.unload_bundle(ns, bundle.rpartition("/")[2], destination_broker=destination)
         snap = await owners_snapshot(store, ns, require_all_owned=True)
-        assert snap.owners[bundle].broker_id == destination, "owned by the destination when the call returns"
+        assert snap.owners[bundle] == destination, "owned by the destination when the call returns"
         answers = await lookup_data(
             cluster.urls[1],
             [
@@ -111,12 +113,12 @@ async def test_split_grows_the_bundle_count_and_topics_stay_resolvable(cluster, 
         await lookup_data(cluster.urls[1], topics)
         before = await owners_snapshot(store, ns, require_all_owned=True)
         parent = before.bundles[ns].bundles[0]
-        parent_owner = before.owners[str(parent)].broker_id
+        parent_owner = before.owners[str(parent)]
         await admin.split_bundle(ns, parent.range)  # redirected to the owner
         after = await owners_snapshot(store, ns, require_all_owned=True)
         assert after.bundles[ns].num_bundles == 3
         children = [b for b in after.bundles[ns] if parent.lower <= b.lower and b.upper <= parent.upper]
-        assert len(children) == 2 and {after.owners[str(c)].broker_id for c in children} == {parent_owner}
+        assert len(children) == 2 and {after.owners[str(c)] for c in children} == {parent_owner}
         answers = await lookup_data(cluster.urls[0], topics)
         assert_answers_match_owners(answers, after, ns)
         # split with unload: the children are released, then placed again by lookups
@@ -151,7 +153,7 @@ async def test_merge_extension_assigns_the_merged_bundle(cluster, store) -> None
         )
         snap = await owners_snapshot(store, ns, require_all_owned=True)
         assert snap.bundles[ns].num_bundles == 3
-        assert snap.owners[f"{ns}/{result['bundle']}"].broker_id == result["broker"]
+        assert snap.owners[f"{ns}/{result['bundle']}"] == result["broker"]
         assert_answers_match_owners(await lookup_data(cluster.urls[0], topics), snap, ns)
 
 

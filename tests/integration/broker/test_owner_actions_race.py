@@ -1,9 +1,10 @@
-"""A split and a transfer of the same bundle reaching its owner together run one after the other.
+"""A split and a transfer of the same bundle asked at once: one transition wins, the other is refused.
 
-Without the per-bundle lock in :class:`~brokerlb.broker.owner_actions.OwnerActions`, the
-transfer hands the parent to the destination while the split gives its children to the
-owner: two brokers own overlapping ranges. With it, whichever comes second sees what the
-first did (the split is refused as stale; the unload finds nothing to unload).
+With ownership nodes and a per-bundle lock, the transfer could hand the parent to the destination
+while the split gave its children to the owner: two brokers owning overlapping ranges. With one
+ownership record per bundle, both are a compare-and-set of that record from the same version:
+whichever comes second sees what the first did (the split is refused as stale; the unload finds
+nothing to unload).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest_asyncio
 
 from brokerlb.admin import AsyncAdminClient
 from brokerlb.coordination import MetadataStore, open_store
-from brokerlb.errors import StaleBundleError
+from brokerlb.errors import ServiceUnavailableError, StaleBundleError
 from brokerlb.ring import NamespaceBundle
 from brokerlb.testing.clusters import InProcessCluster
 from brokerlb.testing.coordination import check_coordination_invariants
@@ -50,34 +51,28 @@ async def owned_bundle(cluster: InProcessCluster) -> tuple[str, NamespaceBundle,
     return ns, bundle, owner
 
 
-async def test_split_waiting_for_a_transfer_is_refused_as_stale(two_brokers) -> None:
+async def test_a_split_and_a_transfer_of_one_bundle_at_once_one_wins_cleanly(two_brokers) -> None:
+    """Both write one transition of the same record from the same version: the second's
+    compare-and-set loses (or its machine refuses: the bundle is no longer Owned), and no two brokers
+    ever own overlapping ranges."""
     cluster, store = two_brokers
-    ns, bundle, owner = await owned_bundle(cluster)
-    actions = cluster.services[owner].actions
-    destination = cluster.broker_ids[1 - owner]
-    transfer = asyncio.ensure_future(actions.unload(bundle, destination))
-    await asyncio.sleep(0)  # the transfer holds the bundle's lock
-    assert actions.busy(bundle)
-    with pytest.raises(StaleBundleError, match="no longer owned"):
-        await actions.split(bundle, algorithm="range_equally_divide")
-    assert await transfer is True
-    assert not actions.busy(bundle)
-    snap = await check_coordination_invariants(store, [ns])
-    assert snap.bundles[ns].num_bundles == 1
-    assert snap.owner_ids() == {str(bundle): destination}
-
-
-async def test_transfer_waiting_for_a_split_finds_nothing_to_unload(two_brokers) -> None:
-    cluster, store = two_brokers
-    ns, bundle, owner = await owned_bundle(cluster)
-    actions = cluster.services[owner].actions
-    split = asyncio.ensure_future(actions.split(bundle, algorithm="range_equally_divide"))
-    await asyncio.sleep(0)
-    assert actions.busy(bundle)
-    assert await actions.unload(bundle, cluster.broker_ids[1 - owner]) is False
-    outcome = await split
-    assert outcome.split and len(outcome.children) == 2
-    snap = await check_coordination_invariants(store, [ns])
-    assert snap.bundles[ns].num_bundles == 2
-    assert set(snap.owner_ids()) == set(outcome.children)
-    assert set(snap.owner_ids().values()) == {cluster.broker_ids[owner]}
+    for first in ("transfer", "split"):
+        ns, bundle, owner = await owned_bundle(cluster)
+        actions = cluster.services[owner].actions
+        destination = cluster.broker_ids[1 - owner]
+        moves = {
+            "transfer": actions.unload(bundle, destination),
+            "split": actions.split(bundle, algorithm="range_equally_divide"),
+        }
+        second = "split" if first == "transfer" else "transfer"
+        results = await asyncio.gather(moves[first], moves[second], return_exceptions=True)
+        snap = await check_coordination_invariants(store, [ns])
+        outcome = dict(zip((first, second), results, strict=True))
+        if snap.bundles[ns].num_bundles == 1:  # the transfer won
+            assert snap.owner_ids() == {str(bundle): destination}
+            assert isinstance(outcome["split"], StaleBundleError | ServiceUnavailableError), outcome
+        else:  # the split won: the children stay with the owner
+            assert set(snap.owner_ids().values()) == {cluster.broker_ids[owner]}
+            assert outcome["transfer"] is False or isinstance(outcome["transfer"], ServiceUnavailableError), (
+                outcome
+            )

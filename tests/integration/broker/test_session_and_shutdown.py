@@ -17,6 +17,7 @@ from brokerlb.admin import AsyncAdminClient
 from brokerlb.broker.synthetic import SyntheticClients
 from brokerlb.broker.topics import TopicStats
 from brokerlb.errors import RemoteBrokerError
+from brokerlb.ownership import BundleState
 from brokerlb.testing import eventually
 from brokerlb.testing.clusters import InProcessCluster
 
@@ -33,8 +34,7 @@ async def test_session_expiry_stops_leading_then_the_broker_recovers() -> None:
         async with AsyncAdminClient(leader.url) as admin:
             await admin.create_namespace(ns, num_bundles=4)
         await lookup_data(leader.url, topics_of(ns, 40))
-        owned_before = set(leader.ownership.owned_bundles())
-        assert any(b.startswith(ns) for b in owned_before)
+        assert any(b.startswith(ns) for b in leader.channel.owned())
         leader.store.expire_session()  # the server expires it: ephemerals gone, LOST then CONNECTED
         assert not leader.is_leader, "leadership ends at once"
         await eventually(
@@ -45,20 +45,16 @@ async def test_session_expiry_stops_leading_then_the_broker_recovers() -> None:
             timeout=10,
             message="re-registered",
         )
-        # what nobody took meanwhile is ours again; the other broker may have won some
-        await eventually(
-            lambda: (
-                set(leader.ownership.owned_bundles())
-                | {
-                    b
-                    for b, i in cluster.services[1].owners.owners().items()
-                    if i.broker_id == cluster.broker_ids[1]
-                }
-                >= owned_before
-            ),
-            timeout=10,
-            message="every bundle owned again",
-        )
+
+        # the records of its ended session are orphans: the leader reassigns them (to either broker),
+        # each to a live broker's session now
+        async def reassigned() -> bool:
+            snap = await owners_snapshot(cluster.services[1].store, ns)
+            sessions = cluster.services[1].registry.sessions()
+            owned = [r for r in snap.records.values() if r.state is BundleState.OWNED]
+            return len(owned) == 4 and all(r.dst_session == sessions.get(r.dst or "") for r in owned)
+
+        await eventually(reassigned, timeout=30, message="every bundle owned again, by live sessions")
         await eventually(lambda: any(s.is_leader for s in cluster.services), timeout=10, message="a leader")
         answers = await lookup_data(cluster.urls[1], topics_of(ns, 40))
         snap = await owners_snapshot(cluster.services[1].store, ns, require_all_owned=True)
@@ -80,13 +76,13 @@ async def test_graceful_stop_releases_bundles_at_once_and_deregisters() -> None:
         stopping = next(
             s
             for s in cluster.services
-            if not s.is_leader and any(b.startswith(ns) for b in s.ownership.owned_bundles())
+            if not s.is_leader and any(b.startswith(ns) for b in s.channel.owned())
         )
-        mine = [b for b in stopping.ownership.owned_bundles() if b.startswith(ns)]
+        mine = [b for b in stopping.channel.owned() if b.startswith(ns)]
         await stopping.stop()
         store = next(s for s in cluster.services if s.started).store
         snap = await owners_snapshot(store, ns)
-        still = [b for b in mine if b in snap.owners and snap.owners[b].broker_id == stopping.broker_id]
+        still = [b for b in mine if b in snap.owners and snap.owners[b] == stopping.broker_id]
         assert not still, "released before the process exits (the clients may have moved them already)"
         survivor = next(s for s in cluster.services if s.started)
         assert stopping.broker_id not in survivor.registry.available_brokers()

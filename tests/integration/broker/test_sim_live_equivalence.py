@@ -9,6 +9,10 @@ into ``/admin/local-policies``, and read back through the broker's caches
 :class:`~brokerlb.broker.load_manager.LoadManager` refreshes and places, its
 :class:`~brokerlb.broker.leader.LeaderTasks` sheds and splits, with an executor that carries out
 what the simulation carried out. Every shedding, split and placement decision must be equal.
+
+The ownership machine is compared the same way: the simulation's writes to its ownership table are
+replayed into the table in a metadata store, and each broker's own answers (takes, split commits,
+the ends of releases) must be what that broker's live machine proposes.
 """
 
 from __future__ import annotations
@@ -25,11 +29,23 @@ from brokerlb.broker.leader_inputs import LeaderInputs
 from brokerlb.broker.load_manager import LoadManager
 from brokerlb.broker.policies_cache import ClusterPoliciesCache
 from brokerlb.clock import ManualClock
-from brokerlb.coordination import BrokerRegistry, BundleMetadata, LoadDataStore, open_store
+from brokerlb.coordination import BrokerRegistry, BundleMetadata, LoadDataStore, OwnershipTable, open_store
 from brokerlb.coordination.paths import BROKERS_ROOT, local_policies_path
 from brokerlb.coordination.records import LocalPolicies, encode_json
 from brokerlb.errors import NoBrokerAvailableError
 from brokerlb.loadbalance.leader import Leader
+from brokerlb.ownership import BundleState
+from brokerlb.ownership.events import (
+    BrokersChanged,
+    CommitSplit,
+    RecordChanged,
+    Release,
+    Released,
+    SessionChanged,
+    Write,
+)
+from brokerlb.ownership.machine import OwnershipMachine
+from brokerlb.ownership.record import OwnershipRecord
 from brokerlb.ring import NamespaceBundle
 from brokerlb.sim import Simulation
 from brokerlb.sim.runner import prepare
@@ -280,5 +296,99 @@ async def test_the_live_leader_decides_as_the_simulated_one_on_the_same_history(
                 assert placed[-1].to_json() == step.decided.to_json(), (step.now, step.bundle)
             compared[step.kind] = compared.get(step.kind, 0) + 1
         assert all(compared[k] > 0 for k in ("shed", "split", "place")), compared
+    finally:
+        await store.close()
+
+
+def _same(a: OwnershipRecord | None, b: OwnershipRecord | None) -> bool:
+    """Records equal but for when they were written (the simulation's clock is not the replay's)."""
+    if a is None or b is None:
+        return a is b
+    return replace(a, timestamp=0) == replace(b, timestamp=0)
+
+
+async def test_the_live_brokers_ownership_machines_act_as_the_simulated_one_on_the_same_table() -> None:
+    """The simulator runs the ownership machine acting for every broker over its table; the live
+    brokers each run one acting for themselves over the table in the metadata store. Every write
+    the simulation made is replayed into an :class:`OwnershipTable` on a store, by compare-and-set
+    (the store agrees with the simulation's versions), and each write that is a broker's own answer
+    to a record naming it -- a take, a split's commit, the end of a release -- is exactly the one
+    that broker's live machine proposes when it sees the record before it."""
+    scenario, config_overrides, _ = prepare(
+        small_scenario(EVENTS, minutes=30), "OverloadShedder", {"loadBalancerNamespaceBundleMaxTopics": "200"}
+    )
+    sim = Simulation(scenario, config_overrides=config_overrides)
+    sim.ownership.journal = []
+    result = sim.run()
+    journal = sim.ownership.journal
+    assert result.summary["splits"] > 0 and len(journal) > 50
+    sessions = sim.ownership.sessions()
+    store = open_store(f"memory:ownership-equivalence-{id(sim)}")
+    await store.start()
+    try:
+        table = await OwnershipTable(store).start()
+        machines = {b: OwnershipMachine(me=b) for b in sim.broker_ids}
+        for broker, machine in machines.items():
+            machine.handle(
+                SessionChanged(session=sessions[broker], at_ms=0),
+                BrokersChanged(sessions=sessions, at_ms=0),
+            )
+        proposed: dict[str, list[OwnershipRecord | None]] = {}  # bundle -> the live machines' own answers
+        answers = {"take": 0, "commit": 0, "release": 0}
+        for w in journal:
+            stored = await table.read(w.bundle)
+            answer = (
+                w.record is not None
+                and not w.record.force
+                and (
+                    (
+                        w.record.state is BundleState.OWNED
+                        and w.reason in ("assignment taken", f"child of split {w.bundle}")
+                    )
+                    or w.reason.startswith("child of split")
+                    or w.reason == "split committed"
+                    or w.reason.startswith("released")
+                )
+            )
+            if answer:
+                kind = (
+                    "take"
+                    if w.reason == "assignment taken"
+                    else "release"
+                    if w.reason.startswith("released")
+                    else "commit"
+                )
+                assert any(_same(p, w.record) for p in proposed.get(w.bundle, [])), (
+                    f"{w.bundle}: the simulation wrote {w.record} ({w.reason}); the live machines proposed "
+                    f"{proposed.get(w.bundle)}"
+                )
+                answers[kind] += 1
+            await table.write(
+                Write(
+                    bundle=w.bundle, record=w.record, expected=-1 if stored is None else stored.stat_version
+                )
+            )
+            after = await table.read(w.bundle)
+            event = RecordChanged(
+                bundle=w.bundle,
+                record=None if after is None else after.record,
+                stat_version=-1 if after is None else after.stat_version,
+                zxid=0 if after is None else after.zxid,
+                at_ms=0,
+            )
+            proposed[w.bundle] = []
+            for machine in machines.values():
+                for i in machine.handle(event):
+                    if isinstance(i, Write):
+                        proposed[i.bundle] = [*proposed.get(i.bundle, []), i.record]
+                    elif isinstance(i, Release):  # the source's release step; then what it writes
+                        for j in machine.handle(Released(bundle=i.bundle, version=i.version, at_ms=0)):
+                            if isinstance(j, Write):
+                                proposed[j.bundle] = [*proposed.get(j.bundle, []), j.record]
+                    elif isinstance(i, CommitSplit):
+                        for c in machine.split_commit(i.bundle, at_ms=0):
+                            proposed[c.bundle] = [*proposed.get(c.bundle, []), c.record]
+        assert answers["take"] > 0 and answers["commit"] > 0 and answers["release"] > 0, answers
+        table.close()
     finally:
         await store.close()

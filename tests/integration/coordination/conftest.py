@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from brokerlb.clock import SYSTEM_CLOCK, ManualClock
-from brokerlb.coordination import MemoryMetadataStore, MemoryServer, MetadataStore, NamespaceEphemeralData
+from brokerlb.coordination import MemoryMetadataStore, MemoryServer, MetadataStore
 from brokerlb.coordination.store import WatchEvent
 from brokerlb.testing.waiting import eventually
 
@@ -155,8 +155,3 @@ async def events_delivered(backend, watcher: MetadataStore, writer: MetadataStor
     await writer.create(path, b"")
     await backend.until(lambda: marker, message="the marker event")
     await writer.delete(path)
-
-
-def broker_data(n: int) -> NamespaceEphemeralData:
-    """The ownership data broker ``b<n>`` writes into the nodes of the bundles it owns."""
-    return NamespaceEphemeralData(native_url=f"pulsar://b{n}:6650", http_url=f"http://b{n}:8080")

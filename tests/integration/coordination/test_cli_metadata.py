@@ -10,8 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from brokerlb.cli.main import build_app
-from brokerlb.coordination import BundleMetadata, LeaderBroker, NamespaceEphemeralData
-from brokerlb.coordination.paths import LEADER_PATH, broker_path, ownership_path
+from brokerlb.coordination import BundleMetadata, LeaderBroker, OwnershipTable
+from brokerlb.coordination.paths import LEADER_PATH, broker_path
+from brokerlb.ownership.machine import OwnershipMachine
 
 pytestmark = pytest.mark.zookeeper
 
@@ -31,9 +32,8 @@ def test_metadata_commands(zk_server):
                 broker_path("b1:8080"), b'{"webServiceUrl":"http://b1:8080","x":["[red]"]}', make_parents=True
             )
             await store.create(LEADER_PATH, LeaderBroker("b1:8080", "http://b1:8080").to_bytes())
-            owner = NamespaceEphemeralData("pulsar://b1:6650", http_url="http://b1:8080").with_disabled()
-            await store.create(
-                ownership_path("t/ns/0x00000000_0x80000000"), owner.to_bytes(), make_parents=True
+            await OwnershipTable(store).write(
+                OwnershipMachine().assign("t/ns/0x00000000_0x80000000", "b1:8080", at_ms=0)
             )
 
     asyncio.run(populate())
@@ -46,7 +46,13 @@ def test_metadata_commands(zk_server):
         "leader": {"brokerId": "b1:8080", "serviceUrl": "http://b1:8080"},
     }
     owners = runner.invoke(app, ["metadata", "owners", "--store", url, "-n", "t/ns", "--json"])
-    assert json.loads(owners.output)["t/ns/0x00000000_0x80000000"]["disabled"] is True
+    assert json.loads(owners.output)["t/ns/0x00000000_0x80000000"] == {
+        "state": "Assigning",
+        "broker": "b1:8080",
+        "source": None,
+        "session": None,
+        "versionId": 1,
+    }
     bundles = runner.invoke(app, ["metadata", "bundles", "--store", url, "-n", "t/ns"])
     assert "0x80000000_0xffffffff" in bundles.output
     tree = runner.invoke(app, ["metadata", "tree", "--store", url, "/loadbalance"])

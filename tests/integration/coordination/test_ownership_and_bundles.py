@@ -1,4 +1,4 @@
-"""Bundle ownership and bundle metadata -- on the embedded store and on ZooKeeper."""
+"""Racing assignments on the ownership table, and bundle metadata -- on the embedded store and on ZooKeeper."""
 
 from __future__ import annotations
 
@@ -8,131 +8,57 @@ import pytest
 
 from brokerlb.coordination import (
     BundleMetadata,
-    CreateOp,
-    DeleteOp,
     LocalPolicies,
-    NamespaceEphemeralData,
-    OwnershipCache,
-    OwnershipEventKind,
-    OwnershipManager,
+    OwnershipTable,
     Policies,
-    split_and_own,
 )
-from brokerlb.coordination.paths import local_policies_path, ownership_path, policies_path
-from brokerlb.errors import BundleNotFoundError, ConflictError, InvalidSplitError, NamespaceNotFoundError
+from brokerlb.coordination.paths import local_policies_path, policies_path
+from brokerlb.errors import (
+    BundleNotFoundError,
+    ConflictError,
+    InvalidSplitError,
+    NamespaceNotFoundError,
+    RecordConflictError,
+)
+from brokerlb.ownership.machine import OwnershipMachine
 from brokerlb.ring import NamespaceBundles
 from brokerlb.testing.coordination import check_coordination_invariants
 
 NS = "acme/orders"
 
 
-def broker_data(n: int) -> NamespaceEphemeralData:
-    return NamespaceEphemeralData(f"pulsar://broker-{n}:6650", None, f"http://broker-{n}:8080", None)
+# --------------------------------------------------------------------------- the ownership table
 
 
-# --------------------------------------------------------------------------- ownership
-
-
-async def test_acquire_reports_the_current_owner(store, other):
-    mine, theirs = OwnershipManager(store, broker_data(1)), OwnershipManager(other, broker_data(2))
-    bundle = f"{NS}/0x00000000_0x40000000"
-    won = await mine.try_acquire(bundle)
-    assert won.acquired and won.owner.broker_id == "broker-1:8080"
-    lost = await theirs.try_acquire(bundle)
-    assert not lost.acquired and lost.owner.http_url == "http://broker-1:8080"
-    assert lost.owner_session == store.session_id
-    again = await mine.try_acquire(bundle)
-    assert again.acquired
-    stored = NamespaceEphemeralData.from_bytes((await other.get(ownership_path(bundle))).data)
-    assert stored == broker_data(1)
-
-
-async def test_cache_follows_disable_and_release(backend, store, other):
-    cache = await OwnershipCache(other).start()
-    mine = OwnershipManager(store, broker_data(1))
-    bundle = f"{NS}/0x40000000_0x80000000"
-    await mine.try_acquire(bundle)
-    await backend.until(lambda: cache.get_owner(bundle), message="owner cached")
-    assert cache.get_owner(bundle).broker_id == "broker-1:8080" and not cache.get_owner(bundle).disabled
-    await mine.disable(bundle)
-    assert not mine.is_owned(bundle) and mine.is_disabled(bundle)
-    await backend.until(lambda: cache.get_owner(bundle).disabled, message="disabled flag seen")
-    await mine.release(bundle)
-    await backend.until(lambda: cache.get_owner(bundle) is None, message="release seen")
-    assert await cache.lookup_owner(bundle) is None
-    assert cache.owned_by("broker-1:8080") == []
-    cache.close()
-
-
-async def test_lookup_owner_reads_the_store_on_a_miss(store, other):
-    await OwnershipManager(store, broker_data(3)).try_acquire(f"{NS}/0x80000000_0xc0000000")
-    cache = OwnershipCache(other)  # not started: every lookup misses the memory
-    info = await cache.lookup_owner(f"{NS}/0x80000000_0xc0000000")
-    assert info.broker_id == "broker-3:8080" and info.session_id == store.session_id
-
-
-async def test_ownership_is_reacquired_after_session_loss(backend, store, other):
-    mine = OwnershipManager(store, broker_data(1))
-    events = []
-    mine.add_listener(events.append)
-    bundle = f"{NS}/0xc0000000_0xffffffff"
-    await mine.try_acquire(bundle)
-    await backend.expire(store)
-    await backend.until(
-        lambda: OwnershipEventKind.REACQUIRED in [e.kind for e in events], message="ownership re-created"
-    )
-    assert store.owns(await other.exists(ownership_path(bundle)))
-    assert mine.is_owned(bundle)
-
-
-async def test_ownership_lost_when_another_broker_took_the_bundle(backend, store, other):
-    mine = OwnershipManager(store, broker_data(1))
-    events = []
-    mine.add_listener(events.append)
-    bundle = f"{NS}/0x00000000_0x40000000"
-    await mine.try_acquire(bundle)
-    # Another session replaces the node in one transaction (our lock would re-create it in between).
-    await other.multi(
-        [
-            DeleteOp(ownership_path(bundle)),
-            CreateOp(ownership_path(bundle), broker_data(2).to_bytes(), ephemeral=True),
-        ]
-    )
-    await backend.until(lambda: OwnershipEventKind.LOST in [e.kind for e in events], message="loss reported")
-    assert not mine.is_owned(bundle) and mine.owned_bundles() == []
-
-
-async def test_two_brokers_racing_for_1000_bundles_each_get_one_owner(backend):
-    # 400 creates in flight on a loaded box can starve a 2 s ZooKeeper session's pings (seen once
-    # in a full run: the session expired mid-race); this test is about single ownership, not
-    # session timing, so its two sessions are longer
+async def test_two_brokers_racing_to_assign_1000_bundles_each_bundle_gets_one_record(backend):
+    """Two brokers assign the same 1000 bundles at once, each to itself: every bundle ends with one
+    assignment (the other's compare-and-set lost), both won some, and every broker's view agrees."""
     store = await backend.new_store(session_timeout=10.0)
     other = await backend.new_store(session_timeout=10.0)
     bundles = [str(b) for b in NamespaceBundles.create(NS, 1000)]
-    metadata = BundleMetadata(store)
-    await metadata.create_namespace(NS, num_bundles=1000)
-    b1, b2 = OwnershipManager(store, broker_data(1)), OwnershipManager(other, broker_data(2))
-    cache = await OwnershipCache(store).start()
+    await BundleMetadata(store).create_namespace(NS, num_bundles=1000)
+    tables = [await OwnershipTable(store).start(), await OwnershipTable(other).start()]
+    gate = asyncio.Semaphore(200)
+
+    async def assign(table: OwnershipTable, broker: str, bundle: str) -> str | None:
+        async with gate:
+            try:
+                await table.write(OwnershipMachine().assign(bundle, broker, at_ms=0))
+                return bundle
+            except RecordConflictError:
+                return None
+
     r1, r2 = await asyncio.gather(
-        b1.acquire_many(bundles, concurrency=200), b2.acquire_many(list(reversed(bundles)), concurrency=200)
+        asyncio.gather(*(assign(tables[0], "b1", b) for b in bundles)),
+        asyncio.gather(*(assign(tables[1], "b2", b) for b in reversed(bundles))),
     )
-    won1 = {r.bundle for r in r1 if r.acquired}
-    won2 = {r.bundle for r in r2 if r.acquired}
+    won1, won2 = {b for b in r1 if b}, {b for b in r2 if b}
     assert won1 | won2 == set(bundles) and not won1 & won2
-    assert won1 and won2  # a real race: both won some
-    # Every loser was told the winner.
-    for result in r1 + r2:
-        if not result.acquired:
-            assert result.owner.broker_id == ("broker-2:8080" if result.bundle in won2 else "broker-1:8080")
-    await backend.until(lambda: len(cache.owners()) == 1000, message="cache sees all owners")
-    assert {b for b, info in cache.owners().items() if info.broker_id == "broker-1:8080"} == won1
-    await check_coordination_invariants(
-        store,
-        [NS],
-        beliefs={"broker-1:8080": b1.owned_bundles(), "broker-2:8080": b2.owned_bundles()},
-        require_all_owned=True,
-    )
-    cache.close()
+    await backend.until(lambda: all(len(t) == 1000 for t in tables), message="both views see every record")
+    for table in tables:
+        assert {r.bundle for r in table if r.record.dst == "b1"} == won1
+        assert {r.bundle for r in table if r.record.dst == "b2"} == won2
+    await check_coordination_invariants(store, [NS])
 
 
 # --------------------------------------------------------------------------- bundle metadata
@@ -217,18 +143,3 @@ async def test_merge_and_anti_affinity(store):
     assert await metadata.get_anti_affinity_group(NS) is None
     assert len(await metadata.get_bundles(NS)) == 3  # the group update kept the bundles
     await check_coordination_invariants(store, [NS])
-
-
-async def test_split_and_own_moves_ownership_to_the_children(store, other):
-    metadata = BundleMetadata(store)
-    await metadata.create_namespace(NS, num_bundles=1)
-    owner = OwnershipManager(store, broker_data(1))
-    parent = f"{NS}/0x00000000_0xffffffff"
-    await owner.try_acquire(parent)
-    children = await split_and_own(metadata, owner, parent, [0x7FFFFFFF])
-    assert [c.range for c in children] == ["0x00000000_0x7fffffff", "0x7fffffff_0xffffffff"]
-    assert owner.owned_bundles() == sorted(str(c) for c in children)
-    assert await other.exists(ownership_path(parent)) is None
-    await check_coordination_invariants(
-        store, [NS], beliefs={"broker-1:8080": owner.owned_bundles()}, require_all_owned=True
-    )

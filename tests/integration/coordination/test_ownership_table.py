@@ -11,8 +11,8 @@ from brokerlb.coordination.paths import local_policies_path, service_unit_state_
 from brokerlb.coordination.records import LocalPolicies
 from brokerlb.errors import BadVersionError, LeadershipLostError, RecordConflictError
 from brokerlb.ownership import BundleState
-from brokerlb.ownership.reducer import OwnershipMachine
-from brokerlb.ownership.table_events import NO_NODE, RecordChanged, SessionChanged, Write
+from brokerlb.ownership.events import NO_NODE, RecordChanged, SessionChanged, Write
+from brokerlb.ownership.machine import OwnershipMachine
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 

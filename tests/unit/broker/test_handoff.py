@@ -72,27 +72,12 @@ async def test_heartbeat_namespaces_are_never_handed_over() -> None:
 
 
 class Placement:
-    """The leader's placement as the hand-off asks it; ``merging``: part -> the merged bundle's broker."""
-
-    def __init__(self, merging: dict[str, str]) -> None:
-        self.merging = merging
-        self.handing_over: dict[str, str] = {}
+    """The leader's placement as the hand-off asks it."""
 
     async def place(self, bundle) -> str:
         return "broker-3:8080"
 
-    def hand_over_started(self, bundle: str, broker: str) -> None:
-        self.handing_over[bundle] = broker
 
-    def merging_into(self, bundle: str) -> str | None:
-        return self.merging.get(bundle)
-
-
-async def test_a_bundle_is_handed_to_its_placement_and_a_part_of_a_merge_only_its_state() -> None:
-    placement = Placement({str(BUNDLE): "broker-2:8080"})
-    # a part of a merge: its topics' state to the merged bundle's broker, nobody takes the part
-    assert await place_for_hand_off(placement, BUNDLE) == HandOffTarget("broker-2:8080", hand_over=False)
-    assert placement.handing_over == {}
+async def test_a_bundle_is_handed_to_the_broker_its_placement_chooses() -> None:
     other = NamespaceBundles.create("t/ns", 4).bundles[2]
-    assert await place_for_hand_off(placement, other) == HandOffTarget("broker-3:8080")
-    assert placement.handing_over == {str(other): "broker-3:8080"}  # lookups meanwhile follow the state
+    assert await place_for_hand_off(Placement(), other) == HandOffTarget("broker-3:8080")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import pytest
@@ -29,6 +28,8 @@ from brokerlb.loadbalance.decisions import (
 )
 from brokerlb.loadbalance.leader import Move
 from brokerlb.model import LocalBrokerData
+from brokerlb.ownership import BundleState
+from brokerlb.ownership.record import OwnershipRecord
 
 
 class FakeLeader:
@@ -152,17 +153,12 @@ async def test_placements_and_lookups_are_counted() -> None:
     assert lookups.snapshot() == {"answers": 1, "redirects": 2, "failures": 2}
 
 
-@dataclass
-class Owner:
-    data: SimpleNamespace
-
-
 class FakeOwners:
-    def __init__(self, disabled: list[str]) -> None:
-        self._owners = {b: Owner(SimpleNamespace(disabled=True)) for b in disabled}
+    def __init__(self, moving: list[str]) -> None:
+        self._moving = moving
 
-    def owners(self):
-        return self._owners
+    def moving(self):
+        return self._moving
 
 
 def _status(
@@ -282,36 +278,52 @@ def test_exporter_writes_parsable_families_with_pulsar_names() -> None:
     ]
 
 
-class FakeOwnershipCache:
+class FakeChannel:
+    """The ownership channel as the log listens to it: records of bundles changing."""
+
     def __init__(self) -> None:
         self.listener = None
+        self.records: dict[str, OwnershipRecord | None] = {}
+        self.version = 0
 
     def owners(self):
         return {}
 
-    def add_listener(self, listener):
+    def add_record_listener(self, listener):
         self.listener = listener
         return lambda: None
 
-
-def _info(broker: str, disabled: bool = False) -> SimpleNamespace:
-    return SimpleNamespace(broker_id=broker, disabled=disabled)
+    def set(self, bundle: str, state: BundleState | None, broker: str | None = None) -> None:
+        self.version += 1
+        before = self.records.get(bundle)
+        if state is None:
+            after = None
+        elif state is BundleState.RELEASING:
+            after = OwnershipRecord(state, src=broker, version=self.version)
+        elif state is BundleState.FREE:
+            after = OwnershipRecord(state, src=broker, version=self.version)
+        else:
+            after = OwnershipRecord(state, dst=broker, version=self.version, dst_session=1)
+        self.records[bundle] = after
+        self.listener(bundle, before, after)
 
 
 def test_ownership_log_tells_moves_and_their_causes() -> None:
     from brokerlb.broker.ownership_log import OwnershipLog, leader_moves_of
 
     clock = ManualClock()
-    cache = FakeOwnershipCache()
-    log = OwnershipLog(cache, clock.now_ms)  # type: ignore[arg-type]
+    channel = FakeChannel()
+    log = OwnershipLog(channel, clock.now_ms)  # type: ignore[arg-type]
     a, b = "t/n/0x00000000_0x80000000", "t/n/0x80000000_0xffffffff"
-    cache.listener(a, _info("b1"))
-    cache.listener(b, _info("b1"))
+    S = BundleState
+    channel.set(a, S.OWNED, "b1")
+    channel.set(b, S.OWNED, "b1")
     clock.advance(1)
-    cache.listener(a, _info("b1", disabled=True))
-    cache.listener(a, None)
-    cache.listener(a, _info("b2"))  # the leader's transfer
-    cache.listener(b, None)  # an operator's unload, nobody took it yet
+    channel.set(a, S.RELEASING, "b1")
+    channel.set(a, S.ASSIGNING, "b2")
+    channel.set(a, S.OWNED, "b2")  # the leader's transfer
+    channel.set(b, S.RELEASING, "b1")
+    channel.set(b, S.FREE, "b1")  # an operator's unload, nobody took it yet
     leader = FakeLeader()
     feed = LeaderFeed(leader, "b1")
     leader.publish(
@@ -334,7 +346,7 @@ def test_ownership_log_tells_moves_and_their_causes() -> None:
     ]
     # a move more than MOVE_WINDOW_MS after the release is a new assignment
     clock.advance(60)
-    cache.listener(b, _info("b3"))
+    channel.set(b, S.OWNED, "b3")
     assert log.entries(bundle=b)[-1].kind == "assigned"
 
 

@@ -1,14 +1,16 @@
-"""The ownership-history hook: what a broker records as its ownership and serving change."""
+"""The ownership-history hook: what a broker records as its ownership records and serving change."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from brokerlb.broker.ownership_history import OwnershipHistory
-from brokerlb.coordination import OwnershipEvent, OwnershipEventKind
+from brokerlb.ownership import BundleState
+from brokerlb.ownership.record import OwnershipRecord
 from brokerlb.testing.history import parse_history_line
 
 B = "t/ns/0x00000000_0xffffffff"
+S = BundleState
 
 
 class Store:
@@ -16,74 +18,83 @@ class Store:
 
     def __init__(self) -> None:
         self.until = float("inf")
+        self.alive = True
 
     def session_confirmed_until(self) -> float:
         return self.until
 
+    def session_known_alive(self) -> bool:
+        return self.alive
 
-class Ownership:
+
+class Channel:
+    session = 7
+
     def __init__(self) -> None:
-        self.ok: set[str] = set()
+        self.records: dict[str, OwnershipRecord] = {}
 
-    def serving(self, bundle: str) -> bool:
-        return bundle in self.ok
-
-    def epoch_of(self, bundle: str) -> tuple[int | None, int | None]:
-        return (7, 42)
+    def record(self, bundle: str) -> OwnershipRecord | None:
+        return self.records.get(bundle)
 
 
-def lines(path: Path) -> list[tuple[str, int, str]]:
+def lines(path: Path) -> list[tuple[str, int, str, int | None]]:
     events = [parse_history_line(line) for line in path.read_text().splitlines()]
-    return [(e.kind, e.at_ns, e.reason) for e in events if e is not None]
+    return [(e.kind, e.at_ns, e.reason, e.epoch) for e in events if e is not None]
 
 
-def test_a_lapse_stops_serving_at_its_deadline_and_a_confirmation_resumes_it(tmp_path: Path) -> None:
+def test_records_and_serving_make_the_history_lines(tmp_path: Path) -> None:
     clock = iter(range(100, 10_000, 100))
-    store, ownership = Store(), Ownership()
+    store, channel = Store(), Channel()
     history = OwnershipHistory(
         str(tmp_path / "h.jsonl"),
         "b1",
-        store=store,
-        ownership=ownership,
-        now_ns=lambda: next(clock),  # type: ignore[arg-type]
+        store=store,  # type: ignore[arg-type]
+        channel=channel,  # type: ignore[arg-type]
+        now_ns=lambda: next(clock),
     )
-    ownership.ok.add(B)
-    history.on_ownership(OwnershipEvent(OwnershipEventKind.ACQUIRED, B))
-    # a confirmation that came after its own deadline: stopped at the lapse, not yet serving again
-    ownership.ok.clear()
-    history.on_liveness_gap(0.000_000_250, 0.000_000_900)
-    # the next confirmation: serving again
-    ownership.ok.add(B)
-    history.on_liveness_gap(0.000_000_950, 0.000_001_000)
-    store.until = 0.000_000_300  # the session lapsed at 300 ns and was then lost
-    history.on_ownership(OwnershipEvent(OwnershipEventKind.LOST, B, "expired"))
+    assigning = OwnershipRecord(S.ASSIGNING, dst="b1", version=1)
+    owned = OwnershipRecord(S.OWNED, dst="b1", version=2, dst_session=7)
+    history.on_record(B, None, assigning)
+    history.on_record(B, assigning, owned)
+    channel.records[B] = owned
+    history.on_serving(B, True, "owned")
+    # a lapse: stopped at the moment the session stopped being known alive (300 ns), not when noticed
+    store.alive, store.until = False, 0.000_000_300
+    history.on_serving(B, False, "lost")
+    store.alive, store.until = True, float("inf")
+    history.on_serving(B, True, "owned")
+    releasing = OwnershipRecord(S.RELEASING, src="b1", dst="b2", version=3, src_session=7)
+    history.on_record(B, owned, releasing)
+    history.on_serving(B, False, "transfer to b2")
+    history.on_record(B, releasing, OwnershipRecord(S.ASSIGNING, src="b1", dst="b2", version=4))
+    # a record of ours overridden by the leader: lost
+    history.on_record(
+        B, owned, OwnershipRecord(S.OWNED, dst="b3", src="b1", version=5, dst_session=9, force=True)
+    )
     history.close()
-    assert [(k, r) for k, _, r in lines(tmp_path / "h.jsonl")] == [
-        ("acquire", "acquired"),
-        ("serve-start", "acquired"),
-        ("serve-stop", "session unconfirmed"),
-        ("serve-start", "session confirmed again"),
-        ("serve-stop", "lost: expired"),
-        ("lost", "expired"),
-    ]
     recorded = lines(tmp_path / "h.jsonl")
-    assert recorded[2][1] == 250  # at the lapse, not when it was noticed
-    assert recorded[4][1] == 300 and recorded[5][1] == 300  # capped at the session deadline
+    assert [(k, r) for k, _, r, _ in recorded] == [
+        ("acquire", str(owned)),
+        ("serve-start", "owned"),
+        ("serve-stop", "lost"),
+        ("serve-start", "owned"),
+        ("disable", str(releasing)),
+        ("serve-stop", "transfer to b2"),
+        ("release", "Assigning src b1 dst b2 v4"),
+        ("lost", "Owned src b1 dst b3 force v5"),
+    ]
+    assert recorded[0][3] == 2 and recorded[1][3] == 2  # the record's versionId is the epoch
+    assert recorded[2][1] == 300  # at the lapse, not when it was noticed
 
 
 def test_lease_lines_while_serving(tmp_path: Path) -> None:
-    store, ownership = Store(), Ownership()
-    history = OwnershipHistory(str(tmp_path / "h.jsonl"), "b1", store=store, ownership=ownership)  # type: ignore[arg-type]
+    store, channel = Store(), Channel()
+    history = OwnershipHistory(str(tmp_path / "h.jsonl"), "b1", store=store, channel=channel)  # type: ignore[arg-type]
     history.on_confirmed(100.0)  # serving nothing: no line
     store.until = 101.0
-    ownership.ok.add(B)
-    history.on_ownership(OwnershipEvent(OwnershipEventKind.ACQUIRED, B))  # the horizon it starts under
-    history.on_confirmed(101.5)  # moved less than a quarter of the timeout: no line
-    history.on_confirmed(102.0)  # a quarter (1 s): a line
+    history.on_serving(B, True, "owned")  # the horizon it starts under
+    history.on_confirmed(101.5)  # moved by less than a quarter of the timeout (1 s): no line
+    history.on_confirmed(102.0)
     history.close()
-    kinds = [
-        (e.kind, e.until_ns)
-        for e in map(parse_history_line, (tmp_path / "h.jsonl").read_text().splitlines())
-        if e
-    ]
-    assert [k for k in kinds if k[0] == "lease"] == [("lease", 101_000_000_000), ("lease", 102_000_000_000)]
+    kinds = [(k, e) for k, _, _, e in lines(tmp_path / "h.jsonl")]
+    assert [k for k, _ in kinds] == ["serve-start", "lease", "lease"]

@@ -20,7 +20,7 @@ STORY = {
     "owner": COLD,
     "transitions": [
         {"kind": "transition", "from": "Init", "to": "Assigning", "atMs": 1_700_000_000_000,
-         "by": HOT, "reason": "lookup", "stimulusId": "lookup-3", "forced": False,
+         "by": HOT, "reason": "lookup", "forced": False,
          "destination": HOT, "version": 1, "recordedBy": HOT},
         {"kind": "decision", "decision": "transfer", "atMs": 1_700_000_060_250, "reason": "Overloaded",
          "detail": "cpu 92% > 85%", "source": HOT, "destination": COLD, "executed": True,
@@ -28,7 +28,7 @@ STORY = {
         {"kind": "decision", "decision": "split", "atMs": 1_700_000_061_000, "reason": "Topics",
          "detail": "", "executed": False, "recordedBy": LEADER},
         {"kind": "transition", "from": "Owned", "to": "Releasing", "atMs": 1_700_000_060_300,
-         "by": HOT, "reason": "transfer", "stimulusId": "unload-7", "forced": True,
+         "by": HOT, "reason": "transfer", "forced": True,
          "source": HOT, "destination": COLD, "version": 2, "recordedBy": HOT},
     ],
     "unreachable": ["127.0.0.1:8083"],
@@ -36,7 +36,7 @@ STORY = {
 
 
 def test_a_leader_decision_is_a_row_with_its_reason_and_brokers() -> None:
-    at, recorded, what, _by, reason, _stimulus = story_row(STORY["transitions"][1])
+    at, recorded, what, _by, reason, _version = story_row(STORY["transitions"][1])
     assert (at, recorded) == ("22:14:20.250", LEADER)
     assert what == f"leader decided transfer ({HOT} -> {COLD})"
     assert reason == "Overloaded: cpu 92% > 85%"
@@ -46,7 +46,7 @@ def test_a_leader_decision_is_a_row_with_its_reason_and_brokers() -> None:
 def test_a_transition_row_names_the_states_and_a_forced_move() -> None:
     row = story_row(STORY["transitions"][3])
     assert row[2] == f"Owned -> Releasing ({HOT} -> {COLD}) FORCED"
-    assert row[5] == "unload-7"
+    assert row[5] == "v2"
 
 
 def test_the_table_of_a_moved_bundle_renders(monkeypatch) -> None:

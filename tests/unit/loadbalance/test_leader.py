@@ -74,45 +74,6 @@ def test_an_affinity_to_a_broker_that_left_falls_back_to_placement() -> None:
     assert decision.broker in (B1, B2) and decision.reason is Reason.SELECTED
 
 
-def test_a_bundle_being_handed_over_is_placed_on_its_destination_until_it_reports_it() -> None:
-    """Between the owner's release and the destination's take, every lookup must land where the
-    topics' state went (a fresh choice lost acknowledged messages: another broker opened the
-    topics afresh). A report folded before the hand-over started does not end it."""
-    leader = Leader(B1, rng=random.Random(1))
-    stale = broker(B2, cpu=10, bundles=[BUNDLE])  # B2 had the bundle earlier; its report still says so
-    cluster = inputs(**{B1: broker(B1, cpu=90), B2: stale, B3: broker(B3, cpu=1)})
-    leader.refresh(0, cluster)
-    leader.hand_over_started(0, BUNDLE, B2)
-    for now in (0, 10, 20):
-        decision = leader.place(now, BUNDLE, cluster)
-        assert (decision.broker, decision.reason) == (B2, Reason.HANDING_OVER)
-    leader.refresh(1000, cluster)  # the same reports: B2 has not taken it yet
-    assert leader.handing_over[BUNDLE].broker == B2
-    taken = inputs(
-        **{B1: broker(B1, cpu=90), B2: broker(B2, cpu=10, bundles=[BUNDLE]), B3: broker(B3, cpu=1)}
-    )
-    leader.refresh(2000, taken)
-    assert leader.handing_over == {}
-    assert leader.place(2000, BUNDLE, taken).reason is not Reason.HANDING_OVER
-
-
-def test_a_hand_over_ends_when_its_broker_leaves_or_after_the_in_flight_timeout() -> None:
-    config = ServiceConfig(loadBalancerInFlightServiceUnitStateWaitingTimeInMillis=5000)
-    leader = Leader(B1, config, rng=random.Random(1))
-    cluster = inputs()
-    leader.refresh(0, cluster)
-    leader.hand_over_started(0, BUNDLE, B2)
-    assert leader.place(4999, BUNDLE, cluster).reason is Reason.HANDING_OVER
-    assert leader.place(5000, BUNDLE, cluster).reason is Reason.SELECTED
-    assert leader.handing_over == {}
-    leader.hand_over_started(6000, BUNDLE, B3)  # B3 is not registered (left meanwhile)
-    decision = leader.place(6000, BUNDLE, cluster)
-    assert decision.broker in (B1, B2) and decision.reason is not Reason.HANDING_OVER
-    leader.hand_over_started(7000, BUNDLE, B2)
-    leader.refresh(8000, inputs(**{B1: broker(B1, cpu=20)}))  # B2 left
-    assert leader.handing_over == {}
-
-
 def test_a_placed_bundle_is_preallocated_and_kept_by_the_next_refresh() -> None:
     leader = Leader(B1, rng=random.Random(1))
     cluster = inputs()
@@ -233,20 +194,18 @@ def test_an_unload_that_is_not_a_transfer_leaves_its_destination_as_an_affinity(
     with_destination = [m for m in moves if m.destination]
     assert with_destination and not any(m.transfer for m in moves)
     assert all(leader.affinity[m.bundle] == m.destination for m in with_destination)
-    assert leader.handing_over == {}
 
 
-def test_a_transfer_is_a_hand_over_until_its_destination_reports_the_bundle() -> None:
+def test_a_transfer_leaves_nothing_behind_in_the_leader() -> None:
+    """A transfer is one transition of the bundle's ownership record (its destination is in the
+    record): the leader keeps no affinity or hand-over for it."""
     config = ServiceConfig().with_overrides({"loadBalancerLoadSheddingStrategy": "OverloadShedder"})
     leader = Leader(B3, config, rng=random.Random(3))
     cluster = overloaded()
     leader.refresh(0, cluster)
     _, moves = leader.shed(60_000, cluster)
     assert moves and all(m.transfer and m.destination for m in moves)
-    assert {b: h.broker for b, h in leader.handing_over.items()} == {m.bundle: m.destination for m in moves}
     assert leader.affinity == {}
-    for move in moves:
-        assert leader.place(60_001, move.bundle, cluster).broker == move.destination
 
 
 @pytest.mark.parametrize("owned_by", ["destination", "another broker"])

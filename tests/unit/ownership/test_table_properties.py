@@ -2,7 +2,7 @@
 
 A model of the metadata store (records changed only by compare-and-set on their version, the
 namespace's bundles, the registry's sessions, the leader's epoch) and three brokers, each running
-its own :class:`~brokerlb.ownership.reducer.OwnershipMachine` fed the store's changes in order but
+its own :class:`~brokerlb.ownership.machine.OwnershipMachine` fed the store's changes in order but
 late. Hypothesis interleaves lookups, unloads and transfers, splits, merges, session losses (a
 broker frozen past its session comes back under a new one), leader changes and time. After every
 step:
@@ -28,9 +28,7 @@ from hypothesis import strategies as st
 
 from brokerlb.errors import InvalidTransitionError
 from brokerlb.ownership import BundleState
-from brokerlb.ownership.record import OwnershipRecord
-from brokerlb.ownership.reducer import OwnershipMachine
-from brokerlb.ownership.table_events import (
+from brokerlb.ownership.events import (
     NO_NODE,
     BrokersChanged,
     CommitSplit,
@@ -47,6 +45,8 @@ from brokerlb.ownership.table_events import (
     Tick,
     Write,
 )
+from brokerlb.ownership.machine import OwnershipMachine
+from brokerlb.ownership.record import OwnershipRecord
 
 S = BundleState
 NS = "t/ns"

@@ -21,14 +21,14 @@ def test_shed_move_and_its_story_from_the_state_machine():
     move = own.assign(0, 1, 60_550)
     assert move is not None and (move.source, move.destination, move.cause) == ("b1:8080", "b2:8080", "shed")
     assert move.throughput == 1e6 and move.unowned_ms == 550 and not move.flap and not move.returned
-    story = [(str(t.start), str(t.finish), t.dst, t.stimulus_id.split("-")[0]) for t in own.story(names[0])]
+    story = [(str(t.start), str(t.finish), t.dst, t.who, t.reason) for t in own.story(names[0])]
     assert story == [
-        ("Init", "Assigning", "b1:8080", "lookup"),
-        ("Assigning", "Owned", "b1:8080", "lookup"),
-        ("Owned", "Releasing", None, "shed"),
-        ("Releasing", "Free", None, "released"),
-        ("Free", "Assigning", "b2:8080", "lookup"),
-        ("Assigning", "Owned", "b2:8080", "lookup"),
+        ("Init", "Assigning", "b1:8080", "leader", "lookup"),
+        ("Assigning", "Owned", "b1:8080", "b1:8080", "assignment taken"),
+        ("Owned", "Releasing", None, "b1:8080", "Overloaded"),
+        ("Releasing", "Free", None, "b1:8080", "released"),
+        ("Free", "Assigning", "b2:8080", "leader", "lookup"),
+        ("Assigning", "Owned", "b2:8080", "b2:8080", "assignment taken"),
     ]
     assert own.story(names[0])[2].reason == "Overloaded"
     assert own.story(names[1]) == []

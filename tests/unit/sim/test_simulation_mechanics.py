@@ -107,12 +107,12 @@ def test_scripted_unload_moves_a_bundle_at_the_next_lookup_and_counts_returns():
     assert move["returned"] == (move["to"] == owner)
     assert result.series["moves"][3] == 1 and result.series["moves_shed"][3] == 1
     assert result.summary["decisions"]["unload/Success/Overloaded"] == 1
-    story = [(str(t.finish), t.stimulus_id.split("-")[0]) for t in sim.ownership.story(bundle)]
+    story = [(str(t.finish), t.reason) for t in sim.ownership.story(bundle)]
     assert story[-4:] == [
-        ("Releasing", "shed"),
+        ("Releasing", "Overloaded"),
         ("Free", "released"),
         ("Assigning", "lookup"),
-        ("Owned", "lookup"),
+        ("Owned", "assignment taken"),
     ]
     assert sim.ownership.story(bundle)[-4].reason == "Overloaded"
 
@@ -166,7 +166,7 @@ def test_merge_replaces_the_parts_on_the_ring_and_places_the_merged_bundle():
     assert sim.ownership.state[merged] == BundleState.OWNED
     for part in parts:
         story = [str(t.finish) for t in sim.ownership.story(part)]
-        assert story[-3:] == ["Releasing", "Free", "Deleted"]
+        assert story[-3:] == ["Releasing", "Free", "Init"]  # its record dropped as it left the ring
     [move] = [m for m in result.moves if m["cause"] == "merge"]
     assert move["bundle"] == "t/ns-1/0x20000000_0x60000000" and move["unownedMs"] == 50
     assert move["throughput"] > 0 and result.series["moves_merge"][2] == 1
