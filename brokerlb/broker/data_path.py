@@ -11,13 +11,14 @@
   bundle it does not own (or is giving up) is refused with
   :class:`~brokerlb.errors.BundleUnloadingError` -- the shells then tell the client to look
   the topic up again (:meth:`DataPath.refusal` names the owner when this broker's ownership
-  cache knows another one);
+  table knows another one);
 * **a persistent topic is a managed ledger on the storage tier**
   (:class:`~brokerlb.storage.managed_ledger.ManagedLedgerFactory`, ``brokerlbStorageUrl``):
   loading it opens its ledgers and cursors from storage with the **epoch** of its bundle's hash
-  range -- taken by :meth:`DataPath.start_serving` (the storage engine fences the range: the
-  former owner's open ledgers there are closed at their last committed entry and it can write
-  nothing more), at the latest when the first topic of the bundle is opened here. A range split
+  range -- taken by :meth:`DataPath.start_serving` when this broker starts serving the bundle
+  (the ownership's one start-serving place, before any client is served: the storage engine
+  fences the range, the former owner's open ledgers there are closed at their last committed entry
+  and it can write nothing more). A range split
   by this broker keeps its epoch for the children; an epoch the storage refuses (another broker
   took the range meanwhile) is replaced by a new fence while this broker still serves the
   bundle. A publish is acknowledged once committed; a topic whose ledger is fenced or whose
@@ -194,12 +195,18 @@ class DataPath:
 
     # ------------------------------------------------------------------ serving bundles
     async def start_serving(self, bundle: str) -> int | None:
-        """This broker starts serving ``bundle``: fence its hash range in storage (before any client
-        is served) and keep the epoch; ``None`` without a storage tier."""
+        """This broker starts serving ``bundle`` (the ownership's one start-serving place): the epoch
+        of its hash range -- one this broker holds for a range containing it (the children of a split
+        here keep their parent's: their open topics go on), else a new fence of the range in storage
+        (before any client is served); ``None`` without a storage tier."""
         if self.storage is None:
             return None
         parsed = NamespaceBundle.parse(bundle)
-        key = (str(parsed.namespace), *_half_open(parsed))
+        ns, (lo, hi) = str(parsed.namespace), _half_open(parsed)
+        held = [e for (n, low, high), e in self.epochs.items() if n == ns and low <= lo and hi <= high]
+        if held:
+            return max(held)
+        key = (ns, lo, hi)
         pending = self._fencing.get(key)
         if pending is not None:
             return await asyncio.shield(pending)
@@ -233,13 +240,7 @@ class DataPath:
             self.storage.release(ns, lo, hi)
 
     async def _epoch_of(self, bundle: str) -> int:
-        """The epoch to open a topic of ``bundle`` with: ours for its range (or a range containing it:
-        a split by this broker), else a new fence."""
-        parsed = NamespaceBundle.parse(bundle)
-        ns, (lo, hi) = str(parsed.namespace), _half_open(parsed)
-        held = [e for (n, low, high), e in self.epochs.items() if n == ns and low <= lo and hi <= high]
-        if held:
-            return max(held)
+        """The epoch to open a topic of ``bundle`` with (:meth:`start_serving`'s)."""
         epoch = await self.start_serving(bundle)
         assert epoch is not None
         return epoch

@@ -10,9 +10,11 @@ for. Every move is one transition of one record (or one transaction of several, 
   live session) and the one place where it stops, for any reason
   (:class:`~brokerlb.ownership.events.StopServing`: an unload, a transfer, a split or merge,
   an ended session or a record that no longer names it). Both tell the data path
-  (:class:`BundleServing`). Stopping fences the bundle's topics for an unload or a transfer (the
-  release step below closes them), closes them at once when the bundle is lost, and leaves them
-  open for a split or merge (this broker serves the bundles that replace it; the topics go on);
+  (:class:`BundleServing`): starting takes the bundle's hash range in storage (the fence, before
+  any client is served; a split's children keep their parent's). Stopping fences the bundle's
+  topics for an unload or a transfer (the release step below closes them), closes them at once
+  when the bundle is lost or merged (their clients get the protocol's close and look the topics up
+  again), and leaves them open for a split (this broker serves the children; the topics go on);
 * **take** -- an Assigning record naming this broker: the machine answers Owned under this
   broker's session, unless the broker is stopping (it takes nothing then; the leader's monitor
   reassigns the bundle after the in-flight timeout);
@@ -92,6 +94,7 @@ from brokerlb.ring import (
 )
 
 if TYPE_CHECKING:
+    from brokerlb.broker.data_path import DataPath
     from brokerlb.broker.handoff import HandOffTarget
 
 __all__ = [
@@ -121,22 +124,31 @@ class BundleServing(Protocol):
 
 
 class TopicsServing:
-    """:class:`BundleServing` over the topic registry: topics open on first use; stopping fences them
-    (unload, transfer: the release step closes them), closes them (lost) or leaves them open (split,
-    merge); ``clients_moved`` closes a transfer's fenced topics, naming the new owner."""
+    """:class:`BundleServing` over the topic registry and the data path: starting takes the bundle's
+    hash range in storage (:meth:`~brokerlb.broker.data_path.DataPath.start_serving`: the fence,
+    before any client is served); stopping fences the topics (unload, transfer: the release step
+    closes them), closes them (lost, merge: their clients look them up again) or leaves them open
+    (split: the children are served here); ``clients_moved`` closes a transfer's fenced topics,
+    naming the new owner."""
 
-    def __init__(self, topics: TopicRegistry, unload_timeout: float) -> None:
+    def __init__(
+        self, topics: TopicRegistry, unload_timeout: float, data_path: DataPath | None = None
+    ) -> None:
         self.topics = topics
         self.unload_timeout = unload_timeout
+        self.data_path = data_path
 
     async def start_serving(self, bundle: str) -> None:
-        return None
+        if self.data_path is not None:
+            await self.data_path.start_serving(bundle)
 
     async def stop_serving(self, bundle: str, cause: StopCause) -> None:
         if cause.kind in ("unload", "transfer"):
             self.topics.fence_bundle(bundle)
         elif cause.kind == "lost":
             await self.topics.close_bundle(bundle, self.unload_timeout, LOST)
+        elif cause.kind == "merge":
+            await self.topics.close_bundle(bundle, self.unload_timeout, UNLOAD)
 
     async def clients_moved(self, bundle: str, owner: str | None) -> None:
         cause = CloseCause.transfer(owner) if owner else UNLOAD

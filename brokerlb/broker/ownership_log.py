@@ -99,9 +99,7 @@ class OwnershipLog:
     def close(self) -> None:
         self._remove()
 
-    def _on_record(
-        self, bundle: str, _before: OwnershipRecord | None, after: OwnershipRecord | None
-    ) -> None:
+    def _on_record(self, bundle: str, _before: OwnershipRecord | None, after: OwnershipRecord | None) -> None:
         info = bundle_owner(bundle, after)
         before = self._state.get(bundle)
         if info is None and before is None:

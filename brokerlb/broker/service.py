@@ -246,7 +246,7 @@ class BrokerService:
             bundles=self.bundles,
             topics=self.topics,
             registry=self.registry,
-            serving=TopicsServing(self.topics, conf.namespaceBundleUnloadingTimeoutMs / 1000),
+            serving=TopicsServing(self.topics, conf.namespaceBundleUnloadingTimeoutMs / 1000, self.data_path),
             place=self.load_manager.place,
             leader_epoch=lambda: self.election.last_fencing_token,
             report_changed=self.reporter.force_update,
@@ -452,7 +452,6 @@ class BrokerService:
                 await self.lookup.resolve(NamespaceBundle.parse(bundle), authoritative=True)
             except BrokerLBError as exc:
                 logger.warning("Could not own heartbeat bundle %s: %s", bundle, exc)
-
 
     # ------------------------------------------------------------------ callbacks
     def _owner_of(self, bundle: str) -> str | None:

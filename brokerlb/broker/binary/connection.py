@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import logging
 import socket
 from collections.abc import Callable

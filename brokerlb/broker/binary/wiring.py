@@ -24,7 +24,6 @@ from brokerlb.coordination.paths import partitioned_topic_path
 from brokerlb.errors import BrokerLBError, NoNodeError
 from brokerlb.limits import InputLimits
 from brokerlb.naming import NamespaceName, TopicName
-from brokerlb.ring import NamespaceBundle
 from brokerlb.security.authentication import AuthenticationService, Credentials
 from brokerlb.security.tls import server_context
 

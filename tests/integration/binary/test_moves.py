@@ -4,6 +4,7 @@ loses only what the crashed broker alone held, and the clients go on with the ne
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -11,6 +12,8 @@ import pytest
 import pytest_asyncio
 
 from brokerlb.admin import AsyncAdminClient
+from brokerlb.ownership import BundleState
+from brokerlb.ownership.events import Write
 from brokerlb.ring import NamespaceBundle, topic_hash
 from brokerlb.testing.clusters import InProcessCluster
 from brokerlb.testing.official_client import ConsumerLoad, ProducerLoad, delivery_report, quiet_logger
@@ -146,13 +149,14 @@ async def test_transfer_loses_nothing_and_clients_follow_the_new_owner(
     assert opened_from_storage(owner, f"persistent://{namespace}/moving")
 
 
-async def test_a_lookup_between_the_release_and_the_take_is_placed_on_the_destination(
+async def test_a_lookup_while_a_transfer_is_in_flight_lands_on_the_destination(
     fresh_cluster: InProcessCluster, namespace_in: Any
 ) -> None:
-    """The owner has sent the topic's state to the destination and released the bundle; before the
-    destination takes it, a lookup reaches the leader. Placed afresh, another broker could take
-    the bundle and open the topic without the state (acknowledged messages lost, as a clean-clone
-    run of the end-to-end test once showed). The leader places it on the destination instead."""
+    """A transfer is one record going Releasing → Assigning(destination) → Owned: there is no moment
+    in which the bundle has no owner and a lookup could place it elsewhere (once, a lookup between
+    the old release and the old take was placed afresh and the topic opened without its messages).
+    A lookup at the leader just before the destination takes the bundle waits for the move to
+    settle and answers the destination; no placement runs, and the topic loses nothing."""
     namespace = await namespace_in(fresh_cluster)
     leader = next(s for s in fresh_cluster.services if s.is_leader)
     placed: list[Any] = []
@@ -162,22 +166,37 @@ async def test_a_lookup_between_the_release_and_the_take_is_placed_on_the_destin
 
     async def transfer_with_a_lookup_in_between(topic: str) -> None:
         owner, bundle = await owner_of(fresh_cluster, topic)
+        full = f"{namespace}/{bundle}"
         destination = next(s for s in fresh_cluster.services if s is not owner)
-        take = owner.actions.hand_over
+        execute = destination.actions.execute
 
-        async def lookup_then_take(released: Any, target: str) -> None:
-            owner.actions.hand_over = take  # once: retries go straight to the take
-            async with AsyncAdminClient(leader.url) as admin:
-                looked_up.append((await admin.lookup_topic(topic))["httpUrl"])
-            await take(released, target)
+        async def lookup_then_take(instruction: Any) -> None:
+            record = getattr(instruction, "record", None)
+            taking = (
+                isinstance(instruction, Write)
+                and instruction.bundle == full
+                and record is not None
+                and record.state is BundleState.OWNED
+                and record.dst == destination.broker_id
+            )
+            if not taking:
+                return await execute(instruction)
+            destination.actions.execute = execute  # once
+            assert leader.channel.owner(full).in_flight
+            lookup = asyncio.ensure_future(leader.lookup.resolve(NamespaceBundle.parse(full)))
+            # the leader's lookup waits for the move to settle
+            await eventually(lambda: full in leader.channel._waiters, GUARD, message="lookup waits")
+            await execute(instruction)
+            looked_up.append((await lookup).broker)
+            return None
 
-        owner.actions.hand_over = lookup_then_take
+        destination.actions.execute = lookup_then_take
         placed.clear()
         async with AsyncAdminClient(owner.url) as admin:
             await admin.unload_bundle(namespace, bundle, destination_broker=destination.broker_id)
         moved_to.append(destination.broker_id)
-        assert looked_up == [destination.url]
-        assert [(d.broker, str(d.reason)) for d in placed] == [(destination.broker_id, "HandingOver")]
+        assert looked_up == [destination.broker_id]
+        assert placed == []
 
     producer, consumer = await traffic_through(fresh_cluster, namespace, transfer_with_a_lookup_in_between)
     assert_nothing_lost(producer, consumer)
@@ -252,8 +271,8 @@ async def test_a_merge_hands_each_parts_topics_to_the_merged_bundles_broker(
     fresh_cluster: InProcessCluster, namespace_in: Any
 ) -> None:
     """A durable subscription whose consumer is away keeps its backlog through a merge of its
-    topic's bundle with the neighbour: the parts' topic states go to the broker that takes the
-    merged bundle (the leader places it before the parts are unloaded)."""
+    topic's bundle with the neighbour: the parts go to one broker, which serves the merged bundle and
+    opens the topic from storage."""
     namespace = await namespace_in(fresh_cluster)
     topic = f"persistent://{namespace}/merged"
     client = await off_loop(

@@ -356,8 +356,9 @@ def test_each_move_is_labelled_by_its_real_cause() -> None:
     from brokerlb.broker.ownership_log import OwnershipLog, leader_moves_of
 
     clock = ManualClock()
-    cache = FakeOwnershipCache()
-    log = OwnershipLog(cache, clock.now_ms, registered=lambda b: b != "b1")  # type: ignore[arg-type]
+    channel = FakeChannel()
+    log = OwnershipLog(channel, clock.now_ms, registered=lambda b: b != "b1")  # type: ignore[arg-type]
+    S = BundleState
     shed, parent, child, part, crashed, operator = (
         "t/n/0x00000000_0x10000000",
         "t/n/0x10000000_0x40000000",
@@ -367,14 +368,15 @@ def test_each_move_is_labelled_by_its_real_cause() -> None:
         "t/n/0x80000000_0xffffffff",
     )
     for bundle in (shed, child, part, crashed, operator):
-        cache.listener(bundle, _info("b1"))
+        channel.set(bundle, S.OWNED, "b1")
     clock.advance(1)
-    for bundle in (shed, child, part, operator):  # unloaded: marked disabled first
-        cache.listener(bundle, _info("b1", disabled=True))
-        cache.listener(bundle, None)
-        cache.listener(bundle, _info("b2"))
-    cache.listener(crashed, None)  # its owner's session ended: no longer registered
-    cache.listener(crashed, _info("b3"))
+    for bundle in (shed, child, part, operator):  # unloaded: Releasing first
+        channel.set(bundle, S.RELEASING, "b1")
+        channel.set(bundle, S.ASSIGNING, "b2")
+        channel.set(bundle, S.OWNED, "b2")
+    # its owner's session ended (no longer registered): the leader reassigned it
+    channel.set(crashed, S.ASSIGNING, "b3")
+    channel.set(crashed, S.OWNED, "b3")
     moved = UnloadDecision("b1", shed, "b2", Label.SUCCESS, Reason.UNDERLOADED)
     started = [
         Move(shed, "b1", "b2", True, moved),  # sent; its cycle never published a record

@@ -241,8 +241,8 @@ def test_a_move_of_a_bundle_its_source_no_longer_owns_is_skipped_recorded_and_no
     )
     assert skipped.detail.endswith(f"not moved: {why}")
     assert "unload/Skip/NotOwned" in record.decision_keys()
-    # nothing of the skipped move is left behind: no hand-over, no affinity, not "recently unloaded"
-    assert move.bundle not in leader.handing_over and move.bundle not in leader.affinity
+    # nothing of the skipped move is left behind: no affinity, not "recently unloaded"
+    assert move.bundle not in leader.affinity
     assert move.bundle not in leader.load_state.load_data.recently_unloaded_bundles
     # the moves of bundles the source does own go on as decided
     assert [m.bundle for m in actions.moved] == [m.bundle for m in planned[1:]]
