@@ -205,7 +205,7 @@ class OwnershipChannel:
         if name in self._started:
             return self.store.session_known_alive()
         if self._retiring and self._covered_by_retiring(name):
-            return self.store.session_known_alive()
+            return self._session is not None and self.store.session_known_alive()
         return False
 
     def started(self, bundle: str) -> bool:
@@ -403,6 +403,8 @@ class OwnershipChannel:
         for instruction in instructions:
             self._at_once(instruction)
             self._schedule(instruction)
+        if self._retiring:
+            self._retire()
 
     def _at_once(self, instruction: TableInstruction) -> None:
         """What takes effect before any await (module docstring)."""
@@ -432,17 +434,30 @@ class OwnershipChannel:
             self._retire()
 
     def _retire(self) -> None:
+        """End the serving of split or merged bundles whose successors took over: at once when any
+        part of the range is no longer this broker's (a successor's record names another broker or a
+        move of it started, or this broker's session is not live), else once the successors that
+        cover the whole range have started (or after :data:`RETIRE_GRACE`)."""
         now = self.clock.monotonic()
+        records = self.machine.records()
         for old, deadline in list(self._retiring.items()):
-            successors = [b for b in self.machine.served() if b != old and _overlaps(b, old)]
-            if now >= deadline or (successors and all(b in self._started for b in successors)):
-                del self._retiring[old]
-                self._serving_changed(
-                    old, False, "handed to " + ", ".join(successors) if successors else "split or merged"
-                )
-                for successor in successors:
-                    if successor in self._started and not self._covered_by_retiring(successor):
-                        self._serving_changed(successor, True, f"takes over from {old}")
+            overlapping = [
+                b
+                for b, r in records.items()
+                if b != old and r.state is not BundleState.DELETED and _overlaps(b, old)
+            ]
+            successors = [b for b in overlapping if self.machine.serving(b)]
+            given_away = self._session is None or len(successors) < len(overlapping)
+            covered = _covers(successors, old) and all(b in self._started for b in successors)
+            if not (given_away or covered or now >= deadline):
+                continue
+            del self._retiring[old]
+            self._serving_changed(
+                old, False, "handed to " + ", ".join(successors) if covered else "split or merged"
+            )
+            for successor in successors:
+                if successor in self._started and not self._covered_by_retiring(successor):
+                    self._serving_changed(successor, True, f"takes over from {old}")
 
     def _covered_by_retiring(self, bundle: str) -> bool:
         """A bundle of this broker (its record names it) inside a range it is handing to itself."""
@@ -562,6 +577,12 @@ def _overlaps(a: str, b: str) -> bool:
         return False
     (a0, a1), (b0, b1) = _bounds(a), _bounds(b)
     return a0 < b1 and b0 < a1
+
+
+def _covers(bundles: Sequence[str], whole: str) -> bool:
+    """Whether ``bundles`` (disjoint, each inside ``whole``) cover the whole range of ``whole``."""
+    lo, hi = _bounds(whole)
+    return bool(bundles) and sum(b1 - b0 for b0, b1 in map(_bounds, bundles)) == hi - lo
 
 
 def _hex(session: int | None) -> str:
