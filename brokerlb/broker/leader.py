@@ -36,9 +36,10 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from brokerlb.admin.client import AsyncAdminClient
+from brokerlb.broker.leader_fence import LeaderFence
 from brokerlb.broker.load_manager import LoadManager
 from brokerlb.broker.owner_actions import OwnerActions
 from brokerlb.broker.ownership_channel import OwnershipChannel
@@ -70,6 +71,9 @@ MergeBundles = Callable[[str, list[str]], Awaitable[Any]]
 REFRESH_DEBOUNCE = 0.05
 
 
+T = TypeVar("T")
+
+
 class HistorySink(Protocol):
     """Where the leader appends the load reports it reads."""
 
@@ -94,8 +98,11 @@ class BrokerActions:
         load_data_store: LoadDataStore,
         merge_bundles: MergeBundles,
         fencing_token: Callable[[], int | None] = lambda: None,
+        fence: LeaderFence | None = None,
     ) -> None:
         self._conf = conf
+        #: records the outcome of the leader's own epoch-guarded writes (the ownership history)
+        self._fence = fence
         #: the leader epoch the leader's writes are conditional on (the latest leadership's)
         self._fencing_token = fencing_token
         self._merge_bundles = merge_bundles
@@ -124,13 +131,19 @@ class BrokerActions:
         bundle = NamespaceBundle.parse(move.bundle)
         destination = move.destination if move.transfer else None
         self.started.append(move)
+        token = self._fencing_token()
         try:
-            done = await self._actions.unload(
-                bundle,
-                destination,
-                leader_epoch=self._fencing_token(),
-                by="leader",
-                reason=f"{move.reason}: {move.detail}" if move.detail else str(move.reason),
+            done = await self._guarded(
+                move.bundle,
+                token,
+                "unload",
+                lambda: self._actions.unload(
+                    bundle,
+                    destination,
+                    leader_epoch=token,
+                    by="leader",
+                    reason=f"{move.reason}: {move.detail}" if move.detail else str(move.reason),
+                ),
             )
             if not done:
                 raise BrokerLBError(f"{bundle} has no owner any more")
@@ -139,6 +152,13 @@ class BrokerActions:
             self.failures.append(("unload", move.bundle, str(exc)))
             logger.warning("Leader could not unload %s: %s", move.bundle, exc)
             return False
+
+    async def _guarded(
+        self, bundle: str, token: int | None, what: str, write: Callable[[], Awaitable[T]]
+    ) -> T:
+        if self._fence is None:
+            return await write()
+        return await self._fence.guarded(bundle, token, what, write)
 
     async def split(self, splits: Sequence[SplitDecision]) -> list[bool]:
         return [await self._split(d) for d in splits]
@@ -171,12 +191,17 @@ class BrokerActions:
             if owner is None:
                 raise BrokerLBError(f"{bundle} has no owner to split it")
             if owner == self._broker_id:
-                outcome = await self._actions.split(
-                    bundle,
-                    algorithm=algorithm,
-                    positions=decision.boundaries,
-                    unload=unload,
-                    leader_epoch=token,
+                outcome = await self._guarded(
+                    decision.bundle,
+                    token,
+                    "split",
+                    lambda: self._actions.split(
+                        bundle,
+                        algorithm=algorithm,
+                        positions=decision.boundaries,
+                        unload=unload,
+                        leader_epoch=token,
+                    ),
                 )
                 return outcome.split
             registered = self._registry.broker(owner)

@@ -9,6 +9,10 @@ its session and resumed mid-task, say -- and the command is refused with 409 (Pu
 check: a leader that lost leadership mid-cycle still unloads). The leader checks its own token the
 same way before acting on a bundle it owns itself.
 
+The leader's own moves are writes of ownership records conditional on its epoch in the store's
+transaction (:func:`~brokerlb.coordination.leader_guard`); :meth:`LeaderFence.guarded` records
+their outcome in the ownership history as the owner's check does.
+
 A command without a token (an operator's, a client's) is not a leader's and is not fenced. The
 check and the action are a store round trip apart: a leader elected inside that window is not
 fenced out of this one command (the owner's own ownership node still makes it the only broker
@@ -18,19 +22,27 @@ acting on the bundle).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
 
 from brokerlb.coordination import current_fencing_token
 from brokerlb.coordination.store import MetadataStore
-from brokerlb.errors import ConflictError, InvalidInputError
+from brokerlb.errors import ConflictError, InvalidInputError, LeadershipLostError
 from brokerlb.limits import shorten
 
 __all__ = ["LeaderFence", "parse_leader_epoch"]
 
 logger = logging.getLogger(__name__)
 
-#: ``record(bundle, token, outcome)``: the ownership history's ``leader-action`` line, when recorded.
-ActionRecorder = Callable[[str, int | None, str], None]
+T = TypeVar("T")
+
+
+class ActionRecorder(Protocol):
+    """The ownership history's ``leader-action`` line, when recorded (``at_ns``: when the action
+    was decided to go ahead, on the machine's monotonic clock; default now)."""
+
+    def __call__(self, bundle: str, token: int | None, outcome: str, *, at_ns: int | None = None) -> None: ...
 
 
 def parse_leader_epoch(value: str | None) -> int | None:
@@ -72,3 +84,23 @@ class LeaderFence:
             )
         if self.record is not None:
             self.record(bundle, token, "accepted")
+
+    async def guarded(
+        self, bundle: str, token: int | None, what: str, write: Callable[[], Awaitable[T]]
+    ) -> T:
+        """The leader's own write of ``bundle``'s record, conditional on its epoch ``token`` in the
+        store's transaction (:func:`~brokerlb.coordination.leader_guard`): recorded as accepted
+        when it committed (at the moment it was sent: the epoch was current at the commit, later
+        than that), as refused when the guard failed (:class:`LeadershipLostError`)."""
+        sent = time.monotonic_ns()
+        try:
+            result = await write()
+        except LeadershipLostError as exc:
+            if token is not None:
+                self.refused += 1
+                if self.record is not None:
+                    self.record(bundle, token, f"refused: {exc}")
+            raise
+        if token is not None and self.record is not None:
+            self.record(bundle, token, "accepted", at_ns=sent)
+        return result

@@ -117,9 +117,12 @@ class OwnershipHistory:
             return now
         return min(now, int(until * 1e9))
 
-    def leader_action(self, bundle: str, token: int | None, outcome: str) -> None:
-        """An owner checked a leader's command carrying leader epoch ``token``: ``accepted`` / ``refused: …``."""
-        self.record("leader-action", bundle, epoch=token, reason=outcome)
+    def leader_action(
+        self, bundle: str, token: int | None, outcome: str, *, at_ns: int | None = None
+    ) -> None:
+        """A leader's command carrying leader epoch ``token`` was checked (by the owner, or by the
+        store's transaction of the leader's own write): ``accepted`` / ``refused: …``."""
+        self.record("leader-action", bundle, epoch=token, reason=outcome, at_ns=at_ns)
 
     # ------------------------------------------------------------------ listeners
     def on_serving(self, bundle: str, serving: bool, why: str) -> None:

@@ -316,6 +316,7 @@ class BrokerService:
                 load_data_store=self.load_data_store,
                 merge_bundles=self.namespaces.merge_parts,
                 fencing_token=lambda: self.election.last_fencing_token,
+                fence=self.leader_fence,
             ),
             conf=conf,
             registry=self.registry,

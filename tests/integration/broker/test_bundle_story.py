@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
+from brokerlb.testing.waiting import eventually
 
 from .helpers import lookup_data, new_namespace, owners_snapshot, topics_of
 
@@ -44,7 +45,15 @@ async def test_a_lookup_and_a_transfer_tell_their_story_from_any_broker(cluster,
         assert assigned["reason"] == "lookup" and taken["by"] == source and taken["version"] == 2
 
         await admin.unload_bundle(ns, bundle_range, destination_broker=destination)
-        story = await admin.bundle_story(ns, bundle_range)
+
+        async def told_by_the_destination() -> dict | None:
+            # each broker's machine sees the record through its own watch: the destination tells
+            # its take once its view has it (the unload returned when the asked broker's view did)
+            story = await admin.bundle_story(ns, bundle_range)
+            takes = [t for t in story["transitions"] if t["kind"] == "transition" and t["version"] == 5]
+            return story if takes and takes[0]["by"] == destination else None
+
+        story = await eventually(told_by_the_destination, 30, message="the destination tells its take")
         assert story["owner"] == destination
         assert moves(story)[2:] == [
             ("Owned", "Releasing", source, destination),
