@@ -80,6 +80,12 @@ class Ownership(Protocol):
 
     def serving(self, bundle: str) -> bool: ...
 
+    async def serving_soon(self, bundle: str) -> bool:
+        """:meth:`serving`, waiting (bounded) while the record already gives the bundle to this
+        broker and its start is in progress (a client told to connect here by a lookup may arrive
+        before the storage fence is done)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class TopicPolicies:
@@ -253,7 +259,7 @@ class DataPath:
         that starts later always sees (and closes) the topic, even while it is being loaded.
         """
         bundle = self._bundle_of(topic)
-        if not self.ownership.serving(bundle):
+        if not self.ownership.serving(bundle) and not await self.ownership.serving_soon(bundle):
             raise BundleUnloadingError(
                 f"Namespace bundle {bundle} is not served by this broker "
                 f"(not owned, or being unloaded); look {topic} up again"

@@ -325,9 +325,10 @@ class OwnerActions:
         attempts = BUNDLE_UPDATE_RETRY.max_retries + 1
         for attempt in range(attempts):
             records = writes()  # InvalidTransitionError: the record moved on
-            op, _ring = await self.metadata.ring_change(ns, change)
+            op, ring = await self.metadata.ring_change(ns, change)
             try:
                 await self.channel.table.commit(records, ops=[op], guards=guards)
+                self.metadata.committed(ring)
                 break
             except BadVersionError:
                 if attempt == attempts - 1:

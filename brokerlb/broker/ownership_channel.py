@@ -141,6 +141,8 @@ class OwnershipChannel:
         self._retiring: dict[str, float] = {}
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        #: lookups' clients waiting for this broker to finish starting a bundle (:meth:`serving_soon`)
+        self._start_waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._removers: list[Callable[[], None]] = []
         self._sessions: dict[str, int] = {}
@@ -189,6 +191,11 @@ class OwnershipChannel:
                 if not future.done():
                     future.cancel()
         self._waiters.clear()
+        for waiters in self._start_waiters.values():
+            for future in waiters:
+                if not future.done():
+                    future.cancel()
+        self._start_waiters.clear()
 
     async def drain(self) -> None:
         """Wait until every instruction given so far has been carried out."""
@@ -210,6 +217,30 @@ class OwnershipChannel:
 
     def started(self, bundle: str) -> bool:
         return bundle in self._started
+
+    async def serving_soon(self, bundle: str, timeout: float | None = None) -> bool:
+        """:meth:`serving`, waiting while the machine says this broker serves ``bundle`` and the
+        executor is still starting it (the storage fence): a client a lookup sent here may arrive
+        before that is done. At most ``timeout`` s (default: the in-flight timeout)."""
+        limit = self.machine.in_flight_timeout_ms / 1000 if timeout is None else timeout
+        deadline = self.clock.monotonic() + limit
+        while not self.serving(bundle):
+            remaining = deadline - self.clock.monotonic()
+            if bundle in self._started or not self.machine.serving(bundle) or remaining <= 0:
+                return self.serving(bundle)
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._start_waiters.setdefault(bundle, []).append(future)
+            try:
+                await self.clock.wait_for(asyncio.shield(future), remaining)
+            except (TimeoutError, OperationTimeoutError):
+                pass
+            finally:
+                waiters = self._start_waiters.get(bundle)
+                if waiters is not None and future in waiters:
+                    waiters.remove(future)
+                    if not waiters:
+                        del self._start_waiters[bundle]
+        return True
 
     def owner(self, bundle: NamespaceBundle | str) -> Owner:
         return self.machine.owner(str(bundle))
@@ -410,6 +441,7 @@ class OwnershipChannel:
         """What takes effect before any await (module docstring)."""
         bundle = instruction.bundle
         if isinstance(instruction, StopServing):
+            self._wake_starters(bundle)
             was = bundle in self._started
             self._started.discard(bundle)
             if instruction.cause.kind in ("split", "merge"):
@@ -419,6 +451,11 @@ class OwnershipChannel:
         elif isinstance(instruction, OwnerChanged):
             self._wake(bundle)
 
+    def _wake_starters(self, bundle: str) -> None:
+        for future in self._start_waiters.pop(bundle, []):
+            if not future.done():
+                future.set_result(None)
+
     def _wake(self, bundle: str) -> None:
         for future in self._waiters.pop(bundle, []):
             if not future.done():
@@ -426,6 +463,7 @@ class OwnershipChannel:
 
     def mark_started(self, bundle: str) -> None:
         """The executor started serving ``bundle`` (if the machine still says so)."""
+        self._wake_starters(bundle)
         if self.machine.serving(bundle) and bundle not in self._started:
             self._started.add(bundle)
             if not self._covered_by_retiring(bundle):

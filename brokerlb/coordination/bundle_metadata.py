@@ -83,6 +83,11 @@ class BundleMetadata:
         self._layout_listeners.append(listener)
         return lambda: self._layout_listeners.remove(listener) if listener in self._layout_listeners else None
 
+    def committed(self, bundles: NamespaceBundles) -> None:
+        """A layout of :meth:`ring_change` was committed (in the caller's transaction): its listeners
+        hear of it as of every layout written here."""
+        self._written(bundles)
+
     def _written(self, bundles: NamespaceBundles) -> None:
         for listener in list(self._layout_listeners):
             try:

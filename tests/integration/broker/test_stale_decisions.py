@@ -91,10 +91,10 @@ async def test_the_live_leader_skips_a_move_of_a_bundle_its_source_no_longer_own
 
         await eventually(skipped, timeout=60, message="the leader skips the stale move")
         decision = skipped()[0]
-        owner = leader.owners.get_owner(decision.bundle)
+        owner = leader.channel.owner(decision.bundle).broker
         assert owner is not None and decision.label is Label.SKIP
         assert decision.detail.endswith(
-            f"not moved: {owner.broker_id} owns it already (its destination; {decision.broker} reported it last)"
+            f"not moved: {owner} owns it already (its destination; {decision.broker} reported it last)"
         )
         # nothing was sent to the owner, nothing failed, the bundle never moved
         assert not [r for r in leader.leader_tasks.records for m in r.moves if m.bundle == decision.bundle]

@@ -34,6 +34,9 @@ class Owned:
     def serving(self, bundle: object) -> bool:
         return self.is_owned(bundle)
 
+    async def serving_soon(self, bundle: object) -> bool:
+        return self.serving(bundle)
+
 
 class Session:
     def __init__(self) -> None:

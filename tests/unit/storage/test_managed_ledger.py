@@ -148,6 +148,9 @@ async def test_internal_stats_show_the_managed_ledger_with_pulsars_names(url):
         def serving(self, bundle: object) -> bool:
             return True
 
+        async def serving_soon(self, bundle: object) -> bool:
+            return True
+
     clock = ManualClock(1_000_000)
     storage = await factory(url, clock, "b1")
     registry = TopicRegistry(lambda topic: "t/ns/0x00000000_0xffffffff")
