@@ -100,18 +100,22 @@ class BundleStories:
 
 def _merged(transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every broker saw the same record changes: one line per change (the one of the broker that
-    made it, which knows who asked and why), the leader's decisions beside them, in time order."""
+    made it, which knows who asked and why), the leader's decisions beside them, in time order.
+    A change is dated by the first broker that saw it (a broker's watch may deliver a record a
+    change or two late: it then dates the changes it skipped late)."""
     best: dict[tuple[str, int], dict[str, Any]] = {}
+    first_seen: dict[tuple[str, int], int] = {}
     out: list[dict[str, Any]] = []
     for t in transitions:
         if t["kind"] != "transition":
             out.append(t)
             continue
         key = (t["bundle"], t["version"])
+        first_seen[key] = min(first_seen.get(key, t["atMs"]), t["atMs"])
         kept = best.get(key)
         if kept is None or (not kept.get("reason") and t.get("reason")):
             best[key] = t
-    out.extend(best.values())
+    out.extend({**t, "atMs": first_seen[key]} for key, t in best.items())
     out.sort(key=lambda t: (t["atMs"], t["kind"] != "decision", t.get("version", 0), t["recordedBy"]))
     return out
 

@@ -681,7 +681,9 @@ class OwnershipMachine:
             for missed in range((0 if old is None else old.version) + 1, version):
                 proposed = self._proposed.pop((bundle, missed), None)
                 if proposed is not None and proposed[0] is not None:
-                    self._log_one(bundle, old, proposed[0], at_ms, proposed[1], proposed[2])
+                    # told at the moment it was proposed (the record's timestamp), not when seen
+                    when = min(at_ms, proposed[0].timestamp)
+                    self._log_one(bundle, old, proposed[0], when, proposed[1], proposed[2])
                     old = proposed[0]
         _record, by, reason = self._proposed.pop((bundle, version), (None, "", ""))
         if new is None:

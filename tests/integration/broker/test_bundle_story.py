@@ -46,14 +46,17 @@ async def test_a_lookup_and_a_transfer_tell_their_story_from_any_broker(cluster,
 
         await admin.unload_bundle(ns, bundle_range, destination_broker=destination)
 
-        async def told_by_the_destination() -> dict | None:
-            # each broker's machine sees the record through its own watch: the destination tells
-            # its take once its view has it (the unload returned when the asked broker's view did)
+        async def told_by_their_makers() -> dict | None:
+            # each broker's machine sees the record through its own watch: the source tells its
+            # release and the destination its take once their views have them (the unload returned
+            # when the asked broker's view had the move settled)
             story = await admin.bundle_story(ns, bundle_range)
-            takes = [t for t in story["transitions"] if t["kind"] == "transition" and t["version"] == 5]
-            return story if takes and takes[0]["by"] == destination else None
+            by = {t["version"]: t["by"] for t in story["transitions"] if t["kind"] == "transition"}
+            return story if by.get(4) == source and by.get(5) == destination else None
 
-        story = await eventually(told_by_the_destination, 30, message="the destination tells its take")
+        story = await eventually(
+            told_by_their_makers, 30, message="the source and destination tell their moves"
+        )
         assert story["owner"] == destination
         assert moves(story)[2:] == [
             ("Owned", "Releasing", source, destination),
