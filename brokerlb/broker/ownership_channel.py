@@ -219,14 +219,15 @@ class OwnershipChannel:
         return bundle in self._started
 
     async def serving_soon(self, bundle: str, timeout: float | None = None) -> bool:
-        """:meth:`serving`, waiting while the machine says this broker serves ``bundle`` and the
-        executor is still starting it (the storage fence): a client a lookup sent here may arrive
-        before that is done. At most ``timeout`` s (default: the in-flight timeout)."""
+        """:meth:`serving`, waiting while this broker is taking ``bundle`` (:meth:`_taking`: its take
+        not seen back yet, or the executor still starting it -- the storage fence): a client a
+        lookup sent here may arrive before that is done. At most ``timeout`` s (default: the
+        in-flight timeout)."""
         limit = self.machine.in_flight_timeout_ms / 1000 if timeout is None else timeout
         deadline = self.clock.monotonic() + limit
         while not self.serving(bundle):
             remaining = deadline - self.clock.monotonic()
-            if bundle in self._started or not self.machine.serving(bundle) or remaining <= 0:
+            if bundle in self._started or not self._taking(bundle) or remaining <= 0:
                 return self.serving(bundle)
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._start_waiters.setdefault(bundle, []).append(future)
@@ -426,6 +427,7 @@ class OwnershipChannel:
             new = self.machine.record(bundle)
             if new != old:
                 self._wake(bundle)
+                self._wake_starters(bundle)
                 for listener in list(self._record_listeners):
                     try:
                         listener(bundle, old, new)
@@ -450,6 +452,19 @@ class OwnershipChannel:
                 self._serving_changed(bundle, False, str(instruction.cause))
         elif isinstance(instruction, OwnerChanged):
             self._wake(bundle)
+
+    def _taking(self, bundle: str) -> bool:
+        """This broker is taking ``bundle``: its start is in progress, or the record (as this broker's
+        view has it yet) assigns the bundle to it -- its take, written, not seen back yet."""
+        if self.machine.serving(bundle):
+            return True
+        record = self.machine.record(bundle)
+        return (
+            record is not None
+            and record.state is BundleState.ASSIGNING
+            and record.dst == self.broker_id
+            and self._session is not None
+        )
 
     def _wake_starters(self, bundle: str) -> None:
         for future in self._start_waiters.pop(bundle, []):

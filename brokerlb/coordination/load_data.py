@@ -130,6 +130,6 @@ class LoadDataStore:
         except (BadVersionError, NoNodeError) as exc:
             if getattr(exc, "op_index", None) == 0:
                 raise ConflictError(
-                    f"Leader epoch {leader_epoch} is superseded: {op.path} left unchanged"
+                    f"Refused a write of a superseded leader (epoch {leader_epoch}): {op.path} left unchanged"
                 ) from exc
             raise
