@@ -73,7 +73,7 @@ async def test_a_broker_refuses_a_topic_it_does_not_own(cluster: InProcessCluste
     other = next(u for u in cluster.urls if u != owner)
     await eventually(
         lambda: (
-            service_at(cluster, other).owners.get_owner(bundle_of(service_at(cluster, owner), topic))
+            service_at(cluster, other).channel.owner(bundle_of(service_at(cluster, owner), topic)).broker
             is not None
         ),
         message="the other broker knows the owner",
