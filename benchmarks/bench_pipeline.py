@@ -12,7 +12,8 @@ bundle half-way through, so the lookup must pick the layout valid at each sample
 
 Per master (``--masters``, default ``local[2]`` and ``standalone``: a master and two workers of one
 core started from the pyspark installation on loopback, stopped by PID), in a fresh driver process
-with one SparkSession (its start and a warm-up read not counted), ``--pairs`` pairs (default 2) of:
+with one SparkSession (its start not counted; both jobs run once on one file first, not counted,
+so neither meets a cold JVM), ``--pairs`` pairs (default 2) of:
 
 * the **subject**: ``ingest`` (JSON Lines → ``topic_samples`` and ``bundle_boundaries`` Parquet, every
   check and reject, the incremental streaming path) + ``loaddata --source topics --cycles leader``
@@ -33,7 +34,9 @@ every 100 ms (a load report every ``loadBalancerReportUpdateMinIntervalMillis`` 
 ``BrokerSample`` of a report listing its broker's bundles) and each broker's microseconds per topic
 row of its dumps (the serving path's share), with the reports' size.
 
-Reported: seconds per step and pair, ratios, rows/s, peak RSS of the driver's process tree
+Reported: seconds per step and pair, ratios, rows/s, CPU seconds per step (user + system of the
+driver's process tree, and of the workers' for the standalone cluster: the work done, which a busy
+box inflates much less than the wall time) and their ratio, peak RSS of the driver's process tree
 (local master: driver, JVM, Python workers), load average before and after (a shared box inflates
 the timings; the ratios are what to compare). The last line is the verdict.
 
@@ -183,10 +186,41 @@ class PeakMemory:
         return {key: round(value / 2**20) for key, value in self.peak.items()}
 
 
-def _timed(fn: Callable[[], object]) -> tuple[float, object]:
+class CpuClock:
+    """CPU seconds (user + system) of this process tree and of the process trees of ``roots`` (a
+    standalone cluster's workers: their executors run there): the work a step did, which a busy box
+    inflates much less than the wall time."""
+
+    def __init__(self, roots: list[int] | None = None) -> None:
+        import psutil
+
+        self._processes = [psutil.Process(), *(psutil.Process(pid) for pid in roots or [])]
+
+    def seconds(self) -> float:
+        import psutil
+
+        total = 0.0
+        for root in self._processes:
+            for proc in [root, *root.children(recursive=True)]:
+                try:
+                    times = proc.cpu_times()
+                except psutil.Error:
+                    continue
+                total += times.user + times.system
+        return total
+
+
+def _timed(
+    fn: Callable[[], object], cpu: CpuClock | None = None, spent: dict | None = None, key: str = ""
+) -> tuple[float, object]:
+    """Wall seconds of ``fn()`` and its value; with ``cpu``, its CPU seconds go to ``spent[key]``."""
+    before = cpu.seconds() if cpu is not None else 0.0
     started = time.perf_counter()
     value = fn()
-    return time.perf_counter() - started, value
+    wall = time.perf_counter() - started
+    if cpu is not None and spent is not None:
+        spent[key] = round(cpu.seconds() - before, 1)
+    return wall, value
 
 
 def baseline_scan(spark: SparkSession, source: str) -> int:
@@ -229,7 +263,9 @@ def baseline_sums(spark: SparkSession, table: str, out: str) -> None:
     sums.write.mode("overwrite").parquet(out)
 
 
-def measure(data: Path, master: str, conf: dict[str, str], pairs: int) -> dict:
+def measure(
+    data: Path, master: str, conf: dict[str, str], pairs: int, cpu_roots: list[int] | None = None
+) -> dict:
     """``pairs`` alternated pairs of subject and baseline in one session of ``master`` (module docstring)."""
     from brokerlb.pipeline.ingest import ingest
     from brokerlb.pipeline.loaddata import load_data
@@ -242,28 +278,37 @@ def measure(data: Path, master: str, conf: dict[str, str], pairs: int) -> dict:
     written = str(scratch / "write")
     source = str(data / "history" / "topic-samples")
     spark = spark_session(master, app_name="bench-pipeline", conf=conf)
-    first = sorted((data / "history" / "topic-samples").glob("*.jsonl"))[0]
-    baseline_scan(spark, str(first))  # JVM and executors up, JSON reader warm; not measured
+    warm_up(spark, data)
     load_before = os.getloadavg()
     results = []
+    cpu = CpuClock(cpu_roots)
     with PeakMemory() as memory:
         for i in range(pairs):
             record: dict[str, float] = {}
+            spent: dict[str, float] = {}
             for step in ("subject", "baseline") if i % 2 == 0 else ("baseline", "subject"):
                 if step == "subject":
                     shutil.rmtree(warehouse, ignore_errors=True)
                     record["ingest"], ingested = _timed(
-                        lambda: ingest(spark, str(data / "history"), str(warehouse))
+                        lambda: ingest(spark, str(data / "history"), str(warehouse)), cpu, spent, "ingest"
                     )
                     record["loaddata"], loaded = _timed(
-                        lambda: load_data(spark, str(warehouse), source="topics", cycles="leader")
+                        lambda: load_data(spark, str(warehouse), source="topics", cycles="leader"),
+                        cpu,
+                        spent,
+                        "loaddata",
                     )
                     assert ingested.rows["topic_samples"] == rows, ingested.to_json()  # type: ignore[attr-defined]
                 else:
                     shutil.rmtree(scratch, ignore_errors=True)
-                    record["baselineWrite"], _ = _timed(lambda: baseline_write(spark, source, written))
+                    record["baselineWrite"], _ = _timed(
+                        lambda: baseline_write(spark, source, written), cpu, spent, "baselineWrite"
+                    )
                     record["baselineSums"], _ = _timed(
-                        lambda: baseline_sums(spark, written, str(scratch / "sums"))
+                        lambda: baseline_sums(spark, written, str(scratch / "sums")),
+                        cpu,
+                        spent,
+                        "baselineSums",
                     )
             subject = record["ingest"] + record["loaddata"]
             baseline = record["baselineWrite"] + record["baselineSums"]
@@ -275,6 +320,12 @@ def measure(data: Path, master: str, conf: dict[str, str], pairs: int) -> dict:
                     "ratio": round(subject / baseline, 3),
                     "first": "subject" if i % 2 == 0 else "baseline",
                     "endToEndRowsPerSecond": round(rows / subject),
+                    "cpuSeconds": spent,
+                    "cpuRatio": round(
+                        (spent["ingest"] + spent["loaddata"])
+                        / (spent["baselineWrite"] + spent["baselineSums"]),
+                        3,
+                    ),
                 }
             )
             print(f"{master} pair {i + 1}: {json.dumps(results[-1])}", file=sys.stderr, flush=True)
@@ -286,6 +337,7 @@ def measure(data: Path, master: str, conf: dict[str, str], pairs: int) -> dict:
         "conf": conf,
         "pairs": results,
         "medianRatio": round(statistics.median(ratios), 3),
+        "medianCpuRatio": round(statistics.median(r["cpuRatio"] for r in results), 3),
         "loaddata": loaded.to_json(),  # type: ignore[attr-defined]
         "ingested": {k: v for k, v in ingested.to_json().items() if k in ("rows", "rejects", "batches")},  # type: ignore[attr-defined]
         "peakRssMiB": memory.mib(),
@@ -294,7 +346,29 @@ def measure(data: Path, master: str, conf: dict[str, str], pairs: int) -> dict:
     }
 
 
-def measure_in_process(data: Path, master: str, conf: dict[str, str], pairs: int) -> dict:
+def warm_up(spark: SparkSession, data: Path) -> None:
+    """Both jobs once on one file (not measured): JVM and executors up, their generated code compiled,
+    Python workers started -- so the first pair's first job does not pay for the session alone."""
+    from brokerlb.pipeline.ingest import ingest
+    from brokerlb.pipeline.loaddata import load_data
+
+    warm = data / "warm-up"
+    shutil.rmtree(warm, ignore_errors=True)
+    first = sorted((data / "history" / "topic-samples").glob("*.jsonl"))[0]
+    (warm / "history" / "topic-samples").mkdir(parents=True)
+    shutil.copytree(data / "history" / "bundle-boundaries", warm / "history" / "bundle-boundaries")
+    (warm / "history" / "topic-samples" / first.name).symlink_to(first)
+    baseline_scan(spark, str(first))
+    baseline_write(spark, str(first), str(warm / "write"))
+    baseline_sums(spark, str(warm / "write"), str(warm / "sums"))
+    ingest(spark, str(warm / "history"), str(warm / "warehouse"))
+    load_data(spark, str(warm / "warehouse"), source="topics", cycles="leader")
+    shutil.rmtree(warm, ignore_errors=True)
+
+
+def measure_in_process(
+    data: Path, master: str, conf: dict[str, str], pairs: int, cpu_roots: list[int] | None = None
+) -> dict:
     """:func:`measure` in a fresh driver process (one SparkContext per JVM; the JIT option set at its start)."""
     done = subprocess.run(
         [
@@ -309,6 +383,8 @@ def measure_in_process(data: Path, master: str, conf: dict[str, str], pairs: int
             json.dumps(conf),
             "--pairs",
             str(pairs),
+            "--cpu-roots",
+            ",".join(str(pid) for pid in cpu_roots or []),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -419,12 +495,14 @@ def main() -> None:
     ap.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
     ap.add_argument("--conf-json", default="{}", help=argparse.SUPPRESS)
+    ap.add_argument("--cpu-roots", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.generate_only:
         generate(args.data, args.rows, args.topics, args.master)
         return
     if args.measure_only:
-        print(json.dumps(measure(args.data, args.master, json.loads(args.conf_json), args.pairs)))
+        roots = [int(pid) for pid in args.cpu_roots.split(",") if pid]
+        print(json.dumps(measure(args.data, args.master, json.loads(args.conf_json), args.pairs, roots)))
         return
     data = args.data or Path(tempfile.mkdtemp(prefix="brokerlb-bench-pipeline-", dir="/tmp"))
     masters = [m.strip() for m in args.masters.split(",") if m.strip()]
@@ -459,7 +537,8 @@ def main() -> None:
                 memory = f"{max(1, -(-int(args.executor_memory.rstrip('m')) // 1024) + 1)}g"
                 with SparkStandaloneCluster(workers=2, cores=1, memory=memory) as cluster:
                     conf = {**driver, **cluster.session_conf(args.executor_memory)}
-                    measured = measure_in_process(data, cluster.master_url, conf, args.pairs)
+                    workers = [p.pid for p in cluster.worker_processes]
+                    measured = measure_in_process(data, cluster.master_url, conf, args.pairs, workers)
                     measured["master"] = f"standalone ({cluster.master_url}, 2 workers x 1 core)"
             else:
                 measured = measure_in_process(data, master, driver, args.pairs)
@@ -469,7 +548,9 @@ def main() -> None:
         print(json.dumps(result, indent=2))
         ratios = {m: r["medianRatio"] for m, r in result["masters"].items()}
         sink = result.get("historySink")
-        measured_text = ", ".join(f"{m} {r:.2f}x" for m, r in ratios.items())
+        measured_text = ", ".join(
+            f"{m} {r:.2f}x (CPU {result['masters'][m]['medianCpuRatio']:.2f}x)" for m, r in ratios.items()
+        )
         if sink:
             measured_text += (
                 f"; history sink {sink['microsecondsPerReport']} us per load report on the leader, "

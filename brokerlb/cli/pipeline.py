@@ -214,6 +214,12 @@ def recommend_cmd(
     no_unload: bool = typer.Option(
         False, "--no-unload", help="splits keep their children on the same broker"
     ),
+    no_placement: bool = typer.Option(
+        False,
+        "--no-placement",
+        help="splits unload their children for the cluster to place (Pulsar's way) instead of transfers "
+        "to the lightest brokers",
+    ),
     master: str | None = _MASTER,
     conf: list[str] = _CONF,
 ) -> None:
@@ -227,7 +233,13 @@ def recommend_cmd(
         config = ServiceConfig().with_overrides(parse_overrides(overrides))
         limits = BundleLimits.from_config(config)
         options = AdvisorOptions(
-            target_fill, isolate_fraction, cold_fill, merge_fill, min_bundles, not no_unload
+            target_fill=target_fill,
+            isolate_fraction=isolate_fraction,
+            cold_fill=cold_fill,
+            merge_fill=merge_fill,
+            min_bundles=min_bundles,
+            unload=not no_unload,
+            place=not no_placement,
         )
         with _spark(master, conf) as spark:
             from brokerlb.pipeline.recommend import recommend
@@ -252,6 +264,7 @@ def recommend_cmd(
                 "plan": str(out),
                 "operations": len(plan.operations),
                 "splits": sum(1 for op in plan.operations if op.op == "split"),
+                "transfers": sum(1 for op in plan.operations if op.op == "unload"),
                 "merges": sum(1 for op in plan.operations if op.op == "merge"),
                 "namespaces": len(plan.advice),
             }

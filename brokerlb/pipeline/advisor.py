@@ -121,6 +121,9 @@ class AdvisorOptions:
     #: brokers eligible for the namespace's bundles: it keeps at least this many (0: not known)
     brokers: int = 0
     unload: bool = True
+    #: ``recommend`` places each split's children on the lightest brokers (transfers in the plan)
+    #: instead of unloading them for the cluster's placement (``brokerlb.pipeline.placement``)
+    place: bool = True
 
     def __post_init__(self) -> None:
         from brokerlb.errors import InvalidInputError
@@ -152,6 +155,7 @@ class AdvisorOptions:
             "minBundles": self.min_bundles,
             "brokers": self.brokers,
             "unload": self.unload,
+            "place": self.place,
         }
 
 

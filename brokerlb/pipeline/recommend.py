@@ -10,8 +10,13 @@
    :func:`brokerlb.pipeline.advisor.plan_namespace` picks balanced split boundaries for hot
    bundles (hot topics alone), merges of adjacent cold bundles, and a bundle count -- never
    fewer bundles than the brokers that reported in the window (``AdvisorOptions.brokers``).
-4. The result is a :class:`~brokerlb.plan.Plan` (splits first, then merges) that
-   ``brokerlb plan apply PLAN --url ...`` sends to a cluster.
+4. Each split's children are placed (unless ``--no-unload`` or ``--no-placement``): the parent's
+   load leaves the broker that served its topics last, and each child, heaviest first, goes to the
+   broker with the least load (the rates of the topics each broker served last); a child placed
+   elsewhere is a transfer (``unload`` with ``destinationBroker``) after the split, which then keeps
+   its children (:mod:`brokerlb.pipeline.placement`).
+5. The result is a :class:`~brokerlb.plan.Plan` (splits, the children's transfers, then merges)
+   that ``brokerlb plan apply PLAN --url ...`` sends to a cluster.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from brokerlb.errors import InvalidInputError
 from brokerlb.pipeline.advisor import AdvisorOptions, BundleLimits
 from brokerlb.pipeline.tables import Warehouse
-from brokerlb.plan.format import MergeOp, Plan, SplitOp
+from brokerlb.plan.format import MergeOp, Plan, SplitOp, UnloadOp
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,7 +52,8 @@ def _stat(column, statistic: str):  # type: ignore[no-untyped-def]
 
 
 def topic_loads(samples: DataFrame, statistic: str = "mean") -> DataFrame:
-    """One row per topic: ``namespace, topic, topicHash, msgRate, msgThroughput, sessions, samples``."""
+    """One row per topic: ``namespace, topic, topicHash, msgRate, msgThroughput, sessions, samples`` and
+    ``broker``, the one that served it last."""
     from pyspark.sql import functions as F
 
     if statistic not in STATISTICS:
@@ -61,6 +67,7 @@ def topic_loads(samples: DataFrame, statistic: str = "mean") -> DataFrame:
         _stat(tput, statistic).alias("msgThroughput"),
         _stat(sessions, statistic).alias("sessions"),
         F.count(F.lit(1)).alias("samples"),
+        F.max_by("broker", "timestamp").alias("broker"),
     )
 
 
@@ -102,6 +109,54 @@ def _brokers(spark: SparkSession, wh: Warehouse, since: int, until: int) -> int:
         window = window.where(~F.col("removed"))
     row = window.agg(F.countDistinct("brokerId").alias("n")).first()
     return int(row["n"]) if row is not None and row["n"] is not None else 0
+
+
+def _placed(
+    spark: SparkSession, wh: Warehouse, loads: DataFrame, splits: list[SplitOp], since: int, until: int
+) -> tuple[list[SplitOp], list[UnloadOp]]:
+    """The splits with their children placed (:func:`brokerlb.pipeline.placement.place_children`): the
+    brokers' loads are the rates of the topics each served last; brokers whose latest broker sample
+    in the window is a removal take nothing, brokers reporting without topics take from zero."""
+    from collections import Counter
+
+    from pyspark.sql import functions as F
+
+    from brokerlb.pipeline.placement import place_children
+    from brokerlb.ring import parse_range
+
+    broker_load = {
+        r["broker"]: float(r["load"] or 0.0)
+        for r in loads.groupBy("broker").agg(F.sum("msgRate").alias("load")).collect()
+    }
+    reports = wh.read_optional(spark, "broker_samples")
+    if reports is not None:
+        latest = (
+            reports.where((F.col("timestamp") >= since) & (F.col("timestamp") <= until))
+            .groupBy("brokerId")
+            .agg(F.max_by("removed", "timestamp").alias("removed"))
+            .collect()
+        )
+        for r in latest:
+            if r["removed"]:
+                broker_load.pop(r["brokerId"], None)
+            else:
+                broker_load.setdefault(r["brokerId"], 0.0)
+    namespaces = sorted({op.namespace for op in splits})
+    topics = (
+        loads.where(F.col("namespace").isin(namespaces)).select("namespace", "topicHash", "broker").collect()
+    )
+    owners: dict[str, str] = {}
+    for op in splits:
+        lower, upper = parse_range(op.bundle)
+        served = Counter(
+            t["broker"]
+            for t in topics
+            if t["namespace"] == op.namespace
+            and lower <= t["topicHash"] < upper + (1 if upper == 0xFFFFFFFF else 0)
+        )
+        if served:
+            owners[f"{op.namespace}/{op.bundle}"] = served.most_common(1)[0][0]
+    return place_children(splits, owners, broker_load)
 
 
 def recommend(
@@ -169,6 +224,9 @@ def recommend(
                 "load": {"topics": namespaces[ns][0]},
             }
         )
+    moves: list[UnloadOp] = []
+    if options.unload and options.place and splits:
+        splits, moves = _placed(spark, wh, loads, splits, since, until)
     loads.unpersist()
     source = {
         "job": "recommend",
@@ -181,7 +239,7 @@ def recommend(
         "options": options.to_json(),
     }
     return Plan(
-        tuple(splits) + tuple(merges),
+        tuple(splits) + tuple(moves) + tuple(merges),
         created_at if created_at is not None else int(time.time() * 1000),
         source,
         advice,

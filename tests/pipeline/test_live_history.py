@@ -23,7 +23,11 @@ from brokerlb.history import BROKER_SAMPLES, TOPIC_SAMPLES, read_history
 from brokerlb.testing import eventually
 from brokerlb.testing.clusters import InProcessCluster
 
-pytestmark = [pytest.mark.spark, pytest.mark.asyncio(loop_scope="function")]
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.asyncio(loop_scope="function"),
+    pytest.mark.timeout(900),  # a guard against a hang, not a speed check
+]
 
 GUARD = 120.0
 NAMESPACE = "public/live-history"

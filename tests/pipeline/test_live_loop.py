@@ -8,7 +8,8 @@ broker owning the hot bundle carries most of the cluster's load. Shedding and au
 off: whatever improves the balance is the plan. The pipeline (``local[2]``, in this process) ingests
 the published history while the cluster runs, computes the load data from the reports and from the
 topic samples, and recommends a plan with a bundle limit the hot bundle exceeds; the plan's split
-(with unload) is applied with the CLI. Measured before and after: the busiest broker's modelled load
+and the transfers that place its children on the lightest brokers are applied with the CLI, and each
+transferred child's topics must then be served by the broker the plan named. Measured before and after: the busiest broker's modelled load
 relative to the lower bound no placement can beat (the brokers' mean load). Every message
 acknowledged to a producer must be received by its subscription (producer receipts against
 consumer receipts). A second ingest, during the same run, reads only the new files and sees the
@@ -19,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,13 @@ import pytest
 
 from brokerlb.admin import AsyncAdminClient
 from brokerlb.history import TOPIC_SAMPLES, read_history
-from brokerlb.plan import Plan, SplitOp
-from brokerlb.ring import NamespaceBundles
+from brokerlb.plan import Plan, SplitOp, UnloadOp
+from brokerlb.ring import NamespaceBundles, parse_range, topic_hash
 from brokerlb.testing.clusters import ProcessCluster, zookeeper_process_cluster
 from brokerlb.testing.observe import modelled_cpu, topic_owners
 from brokerlb.testing.official_client import OfficialTraffic
 from brokerlb.testing.waiting import eventually
+from tests.integration.broker.test_cli import brokerlb
 
 pulsar = pytest.importorskip("pulsar")
 
@@ -42,6 +42,7 @@ pytestmark = [
     pytest.mark.zookeeper,
     pytest.mark.slow,
     pytest.mark.asyncio(loop_scope="function"),
+    pytest.mark.timeout(900),  # a guard against a hang, not a speed check
 ]
 
 GUARD = 180.0
@@ -83,20 +84,6 @@ def balance(load: dict[str, float]) -> float:
     """The busiest broker's load over the lower bound (the mean: some broker carries at least that)."""
     values = list(load.values())
     return max(values) / (sum(values) / len(values))
-
-
-async def brokerlb(*args: str, timeout: float = 300) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "brokerlb.cli.main",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    return proc.returncode or 0, out.decode(), err.decode()
 
 
 async def topic_rates(cluster: ProcessCluster) -> dict[str, tuple[str, float]]:
@@ -149,7 +136,7 @@ async def test_the_whole_loop_live_improves_the_balance_without_losing_a_message
 
             await eventually(lambda: dumps_of_hot_topics() >= 6, GUARD, interval=1.0, message="6 dumps")
             before = await modelled_cpu(cluster.urls, cluster.broker_ids)
-            code, out, err = await brokerlb("pipeline", "publish", "--url", cluster.urls[1])
+            code, out, err = await brokerlb("pipeline", "publish", "--url", cluster.urls[1], timeout=300)
             assert code == 0 and not json.loads(out)["failed"], err
 
             first = await asyncio.to_thread(ingest, spark, str(history), str(warehouse))
@@ -174,18 +161,26 @@ async def test_the_whole_loop_live_improves_the_balance_without_losing_a_message
             assert [(op.namespace, f"{op.namespace}/{op.bundle}") for op in splits] == [
                 (NAMESPACE, hot_bundle)
             ]
-            assert not [op for op in plan.operations if not isinstance(op, SplitOp)], plan.operations
             (split,) = splits
-            assert split.unload and len(split.children) >= 2
+            transfers = [op for op in plan.operations if isinstance(op, UnloadOp)]
+            assert [op.op for op in plan.operations] == ["split"] + ["unload"] * len(transfers), (
+                plan.operations
+            )
+            # the children are placed by the plan (not unloaded for the lookups to place): the split keeps
+            # them, and the ones that go elsewhere are transfers to brokers of this cluster
+            assert not split.unload and len(split.children) >= 2
+            assert transfers and all(
+                t.bundle in split.children and t.destination_broker in cluster.broker_ids for t in transfers
+            ), transfers
             plan.save(tmp_path / "plan.json")
 
             # ---- the plan, applied to the live cluster
             code, out, err = await brokerlb(
-                "plan", "apply", str(tmp_path / "plan.json"), "--url", cluster.urls[2], "--json"
+                "plan", "apply", str(tmp_path / "plan.json"), "--url", cluster.urls[2], "--json", timeout=300
             )
             applied = json.loads(out)
             assert code == 0 and applied["ok"], (out, err)
-            assert [r["status"] for r in applied["results"]] == ["applied"]
+            assert [r["status"] for r in applied["results"]] == ["applied"] * len(plan.operations)
 
             async def settled() -> dict[str, float] | None:
                 """Every topic flowing at its owner after the moves, the cluster's load back to its total."""
@@ -197,10 +192,18 @@ async def test_the_whole_loop_live_improves_the_balance_without_losing_a_message
                 return load if abs(total - was) <= 0.25 * was else None
 
             after = await eventually(settled, GUARD, interval=1.0, message="the moved topics flowing again")
-            figures.update(before=before, after=after, children=split.children)
+            served = await topic_rates(cluster)
+            for transfer in transfers:  # where the plan put each transferred child, its topics are served
+                lower, upper = parse_range(transfer.bundle)
+                inside = [t for t in rates if lower <= topic_hash(t) < upper]  # the hot bundle is the first
+                assert inside and {served[t][0] for t in inside} == {transfer.destination_broker}, (
+                    transfer,
+                    {t: served[t] for t in inside},
+                )
+            figures.update(before=before, after=after, children=split.children, transfers=len(transfers))
 
             # ---- the history goes on: a second ingest reads only what was published since, with the split
-            code, out, err = await brokerlb("pipeline", "publish", "--url", cluster.urls[0])
+            code, out, err = await brokerlb("pipeline", "publish", "--url", cluster.urls[0], timeout=300)
             assert code == 0, err
             second = await asyncio.to_thread(ingest, spark, str(history), str(warehouse))
             files = second.files[TOPIC_SAMPLES]
@@ -229,7 +232,7 @@ async def test_the_whole_loop_live_improves_the_balance_without_losing_a_message
         print(
             f"\nbusiest/lower bound {balance(figures['before']):.2f} -> {balance(figures['after']):.2f} "
             f"(modelled CPU % before {figures['before']}, after {figures['after']}); split into "
-            f"{len(figures['children'])} children; {acked} acknowledged, {received} received, {lost} lost"
+            f"{len(figures['children'])} children, {figures['transfers']} transferred; {acked} acknowledged, {received} received, {lost} lost"
         )
     assert not failures, failures
     assert all(r.ok for r in reports), [r for r in reports if not r.ok]

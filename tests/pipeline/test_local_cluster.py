@@ -9,38 +9,16 @@ with what runs in this process: the load-data model and the simulator.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from brokerlb.history import record_from_json, replay_load_data
 from tests.history_data import simulated_history
+from tests.pipeline.cli_driver import run_on_master
 from tests.pipeline.conftest import ODD_GOOD_LINES
 from tests.pipeline.test_loaddata import assert_equal_to_replay, topic_reports
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-#: Runs each argument list (JSON, argv[1]) through the CLI on one local-cluster session,
-#: printing a separator line after each command's output.
-DRIVER = """
-import json, sys
-from brokerlb.cli.main import main
-from brokerlb.pipeline.session import spark_session
-
-spark = spark_session("local-cluster[2,1,1024]", conf={"spark.executor.memory": "512m", "spark.driver.memory": "1g"})
-try:
-    for args in json.loads(sys.argv[1]):
-        try:
-            main(args)
-        except SystemExit as exit_:
-            if exit_.code:
-                raise
-        print("\\x1e", flush=True)
-finally:
-    spark.stop()
-"""
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]  # a guard, not a speed check
 
 
 def test_jobs_on_local_cluster_equal_the_in_process_results(spark, history, tmp_path):
@@ -71,17 +49,9 @@ def test_jobs_on_local_cluster_equal_the_in_process_results(spark, history, tmp_
             "--json",
         ],
     ]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    env.pop("SPARK_HOME", None)  # the session points it at pyspark's install directory
-    done = subprocess.run(
-        [sys.executable, "-c", DRIVER, json.dumps(commands)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    (loaddata_out, backtest_out), _ = run_on_master(
+        "local-cluster[2,1,1024]", commands, {"spark.executor.memory": "512m", "spark.driver.memory": "1g"}
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    loaddata_out, backtest_out, _ = done.stdout.split("\x1e")
 
     summary = json.loads(loaddata_out)
     assert summary["source"] == "topics" and summary["counts"]["bundles"] > 0

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from brokerlb.cli.main import main
-from brokerlb.pipeline.advisor import BundleLimits
-from brokerlb.plan import Plan, SplitOp
+from brokerlb.pipeline.advisor import AdvisorOptions, BundleLimits
+from brokerlb.plan import Plan, SplitOp, UnloadOp
 from brokerlb.ring import NamespaceBundles, topic_hash
 from brokerlb.testing import assert_ring_covers_keyspace
 from tests.pipeline.conftest import HOT_TOPIC
@@ -50,6 +50,32 @@ def test_hot_bundle_split_isolates_the_hot_topic_and_the_plan_fits_the_layout(sp
         and plan.source["limits"]["loadBalancerNamespaceBundleMaxMsgRate"] == 5_000
     )
     assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
+    # the children are placed: the splits keep them, transfers move some to the lightest brokers
+    # the brokers the warehouse knows: those that served topics and those that reported (the fixture's
+    # reports and topic dumps come from separate generators, with brokers of their own)
+    tables = history.warehouse
+    brokers = {
+        r[0] for r in spark.read.parquet(str(tables / "topic_samples")).select("broker").distinct().collect()
+    }
+    brokers |= {
+        r[0]
+        for r in spark.read.parquet(str(tables / "broker_samples")).select("brokerId").distinct().collect()
+    }
+    transfers = [op for op in plan.operations if isinstance(op, UnloadOp)]
+    assert all(not op.unload for op in splits) and transfers
+    children = {(op.namespace, child) for op in splits for child in op.children}
+    assert all((t.namespace, t.bundle) in children and t.destination_broker in brokers for t in transfers), (
+        transfers,
+        children,
+        brokers,
+    )
+    kinds = [op.op for op in plan.operations]
+    assert kinds == sorted(kinds, key=["split", "unload", "merge"].index)  # splits, transfers, merges
+    unplaced = recommend(
+        spark, str(history.warehouse), limits=LIMITS, created_at=1, options=AdvisorOptions(place=False)
+    )
+    assert not [op for op in unplaced.operations if isinstance(op, UnloadOp)]
+    assert all(op.unload for op in unplaced.operations if isinstance(op, SplitOp))
 
 
 def test_default_limits_find_nothing_hot_and_statistic_max(spark, history):
@@ -68,26 +94,24 @@ def test_default_limits_find_nothing_hot_and_statistic_max(spark, history):
 
 def test_cli_recommend_writes_a_plan(spark, history, tmp_path, capsys):
     out = tmp_path / "plan.json"
-    with pytest.raises(SystemExit) as exit_:
-        main(
-            [
-                "pipeline",
-                "recommend",
-                "--warehouse",
-                str(history.warehouse),
-                "--out",
-                str(out),
-                "--set",
-                "loadBalancerNamespaceBundleMaxMsgRate=5000",
-                "--until",
-                "2023-11-14T22:30:00",
-            ]
-        )
-    assert exit_.value.code == 0
-    summary = json.loads(capsys.readouterr().out)
+
+    def run(*flags: str) -> tuple[dict, Plan]:
+        argv = ["pipeline", "recommend", "--warehouse", str(history.warehouse), "--out", str(out)]
+        argv += ["--set", "loadBalancerNamespaceBundleMaxMsgRate=5000", "--until", "2023-11-14T22:30:00"]
+        with pytest.raises(SystemExit) as exit_:
+            main([*argv, *flags])
+        assert exit_.value.code == 0
+        return json.loads(capsys.readouterr().out), Plan.load(out)
+
+    summary, plan = run()
     assert summary["splits"] >= 1 and summary["plan"] == str(out)
-    plan = Plan.load(out)
     assert plan.source["window"]["until"] == 1_700_001_000_000
+    assert summary["transfers"] == sum(1 for op in plan.operations if isinstance(op, UnloadOp)) > 0
+    # the switches reach the options by name (--no-unload was once passed as the broker count, ignored)
+    for flag, unload in (("--no-placement", True), ("--no-unload", False)):
+        summary, switched = run(flag)
+        assert summary["transfers"] == 0 and switched.source["options"]["unload"] is unload
+        assert all(op.unload is unload for op in switched.operations if isinstance(op, SplitOp))
     with pytest.raises(SystemExit) as exit_:
         main(["pipeline", "recommend", "--warehouse", str(history.warehouse), "--statistic", "median"])
     assert exit_.value.code == 2

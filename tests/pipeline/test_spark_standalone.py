@@ -12,37 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from brokerlb.history import record_from_json, replay_load_data
+from tests.pipeline.cli_driver import run_on_master
 from tests.pipeline.conftest import ODD_GOOD_LINES
 from tests.pipeline.test_loaddata import REL, assert_equal_to_replay, topic_reports
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-#: Runs each argument list (JSON, argv[2]) through the CLI on one session of the master (argv[1]),
-#: printing a separator line after each command's output.
-DRIVER = """
-import json, sys
-from brokerlb.cli.main import main
-from brokerlb.pipeline.session import spark_session
-
-spark = spark_session(sys.argv[1], conf=json.loads(sys.argv[3]))
-try:
-    assert spark.sparkContext.master == sys.argv[1], spark.sparkContext.master
-    for args in json.loads(sys.argv[2]):
-        try:
-            main(args)
-        except SystemExit as exit_:
-            if exit_.code:
-                raise
-        print("\\x1e", flush=True)
-finally:
-    spark.stop()
-"""
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]  # a guard, not a speed check
 
 
 @pytest.fixture(scope="module")
@@ -81,23 +59,8 @@ def test_ingest_and_loaddata_on_a_standalone_cluster_equal_local(spark, history,
             for source in ("reports", "topics")
         ),
     ]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            DRIVER,
-            standalone.master_url,
-            json.dumps(commands),
-            json.dumps(standalone.session_conf()),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-3000:] + standalone.log_tail()
-    ingested, *loaded, _ = done.stdout.split("\x1e")
+    (ingested, *loaded), _ = run_on_master(standalone.master_url, commands, standalone.session_conf())
+
     summary = json.loads(ingested)
     assert summary["rejects"] == history.first.rejects  # every bad line, as local[2] found them
     assert sum(summary["rows"].values()) == sum(history.first.rows.values()) + sum(
