@@ -24,7 +24,8 @@ state            when (first that holds)
 ===============  ==============================================================================
 
 The band is the strategy's own, from its last cycle's numbers: brokerlb's balancer its target band
-(``targetLower``/``targetUpper``); ThresholdShedder the average usage +-
+(``targetLower``/``targetUpper``; a broker holding a bundle too hot to move usefully is judged by its
+own higher target, ``raisedTargetUpper``); ThresholdShedder the average usage +-
 ``loadBalancerBrokerThresholdShedderPercentage``; OverloadShedder up to
 ``loadBalancerBrokerOverloadedThresholdPercentage``; TransferShedder the average +-
 ``loadBalancerBrokerLoadTargetStd``. Other strategies have none (no ``waiting`` state).
@@ -151,7 +152,10 @@ class BalancerStatus:
             return IN_PROGRESS, f"the last cycle moved {sum(last.moves_done)} bundle(s)", None
         if band is not None and loads:
             busiest = max(sorted(loads), key=lambda b: loads[b])
-            upper = band[1] * 100
+            # a broker holding a bundle too hot to move usefully has its own, higher target
+            raised = last.stats.get("raisedTargetUpper")
+            own = raised.get(busiest) if isinstance(raised, Mapping) else None
+            upper = max(band[1], float(own) if isinstance(own, int | float) else 0.0) * 100
             if loads[busiest] > upper:
                 above = f"{busiest} at {loads[busiest]:.1f} % is above the band's {upper:.1f} %"
                 ends = [end for end in self.grace_ends(busiest) if end > now]

@@ -4,7 +4,10 @@
   yet. Brokers rewrite their report only when it changed by 10 % or every 15 minutes
   (``needBrokerDataUpdate``), so after a move the leader's view can keep the bundle on its old
   broker for a quarter of an hour; the balancer corrects the view by the bundle's demand until
-  the destination reports the bundle and the source no longer does (or the source reported it
+  the destination reports the bundle -- with at least half the moved throughput, or once the grace
+  period and two ``statsUpdateFrequencyInSecs`` have passed (until then its topics' rates there
+  are not measured: the shortfall still counts on the destination) -- and the source no longer
+  does (or the source reported it
   again long after the move: the move did not happen; or ``2 x
   loadBalancerReportUpdateMaxIntervalMinutes`` passed);
 * **last moved** -- when the balancer last moved a bundle, or first saw it (a split child, a

@@ -17,7 +17,9 @@ leader's load reports) and the balancer's memory:
   capacity -- is read off brokers that report no traffic (a new or restarted broker) and kept
   in memory; without one yet it is taken as 0 (all usage follows traffic);
 * **pending moves** (decided, not yet in the reports) are applied: a bundle the source still
-  reports is taken off it, one the destination does not report yet is added to it.
+  reports is taken off it, one the destination does not report yet is added to it -- and one it
+  reports with less traffic than was moved (its topics just opened there, their rates not measured
+  yet) adds the difference.
 
 >>> from brokerlb.testing import broker, load_data
 >>> from brokerlb.loadbalance.balancer.memory import BalancerMemory
@@ -176,9 +178,30 @@ class ClusterModel:
                 self.usage[src] = np.maximum(self.usage[src] - demand, 0.0)
             if dst is not None and move.bundle not in view.reported_bundles(move.destination):
                 self.usage[dst] += demand
+            elif dst is not None:
+                # reported there before its traffic is measured there (a topic just opened on the
+                # destination reports no rate until its next stats interval): the part the report
+                # does not show yet still counts on the destination
+                shown = self._reported_demand(view, move.destination, move.bundle)
+                self.usage[dst] += np.maximum(demand - shown, 0.0)
             k = self.bundle_index.get(move.bundle)
             if k is not None and dst is not None:
                 self.owner[k] = dst
+
+    def _reported_demand(self, view: ClusterView, broker: str, bundle: str) -> np.ndarray:
+        """(4,) the demand ``broker``'s report shows for ``bundle`` (0 without its stats)."""
+        data = view.brokers.get(broker)
+        stats = data.local_data.last_stats.get(bundle) if data is not None else None
+        if stats is None:
+            return np.zeros(4)
+        traffic = bundle_traffic(
+            stats.msg_rate_in,
+            stats.msg_rate_out,
+            stats.msg_throughput_in,
+            stats.msg_throughput_out,
+            self.message_size,
+        )
+        return np.asarray(self.cost * np.asarray(traffic))
 
     # ------------------------------------------------------------------ loads
 

@@ -287,6 +287,9 @@ class Cycle:
         self.no_merge_ms = int(conf.duration_seconds("brokerlbBalancerNoMergeAfterSplitMinutes") * 1000)
         self.no_split_ms = int(conf.duration_seconds("brokerlbBalancerNoSplitAfterMergeMinutes") * 1000)
         self.idle_threshold = conf.brokerlbBalancerIdleThresholdPercentage / 100.0
+        #: how long a moved bundle the destination reports may still show less traffic than was
+        #: moved (its topics' rates not measured there yet): the grace period and two stats intervals
+        self.measure_ms = self.grace_ms + 2 * int(conf.duration_seconds("statsUpdateFrequencyInSecs") * 1000)
         if memory.started_ms is None and not offline:
             memory.started_ms = self.now
         #: bundle -> the operator's action the balancer holds back for (within the grace period)
@@ -414,8 +417,11 @@ class Cycle:
             stale_source = (
                 source is not None and at_source and source.local_data.last_update > move.at_ms + 60_000
             )
+            measured = at_destination and (
+                self.now - move.at_ms > self.measure_ms or _shows_traffic(view, move)
+            )
             if (
-                (at_destination and not at_source)
+                (at_destination and not at_source and measured)
                 or move.destination not in view.brokers
                 or self.now - move.at_ms > 2 * self.report_ms
                 or (stale_source and not at_destination)
@@ -646,6 +652,13 @@ class Cycle:
             "balancedLoad": round(targets.balanced, 6),
             "targetUpper": round(float(targets.upper.min()), 6) if len(targets.upper) else 0.0,
             "targetLower": round(targets.lower, 6),
+            # brokers whose own upper target is higher (they hold a bundle too hot to move usefully)
+            "raisedTargetUpper": {
+                model.brokers[b]: round(float(targets.upper[b]), 6)
+                for b in np.flatnonzero(targets.upper > targets.upper.min() + 1e-9)
+            }
+            if len(targets.upper)
+            else {},
             "busiestBefore": round(plan.busiest_before, 6),
             "busiestAfter": round(plan.busiest_after, 6),
             "objectiveBefore": round(plan.objective_before, 6),
@@ -719,6 +732,17 @@ class Destinations:
                 del self._by_namespace[other]
         else:  # its topics count on the destination now
             self._by_namespace.pop(namespace, None)
+
+
+def _shows_traffic(view: ClusterView, move: PendingMove) -> bool:
+    """Whether ``move``'s destination reports its bundle with at least half the moved throughput."""
+    if move.throughput <= 0:
+        return True
+    data = view.brokers.get(move.destination)
+    stats = data.local_data.last_stats.get(move.bundle) if data is not None else None
+    if stats is None:
+        return False
+    return stats.msg_throughput_in + stats.msg_throughput_out >= 0.5 * move.throughput
 
 
 def _own_contribution(model: ClusterModel) -> np.ndarray:

@@ -133,6 +133,14 @@ async def test_the_live_leader_splits_the_hot_bundle_and_transfers_load_off_the_
                 message="a split child left the hot broker",
             )
 
+            statuses: list[dict[str, Any]] = []
+
+            def nothing_to_move(status: dict[str, Any]) -> bool:
+                # 'ready', or 'waiting' on something no grace period ends (no destination, below
+                # the minimum gain): nothing in flight and the cycle moved nothing either way
+                waiting_for_nothing = status["state"] == "waiting" and status["graceUntilMs"] is None
+                return status["state"] == "ready" or waiting_for_nothing
+
             async def settled() -> dict[str, Any] | None:
                 status = await admin.get_balancer_status()
                 seen.update(
@@ -141,11 +149,26 @@ async def test_the_live_leader_splits_the_hot_bundle_and_transfers_load_off_the_
                         for m in (status["lastCycle"] or {}).get("moves", [])
                     }
                 )
-                return status if status["state"] == "ready" else None
+                before = statuses[-1] if statuses else None
+                statuses.append(status)
+                # settled in two shedding cycles in a row (not one cycle caught between moves)
+                if (
+                    before is not None
+                    and nothing_to_move(before)
+                    and nothing_to_move(status)
+                    and (status["lastCycleAtMs"] or 0) > (before["lastCycleAtMs"] or 0)
+                ):
+                    return status
+                return None
 
-            status = await eventually(
-                settled, GUARD, interval=0.5, message="the balancer has nothing to move"
-            )
+            try:
+                status = await eventually(
+                    settled, GUARD, interval=0.5, message="the balancer has nothing to move"
+                )
+            except AssertionError:
+                print(f"balancer status: {statuses[-1] if statuses else None}")
+                print(f"states seen: {[(s['state'], s['reason']) for s in statuses[-5:]]}")
+                raise
             load = await modelled_cpu(cluster.urls, cluster.broker_ids)
             metrics = await lb_counters(cluster.urls)
         await off_loop(traffic.stop_producing)

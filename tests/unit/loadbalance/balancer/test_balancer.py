@@ -85,6 +85,39 @@ def test_pending_moves_count_until_the_reports_show_them() -> None:
     assert settled.unloads == [] and settled.stats["pendingMoves"] == 0
 
 
+def test_a_moved_bundle_counts_on_its_destination_until_its_traffic_shows_there() -> None:
+    # the destination lists the moved bundles at once, with no rate yet (their topics just opened
+    # there): the moved load still counts on it, and nothing else is moved onto it meanwhile
+    state = StrategyState()
+    first = cycle(three_brokers(), state)
+    assert moves(first) == [("b1:8080", A1, "b3:8080"), ("b1:8080", A2, "b3:8080")]
+    unmeasured = cluster(
+        [
+            node("b1:8080", {B1: 5, C1: 57}),
+            node("b2:8080", {D1: 30, D2: 30}),
+            node("b3:8080", {E1: 20, E2: 20, A1: 0, A2: 0}),
+        ],
+        now=NOW + 5_000,
+        recently={A1: NOW, A2: NOW},
+        brokerlbBalancerTargetTolerance=0.03,
+    )
+    again = cycle(unmeasured, state)
+    assert again.unloads == [] and again.stats["pendingMoves"] == 2
+    assert again.stats["busiestBefore"] == pytest.approx(0.62)
+    measured = cluster(
+        [
+            node("b1:8080", {B1: 5, C1: 57}),
+            node("b2:8080", {D1: 30, D2: 30}),
+            node("b3:8080", {E1: 20, E2: 20, A1: 10, A2: 8}),
+        ],
+        now=NOW + 10_000,
+        recently={A1: NOW, A2: NOW},
+        brokerlbBalancerTargetTolerance=0.03,
+    )
+    settled = cycle(measured, state)
+    assert settled.unloads == [] and settled.stats["pendingMoves"] == 0
+
+
 def test_a_move_the_leader_did_not_carry_out_is_forgotten() -> None:
     # the leader records every move it carried out (recentlyUnloadedBundles); one it did not --
     # its source no longer owned the bundle, the owner refused -- is not pending the next cycle
