@@ -306,18 +306,6 @@ class _Api:
             parse=_none,
         )
 
-    def put_topic_state(self, namespace: NamespaceName | str, bundle: str, state: bytes) -> Any:
-        """brokerlb extension (planned moves): hand the addressed broker a bundle's topic state
-        (:mod:`brokerlb.messaging.handoff` bytes) before it takes the bundle."""
-        return self._call(
-            "PUT", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/topicState", body=state, parse=_none
-        )
-
-    def bundle_placement(self, namespace: NamespaceName | str, bundle: str) -> Any:
-        """brokerlb extension: ``{"broker": id}`` -- where the leader's placement puts the bundle now
-        (redirected to the leader; nothing is owned by asking)."""
-        return self._call("GET", f"{_ADMIN}/namespaces/{_ns(namespace)}/{_seg(bundle)}/placement")
-
     def bundle_story(self, namespace: NamespaceName | str, bundle: str, *, local: bool = False) -> Any:
         """brokerlb extension: the bundle's ownership transitions, from every broker's state machine
         (``local``: from the addressed broker's only)."""

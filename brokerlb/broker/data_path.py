@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from brokerlb.broker.topics import CloseCause, TopicRegistry, TopicStats
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.errors import BrokerLBError, BundleUnloadingError, LedgerFencedError
-from brokerlb.messaging import BacklogQuota, CloseReason, Retention, Topic, TopicState
+from brokerlb.messaging import BacklogQuota, CloseReason, Retention, Topic
 from brokerlb.naming import TopicName
 from brokerlb.ring import NamespaceBundle, topic_hash
 
@@ -436,18 +436,6 @@ class DataPath:
             if http_url:
                 return CloseReason.transferred(http_url, broker_url)
         return CloseReason.unloaded("bundle lost" if cause.kind == "lost" else "")
-
-    # ------------------------------------------------------------------ hand-off (retired)
-    def export_bundle(self, bundle: str) -> list[TopicState]:
-        """Topics live on the storage tier: nothing travels with a move (the next owner opens them
-        from storage). Kept for the old hand-off's callers until they are removed."""
-        return []
-
-    def import_states(self, states: list[TopicState]) -> None:
-        if states:
-            logger.warning(
-                "Ignoring %d handed-over topic states: topics are opened from storage", len(states)
-            )
 
     # ------------------------------------------------------------------ stats
     def push_stats(self) -> None:

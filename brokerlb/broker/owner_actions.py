@@ -18,15 +18,13 @@ for. Every move is one transition of one record (or one transaction of several, 
 * **take** -- an Assigning record naming this broker: the machine answers Owned under this
   broker's session, unless the broker is stopping (it takes nothing then; the leader's monitor
   reassigns the bundle after the in-flight timeout);
-* **release** (the source of an unload or a transfer: Releasing naming it) -- the topics' state
-  goes to the next owner (lossless planned moves, :class:`~brokerlb.broker.handoff.TopicHandOff`:
-  the transfer's destination, or for an unload of a bundle with state, the broker the leader's
-  placement chooses now -- the unload then goes on to it as a transfer would); an unload's
-  clients are closed (they look the topic up again; the lookup waits for the move to settle), a
-  transfer's stay connected, fenced, until the destination owns the bundle
-  (:class:`~brokerlb.ownership.events.ClientsMoved` tells them where it went). Then the
-  machine writes Free, or Assigning to the destination. This is the only place the hand-off is
-  called;
+* **release** (the source of an unload or a transfer: Releasing naming it) -- a move carries no
+  data: the topics live on the storage tier and the next owner opens them from there after
+  fencing the bundle's range. An unload's clients are closed (they look the topic up again; the
+  lookup waits for the move to settle), a transfer's stay connected, fenced, until the
+  destination owns the bundle (:class:`~brokerlb.ownership.events.ClientsMoved` tells them where
+  it went: CLOSE_PRODUCER/CLOSE_CONSUMER name it). Then the machine writes Free, or Assigning to
+  the destination;
 * **split commit** (Splitting naming this broker): the namespace's new bundles, the parent
   Deleted and the children Owned by this broker, in one transaction -- retried on a lost race of
   the bundles (7 times, 100 ms apart: Pulsar's ``BUNDLE_SPLIT_RETRY_LIMIT``); if it never commits,
@@ -95,14 +93,12 @@ from brokerlb.ring import (
 
 if TYPE_CHECKING:
     from brokerlb.broker.data_path import DataPath
-    from brokerlb.broker.handoff import HandOffTarget
 
 __all__ = [
     "OwnerActions",
     "BundleServing",
     "TopicsServing",
     "SplitOutcome",
-    "StateHandOff",
     "parse_split_boundaries",
 ]
 
@@ -158,18 +154,6 @@ class TopicsServing:
         await self.topics.close_bundle(bundle, self.unload_timeout, UNLOAD)
 
 
-class StateHandOff(Protocol):
-    """Moves a bundle's topic state to the next owner (:class:`~brokerlb.broker.handoff.TopicHandOff`)."""
-
-    self_id: str
-
-    def has_state(self, bundle: str) -> bool: ...
-
-    async def choose_destination(self, bundle: NamespaceBundle) -> HandOffTarget | None: ...
-
-    async def send(self, bundle: NamespaceBundle, destination: str) -> bool: ...
-
-
 @dataclass(frozen=True, slots=True)
 class SplitOutcome:
     parent: str
@@ -223,8 +207,6 @@ class OwnerActions:
         self._leader_epoch = leader_epoch
         self._report_changed = report_changed
         self._closing = closing
-        #: the topic-state hand-off of planned moves (set when the broker has a data path)
-        self.state_hand_off: StateHandOff | None = None
         self._background: set[asyncio.Task[None]] = set()
         channel.bind(self)
 
@@ -280,23 +262,12 @@ class OwnerActions:
         self._report_changed()
 
     async def _release(self, i: Release) -> None:
-        """The source's release step (module docstring): the topics' state to the next owner, the
-        unload's clients closed, then the machine writes the next record."""
-        bundle = NamespaceBundle.parse(i.bundle)
-        destination = i.transfer_to
-        chosen: str | None = None
-        hand_off = self.state_hand_off
-        if hand_off is not None and hand_off.has_state(i.bundle):
-            if destination is None:
-                target = await hand_off.choose_destination(bundle)
-                chosen = destination = target.broker if target is not None else None
-            if destination is not None:
-                await hand_off.send(bundle, destination)
+        """The source's release step (module docstring): a move carries no data; the unload's
+        clients are closed (a transfer's are told the destination once it owns the bundle), then
+        the machine writes the next record."""
         if i.transfer_to is None and isinstance(self.serving, TopicsServing):
             await self.serving.close_unloaded(i.bundle)
-        self.channel.feed(
-            Released(bundle=i.bundle, version=i.version, to=chosen, at_ms=self.channel.now_ms())
-        )
+        self.channel.feed(Released(bundle=i.bundle, version=i.version, at_ms=self.channel.now_ms()))
 
     async def _commit_split(self, i: CommitSplit) -> None:
         parent = NamespaceBundle.parse(i.bundle)

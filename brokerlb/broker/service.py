@@ -268,15 +268,6 @@ class BrokerService:
             admin=self.admin,
             leader_records=lambda: self.leader_tasks.records,
         )
-        self.actions.state_hand_off = binary_wiring.state_hand_off(
-            data_path=self.data_path,
-            identity=ident,
-            election=self.election,
-            registry=self.registry,
-            admin=self.admin,
-            placement=self.load_manager,
-            clock=self.clock,
-        )
         self.namespaces = NamespaceService(
             ident,
             conf,

@@ -8,12 +8,10 @@ these pieces.
 * :mod:`~brokerlb.messaging.frames` -- framing, CRC-32C, batches;
 * :mod:`~brokerlb.messaging.topic` -- the topic engine (retention, cursors, dispatch, redelivery);
 * :mod:`~brokerlb.messaging.log` -- the seam to where a topic's entries are stored (memory, or a managed ledger);
-* :mod:`~brokerlb.messaging.handoff` -- a bundle's topic state in bytes, for planned moves;
 * :mod:`~brokerlb.messaging.protocol` -- Pulsar's WebSocket frames and brokerlb's close convention;
 * :mod:`~brokerlb.messaging.stats` -- sliding-window rates.
 """
 
-from brokerlb.messaging.handoff import SubscriptionState, TopicState
 from brokerlb.messaging.log import MemoryLog, TopicLog
 from brokerlb.messaging.protocol import (
     MAX_CLOSE_REASON_BYTES,
@@ -74,11 +72,9 @@ __all__ = [
     "RateWindow",
     "Retention",
     "Subscription",
-    "SubscriptionState",
     "Topic",
     "TopicCounters",
     "TopicLoad",
-    "TopicState",
     "WebSocketError",
     "consumer_frames",
     "consumer_path",

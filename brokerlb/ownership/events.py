@@ -85,12 +85,10 @@ class LeadershipChanged(TableEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class Released(TableEvent):
-    """The source finished its release step of ``bundle`` (topics closed, or fenced for a transfer);
-    ``to``: a destination it chose for the topics' state on an unload without one."""
+    """The source finished its release step of ``bundle`` (topics closed, or fenced for a transfer)."""
 
     bundle: str
     version: int
-    to: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

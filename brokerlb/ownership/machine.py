@@ -483,12 +483,12 @@ class OwnershipMachine:
         r = self.record(ev.bundle)
         if r is None or r.state is not S.RELEASING or r.version != ev.version or r.src is None:
             return []  # the record moved on (an override, the watchdog): nothing to finish
-        to = r.dst or (ev.to if ev.to != r.src else None)
+        to = r.dst
         if to and self._sessions and self.session(to) is None:
             to = None  # the destination left meanwhile: the transfer ends as an unload
         if to:
             new = r.next(S.ASSIGNING, at_ms=ev.at_ms, dst=to, src=r.src)
-            reason = "released; transfer goes on" if r.dst else f"released; its topics' state went to {to}"
+            reason = "released; transfer goes on"
         else:
             new = r.next(S.FREE, at_ms=ev.at_ms, src=r.src)
             reason = "released" if not r.dst else f"released; {r.dst} left, the transfer ends as an unload"

@@ -1,8 +1,8 @@
-"""How a :class:`~brokerlb.broker.service.BrokerService` gets its binary listener and state hand-off.
+"""How a :class:`~brokerlb.broker.service.BrokerService` gets its binary listener.
 
-Kept out of the service module so the broker's composition only calls three functions:
-:func:`bind_for` (the sockets, plain and TLS, before the broker's identity is known),
-:func:`binary_server` (the listener, once the broker is wired) and :func:`state_hand_off` (lossless planned moves).
+Kept out of the service module so the broker's composition only calls two functions:
+:func:`bind_for` (the sockets, plain and TLS, before the broker's identity is known) and
+:func:`binary_server` (the listener, once the broker is wired).
 Each is given the broker's parts it uses, by name.
 """
 
@@ -17,18 +17,15 @@ from brokerlb import __version__
 from brokerlb.broker.binary.context import ANONYMOUS_ROLE, BinaryContext
 from brokerlb.broker.binary.limits import ConnectionLimits
 from brokerlb.broker.binary.server import BinaryServer, bind_binary_socket
-from brokerlb.broker.handoff import TopicHandOff
 from brokerlb.broker.http.access import Security
-from brokerlb.broker.http.handoff_routes import HandOffPlacement, place_for_hand_off
 from brokerlb.coordination.paths import partitioned_topic_path
-from brokerlb.errors import BrokerLBError, NoNodeError
+from brokerlb.errors import NoNodeError
 from brokerlb.limits import InputLimits
 from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.security.authentication import AuthenticationService, Credentials
 from brokerlb.security.tls import server_context
 
 if TYPE_CHECKING:
-    from brokerlb.admin.client import AsyncAdminClient
     from brokerlb.broker.bundles_cache import NamespaceBundlesCache
     from brokerlb.broker.data_path import DataPath
     from brokerlb.broker.identity import BrokerIdentity
@@ -36,9 +33,9 @@ if TYPE_CHECKING:
     from brokerlb.broker.partitioned_topics import PartitionedTopics
     from brokerlb.clock import Clock
     from brokerlb.config import ServiceConfig
-    from brokerlb.coordination import BrokerRegistry, LeaderElection, MetadataStore
+    from brokerlb.coordination import BrokerRegistry, MetadataStore
 
-__all__ = ["BinarySockets", "bind_for", "binary_server", "state_hand_off"]
+__all__ = ["BinarySockets", "bind_for", "binary_server"]
 
 
 @dataclass
@@ -81,12 +78,6 @@ def bind_for(conf: Any) -> BinarySockets | None:
             plain.close()
         raise
     return BinarySockets(plain, tls)
-
-
-def _registered(registry: BrokerRegistry, broker_id: str, field: str) -> str | None:
-    report = registry.broker_json(broker_id)
-    value = report.get(field) if isinstance(report, dict) else None
-    return str(value) if value else None
 
 
 def binary_server(
@@ -163,39 +154,3 @@ class _TokenAuthenticator:
     def authenticate(self, auth_method: str | None, auth_data: bytes | None) -> Credentials:
         credentials = self.service.credentials(auth_method, auth_data)
         return Credentials(credentials.role or ANONYMOUS_ROLE, credentials.expires_at)
-
-
-def state_hand_off(
-    *,
-    data_path: DataPath | None,
-    identity: BrokerIdentity,
-    election: LeaderElection,
-    registry: BrokerRegistry,
-    admin: AsyncAdminClient,
-    placement: HandOffPlacement,
-    clock: Clock,
-) -> TopicHandOff | None:
-    """The hand-off of topic state for the owner's unload / transfer flow: ``None`` -- topics live on
-    the storage tier, so a move carries no data (the hand-off goes once the ownership record lands)."""
-    if data_path is None or data_path.storage is not None:
-        return None
-
-    async def leader_url() -> str | None:
-        # read from the store: a stopping broker has left the election and no longer watches it
-        try:
-            leader = await election.get_leader()
-        except BrokerLBError:
-            return None
-        return leader.service_url.rstrip("/") if leader is not None and leader.service_url else None
-
-    return TopicHandOff(
-        data_path,
-        self_id=identity.broker_id,
-        self_url=identity.web_service_url,
-        admin=admin,
-        web_url_of=lambda broker: _registered(registry, broker, "webServiceUrl"),
-        leader_url=leader_url,
-        is_leader=lambda: election.is_leader,
-        place=lambda bundle: place_for_hand_off(placement, bundle),
-        clock=clock,
-    )

@@ -31,7 +31,6 @@ from brokerlb.broker.http.access import Security, authorize
 from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router
 from brokerlb.broker.http.errors import error_body, error_headers, error_status, json_bytes
 from brokerlb.broker.http.guard import RequestGuard
-from brokerlb.broker.http.handoff_routes import handoff_router
 from brokerlb.broker.http.history_routes import load_history_router
 from brokerlb.broker.http.lookup_routes import LookupEndpoint, lookup_router
 from brokerlb.broker.http.namespaces_routes import namespaces_router
@@ -165,13 +164,6 @@ def _routers(service: BrokerService, security: Security) -> list[APIRouter]:
             ),
         ),
         clusters_router(ident.cluster, service.cluster_policies),
-        handoff_router(
-            data_path=service.data_path,
-            namespaces=service.namespaces,
-            election=election,
-            broker_id=ident.broker_id,
-            leader_placement=service.load_manager,
-        ),
     ]
 
 

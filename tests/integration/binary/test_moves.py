@@ -267,7 +267,7 @@ def namespace_in() -> Callable[[InProcessCluster], Awaitable[str]]:
     return create
 
 
-async def test_a_merge_hands_each_parts_topics_to_the_merged_bundles_broker(
+async def test_a_merge_keeps_each_parts_topics_on_the_merged_bundles_broker(
     fresh_cluster: InProcessCluster, namespace_in: Any
 ) -> None:
     """A durable subscription whose consumer is away keeps its backlog through a merge of its

@@ -1,5 +1,5 @@
 """The topic engine: retention until acknowledged, dispatch by subscription type, redelivery, readers,
-backlog quota, non-persistent drops, and the state handed to the next owner."""
+backlog quota, non-persistent drops, and a topic reopened on its log (as the next owner opens it)."""
 
 from __future__ import annotations
 

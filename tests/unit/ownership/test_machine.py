@@ -129,15 +129,13 @@ def test_a_transfer_fences_releases_goes_on_to_the_destination_and_tells_the_cli
     assert b2.story(FULL)[2].reason == "Overloaded" and b2.story(FULL)[2].who == "leader"
 
 
-def test_an_unload_of_a_bundle_with_state_goes_on_to_the_broker_the_topics_went_to() -> None:
+def test_an_unload_is_released_to_free_a_move_carries_no_data() -> None:
     b1 = broker("b1", 1)
     table = Table(b1)
     owned(table, b1)
     table.write(b1.unload(FULL, at_ms=1))
     (release,) = table.take(b1, Release)
     assert release.transfer_to is None
-    (w,) = b1.handle(Released(bundle=FULL, version=release.version, to="b2", at_ms=2))
-    assert (w.record.state, w.record.dst) == (S.ASSIGNING, "b2")
     (free,) = b1.handle(Released(bundle=FULL, version=release.version, at_ms=2))
     assert free.record.state is S.FREE
 

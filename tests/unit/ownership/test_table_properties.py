@@ -203,8 +203,7 @@ class Cluster:
             if b.alive:
                 self.cas([i])
         elif isinstance(i, Release):
-            to = self.rng.choice([None, None, *BROKERS]) if i.transfer_to is None else None
-            self._feed(b, Released(bundle=i.bundle, version=i.version, to=to, at_ms=self.now))
+            self._feed(b, Released(bundle=i.bundle, version=i.version, at_ms=self.now))
         elif isinstance(i, CommitSplit):
             try:
                 writes = b.machine.split_commit(i.bundle, at_ms=self.now)
