@@ -9,6 +9,7 @@ import pytest
 
 from brokerlb.admin import AsyncAdminClient
 from brokerlb.errors import RemoteBrokerError
+from brokerlb.testing.waiting import eventually
 
 from .helpers import lookup_data, new_namespace, owners_snapshot, topics_of
 
@@ -210,8 +211,15 @@ async def test_broker_views_and_reports(cluster, store) -> None:
         await lookup_data(cluster.urls[0], topics)
         snap = await owners_snapshot(store, ns, require_all_owned=True)
         for broker, url in zip(cluster.broker_ids, cluster.urls, strict=True):
-            owned = await admin.get_owned_namespaces("e2e", broker)  # redirected to that broker
-            assert any(b.startswith("pulsar/") for b in owned), "each broker owns its heartbeat namespaces"
+
+            async def heartbeats_owned(broker: str = broker) -> dict[str, object] | None:
+                owned = await admin.get_owned_namespaces("e2e", broker)  # redirected to that broker
+                return owned if any(b.startswith("pulsar/") for b in owned) else None
+
+            # a broker takes its heartbeat namespaces as it starts; its table sees the take soon after
+            owned = await eventually(
+                heartbeats_owned, 60, interval=0.2, message="each broker owns its heartbeat namespaces"
+            )
             mine = {b for b, owner in snap.owners.items() if owner == broker}
             assert mine == {b for b in owned if b.startswith(ns)}
             async with AsyncAdminClient(url) as direct:
