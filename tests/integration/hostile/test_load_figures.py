@@ -8,9 +8,10 @@ and the bundle's load stay what was really sent, and the leader's split checks f
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -64,10 +65,6 @@ async def _split_checks(http: httpx.AsyncClient) -> int:
     raise AssertionError("/metrics has no brokerlb_leader_cycles")
 
 
-async def _at_least(count: Awaitable[int], wanted: int) -> bool:
-    return await count >= wanted
-
-
 async def _report_written_after(http: httpx.AsyncClient, after_ms: int) -> bool:
     report = (await http.get("/admin/v2/broker-stats/load-report")).json()
     return int(report["lastUpdate"]) > after_ms
@@ -105,8 +102,30 @@ async def test_a_send_claiming_more_messages_than_its_bytes_hold_is_refused_and_
         # seconds: one written 2 s after the refusal comes after any that could hold the lie (a
         # report is written when its figures change: a counted lie would have been)...
         counted_by_ms = refused_at_ms + 2000
+        # The leader checks splits after each refresh, and refreshes on a changed report; an idle
+        # broker writes none (a quiet machine left the test waiting): honest traffic that varies from
+        # one poll to the next keeps reports, refreshes and split checks coming.
+        sequence = itertools.count(4)
+        bursts = itertools.cycle([1, 4, 0, 8])
+
+        async def honest_burst() -> None:
+            for _ in range(next(bursts)):
+                n = next(sequence)
+                raw.send(
+                    payload_frame(CommandSend(1, n), payload_section(MessageMetadata("liar", n, 1), b"ok"))
+                )
+                assert isinstance(await raw.next(), CommandSendReceipt)
+
+        async def report_written_after(after_ms: int) -> bool:
+            await honest_burst()
+            return await _report_written_after(http, after_ms)
+
+        async def split_checks_at_least(wanted: int) -> bool:
+            await honest_burst()
+            return await _split_checks(http) >= wanted
+
         await eventually(
-            lambda: _report_written_after(http, counted_by_ms),
+            lambda: report_written_after(counted_by_ms),
             GUARD,
             interval=0.2,
             message="a load report written after the lie's second",
@@ -114,7 +133,7 @@ async def test_a_send_claiming_more_messages_than_its_bytes_hold_is_refused_and_
         # ... and the leader checks splits after every refresh from the reports: three more checks
         checks = await _split_checks(http)
         await eventually(
-            lambda: _at_least(_split_checks(http), checks + 3),
+            lambda: split_checks_at_least(checks + 3),
             GUARD,
             interval=0.2,
             message="three split checks by the leader",
