@@ -98,6 +98,10 @@ __all__ = ["BrokerService"]
 
 logger = logging.getLogger(__name__)
 
+#: back-off of the heartbeat namespaces' take when it failed at start (seconds)
+HEARTBEAT_RETRY_FIRST_S = 0.2
+HEARTBEAT_RETRY_MAX_S = 5.0
+
 #: seconds each closing step after the graceful part may take (servers; the metadata store)
 CLOSE_WAIT = 5.0
 
@@ -438,12 +442,29 @@ class BrokerService:
             self._spawn(self.history.run(), "load history")
 
     async def _own_heartbeat_namespaces(self) -> None:
-        """Own ``pulsar/{cluster}/{brokerId}`` and ``pulsar/{brokerId}`` (full bundles), as Pulsar does."""
-        for bundle in heartbeat_bundles(self.identity):
-            try:
-                await self.lookup.resolve(NamespaceBundle.parse(bundle), authoritative=True)
-            except BrokerLBError as exc:
-                logger.warning("Could not own heartbeat bundle %s: %s", bundle, exc)
+        """Own ``pulsar/{cluster}/{brokerId}`` and ``pulsar/{brokerId}`` (full bundles), as Pulsar does.
+
+        A take that fails while the cluster's view settles (this broker's registration not yet seen
+        by its own registry, a leader change, a slow store) is tried again in the background until
+        it holds or the broker stops: a broker without its heartbeat bundles is unhealthy."""
+        failed = [b for b in heartbeat_bundles(self.identity) if not await self._own_heartbeat(b)]
+        if failed:
+            self._spawn(self._retry_heartbeats(failed), "heartbeat namespaces")
+
+    async def _own_heartbeat(self, bundle: str) -> bool:
+        try:
+            await self.lookup.resolve(NamespaceBundle.parse(bundle), authoritative=True)
+        except BrokerLBError as exc:
+            logger.warning("Could not own heartbeat bundle %s yet (trying again): %s", bundle, exc)
+            return False
+        return True
+
+    async def _retry_heartbeats(self, bundles: list[str]) -> None:
+        delay = HEARTBEAT_RETRY_FIRST_S
+        while bundles and not self._closing:
+            await self.clock.sleep(delay)
+            delay = min(delay * 2, HEARTBEAT_RETRY_MAX_S)
+            bundles = [b for b in bundles if not self._closing and not await self._own_heartbeat(b)]
 
     # ------------------------------------------------------------------ callbacks
     def _owner_of(self, bundle: str) -> str | None:
