@@ -47,11 +47,22 @@ OVERRIDES = {
 
 
 async def owner_index(cluster: ProcessCluster, topic: str) -> int:
-    alive = await living(cluster)
-    async with AsyncAdminClient(cluster.urls[alive[-1]]) as admin:
-        answer = await admin.lookup_topic(topic)
-    url = answer["httpUrl"].rstrip("/")
-    return next(i for i, u in enumerate(cluster.urls) if u.rstrip("/") == url)
+    """The living broker that owns ``topic``: a killed owner is named until its session ends and
+    the bundle is reassigned (a SIGSTOP of its PID then fails: ProcessLookupError)."""
+
+    async def living_owner() -> tuple[int] | None:
+        alive = await living(cluster)
+        try:
+            async with AsyncAdminClient(cluster.urls[alive[-1]], timeout=5) as admin:
+                answer = await admin.lookup_topic(topic)
+        except BrokerLBError:
+            return None
+        url = answer["httpUrl"].rstrip("/")
+        index = next(i for i, u in enumerate(cluster.urls) if u.rstrip("/") == url)
+        return (index,) if index in alive else None
+
+    (index,) = await eventually(living_owner, GUARD, interval=0.2, message=f"a living owner of {topic}")
+    return index
 
 
 async def taken_from(cluster: ProcessCluster, frozen: int, topic: str) -> bool:
