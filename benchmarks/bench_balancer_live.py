@@ -109,7 +109,7 @@ async def run_strategy(zk: Any, name: str, cycles: int) -> dict[str, Any]:
     from brokerlb.admin import AsyncAdminClient
     from brokerlb.testing.clusters import zookeeper_process_cluster
     from brokerlb.testing.observe import counted, lb_counters, modelled_cpu, topic_owners
-    from brokerlb.testing.official_client import OfficialTraffic
+    from brokerlb.testing.official_client import OfficialTraffic, native_logger
     from brokerlb.testing.waiting import eventually
 
     cluster = await zookeeper_process_cluster(zk, 1, {**COMMON, **STRATEGIES[name]}, prefix="live-balance")
@@ -119,6 +119,7 @@ async def run_strategy(zk: Any, name: str, cycles: int) -> dict[str, Any]:
         "pulsar://" + cluster.binary_urls[0].removeprefix("pulsar://"),
         dict(zip(topics, map(float, RATES), strict=True)),
         timeout=GUARD,
+        logger=native_logger(),
     )
     try:
         async with AsyncAdminClient(cluster.urls[0]) as admin:

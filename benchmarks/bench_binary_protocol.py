@@ -83,11 +83,12 @@ GOAL = 0.8
 
 #: The load generator (its own process): official-client producers (and consumers), JSON out.
 LOADGEN = r"""
-import json, sys, threading, time, logging
+import json, os, sys, threading, time
 import pulsar
 
 spec = json.loads(sys.argv[1])
-logger = logging.getLogger("pulsar"); logger.setLevel(logging.ERROR)
+# a logger inside the library: a Python one can abort this process's exit (pulsar-client-python#256)
+logger = pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull)
 client = pulsar.Client(spec["url"], operation_timeout_seconds=60, logger=logger,
                        io_threads=1, message_listener_threads=1)
 topics = [f"{spec['topic']}-{i}" for i in range(spec["topics"])]

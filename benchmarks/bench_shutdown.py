@@ -34,7 +34,7 @@ GOAL_S = 3.0
 
 async def one_run(brokers: int, topics: int) -> dict[str, Any]:
     from brokerlb.admin import AsyncAdminClient
-    from brokerlb.testing.official_client import OfficialTraffic
+    from brokerlb.testing.official_client import OfficialTraffic, native_logger
     from brokerlb.testing.standalone_process import StandaloneProcess
 
     standalone = StandaloneProcess(brokers)
@@ -44,7 +44,9 @@ async def one_run(brokers: int, topics: int) -> dict[str, Any]:
         async with AsyncAdminClient(standalone.urls[0]) as admin:
             await admin.create_namespace("public/bench-stop", num_bundles=8)
         names = [f"persistent://public/bench-stop/t-{i}" for i in range(topics)]
-        traffic = OfficialTraffic(standalone.binary_urls[0], dict.fromkeys(names, 20.0), timeout=20)
+        traffic = OfficialTraffic(
+            standalone.binary_urls[0], dict.fromkeys(names, 20.0), timeout=20, logger=native_logger()
+        )
         await asyncio.to_thread(traffic.start)
         while traffic.acked() < 100:
             await asyncio.sleep(0.05)

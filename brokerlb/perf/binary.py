@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,10 +59,10 @@ class BinaryClient:
 
     def __init__(self, service_url: str, *, operation_timeout: float = 30.0) -> None:
         pulsar = _pulsar()
-        import logging
-
-        quiet = logging.getLogger("brokerlb.perf.pulsar-client")
-        quiet.setLevel(logging.WARNING)
+        # The client's own errors only, inside the library: a Python logger can abort the exit of the
+        # `brokerlb perf` process (SIGABRT, apache/pulsar-client-python#256); failed sends and
+        # receives are counted and reported by the run itself.
+        quiet = pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull)
         self.service_url = service_url
         self._pulsar = pulsar
         self._client = pulsar.Client(

@@ -16,6 +16,7 @@ synchronisation; tests wait on conditions (counts reached), never on time.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ __all__ = [
     "OfficialTraffic",
     "DeliveryReport",
     "delivery_report",
+    "native_logger",
     "quiet_logger",
 ]
 
@@ -39,6 +41,17 @@ def quiet_logger() -> Any:
     logger = logging.getLogger("pulsar-client")
     logger.setLevel(logging.WARNING)
     return logger
+
+
+def native_logger(path: str = os.devnull) -> Any:
+    """A logger inside the client library, warnings and errors to ``path``: for a process that exits after
+    using the client (a benchmark, a load generator). With a Python logger the client calls back into the
+    interpreter while it is being torn down, and now and then the exit aborts with "terminate called without
+    an active exception" (SIGABRT, exit -6: apache/pulsar-client-python#256; seen in a CI run of
+    bench_shutdown). Tests keep :func:`quiet_logger`: their process exits once, after pytest's report."""
+    import pulsar
+
+    return pulsar.FileLogger(pulsar.LoggerLevel.Warn, path)
 
 
 @dataclass
@@ -239,8 +252,10 @@ class OfficialTraffic:
         *,
         subscriptions: tuple[str, ...] = ("audit",),
         timeout: float = 120.0,
+        logger: Any = None,
     ) -> None:
         self.service_url = service_url
+        self.logger = logger
         self.rates = dict(rates)
         self.subscriptions = subscriptions
         self.timeout = timeout
@@ -255,7 +270,9 @@ class OfficialTraffic:
         for _ in range(2):
             self.clients.append(
                 pulsar.Client(
-                    self.service_url, operation_timeout_seconds=int(self.timeout), logger=quiet_logger()
+                    self.service_url,
+                    operation_timeout_seconds=int(self.timeout),
+                    logger=self.logger if self.logger is not None else quiet_logger(),
                 )
             )
         for topic in self.rates:
