@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from brokerlb.admin.client import AsyncAdminClient
+from brokerlb.backoff import Backoff
 from brokerlb.broker.binary import wiring as binary_wiring
 from brokerlb.broker.bundle_story import BundleStories
 from brokerlb.broker.bundles_cache import NamespaceBundlesCache
@@ -460,10 +461,9 @@ class BrokerService:
         return True
 
     async def _retry_heartbeats(self, bundles: list[str]) -> None:
-        delay = HEARTBEAT_RETRY_FIRST_S
+        backoff = Backoff(HEARTBEAT_RETRY_FIRST_S, HEARTBEAT_RETRY_MAX_S)
         while bundles and not self._closing:
-            await self.clock.sleep(delay)
-            delay = min(delay * 2, HEARTBEAT_RETRY_MAX_S)
+            await self.clock.sleep(backoff.next())
             bundles = [b for b in bundles if not self._closing and not await self._own_heartbeat(b)]
 
     # ------------------------------------------------------------------ callbacks

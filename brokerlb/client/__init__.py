@@ -10,7 +10,7 @@
 Needs the ``server`` extra (``websockets``, ``httpx``).
 """
 
-from brokerlb.client.backoff import Backoff
+from brokerlb.backoff import Backoff
 from brokerlb.client.client import Client
 from brokerlb.client.consumer import Consumer, Message
 from brokerlb.client.link import LinkStats, TopicLink

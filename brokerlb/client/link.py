@@ -8,7 +8,7 @@ breaks, the link reconnects:
   (the broker refused the topic but named its owner): connect there at once, no lookup;
   if that fails, fall back to a lookup;
 * anything else (``TopicUnloaded``, ``ServiceNotReady``, a broken connection): wait
-  the next :class:`~brokerlb.client.backoff.Backoff` delay (100 ms first, as Pulsar's
+  the next :class:`~brokerlb.backoff.Backoff` delay (100 ms first, as Pulsar's
   client), look the topic up (following redirects), connect to the owner.
 
 Retriable failures (503 lookups, refused connections, a broker refusing the topic) go
@@ -32,7 +32,7 @@ from urllib.parse import urlencode
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
-from brokerlb.client.backoff import Backoff
+from brokerlb.backoff import Backoff
 from brokerlb.client.lookup import ws_url
 from brokerlb.errors import BrokerLBError, BrokerUnreachableError, ClientClosedError, RemoteBrokerError
 from brokerlb.messaging import CloseReason

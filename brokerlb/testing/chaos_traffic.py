@@ -5,7 +5,7 @@ Apache Pulsar's official client (C++ core) reconnects an established producer or
 itself, with its backoff (100 ms doubling up to ``maxBackoffIntervalMs``, 60 s), but the
 *creation* of one fails after ``operation_timeout_seconds`` -- an application then tries again.
 :class:`RetryingProducer` and :class:`RetryingConsumer` do what such an application does: create
-with a backoff of the same shape (:class:`Backoff`; capped at :data:`MAX_BACKOFF_S` so a campaign of
+with a backoff of the same shape (:class:`~brokerlb.backoff.Backoff`; capped at :data:`MAX_BACKOFF_S` so a campaign of
 minutes keeps measuring), create again when the client gives a producer or consumer up, and
 re-send a message whose send failed. Every message carries a unique payload ``{tag}-{n}``.
 
@@ -38,8 +38,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from brokerlb.backoff import Backoff
+
 __all__ = [
-    "Backoff",
     "RetryingProducer",
     "RetryingConsumer",
     "ChaosTraffic",
@@ -56,30 +57,13 @@ HEAL = "heal"
 MAX_BACKOFF_S = 10.0
 
 
-class Backoff:
-    """The official client's backoff shape: ``initial`` doubling up to ``maximum``; :meth:`reset` on success."""
-
-    def __init__(self, initial: float = 0.1, maximum: float = MAX_BACKOFF_S) -> None:
-        self.initial = initial
-        self.maximum = maximum
-        self._next = initial
-
-    def next(self) -> float:
-        delay = self._next
-        self._next = min(self._next * 2, self.maximum)
-        return delay
-
-    def reset(self) -> None:
-        self._next = self.initial
-
-
 class _Worker(threading.Thread):
     """Common parts: a stop event, a backoff, counts of creations and their failures."""
 
     def __init__(self, name: str, stop: threading.Event) -> None:
         super().__init__(name=name, daemon=True)
         self.stop = stop
-        self.backoff = Backoff()
+        self.backoff = Backoff(0.1, MAX_BACKOFF_S)
         self.lock = threading.Lock()
         self.created = 0
         self.create_failures = 0

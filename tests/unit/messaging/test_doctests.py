@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 MODULES = [
-    "brokerlb.client.backoff",
+    "brokerlb.backoff",
     "brokerlb.perf.workload",
     "brokerlb.perf.histogram",
     "brokerlb.perf.pauses",

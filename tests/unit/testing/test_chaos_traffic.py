@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from brokerlb.cli.main import build_app
 from brokerlb.testing.chaos import CampaignResult
-from brokerlb.testing.chaos_traffic import HEAL, WARM_UP, Backoff, account
+from brokerlb.testing.chaos_traffic import HEAL, WARM_UP, account
 from brokerlb.testing.ownership_checker import CampaignVerdict
 
 S = 1_000_000_000
@@ -44,13 +44,6 @@ def test_a_message_delivered_but_never_acknowledged_is_not_counted() -> None:
     out = account({}, {"z"}, [])
     assert out["acknowledged_lost"] == 0
     assert out["messages"] == {"acknowledged": 0, "delivered": 0, "acknowledged_lost": 0}
-
-
-def test_backoff_doubles_up_to_its_cap_and_resets() -> None:
-    backoff = Backoff(0.1, 0.5)
-    assert [backoff.next() for _ in range(5)] == pytest.approx([0.1, 0.2, 0.4, 0.5, 0.5])
-    backoff.reset()
-    assert backoff.next() == pytest.approx(0.1)
 
 
 def _result(lost: int) -> CampaignResult:

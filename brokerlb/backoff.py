@@ -1,4 +1,4 @@
-"""Reconnect backoff as Pulsar's client ``Backoff``: doubling from 100 ms up to a maximum, with jitter.
+"""Retry back-off as Pulsar's client ``Backoff``: doubling from 100 ms up to a maximum, with jitter.
 
 Each :meth:`Backoff.next` doubles the delay (up to ``maximum``) and returns it reduced by a
 random amount of up to 10 %, so many clients closed at once (an unload) do not come
