@@ -6,6 +6,8 @@ Both expose the same small surface, so one test suite runs on both:
 * ``store_url`` -- the metadata store the brokers use (tests open their own client on it);
 * ``await kill(i)`` -- crash broker ``i`` (no release, no deregistration: its session
   expires after ``metadataStoreSessionTimeoutMillis``);
+* ``await restart(i)`` (processes only) -- start a crashed broker ``i`` again at its addresses
+  (its web and binary ports: the same broker id, and clients' service URLs stay valid);
 * ``await stop()`` -- stop every broker gracefully.
 
 :class:`InProcessCluster` runs :class:`~brokerlb.broker.standalone.StandaloneCluster` on a
@@ -143,15 +145,32 @@ class ProcessCluster:
         await self._start_one(len(self.processes))
         return self.broker_ids[-1]
 
-    async def _start_one(self, index: int) -> None:
-        web = free_port()
-        settings = {**self.overrides, "webServicePort": web, "brokerServicePort": 0}  # the port is printed
+    async def restart(self, index: int) -> str:
+        """Start broker ``index`` again (after :meth:`kill`) at its web and binary ports, as a supervisor
+        restarts a crashed broker in place: the same broker id, and every service URL naming it stays
+        valid. The new process waits for the old session's registration to expire (up to the session
+        timeout) before it registers; returns the id once it is ready."""
+        proc = self.processes[index]
+        if proc.poll() is None:
+            raise RuntimeError(f"broker {index} is still running (pid {proc.pid})")
+        web = int(self.urls[index].rsplit(":", 1)[1])
+        binary = int(self.binary_urls[index].rsplit(":", 1)[1])
+        await self._start_one(index, web_port=web, broker_port=binary)
+        return self.broker_ids[index]
+
+    async def _start_one(self, index: int, *, web_port: int = 0, broker_port: int = 0) -> None:
+        restart = index < len(self.processes)
+        web = web_port or free_port()
+        # broker port 0: the broker picks one and prints it
+        settings = {**self.overrides, "webServicePort": web, "brokerServicePort": broker_port}
         args = [self.python, "-m", "brokerlb.cli.main", "broker", "--log-level", "info"]
         for key, value in settings.items():
             args += ["--set", f"{key}={value}"]
         log = Path(self._tmp.name) / f"broker-{index}.log"
-        self._logs.append(log)
-        with open(log, "wb") as out:
+        if not restart:
+            self._logs.append(log)
+        with open(log, "ab") as out:  # a restart appends to the broker's log
+            out.write(b"--- restarted ---\n" if restart else b"")
             proc = subprocess.Popen(
                 args,
                 stdout=out,
@@ -159,13 +178,18 @@ class ProcessCluster:
                 start_new_session=True,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
-        self.processes.append(proc)
+        if restart:
+            self.processes[index] = proc
+        else:
+            self.processes.append(proc)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
-            match = _READY.search(log.read_text(errors="replace"))
+            text = log.read_text(errors="replace")
+            match = _READY.search(text, text.rfind("--- restarted ---") + 1 if restart else 0)
             if match:
-                self.urls.append(match.group(1))
-                self.binary_urls.append(match.group(2) or "")
+                if not restart:
+                    self.urls.append(match.group(1))
+                    self.binary_urls.append(match.group(2) or "")
                 return
             if proc.poll() is not None:
                 raise RuntimeError(f"broker {index} exited with {proc.returncode}:\n{self.log_tail(index)}")

@@ -7,6 +7,11 @@ storage; resumed, the frozen broker can commit nothing and closes its clients). 
 every 50 entries, so faults land during rollovers too. Every message acknowledged to a producer is
 received by every durable subscription after the clients reconnect (duplicates counted; losses
 must be zero) -- so no receipt of the frozen broker acknowledged a message that is not stored.
+
+A killed broker is restarted in place (its ports, so its id), as a supervisor does: the clients'
+service URL names the three brokers' addresses, as Pulsar users list theirs, and stays valid. (With
+fresh brokers on new ports instead, a run whose faults killed all three first brokers left the
+clients nowhere to send their lookups: no producer made progress although every bundle was served.)
 """
 
 from __future__ import annotations
@@ -80,8 +85,9 @@ async def living(cluster: ProcessCluster) -> list[int]:
     return [i for i, code in enumerate(cluster.returncodes()) if code is None]
 
 
-async def fault(cluster: ProcessCluster, kind: str, topic: str, namespace: str, rng: random.Random) -> None:
-    """One fault of ``kind``; then a fresh broker joins, so three are alive again."""
+async def fault(cluster: ProcessCluster, kind: str, topic: str, namespace: str, rng: random.Random) -> str:
+    """One fault of ``kind``; a killed broker is then restarted in place, so three are alive again.
+    Returns what was done (for the test's log)."""
     owner = await owner_index(cluster, topic)
     if kind == "freeze":
         pid = cluster.processes[owner].pid
@@ -90,8 +96,9 @@ async def fault(cluster: ProcessCluster, kind: str, topic: str, namespace: str, 
             await eventually(lambda: taken_from(cluster, owner, topic), GUARD, message="bundle taken over")
         finally:
             os.kill(pid, signal.SIGCONT)
-        return
+        return f"froze broker {owner} past its session"
     if kind == "owner":
+        killed = owner
         await cluster.kill(owner)
     else:
         others = [i for i in await living(cluster) if i != owner]
@@ -102,12 +109,14 @@ async def fault(cluster: ProcessCluster, kind: str, topic: str, namespace: str, 
                 admin.unload_bundle(namespace, bundle, destination_broker=cluster.broker_ids[destination])
             )
             await asyncio.sleep(rng.uniform(0.0, 0.05))  # the fault lands somewhere inside the move
-            await cluster.kill(owner if kind == "transfer-source" else destination)
+            killed = owner if kind == "transfer-source" else destination
+            await cluster.kill(killed)
             try:
                 await move
             except BrokerLBError:
                 pass  # the move could not finish: the broker it needed died
-    await cluster.add_broker()
+    await cluster.restart(killed)
+    return f"killed broker {killed} (owner {owner}), restarted it"
 
 
 @pytest_asyncio.fixture
@@ -128,19 +137,15 @@ async def test_sigkills_lose_no_acknowledged_message(cluster: ProcessCluster, ca
 async def test_sigkills_inside_transfers_keep_every_acknowledged_message_in_storage(
     cluster: ProcessCluster, capsys: Any
 ) -> None:
-    """SIGKILL of a transfer's source while it runs, and of its destination. Every acknowledged message
-    must be received or be in the storage tier. Delivery is not required here: a transfer interrupted
-    this way can leave its bundle unserved for minutes -- the source releases it, nobody takes it
-    (seen in three of five runs) -- a liveness problem of the move choreography that issue 31's
-    ownership record replaces; the messages are in storage for whoever serves the bundle next."""
-    await run_faults(
-        cluster, ("transfer-source", "transfer-destination", "owner"), capsys, require_delivery=False
-    )
+    """SIGKILL of a transfer's source while it runs, then of a transfer's destination, then of an owner.
+    A killed broker's bundles (and a dead destination's, whatever state the record was in) are served
+    again once the leader sees its session end (the clean-up reassigns them at once; a killed leader is
+    replaced first), the producers' clients look their topics up again and make progress, and every
+    acknowledged message is received by every durable subscription."""
+    await run_faults(cluster, ("transfer-source", "transfer-destination", "owner"), capsys)
 
 
-async def run_faults(
-    cluster: ProcessCluster, faults: tuple[str, ...], capsys: Any, *, require_delivery: bool = True
-) -> None:
+async def run_faults(cluster: ProcessCluster, faults: tuple[str, ...], capsys: Any) -> None:
     started = time.monotonic()
 
     def log(what: str) -> None:
@@ -187,8 +192,8 @@ async def run_faults(
                 lambda b=before: sum(len(p.acked) for p in producers) >= b + 200, GUARD, message="traffic"
             )
             log(f"fault {n}: {kind} ({sum(len(p.acked) for p in producers)} acknowledged)")
-            await fault(cluster, kind, topics[n % TOPICS], namespace, rng)
-            log(f"fault {n} done")
+            done = await fault(cluster, kind, topics[n % TOPICS], namespace, rng)
+            log(f"fault {n} done: {done}")
         after = sum(len(p.acked) for p in producers)
         await eventually(
             lambda: sum(len(p.acked) for p in producers) >= after + 200, GUARD, message="recovered"
@@ -217,13 +222,11 @@ async def run_faults(
         try:
             await eventually(
                 lambda: all(by_topic[c.topic].acked <= c.snapshot().keys() for c in consumers),
-                2 * GUARD if require_delivery else 30.0,
+                2 * GUARD,
                 message="every subscription received every acknowledged message",
             )
         except AssertionError:
-            keep_logs(cluster)
-            if require_delivery:
-                raise
+            keep_logs(cluster)  # the asserts below say what is missing, and whether storage has it
         stored = await stored_payloads(cluster, topics)  # what the storage tier holds now
     finally:
         for consumer in consumers:
@@ -247,8 +250,7 @@ async def run_faults(
         )
     # acknowledged means durable: every acknowledged message was received or is in the storage tier
     assert not any(not_stored.values()), {t: m[:5] for t, m in not_stored.items() if m}
-    if require_delivery:
-        assert all(r.ok for r in reports), [r for r in reports if not r.ok]
+    assert all(r.ok for r in reports), [r for r in reports if not r.ok]
 
 
 async def stored_payloads(cluster: ProcessCluster, topics: list[str]) -> dict[str, set[str]]:
