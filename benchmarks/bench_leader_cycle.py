@@ -6,11 +6,11 @@ everything here goes through the live broker's leader path on a metadata store:
 * every broker's load report is written as JSON into its registry node
   (``/loadbalance/brokers/{id}``) of an embedded ``memory:`` store and delivered by the
   registry's watch (:class:`~brokerlb.coordination.BrokerRegistry`);
-* the leader reads it through :class:`~brokerlb.broker.leader_inputs.LeaderInputs` (decoded
+* the leader reads it through :class:`~brokerlb.broker.leader.leader_inputs.LeaderInputs` (decoded
   once per node version), refreshes with :meth:`LoadManager.refresh
-  <brokerlb.broker.load_manager.LoadManager.refresh>` (stored bundle data of new bundles,
+  <brokerlb.broker.leader.load_manager.LoadManager.refresh>` (stored bundle data of new bundles,
   namespaces loaded into the bundles cache, then ``Leader.refresh``), runs the modular split
-  check and a shedding cycle through :class:`~brokerlb.broker.leader.LeaderTasks`
+  check and a shedding cycle through :class:`~brokerlb.broker.leader.leader.LeaderTasks`
   (:mod:`brokerlb.loadbalance.cycle`), and places new bundles with :meth:`LoadManager.place`
   right after the refresh, as lookups of unowned bundles do;
 * the executor carries out nothing slow: it accepts every move and split and the benchmark
@@ -65,12 +65,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_decision_engine import reports as synthetic_reports  # noqa: E402
 from verdict import verdict  # noqa: E402
 
-from brokerlb.broker.bundles_cache import NamespaceBundlesCache  # noqa: E402
-from brokerlb.broker.collector import FREEZER, own_collector  # noqa: E402
-from brokerlb.broker.leader import LeaderTasks  # noqa: E402
-from brokerlb.broker.leader_inputs import LeaderInputs  # noqa: E402
-from brokerlb.broker.load_manager import LoadManager  # noqa: E402
-from brokerlb.broker.policies_cache import ClusterPoliciesCache  # noqa: E402
+from brokerlb.broker.leader.collector import FREEZER, own_collector  # noqa: E402
+from brokerlb.broker.leader.leader import LeaderTasks  # noqa: E402
+from brokerlb.broker.leader.leader_inputs import LeaderInputs  # noqa: E402
+from brokerlb.broker.leader.load_manager import LoadManager  # noqa: E402
+from brokerlb.broker.leader.policies_cache import ClusterPoliciesCache  # noqa: E402
+from brokerlb.broker.ownership.bundles_cache import NamespaceBundlesCache  # noqa: E402
 from brokerlb.clock import ManualClock  # noqa: E402
 from brokerlb.config import ServiceConfig  # noqa: E402
 from brokerlb.coordination import (  # noqa: E402
@@ -545,7 +545,7 @@ def main() -> None:
         choices=("freeze", "plain"),
         default="freeze",
         help="freeze: the broker process's policy (the leader's state frozen after each refresh, "
-        "brokerlb.broker.collector); plain: the collector left alone",
+        "brokerlb.broker.leader.collector); plain: the collector left alone",
     )
     args = ap.parse_args()
     warnings.simplefilter("ignore")

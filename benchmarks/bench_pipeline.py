@@ -399,8 +399,8 @@ def measure_sink(reports: int, namespaces: int = 4, bundles: int = 64, topics: i
     import random
 
     from brokerlb.admin import AsyncAdminClient
-    from brokerlb.broker.synthetic import SyntheticClients
-    from brokerlb.broker.topics import TopicStats
+    from brokerlb.broker.data.synthetic import SyntheticClients
+    from brokerlb.broker.data.topics import TopicStats
     from brokerlb.testing.clusters import InProcessCluster
 
     async def run(root: str) -> dict:

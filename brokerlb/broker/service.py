@@ -8,7 +8,7 @@ Start order (:meth:`BrokerService.start`):
 3. mirror the broker registry, ownership and namespace bundles (watch-fed caches);
 4. serve HTTP (lookup v2, admin v2, OpenAPI);
 5. register ``/loadbalance/brokers/{brokerId}`` with the first load report, join the
-   leader election (leader work: :class:`~brokerlb.broker.leader.LeaderTasks` via
+   leader election (leader work: :class:`~brokerlb.broker.leader.leader.LeaderTasks` via
    ``run_while_leader``), own the heartbeat namespaces, start the reporter.
 
 Stop order (:meth:`BrokerService.stop`, graceful): stop taking bundles, leave the
@@ -40,31 +40,31 @@ from typing import TYPE_CHECKING, Any
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.backoff import Backoff
+from brokerlb.broker.admin.namespace_service import NamespaceService
+from brokerlb.broker.admin.operations import BrokerOperations
+from brokerlb.broker.admin.partitioned_topics import PartitionedTopics
 from brokerlb.broker.binary import wiring as binary_wiring
-from brokerlb.broker.bundle_story import BundleStories
-from brokerlb.broker.bundles_cache import NamespaceBundlesCache
-from brokerlb.broker.health import heartbeat_bundles
-from brokerlb.broker.history_sink import attach_broker_history
+from brokerlb.broker.data.served_topics import ServedTopics
+from brokerlb.broker.data.topics import TopicRegistry
 from brokerlb.broker.http.app import create_app
 from brokerlb.broker.http.server import WebServers
 from brokerlb.broker.identity import BrokerIdentity
-from brokerlb.broker.leader import BrokerActions, LeaderTasks
-from brokerlb.broker.leader_fence import LeaderFence
-from brokerlb.broker.leader_inputs import DRAINING_KEY, LeaderInputs
-from brokerlb.broker.load_manager import LoadManager
-from brokerlb.broker.lookup import LookupService
-from brokerlb.broker.metrics.counters import AssignmentMetrics
-from brokerlb.broker.namespace_service import NamespaceService
-from brokerlb.broker.operations import BrokerOperations
-from brokerlb.broker.owner_actions import OwnerActions, TopicsServing
-from brokerlb.broker.ownership_channel import OwnershipChannel
-from brokerlb.broker.ownership_history import attach_ownership_history
-from brokerlb.broker.partitioned_topics import PartitionedTopics
-from brokerlb.broker.policies_cache import ClusterPoliciesCache
-from brokerlb.broker.reporter import HostUsageSource, LoadReporter
-from brokerlb.broker.served_topics import ServedTopics
-from brokerlb.broker.topics import TopicRegistry
-from brokerlb.broker.traffic_usage import TrafficHostUsage
+from brokerlb.broker.leader.leader import BrokerActions, LeaderTasks
+from brokerlb.broker.leader.leader_fence import LeaderFence
+from brokerlb.broker.leader.leader_inputs import DRAINING_KEY, LeaderInputs
+from brokerlb.broker.leader.load_manager import LoadManager
+from brokerlb.broker.leader.policies_cache import ClusterPoliciesCache
+from brokerlb.broker.observe.health import heartbeat_bundles
+from brokerlb.broker.observe.history_sink import attach_broker_history
+from brokerlb.broker.observe.metrics.counters import AssignmentMetrics
+from brokerlb.broker.ownership.bundle_story import BundleStories
+from brokerlb.broker.ownership.bundles_cache import NamespaceBundlesCache
+from brokerlb.broker.ownership.lookup import LookupService
+from brokerlb.broker.ownership.owner_actions import OwnerActions, TopicsServing
+from brokerlb.broker.ownership.ownership_channel import OwnershipChannel
+from brokerlb.broker.ownership.ownership_history import attach_ownership_history
+from brokerlb.broker.report.reporter import HostUsageSource, LoadReporter
+from brokerlb.broker.report.traffic_usage import TrafficHostUsage
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import (
@@ -92,7 +92,7 @@ from brokerlb.security.client_auth import broker_client_token
 
 if TYPE_CHECKING:
     from brokerlb.broker.binary import BinaryServer
-    from brokerlb.broker.data_path import DataPath
+    from brokerlb.broker.data.data_path import DataPath
     from brokerlb.storage.managed_ledger import ManagedLedgerFactory
 
 __all__ = ["BrokerService"]
@@ -364,7 +364,7 @@ class BrokerService:
     def _data_path(self) -> DataPath:
         """The topics served here (binary protocol and WebSocket) on the storage tier named by
         ``brokerlbStorageUrl``; rates over ``statsUpdateFrequencyInSecs``."""
-        from brokerlb.broker.data_path import DataPath, TopicPolicies
+        from brokerlb.broker.data.data_path import DataPath, TopicPolicies
         from brokerlb.mledger import ManagedLedgerConfig
         from brokerlb.storage import open_storage
         from brokerlb.storage.managed_ledger import ManagedLedgerFactory
@@ -420,7 +420,7 @@ class BrokerService:
                 msg_rate_per_core=conf.brokerlbModelMsgRatePerCore,
                 nic_speed_gbps=conf.loadBalancerOverrideBrokerNicSpeedGbps,
             )
-        from brokerlb.broker.host_usage import HostUsageCollector
+        from brokerlb.broker.report.host_usage import HostUsageCollector
 
         return HostUsageCollector(override_nic_speed_gbps=conf.loadBalancerOverrideBrokerNicSpeedGbps)
 

@@ -7,7 +7,7 @@ the sessions serve the same topics as the binary protocol (the topic engine,
 1. parse the URL (400 / 412 on a bad topic or parameter) and load the namespace's bundles
    (404 unknown namespace) -- answered as HTTP errors to the upgrade request, as Pulsar's
    proxy does;
-2. ask :meth:`DataPath.open <brokerlb.broker.data_path.DataPath.open>` for the topic: not
+2. ask :meth:`DataPath.open <brokerlb.broker.data.data_path.DataPath.open>` for the topic: not
    owned here → accept and close at once, with 4003 ``TopicRedirected`` and the owner's URL
    when this broker's ownership records name another owner, else 4002 ``ServiceNotReady``
    (look it up again);
@@ -72,7 +72,7 @@ from brokerlb.messaging import (
 from brokerlb.security.authentication import Credentials, first_header
 
 if TYPE_CHECKING:
-    from brokerlb.broker.data_path import DataPath, ServedTopic
+    from brokerlb.broker.data.data_path import DataPath, ServedTopic
 
 __all__ = ["WebSocketEndpoint", "Connection", "ProducerSession", "ConsumerSession"]
 

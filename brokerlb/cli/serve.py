@@ -17,7 +17,7 @@ from pathlib import Path
 
 import typer
 
-from brokerlb.broker.collector import own_collector
+from brokerlb.broker.leader.collector import own_collector
 from brokerlb.cli.common import cli_errors, console
 
 __all__ = ["broker", "standalone", "run_until_signalled"]
@@ -49,7 +49,7 @@ def run_until_signalled(
     (``gc.freeze``): full collections no longer walk the imported modules and caches, which
     otherwise shows as multi-millisecond pauses in the lookup latency tail. The process owns its
     collector from then on: the leader's refresh freezes its long-lived state too
-    (:mod:`brokerlb.broker.collector`).
+    (:mod:`brokerlb.broker.leader.collector`).
     """
     guard: threading.Timer | None = None
 

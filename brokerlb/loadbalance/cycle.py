@@ -1,6 +1,6 @@
 """The leader's cycle: when each step is due, and the one order its decisions are carried out in.
 
-The live broker (:mod:`brokerlb.broker.leader`) and the simulator (:mod:`brokerlb.sim.leadership`)
+The live broker (:mod:`brokerlb.broker.leader.leader`) and the simulator (:mod:`brokerlb.sim.leadership`)
 are both a scheduler plus an executor around one :class:`~brokerlb.loadbalance.leader.Leader`:
 
 * :class:`LeaderSchedule` says when shedding, the extensible split check and the persisting of

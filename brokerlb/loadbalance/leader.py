@@ -9,7 +9,7 @@ clock: every operation gets ``now_ms`` and a :class:`ClusterInputs` -- what a le
 about the cluster at that instant -- and returns decisions with reasons.
 
 The shells around it are a scheduler and an executor (:mod:`brokerlb.loadbalance.cycle`):
-the live broker (:mod:`brokerlb.broker.leader`) builds the inputs from the metadata store and
+the live broker (:mod:`brokerlb.broker.leader.leader`) builds the inputs from the metadata store and
 carries out moves through the owners; the simulator (:mod:`brokerlb.sim.leadership`) builds
 them from its model and executes moves on its timeline. Both call the same methods in the
 same order, so a simulation is evidence about the live leader.

@@ -210,7 +210,7 @@ class ClusterView:
         """Forget what was derived from this view. Its placement context refers back to the view:
         a step that is done with the view drops the pair here, so reference counting frees them
         (with the reports the view holds) at once rather than the cyclic collector later -- a
-        long-lived process that freezes its state between refreshes (:mod:`brokerlb.broker.collector`)
+        long-lived process that freezes its state between refreshes (:mod:`brokerlb.broker.leader.collector`)
         would otherwise freeze that garbage. Asking for a derived value again just rebuilds it."""
         self.__dict__.pop("derived", None)
 

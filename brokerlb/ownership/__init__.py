@@ -9,7 +9,7 @@
 
 The metadata-store shell (the table view, compare-and-set writes) is
 :class:`brokerlb.coordination.OwnershipTable`; a broker's channel around the machine is
-:mod:`brokerlb.broker.ownership_channel`.
+:mod:`brokerlb.broker.ownership.ownership_channel`.
 """
 
 from brokerlb.ownership.events import (

@@ -763,7 +763,7 @@ class Campaign:
     def _watchdog_bound_ns(self) -> int:
         """How long an in-flight state may last: the brokers' in-flight timeout plus one watchdog tick
         (the tick that finds it past the timeout comes up to one interval later)."""
-        from brokerlb.broker.ownership_channel import watchdog_interval
+        from brokerlb.broker.ownership.ownership_channel import watchdog_interval
 
         timeout_ms = int(self.config.overrides.get(IN_FLIGHT_TIMEOUT_KEY, 30_000))
         return (timeout_ms + round(watchdog_interval(timeout_ms) * 1000)) * 1_000_000

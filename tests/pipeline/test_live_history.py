@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.broker.synthetic import SyntheticClients
-from brokerlb.broker.topics import TopicStats
+from brokerlb.broker.data.synthetic import SyntheticClients
+from brokerlb.broker.data.topics import TopicStats
 from brokerlb.history import BROKER_SAMPLES, TOPIC_SAMPLES, read_history
 from brokerlb.testing import eventually
 from brokerlb.testing.clusters import InProcessCluster

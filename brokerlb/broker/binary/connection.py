@@ -69,7 +69,7 @@ from typing import Any, cast
 
 from brokerlb.broker.binary.context import BinaryContext
 from brokerlb.broker.binary.errors import server_error_of
-from brokerlb.broker.data_path import ServedTopic
+from brokerlb.broker.data.data_path import ServedTopic
 from brokerlb.clock import TimerHandle
 from brokerlb.dispatch import DispatchConsumer, HashRange, KeySharedMode
 from brokerlb.errors import AuthorizationError, BinaryProtocolError, BrokerLBError

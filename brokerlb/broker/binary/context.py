@@ -32,8 +32,8 @@ from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.security.authentication import Credentials
 
 if TYPE_CHECKING:
-    from brokerlb.broker.data_path import DataPath
-    from brokerlb.broker.lookup import LookupService
+    from brokerlb.broker.data.data_path import DataPath
+    from brokerlb.broker.ownership.lookup import LookupService
 
 __all__ = ["Authenticator", "AnonymousAuthenticator", "BinaryContext", "ANONYMOUS_ROLE"]
 
@@ -59,7 +59,7 @@ class BinaryContext:
     """The broker as a binary-protocol connection sees it (module docstring)."""
 
     data_path: DataPath
-    #: the broker's lookup service (its :class:`~brokerlb.broker.lookup.LookupResult`, rendered here)
+    #: the broker's lookup service (its :class:`~brokerlb.broker.ownership.lookup.LookupResult`, rendered here)
     lookup: LookupService
     #: ``await namespace_bundles(namespace)`` -- raises NamespaceNotFoundError for an unknown namespace
     namespace_bundles: Callable[[NamespaceName], Awaitable[Any]]

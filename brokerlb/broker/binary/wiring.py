@@ -26,11 +26,11 @@ from brokerlb.security.authentication import AuthenticationService, Credentials
 from brokerlb.security.tls import server_context
 
 if TYPE_CHECKING:
-    from brokerlb.broker.bundles_cache import NamespaceBundlesCache
-    from brokerlb.broker.data_path import DataPath
+    from brokerlb.broker.admin.partitioned_topics import PartitionedTopics
+    from brokerlb.broker.data.data_path import DataPath
     from brokerlb.broker.identity import BrokerIdentity
-    from brokerlb.broker.lookup import LookupService
-    from brokerlb.broker.partitioned_topics import PartitionedTopics
+    from brokerlb.broker.ownership.bundles_cache import NamespaceBundlesCache
+    from brokerlb.broker.ownership.lookup import LookupService
     from brokerlb.clock import Clock
     from brokerlb.config import ServiceConfig
     from brokerlb.coordination import BrokerRegistry, MetadataStore

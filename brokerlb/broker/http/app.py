@@ -26,7 +26,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from brokerlb import __version__
-from brokerlb.broker.health import health, readiness
 from brokerlb.broker.http.access import Security, authorize
 from brokerlb.broker.http.brokers_routes import brokers_router, clusters_router
 from brokerlb.broker.http.errors import error_body, error_headers, error_status, json_bytes
@@ -38,6 +37,7 @@ from brokerlb.broker.http.openapi import complete_responses
 from brokerlb.broker.http.operations_routes import operations_routers
 from brokerlb.broker.http.permissions_routes import permissions_router
 from brokerlb.broker.http.redirects import TlsUrls, registered_brokers
+from brokerlb.broker.observe.health import health, readiness
 from brokerlb.broker.websocket import WebSocketEndpoint
 from brokerlb.coordination.permissions import NamespacePermissions
 from brokerlb.errors import BrokerLBError

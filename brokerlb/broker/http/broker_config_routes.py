@@ -19,7 +19,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from brokerlb import __version__
-from brokerlb.broker.dynamic_config import DynamicConfiguration, dynamic_config_names
+from brokerlb.broker.admin.dynamic_config import DynamicConfiguration, dynamic_config_names
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response, no_content
 from brokerlb.broker.http.openapi import STRING_MAP, STRINGS, doc

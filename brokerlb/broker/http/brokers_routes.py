@@ -23,17 +23,17 @@ from brokerlb.broker.http.openapi import (
     STRINGS,
     doc,
 )
-from brokerlb.broker.redirect import Redirect
+from brokerlb.broker.ownership.redirect import Redirect
 from brokerlb.coordination import FailureDomain, NamespaceIsolationData
 from brokerlb.errors import BrokerNotFoundError, NotFoundError, PreconditionFailedError
 from brokerlb.loadbalance.placement.isolation import ownership_assignment
 from brokerlb.naming import NamespaceName
 
 if TYPE_CHECKING:
+    from brokerlb.broker.data.topics import TopicRegistry
     from brokerlb.broker.identity import BrokerIdentity
-    from brokerlb.broker.ownership_channel import OwnershipChannel
-    from brokerlb.broker.reporter import LoadReporter
-    from brokerlb.broker.topics import TopicRegistry
+    from brokerlb.broker.ownership.ownership_channel import OwnershipChannel
+    from brokerlb.broker.report.reporter import LoadReporter
     from brokerlb.coordination import BrokerRegistry, ClusterPolicies, LeaderElection
 
 __all__ = ["brokers_router", "clusters_router", "owned_namespaces_status"]
@@ -74,7 +74,7 @@ def brokers_router(
     health: Callable[[], list[str]],
 ) -> APIRouter:
     """``/admin/v2/brokers`` and ``/admin/v2/broker-stats``; ``readiness`` and ``health`` answer what
-    is wrong (:mod:`brokerlb.broker.health`)."""
+    is wrong (:mod:`brokerlb.broker.observe.health`)."""
     router = APIRouter(tags=["brokers"])
 
     @router.get(

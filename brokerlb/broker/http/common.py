@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import Request, Response
 
 from brokerlb.broker.http.redirects import location_for_scheme, redirect_location
-from brokerlb.broker.redirect import Redirect
+from brokerlb.broker.ownership.redirect import Redirect
 from brokerlb.errors import InvalidInputError
 from brokerlb.limits import InputLimits, parse_json
 

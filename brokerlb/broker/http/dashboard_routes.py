@@ -5,7 +5,7 @@
 | ``GET /dashboard`` (and ``/dashboard/``) | the page (plain HTML, CSS and JavaScript shipped in the package; no CDN) |
 | ``GET /dashboard/static/{file}`` | its script, style sheet and icon |
 | ``GET /favicon.ico`` | the icon (SVG), for any page of the broker a browser opens |
-| ``GET /dashboard/api/state`` | the state document (:mod:`brokerlb.broker.dashboard_state`), from the leader |
+| ``GET /dashboard/api/state`` | the state document (:mod:`brokerlb.broker.observe.dashboard_state`), from the leader |
 | ``GET /dashboard/api/bundle?name=t/ns/0x.._0x..`` | what the leader saw happen to one bundle |
 
 A broker that does not lead fetches the JSON from the leader and returns it, so the page talks to
@@ -27,9 +27,9 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from brokerlb.admin.client import AsyncAdminClient
-from brokerlb.broker.dashboard import Dashboard
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response
+from brokerlb.broker.observe.dashboard import Dashboard
 from brokerlb.errors import BrokerLBError, NotFoundError, ServiceUnavailableError
 
 __all__ = ["dashboard_router"]
@@ -40,7 +40,7 @@ _STATIC = {"dashboard.js": "text/javascript", "dashboard.css": "text/css", "favi
 
 
 def _asset(name: str) -> bytes:
-    return resources.files("brokerlb.broker").joinpath("dashboard_static", name).read_bytes()
+    return resources.files("brokerlb.broker.observe").joinpath("dashboard_static", name).read_bytes()
 
 
 def dashboard_router(

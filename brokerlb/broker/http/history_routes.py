@@ -16,10 +16,10 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from brokerlb.admin.client import AsyncAdminClient
-from brokerlb.broker.history_sink import BrokerHistory
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response
 from brokerlb.broker.http.openapi import OBJECT, doc
+from brokerlb.broker.observe.history_sink import BrokerHistory
 from brokerlb.coordination import BrokerRegistry
 from brokerlb.errors import BrokerLBError, NotFoundError
 

@@ -25,8 +25,8 @@ from brokerlb.broker.http.access import Access, Security, access
 from brokerlb.broker.http.errors import error_body, error_headers, error_status
 from brokerlb.broker.http.openapi import LOOKUP_DATA, doc
 from brokerlb.broker.http.redirects import TlsUrls, location_for_scheme, registered_brokers
-from brokerlb.broker.lookup import LookupResult, LookupService
-from brokerlb.broker.metrics.counters import LookupMetrics
+from brokerlb.broker.observe.metrics.counters import LookupMetrics
+from brokerlb.broker.ownership.lookup import LookupResult, LookupService
 from brokerlb.errors import InvalidInputError, InvalidTopicNameError
 from brokerlb.limits import InputLimits, shorten
 from brokerlb.naming import TopicName
@@ -84,7 +84,7 @@ class LookupAnswer:
 def render(
     lookup: LookupService, topic: TopicName, result: LookupResult, listener: str | None
 ) -> LookupAnswer:
-    """A :class:`~brokerlb.broker.lookup.LookupResult` as Pulsar's HTTP lookup answers it: the
+    """A :class:`~brokerlb.broker.ownership.lookup.LookupResult` as Pulsar's HTTP lookup answers it: the
     owner's LookupData (of ``listener``), or a 307 to the broker to ask, at
     ``/lookup/v2/topic/{lookup name}?authoritative=...``."""
     if not result.redirect:

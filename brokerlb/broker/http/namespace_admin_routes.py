@@ -1,7 +1,7 @@
 """Admin v2 namespace policies and deletion: ``GET`` / ``DELETE /admin/v2/namespaces/{tenant}/{namespace}``.
 
 (``PUT`` on the same path, the creation, is in :mod:`.namespaces_routes`.) Rules:
-:mod:`brokerlb.broker.namespace_admin`.
+:mod:`brokerlb.broker.admin.namespace_admin`.
 
 | request | answer |
 |---|---|
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from brokerlb.broker.admin.namespace_admin import NamespaceAdmin
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response, no_content
 from brokerlb.broker.http.lookup_routes import parse_bool
 from brokerlb.broker.http.openapi import OBJECT, doc
-from brokerlb.broker.namespace_admin import NamespaceAdmin
 from brokerlb.naming import NamespaceName
 
 __all__ = ["namespace_admin_router"]

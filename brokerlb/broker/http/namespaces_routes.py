@@ -36,14 +36,14 @@ from brokerlb.broker.http.openapi import (
     TOPIC_HASH_POSITIONS,
     doc,
 )
-from brokerlb.broker.leader_fence import parse_leader_epoch
+from brokerlb.broker.leader.leader_fence import parse_leader_epoch
 from brokerlb.errors import PreconditionFailedError
 from brokerlb.naming import NamespaceName
 from brokerlb.ring.bundles import parse_boundary
 
 if TYPE_CHECKING:
-    from brokerlb.broker.bundle_story import BundleStories
-    from brokerlb.broker.namespace_service import NamespaceService
+    from brokerlb.broker.admin.namespace_service import NamespaceService
+    from brokerlb.broker.ownership.bundle_story import BundleStories
     from brokerlb.coordination.tenants import Tenants
 
 __all__ = ["namespaces_router"]

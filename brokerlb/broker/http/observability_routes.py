@@ -2,8 +2,8 @@
 
 | request | answer |
 |---|---|
-| ``GET /metrics``, ``GET /metrics/`` | every series of this broker (:mod:`brokerlb.broker.metrics.exporter`) |
-| ``GET /admin/v2/brokers/balancer`` | brokerlb extension: the balancer's status (:mod:`brokerlb.broker.balancer_status`), answered by the leader (307 from the others; answered here when no leader is known) |
+| ``GET /metrics``, ``GET /metrics/`` | every series of this broker (:mod:`brokerlb.broker.observe.metrics.exporter`) |
+| ``GET /admin/v2/brokers/balancer`` | brokerlb extension: the balancer's status (:mod:`brokerlb.broker.leader.balancer_status`), answered by the leader (307 from the others; answered here when no leader is known) |
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from collections.abc import Callable
 
 from fastapi import APIRouter, Request, Response
 
-from brokerlb.broker.balancer_status import BalancerStatus
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_response, maybe_redirect
 from brokerlb.broker.http.openapi import OBJECT, doc
-from brokerlb.broker.metrics import CONTENT_TYPE_LATEST, BrokerMetrics
-from brokerlb.broker.redirect import Redirect
+from brokerlb.broker.leader.balancer_status import BalancerStatus
+from brokerlb.broker.observe.metrics import CONTENT_TYPE_LATEST, BrokerMetrics
+from brokerlb.broker.ownership.redirect import Redirect
 
 __all__ = ["metrics_router", "balancer_router"]
 

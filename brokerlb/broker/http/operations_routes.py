@@ -1,4 +1,4 @@
-"""The routers of :class:`~brokerlb.broker.operations.BrokerOperations`, each given only the part it uses.
+"""The routers of :class:`~brokerlb.broker.admin.operations.BrokerOperations`, each given only the part it uses.
 
 They are included in the app **before** the older routers: their fixed paths
 (``/admin/v2/brokers/version``, ``.../namespaceIsolationPolicies/brokers``) must match before the
@@ -21,8 +21,8 @@ from brokerlb.broker.http.topics_routes import topics_router
 
 if TYPE_CHECKING:
     from brokerlb.admin.client import AsyncAdminClient
-    from brokerlb.broker.operations import BrokerOperations
-    from brokerlb.broker.partitioned_topics import PartitionedTopics
+    from brokerlb.broker.admin.operations import BrokerOperations
+    from brokerlb.broker.admin.partitioned_topics import PartitionedTopics
     from brokerlb.config import ServiceConfig
     from brokerlb.coordination import BrokerRegistry, ClusterPolicies, LeaderElection
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from brokerlb.broker.redirect import Redirect
+from brokerlb.broker.ownership.redirect import Redirect
 from brokerlb.errors import PreconditionFailedError
 
 if TYPE_CHECKING:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from brokerlb.broker.admin.namespace_admin import NamespaceAdmin
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_body, json_response, no_content, request_limits
 from brokerlb.broker.http.lookup_routes import parse_bool
 from brokerlb.broker.http.openapi import STRINGS, TENANT_INFO, doc
-from brokerlb.broker.namespace_admin import NamespaceAdmin
 from brokerlb.coordination.tenants import Tenants, parse_tenant_info
 from brokerlb.errors import NotFoundError
 

@@ -1,7 +1,7 @@
 """Admin v2 topics (Pulsar's ``PersistentTopics`` / ``NonPersistentTopics``): ``/admin/v2/{domain}/...``.
 
 One set of routes per domain (``persistent``, ``non-persistent``), so an unknown domain is 404 as
-in Pulsar. Rules and status codes: :mod:`brokerlb.broker.topic_admin`.
+in Pulsar. Rules and status codes: :mod:`brokerlb.broker.admin.topic_admin`.
 
 | request | answer |
 |---|---|
@@ -22,6 +22,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from brokerlb.broker.admin.partitioned_topics import PartitionedTopics, parse_partition_count
+from brokerlb.broker.admin.topic_admin import TopicAdmin
 from brokerlb.broker.http.access import Access, access
 from brokerlb.broker.http.common import json_body, json_response, maybe_redirect, no_content, request_limits
 from brokerlb.broker.http.lookup_routes import parse_bool, topic_from_segments
@@ -33,8 +35,6 @@ from brokerlb.broker.http.openapi import (
     TOPIC_PROPERTIES,
     doc,
 )
-from brokerlb.broker.partitioned_topics import PartitionedTopics, parse_partition_count
-from brokerlb.broker.topic_admin import TopicAdmin
 from brokerlb.errors import InvalidInputError
 from brokerlb.naming import NamespaceName
 

@@ -3,7 +3,7 @@
 :class:`Member` registers a broker and runs for leader (doing guarded "leader work"
 while it leads), and creates a namespace with its bundles if asked, emitting one event
 dict per thing that happens. (Bundle ownership is not a member's: it is the ownership
-table's, reduced by each broker's ownership machine -- :mod:`brokerlb.broker.ownership_channel`.) Process-level tests run it as a child process and
+table's, reduced by each broker's ownership machine -- :mod:`brokerlb.broker.ownership.ownership_channel`.) Process-level tests run it as a child process and
 kill or freeze it::
 
     python -m brokerlb.coordination.tools.member --store zk:127.0.0.1:2181 \\

@@ -116,8 +116,8 @@ FAST_SHEDDING: dict[str, Any] = {
 async def overload_one_broker(cluster: Any, ns: str, usage: float = 0.95) -> tuple[Any, str]:
     """Traffic on 60 topics of ``ns`` (6 bundles); one broker's topics together make its modelled CPU
     ``usage`` (over OverloadShedder's 85 %). Returns the synthetic clients (close them) and that broker."""
-    from brokerlb.broker.synthetic import SyntheticClients
-    from brokerlb.broker.topics import TopicStats
+    from brokerlb.broker.data.synthetic import SyntheticClients
+    from brokerlb.broker.data.topics import TopicStats
 
     async with AsyncAdminClient(cluster.urls[0]) as admin:
         await admin.create_namespace(ns, num_bundles=6)

@@ -18,8 +18,8 @@ from collections import Counter
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.broker.synthetic import SyntheticClients
-from brokerlb.broker.topics import TopicStats
+from brokerlb.broker.data.synthetic import SyntheticClients
+from brokerlb.broker.data.topics import TopicStats
 from brokerlb.loadbalance.split.thresholds import range_bounds
 from brokerlb.ring import NamespaceBundles
 from brokerlb.testing import eventually

@@ -16,10 +16,10 @@ from collections import Counter
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
+from brokerlb.broker.data.synthetic import SyntheticClients
+from brokerlb.broker.data.topics import TopicStats
 from brokerlb.broker.service import BrokerService
 from brokerlb.broker.standalone import standalone_config
-from brokerlb.broker.synthetic import SyntheticClients
-from brokerlb.broker.topics import TopicStats
 from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig
 from brokerlb.testing.browser import artifacts_dir, async_headless_chromium

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from brokerlb.broker.health import heartbeat_bundles
-from brokerlb.broker.lookup import LookupResult, LookupService
+from brokerlb.broker.observe.health import heartbeat_bundles
+from brokerlb.broker.ownership.lookup import LookupResult, LookupService
 from brokerlb.errors import NoBrokerAvailableError
 from brokerlb.ring import NamespaceBundle
 from brokerlb.testing.clusters import InProcessCluster

@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.broker.synthetic import SyntheticClients
-from brokerlb.broker.topics import TopicStats
+from brokerlb.broker.data.synthetic import SyntheticClients
+from brokerlb.broker.data.topics import TopicStats
 from brokerlb.cli.admin import app as admin_app
 from brokerlb.coordination.paths import BROKER_TIME_AVERAGE_ROOT, bundle_data_path
 from brokerlb.testing import eventually

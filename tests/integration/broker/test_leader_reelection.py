@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.broker.synthetic import SyntheticClients
-from brokerlb.broker.topics import TopicStats
+from brokerlb.broker.data.synthetic import SyntheticClients
+from brokerlb.broker.data.topics import TopicStats
 from brokerlb.testing import eventually
 from brokerlb.testing.clusters import InProcessCluster
 

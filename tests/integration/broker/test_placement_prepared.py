@@ -1,6 +1,6 @@
 """The live leader builds its placement indexes off the lookup's path, and decides as before.
 
-:class:`~brokerlb.broker.load_manager.LoadManager` refreshes the leader and then builds the
+:class:`~brokerlb.broker.leader.load_manager.LoadManager` refreshes the leader and then builds the
 placement context of the new load data (:meth:`LoadManager.prepare_placement`); the split step
 builds it again when its decided splits made the leader drop it. A lookup that follows places
 with the context already built, and its decisions are those of a leader that builds the
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 
-from brokerlb.broker.bundles_cache import NamespaceBundlesCache
-from brokerlb.broker.leader import LeaderTasks
-from brokerlb.broker.leader_inputs import LeaderInputs
-from brokerlb.broker.load_manager import LoadManager
-from brokerlb.broker.policies_cache import ClusterPoliciesCache
+from brokerlb.broker.leader.leader import LeaderTasks
+from brokerlb.broker.leader.leader_inputs import LeaderInputs
+from brokerlb.broker.leader.load_manager import LoadManager
+from brokerlb.broker.leader.policies_cache import ClusterPoliciesCache
+from brokerlb.broker.ownership.bundles_cache import NamespaceBundlesCache
 from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import BrokerRegistry, BundleMetadata, LoadDataStore, MetadataStore, open_store

@@ -5,9 +5,9 @@ reports, the namespaces' bundles and anti-affinity groups, the step's time -- an
 decides. The same history is then played into the live broker's leader path on a metadata
 store: the reports are written as JSON into ``/loadbalance/brokers``, the namespaces' policies
 into ``/admin/local-policies``, and read back through the broker's caches
-(:class:`~brokerlb.broker.leader_inputs.LeaderInputs`); its
-:class:`~brokerlb.broker.load_manager.LoadManager` refreshes and places, its
-:class:`~brokerlb.broker.leader.LeaderTasks` sheds and splits, with an executor that carries out
+(:class:`~brokerlb.broker.leader.leader_inputs.LeaderInputs`); its
+:class:`~brokerlb.broker.leader.load_manager.LoadManager` refreshes and places, its
+:class:`~brokerlb.broker.leader.leader.LeaderTasks` sheds and splits, with an executor that carries out
 what the simulation carried out. Every shedding, split and placement decision must be equal.
 
 The ownership machine is compared the same way: the simulation's writes to its ownership table are
@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from brokerlb.broker.bundles_cache import NamespaceBundlesCache
-from brokerlb.broker.leader import LeaderTasks
-from brokerlb.broker.leader_inputs import LeaderInputs
-from brokerlb.broker.load_manager import LoadManager
-from brokerlb.broker.policies_cache import ClusterPoliciesCache
+from brokerlb.broker.leader.leader import LeaderTasks
+from brokerlb.broker.leader.leader_inputs import LeaderInputs
+from brokerlb.broker.leader.load_manager import LoadManager
+from brokerlb.broker.leader.policies_cache import ClusterPoliciesCache
+from brokerlb.broker.ownership.bundles_cache import NamespaceBundlesCache
 from brokerlb.clock import ManualClock
 from brokerlb.coordination import BrokerRegistry, BundleMetadata, LoadDataStore, OwnershipTable, open_store
 from brokerlb.coordination.paths import BROKERS_ROOT, local_policies_path

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.broker.synthetic import SyntheticClients
-from brokerlb.broker.topics import TopicStats
+from brokerlb.broker.data.synthetic import SyntheticClients
+from brokerlb.broker.data.topics import TopicStats
 from brokerlb.loadbalance.decisions import Label, Reason, SheddingResult, UnloadDecision
 from brokerlb.loadbalance.registry import StrategyKind, StrategySpec, register, unregister
 from brokerlb.loadbalance.state import StrategyState

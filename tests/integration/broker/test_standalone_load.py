@@ -10,9 +10,9 @@ import uuid
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
+from brokerlb.broker.data.synthetic import SyntheticClients
+from brokerlb.broker.data.topics import TopicStats
 from brokerlb.broker.standalone import StandaloneCluster
-from brokerlb.broker.synthetic import SyntheticClients
-from brokerlb.broker.topics import TopicStats
 from brokerlb.testing import eventually
 
 from .helpers import topics_of

@@ -21,7 +21,7 @@ import uuid
 
 import httpx
 
-from brokerlb.broker.leader import BrokerActions
+from brokerlb.broker.leader.leader import BrokerActions
 from brokerlb.coordination import open_store
 from brokerlb.coordination.paths import LEADER_PATH
 from brokerlb.loadbalance.decisions import SplitDecision, UnloadDecision

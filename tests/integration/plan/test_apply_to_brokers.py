@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.broker.synthetic import SyntheticClients
-from brokerlb.broker.topics import TopicStats
+from brokerlb.broker.data.synthetic import SyntheticClients
+from brokerlb.broker.data.topics import TopicStats
 from brokerlb.plan import MergeOp, Plan, SplitOp, UnloadOp
 from brokerlb.plan.apply import apply_plan
 from brokerlb.ring import NamespaceBundles, topic_hash

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from brokerlb.broker.dynamic_config import DynamicConfiguration
+from brokerlb.broker.admin.dynamic_config import DynamicConfiguration
+from brokerlb.broker.data.topic_stats import TopicView, partitioned_stats_json, topic_stats_json
+from brokerlb.broker.data.topics import TopicStats
 from brokerlb.broker.http.cluster_routes import broker_isolation_data
-from brokerlb.broker.topic_stats import TopicView, partitioned_stats_json, topic_stats_json
-from brokerlb.broker.topics import TopicStats
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import NamespaceIsolationPolicies
 from brokerlb.coordination.paths import DYNAMIC_CONFIG_PATH, cluster_path, tenant_path

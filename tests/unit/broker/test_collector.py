@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from brokerlb.broker.collector import LongLivedFreezer
+from brokerlb.broker.leader.collector import LongLivedFreezer
 
 
 @pytest.fixture

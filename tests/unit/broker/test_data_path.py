@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from brokerlb.broker.data_path import DataPath
-from brokerlb.broker.topics import CloseCause, TopicRegistry
+from brokerlb.broker.data.data_path import DataPath
+from brokerlb.broker.data.topics import CloseCause, TopicRegistry
 from brokerlb.clock import ManualClock
 from brokerlb.dispatch import DispatchConsumer
 from brokerlb.errors import BundleUnloadingError
@@ -208,7 +208,7 @@ async def test_close_all_closes_every_session() -> None:
 async def test_stats_are_pushed_every_period_on_the_clock() -> None:
     import asyncio
 
-    from brokerlb.broker.data_path import STATS_PERIOD
+    from brokerlb.broker.data.data_path import STATS_PERIOD
 
     clock = ManualClock(0)
     path, registry = data_path(Owned(BUNDLE), clock)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from brokerlb.broker.host_usage import (
+from brokerlb.broker.report.host_usage import (
     HostUsageCollector,
     detect_cgroup,
     nic_speed_limit_kbps,

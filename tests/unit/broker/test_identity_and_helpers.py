@@ -9,9 +9,9 @@ import pytest
 from brokerlb.broker.http.lookup_routes import parse_bool, topic_from_segments
 from brokerlb.broker.http.redirects import redirect_location
 from brokerlb.broker.identity import BrokerIdentity, parse_advertised_listeners
-from brokerlb.broker.load_manager import LoadManager
-from brokerlb.broker.redirect import Redirect
-from brokerlb.broker.singleflight import SingleFlight
+from brokerlb.broker.leader.load_manager import LoadManager
+from brokerlb.broker.ownership.redirect import Redirect
+from brokerlb.broker.ownership.singleflight import SingleFlight
 from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig
 from brokerlb.errors import (

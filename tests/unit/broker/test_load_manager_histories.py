@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from brokerlb.broker.load_manager import LoadManager
+from brokerlb.broker.leader.load_manager import LoadManager
 from brokerlb.clock import ManualClock
 from brokerlb.coordination.load_data import LoadDataStore
 from brokerlb.coordination.paths import resource_quota_path

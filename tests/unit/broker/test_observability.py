@@ -8,12 +8,17 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from brokerlb.broker.balancer_status import IN_PROGRESS, OFF, READY, STALLED, WAITING, BalancerStatus
-from brokerlb.broker.leader_feed import LeaderFeed
-from brokerlb.broker.metrics import AssignmentMetrics, BrokerMetrics, LoadBalancingCounters, LookupMetrics
-from brokerlb.broker.metrics.quantiles import QuantileWindow
-from brokerlb.broker.served_topics import ServedTopics
-from brokerlb.broker.topics import TopicRegistry, TopicStats
+from brokerlb.broker.data.served_topics import ServedTopics
+from brokerlb.broker.data.topics import TopicRegistry, TopicStats
+from brokerlb.broker.leader.balancer_status import IN_PROGRESS, OFF, READY, STALLED, WAITING, BalancerStatus
+from brokerlb.broker.leader.leader_feed import LeaderFeed
+from brokerlb.broker.observe.metrics import (
+    AssignmentMetrics,
+    BrokerMetrics,
+    LoadBalancingCounters,
+    LookupMetrics,
+)
+from brokerlb.broker.observe.metrics.quantiles import QuantileWindow
 from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig
 from brokerlb.errors import NoBrokerAvailableError
@@ -309,7 +314,7 @@ class FakeChannel:
 
 
 def test_ownership_log_tells_moves_and_their_causes() -> None:
-    from brokerlb.broker.ownership_log import OwnershipLog, leader_moves_of
+    from brokerlb.broker.ownership.ownership_log import OwnershipLog, leader_moves_of
 
     clock = ManualClock()
     channel = FakeChannel()
@@ -353,7 +358,7 @@ def test_ownership_log_tells_moves_and_their_causes() -> None:
 def test_each_move_is_labelled_by_its_real_cause() -> None:
     """shedding (carried out, or only started: a lost lease cut the cycle short), split (the parent
     and its children unloaded after it), merge, failure (gone without being unloaded), admin."""
-    from brokerlb.broker.ownership_log import OwnershipLog, leader_moves_of
+    from brokerlb.broker.ownership.ownership_log import OwnershipLog, leader_moves_of
 
     clock = ManualClock()
     channel = FakeChannel()
@@ -395,7 +400,7 @@ def test_each_move_is_labelled_by_its_real_cause() -> None:
 
 
 def test_dashboard_state_document() -> None:
-    from brokerlb.broker.dashboard_state import dashboard_state
+    from brokerlb.broker.observe.dashboard_state import dashboard_state
     from brokerlb.ring import NamespaceBundles
 
     ring = NamespaceBundles.create("t/n", 2)
@@ -438,7 +443,7 @@ def test_whole_cycle_records_pass_through_the_feed() -> None:
 def test_dashboard_cycles_show_what_moved_first_and_collapse_idle_runs() -> None:
     """Twenty idle cycles after a move (two minutes at a 6-s interval) no longer push it out of
     sight: the cycle that moved comes first, each run of idle cycles is one entry with its count."""
-    from brokerlb.broker.dashboard_state import cycle_entries
+    from brokerlb.broker.observe.dashboard_state import cycle_entries
 
     idle = SheddingResult.of([UnloadDecision.skip(Reason.BALANCED, "spread 3% < 10%")])
     cycles = [shedding_record(idle, 1000 * i) for i in range(5)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brokerlb.broker.ownership_history import OwnershipHistory
+from brokerlb.broker.ownership.ownership_history import OwnershipHistory
 from brokerlb.ownership import BundleState
 from brokerlb.ownership.record import OwnershipRecord
 from brokerlb.testing.history import parse_history_line

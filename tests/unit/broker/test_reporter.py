@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from brokerlb.broker.data.topics import TopicRegistry, TopicStats
 from brokerlb.broker.identity import BrokerIdentity
-from brokerlb.broker.reporter import LoadReporter
-from brokerlb.broker.topics import TopicRegistry, TopicStats
+from brokerlb.broker.report.reporter import LoadReporter
 from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig
 from brokerlb.model import LocalBrokerData, SystemResourceUsage
@@ -126,7 +126,7 @@ async def test_the_report_loop_runs_on_the_clock() -> None:
     the loop at once and is written FORCE_COALESCE_S later, so a burst of gains makes one write."""
     import asyncio
 
-    from brokerlb.broker.reporter import FORCE_COALESCE_S
+    from brokerlb.broker.report.reporter import FORCE_COALESCE_S
 
     reporter, clock, host, _topics, written, _c = make([str(BUNDLES.bundles[0])])
     loop = asyncio.create_task(reporter.run())
@@ -152,7 +152,7 @@ async def test_usage_modelled_from_traffic_follows_the_traffic_from_the_first_re
     """With brokerlbHostUsage=traffic the usage is the report's own traffic: sampled at every refresh,
     not once per loadBalancerHostUsageCheckIntervalMinutes (a minute by default), during which a
     standalone read 0.0 % while messages flowed."""
-    from brokerlb.broker.traffic_usage import TrafficHostUsage
+    from brokerlb.broker.report.traffic_usage import TrafficHostUsage
 
     conf = ServiceConfig(clusterName="c", advertisedAddress="b1", webServicePort=8080)  # a minute
     for from_traffic, expected in ((False, 0.0), (True, 20.0)):

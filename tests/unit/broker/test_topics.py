@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from brokerlb.broker.topics import CloseCause, TopicRegistry, TopicStats
+from brokerlb.broker.data.topics import CloseCause, TopicRegistry, TopicStats
 from brokerlb.clock import ManualClock
 from brokerlb.errors import InvalidLoadDataError
 from brokerlb.naming import TopicName

@@ -7,7 +7,7 @@ import doctest
 import pytest
 
 import brokerlb.history.hold
-from brokerlb.broker.history_sink import BrokerHistory
+from brokerlb.broker.observe.history_sink import BrokerHistory
 from brokerlb.clock import ManualClock
 from brokerlb.errors import InvalidInputError, InvalidLoadDataError
 from brokerlb.history import (

@@ -136,9 +136,9 @@ async def test_reopening_a_topic_with_many_entries_reads_no_entry(url):
 
 
 async def test_internal_stats_show_the_managed_ledger_with_pulsars_names(url):
-    from brokerlb.broker.data_path import DataPath
-    from brokerlb.broker.served_topics import ServedTopics
-    from brokerlb.broker.topics import TopicRegistry
+    from brokerlb.broker.data.data_path import DataPath
+    from brokerlb.broker.data.served_topics import ServedTopics
+    from brokerlb.broker.data.topics import TopicRegistry
     from brokerlb.naming import TopicName
 
     class Owned:

@@ -1,0 +1,1 @@
+"""Pulsar's admin flows on one broker: namespaces, bundles, topics, partitioned topics, dynamic configuration."""
