@@ -18,7 +18,9 @@ dropped as soon as it reports one of them; a load report lists only bundles with
 gain of the strategy and the gain of the options can be told apart. Per
 run: the mean distance of the busiest broker from the lower bound (``max(average load, largest
 bundle)``), the throughput the balancer moved (shed, transfer, split and merge moves; moves forced
-by restarts and failures are the same for everyone and left out), flaps and returns, and, for
+by restarts and failures are the same for everyone and left out; each child a split unloads
+counts its topics' traffic -- before 2026-11-28 the simulator counted 0 for them, which hid what
+the children of Pulsar's automatic splits move), flaps and returns, and, for
 ``brokerlb``, how many shedding cycles a broker that joined or came back took to reach its fair
 share (within 10 points of the mean load) and the utilisation spread on heterogeneous brokers.
 

@@ -43,6 +43,7 @@ __all__ = [
     "create",
     "known_names",
     "default_strategy_name",
+    "unloads_split_children",
 ]
 
 #: Package of Pulsar's modular load-manager classes.
@@ -218,6 +219,21 @@ def default_strategy_name(kind: StrategyKind | str, config: ServiceConfig) -> st
     if extensible:
         return f"{EXTENSIONS}.strategy.DefaultNamespaceBundleSplitStrategyImpl"
     return f"{IMPL}.BundleSplitterTask"
+
+
+def unloads_split_children(config: ServiceConfig) -> bool:
+    """Whether the leader unloads the children of an automatic split so that placement can put
+    them elsewhere (``loadBalancerAutoUnloadSplitBundlesEnabled``).
+
+    Not when brokerlb's balancer places them: it puts each child back on the broker that served
+    the parent (its load is already there), so the unload would only make every client of the
+    parent reconnect for nothing; the balancer transfers the children that must move, as Pulsar's
+    extensible load manager leaves a split's children with the parent's owner.
+    """
+    return (
+        config.loadBalancerAutoUnloadSplitBundlesEnabled
+        and default_strategy_name(StrategyKind.PLACEMENT, config) != BROKERLB_BALANCER
+    )
 
 
 def _lookup(kind: StrategyKind, name: str) -> StrategySpec | None:

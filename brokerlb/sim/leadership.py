@@ -13,7 +13,8 @@ steps (:mod:`brokerlb.loadbalance.cycle`); the simulation is its scheduler and i
 * the executor (:class:`SimActions`) -- moves: a transfer releases the bundle straight to its
   destination, an unload frees it for the clients' next lookup (``timing.transfer`` /
   ``timing.unload``); splits replace a bundle by its children on the ring (owned by the
-  parent's owner, unloaded if ``loadBalancerAutoUnloadSplitBundlesEnabled``); merges unload
+  parent's owner, unloaded if ``loadBalancerAutoUnloadSplitBundlesEnabled`` and the placement is
+  not brokerlb's, each carrying its topics' traffic as moved throughput); merges unload
   the parts, which leave the ring, and the merged bundle is placed at the next lookup (as the
   broker's merge assigns it through placement). A decision on a bundle that is no longer owned
   by a live broker is not carried out.
@@ -33,6 +34,8 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
+
 from brokerlb.config import ServiceConfig
 from brokerlb.errors import InvalidTransitionError
 from brokerlb.loadbalance.broker_lookup import BrokerLookupData
@@ -40,6 +43,7 @@ from brokerlb.loadbalance.cycle import CycleRecord, LeaderSchedule, run_now, she
 from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision
 from brokerlb.loadbalance.leader import ClusterInputs, Leader, Move
 from brokerlb.loadbalance.policies import NamespacePolicy
+from brokerlb.loadbalance.registry import unloads_split_children
 from brokerlb.model import BundleData, LocalBrokerData
 from brokerlb.sim.brokers import SimBroker
 from brokerlb.sim.ownership import BundleState
@@ -275,13 +279,31 @@ class LeaderDuties(SimulationParts):
             from brokerlb.testing import assert_ring_covers_keyspace
 
             assert_ring_covers_keyspace(self.topology.ns_bundles[int(self.topology.bundle_ns[parent])])
-        if self.config.loadBalancerAutoUnloadSplitBundlesEnabled:
-            for child in children:
+        if unloads_split_children(self.config):
+            for child, throughput in zip(children, self._children_throughput(children), strict=True):
                 self.ownership.release(
-                    child, now, "split", 0.0, detail=f"unload after splitting {decision.bundle}"
+                    child, now, "split", throughput, detail=f"unload after splitting {decision.bundle}"
                 )
                 self.timeline.schedule(now + self.scenario.timing.unload * 1000, "release_done", (child, -1))
         return True
+
+    def _children_throughput(self, children: Sequence[int]) -> list[float]:
+        """Each split child's throughput at the last sample: the traffic of its topics (the
+        bundle sums know only the parent), what an unloaded child moves if placed elsewhere."""
+        traffic = self._topic_traffic
+        if traffic is None:
+            return [0.0] * len(children)
+        tb = self.topology.topic_bundle
+        ids = np.flatnonzero(np.isin(tb, children))
+        sums = np.bincount(
+            np.searchsorted(np.sort(children), tb[ids]),
+            weights=traffic.msg_throughput_in[ids] + traffic.msg_throughput_out[ids],
+            minlength=len(children),
+        )
+        order = np.argsort(children)
+        out = np.zeros(len(children))
+        out[order] = sums
+        return [float(x) for x in out]
 
     def _execute_merge(self, decision: MergeDecision) -> bool:
         """Merge adjacent bundles on the ring. Every part must be live and owned by a live broker

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from brokerlb.sim.spec import Scenario
     from brokerlb.sim.timeline import Timeline
     from brokerlb.sim.topology import Topology
+    from brokerlb.sim.workloads import TopicTraffic
 
 __all__ = ["SimulationParts"]
 
@@ -72,6 +73,8 @@ class SimulationParts:
     _cycle_moves: list[Move]
     _cycle_splits: int
     _bundle_traffic: BundleTraffic | None
+    #: the topics' traffic of the last sample (a split child's moved throughput)
+    _topic_traffic: TopicTraffic | None
     _lookup_attempts: dict[int, int]
 
     @property

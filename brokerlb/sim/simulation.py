@@ -16,7 +16,8 @@ One :meth:`Simulation.step` is one cycle of ``scenario.tick`` seconds on a
    and its decisions are executed: unloads and transfers take ``timing.unload`` /
    ``timing.transfer``; an unloaded bundle is placed at the clients' next lookup
    (``timing.lookup``) by the leader's placement pipeline; split bundles are replaced by
-   their children on the ring (and unloaded if ``loadBalancerAutoUnloadSplitBundlesEnabled``);
+   their children on the ring (and unloaded if
+   :func:`~brokerlb.loadbalance.registry.unloads_split_children`);
 5. the metrics of the cycle are recorded (:mod:`brokerlb.sim.metrics`).
 
 Leadership: the leader is the longest-registered live broker. A crashed leader keeps
@@ -159,6 +160,7 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self._cycle_moves: list[Move] = []
         self._cycle_splits = 0
         self._bundle_traffic: BundleTraffic | None = None
+        self._topic_traffic: TopicTraffic | None = None
         #: (topology version, bundle ids), the count arrays summed, their sums (:meth:`_count_sums`)
         self._counts: tuple[tuple[int, int], tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None = None
         #: CPU seconds inside the decision engine; wall and CPU seconds of :meth:`run`
@@ -224,6 +226,7 @@ class Simulation(LeaderDuties, ClusterLifecycle):
         self._request_lookups(traffic)
         bundle = self._bundle_sums(traffic)
         self._bundle_traffic = bundle
+        self._topic_traffic = traffic
         up = self.broker_up
         served = self.ownership.served_mask(up)
         broker_totals = self._broker_sums(bundle, served)

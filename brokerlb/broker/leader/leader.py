@@ -22,7 +22,8 @@ as the simulator:
 destination) is one transition of the bundle's ownership record written by the leader, conditional
 on its epoch -- the owner acts on it; a split deletes the bundle's stored history (as Pulsar
 does) and asks the owner to split at the boundaries the leader chose (else with the owner's
-default algorithm), unloading the children when ``loadBalancerAutoUnloadSplitBundlesEnabled``; a
+default algorithm), unloading the children when ``loadBalancerAutoUnloadSplitBundlesEnabled``
+(not under brokerlb's placement: :func:`~brokerlb.loadbalance.registry.unloads_split_children`); a
 merge moves the parts to one broker and commits (:meth:`OwnerActions.merge`).
 
 Every step's :class:`~brokerlb.loadbalance.cycle.CycleRecord` is kept in a bounded log
@@ -56,6 +57,7 @@ from brokerlb.errors import BrokerLBError, LeadershipLostError
 from brokerlb.loadbalance.cycle import CycleRecord, LeaderSchedule, shedding_cycle, split_cycle
 from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision
 from brokerlb.loadbalance.leader import Move
+from brokerlb.loadbalance.registry import unloads_split_children
 from brokerlb.model import LocalBrokerData
 from brokerlb.ring import SPECIFIED_POSITIONS_DIVIDE, NamespaceBundle
 
@@ -181,7 +183,7 @@ class BrokerActions:
         with its epoch, which the owner's Splitting write is conditional on."""
         bundle = NamespaceBundle.parse(decision.bundle)
         owner = self._channel.owner(bundle).broker
-        unload = self._conf.loadBalancerAutoUnloadSplitBundlesEnabled
+        unload = unloads_split_children(self._conf)
         algorithm = SPECIFIED_POSITIONS_DIVIDE if decision.boundaries else None
         self.started.append(decision)
         try:

@@ -34,6 +34,7 @@ from brokerlb.loadbalance.balancer.memory import BalancerMemory
 from brokerlb.loadbalance.balancer.plan import MB, Budget, plan_moves
 from brokerlb.loadbalance.balancer.strategy import Cycle, Prepared
 from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision
+from brokerlb.loadbalance.registry import unloads_split_children
 from brokerlb.loadbalance.view import ClusterView
 
 __all__ = ["OptimizedMove", "Optimization", "optimize", "to_plan"]
@@ -227,7 +228,7 @@ def to_plan(optimization: Optimization, view: ClusterView, *, created_at: int | 
                     named[0],
                     named[1],
                     split.boundaries,
-                    view.config.loadBalancerAutoUnloadSplitBundlesEnabled,
+                    unloads_split_children(view.config),
                     f"{split.reason}: {split.detail}",
                 )
             )

@@ -13,6 +13,7 @@ from brokerlb.loadbalance.registry import (
     known_names,
     register,
     resolve,
+    unloads_split_children,
     unregister,
 )
 
@@ -79,3 +80,25 @@ def test_defaults_follow_the_config() -> None:
     assert default_strategy_name(StrategyKind.SPLIT, ext) == (
         f"{EXTENSIONS}.strategy.DefaultNamespaceBundleSplitStrategyImpl"
     )
+
+
+@pytest.mark.parametrize(
+    ("placement", "auto_unload", "unloads"),
+    [
+        ("LeastLongTermMessageRate", True, True),
+        ("AvgShedder", True, True),
+        ("LeastLongTermMessageRate", False, False),
+        # brokerlb places a split child back where its parent was: the unload would only reconnect
+        ("brokerlb", True, False),
+    ],
+)
+def test_the_children_of_a_split_are_unloaded_unless_brokerlb_places_them(
+    placement: str, auto_unload: bool, unloads: bool
+) -> None:
+    conf = ServiceConfig().with_overrides(
+        {
+            "loadBalancerLoadPlacementStrategy": placement,
+            "loadBalancerAutoUnloadSplitBundlesEnabled": auto_unload,
+        }
+    )
+    assert unloads_split_children(conf) is unloads

@@ -151,7 +151,25 @@ def test_split_replaces_the_bundle_on_the_ring_and_unloads_the_children():
         "t/ns-1/0x00000000_0x10000000",
         "t/ns-1/0x10000000_0x20000000",
     }
+    # each unloaded child carries its own topics' traffic (what it moves if placed elsewhere)
+    assert all(m["throughput"] > 0 for m in children)
     assert result.summary["final_bundles"] == 17
+
+
+def test_split_under_brokerlbs_placement_keeps_the_children_with_the_owner():
+    s = scenario()
+    sim = Simulation(
+        s,
+        leader_factory=ScriptedLeader,
+        validate=True,
+        config_overrides={"loadBalancerLoadPlacementStrategy": "brokerlb"},
+    )
+    parent = sim.topology.bundle_names[0]
+    ScriptedLeader.splits[T0 + 60_000] = [Decision(bundle=parent, reason="Topics", boundaries=(0x10000000,))]
+    result = sim.run()
+    assert sim.topology.num_live_bundles == 17
+    assert not [m for m in result.moves if m["cause"] == "split"]  # no child unloaded: no reconnect
+    assert np.allclose(result.series["served_throughput"][2:], result.series["offered_throughput"][2:])
 
 
 def test_merge_replaces_the_parts_on_the_ring_and_places_the_merged_bundle():
