@@ -53,6 +53,12 @@ meets them, with ``raise ... from exc``. Each class carries two pieces of data:
     │   ├── StaleBundleError                     the bundle was split or merged meanwhile
     │   └── BrokerUnreachableError               an HTTP call to a broker failed (connection, timeout)
     ├── RemoteBrokerError                        a broker answered an admin/lookup call with an error
+    │   │                                             (``remote_error`` picks the class by status; each is
+    │   │                                             also the local class of that status)
+    │   ├── RemoteNotFoundError (NotFoundError)   404
+    │   ├── RemoteConflictError (ConflictError)   409
+    │   ├── RemotePreconditionFailedError         412  (PreconditionFailedError)
+    │   └── RemoteUnavailableError                503  (ServiceUnavailableError), retriable
     ├── MetadataStoreError                       500/503 (see subclasses)
     │   ├── BadVersionError                      409  compare-and-set lost
     │   ├── NoNodeError                          404
@@ -132,6 +138,11 @@ __all__ = [
     "StaleBundleError",
     "BrokerUnreachableError",
     "RemoteBrokerError",
+    "RemoteNotFoundError",
+    "RemoteConflictError",
+    "RemotePreconditionFailedError",
+    "RemoteUnavailableError",
+    "remote_error",
     "MetadataStoreError",
     "BadVersionError",
     "NoNodeError",
@@ -469,6 +480,37 @@ class RemoteBrokerError(BrokerLBError):
 
     def to_json(self) -> dict[str, Any]:
         return {"reason": self.reason}
+
+
+class RemoteNotFoundError(RemoteBrokerError, NotFoundError):
+    """A broker answered 404: what the call named does not exist there."""
+
+
+class RemoteConflictError(RemoteBrokerError, ConflictError):
+    """A broker answered 409 (already exists, busy, a superseded leader's command refused)."""
+
+
+class RemotePreconditionFailedError(RemoteBrokerError, PreconditionFailedError):
+    """A broker answered 412 (e.g. a name it refuses)."""
+
+
+class RemoteUnavailableError(RemoteBrokerError, ServiceUnavailableError):
+    """A broker answered 503: not now (retriable)."""
+
+
+_REMOTE_BY_STATUS: dict[int, type[RemoteBrokerError]] = {
+    404: RemoteNotFoundError,
+    409: RemoteConflictError,
+    412: RemotePreconditionFailedError,
+    503: RemoteUnavailableError,
+}
+
+
+def remote_error(status: int, reason: str, method: str = "", url: str = "") -> RemoteBrokerError:
+    """A broker's error answer as this tree's class for its status (the edge's one mapping): a
+    caller catches :class:`NotFoundError`, :class:`ConflictError`, ... whether the error was
+    raised here or answered by another broker; any other status is a plain :class:`RemoteBrokerError`."""
+    return _REMOTE_BY_STATUS.get(status, RemoteBrokerError)(status, reason, method, url)
 
 
 # --------------------------------------------------------------------------- metadata store

@@ -6,7 +6,8 @@ used by brokers to call each other and by tests). Both follow 307 redirects (up
 to 20, Pulsar's ``maxLookupRedirects``), so any broker can be addressed.
 
 Errors: an error answer raises :class:`~brokerlb.errors.RemoteBrokerError` with the
-status and Pulsar's ``reason``; a failed connection raises
+status and Pulsar's ``reason``, of the class the tree has for the status
+(:func:`~brokerlb.errors.remote_error`: a 404 is also a ``NotFoundError``, a 409 a ``ConflictError``); a failed connection raises
 :class:`~brokerlb.errors.BrokerUnreachableError`.
 
 >>> with AdminClient("http://127.0.0.1:8080") as admin:        # doctest: +SKIP
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from brokerlb.errors import BrokerUnreachableError, RemoteBrokerError
+from brokerlb.errors import BrokerUnreachableError, remote_error
 from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.security.tls import trust
 
@@ -472,7 +473,7 @@ def _request_kwargs(method: str, params: dict[str, Any] | None, body: Any) -> di
 
 def _check(response: Any, method: str) -> None:
     if response.status_code >= 400:
-        raise RemoteBrokerError(response.status_code, _reason(response), method, str(response.request.url))
+        raise remote_error(response.status_code, _reason(response), method, str(response.request.url))
 
 
 def _bearer(token: str | None) -> dict[str, str]:

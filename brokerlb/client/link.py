@@ -34,7 +34,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 
 from brokerlb.backoff import Backoff
 from brokerlb.client.lookup import ws_url
-from brokerlb.errors import BrokerLBError, BrokerUnreachableError, ClientClosedError, RemoteBrokerError
+from brokerlb.errors import BrokerLBError, BrokerUnreachableError, ClientClosedError, remote_error
 from brokerlb.messaging import CloseReason
 from brokerlb.naming import TopicName
 
@@ -146,8 +146,8 @@ class TopicLink:
                 )
             except InvalidStatus as exc:
                 status = exc.response.status_code
-                error = RemoteBrokerError(status, _body(exc), "GET", target or "")
-                if status == 503:
+                error = remote_error(status, _body(exc), "GET", target or "")
+                if error.retriable:
                     target = None
                     await self._wait_retry(deadline, first, error)
                     continue

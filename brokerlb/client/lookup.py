@@ -7,8 +7,9 @@ are followed here, at most ``max_redirects`` (Pulsar's ``maxLookupRedirects``, 2
 
 Errors: a 503 (no broker yet, bundle being unloaded, too many lookups) and a broker
 that cannot be reached are retriable (:class:`~brokerlb.errors.ServiceUnavailableError`
-subclasses); 404 / 412 are not (:class:`~brokerlb.errors.RemoteBrokerError` with the
-status). Retrying is the caller's business (the producer and consumer back off).
+subclasses); 404 / 412 are not (:class:`~brokerlb.errors.RemoteBrokerError` of the status's
+class, :func:`~brokerlb.errors.remote_error`). Retrying is the caller's business (the producer
+and consumer back off).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from brokerlb.errors import BrokerUnreachableError, RemoteBrokerError, ServiceUnavailableError
+from brokerlb.errors import BrokerUnreachableError, RemoteBrokerError, ServiceUnavailableError, remote_error
 from brokerlb.naming import TopicName
 
 __all__ = ["LookupResult", "HttpLookup", "ws_url"]
@@ -144,4 +145,4 @@ def _error(response: httpx.Response, url: str) -> RemoteBrokerError:
         reason = str(response.json().get("reason", response.text))
     except (ValueError, AttributeError):
         reason = response.text
-    return RemoteBrokerError(response.status_code, reason, "GET", url)
+    return remote_error(response.status_code, reason, "GET", url)

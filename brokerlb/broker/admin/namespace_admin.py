@@ -22,8 +22,9 @@ Pulsar has the same window.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from brokerlb.admin.client import AsyncAdminClient
@@ -42,11 +43,11 @@ from brokerlb.coordination.tenants import Tenants
 from brokerlb.coordination.topic_metadata import PersistentTopics
 from brokerlb.errors import (
     BadVersionError,
-    BrokerLBError,
     ConflictError,
     NamespaceNotFoundError,
     NoNodeError,
     NotEmptyError,
+    NotFoundError,
     PreconditionFailedError,
 )
 from brokerlb.naming import NamespaceName, TopicName
@@ -205,9 +206,7 @@ class NamespaceAdmin:
             return []
 
 
-async def _ignore_missing(call: Any) -> None:
-    try:
+async def _ignore_missing(call: Awaitable[object]) -> None:
+    """A broker's call whose 404 means "already gone" (:class:`~brokerlb.errors.RemoteNotFoundError`)."""
+    with contextlib.suppress(NotFoundError):
         await call
-    except BrokerLBError as exc:
-        if exc.http_status != 404:
-            raise

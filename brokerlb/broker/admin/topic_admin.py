@@ -35,6 +35,7 @@ subscriptions                  unknown (404); a partitioned topic: the union ove
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -53,7 +54,6 @@ from brokerlb.errors import (
     NoBrokerAvailableError,
     NotFoundError,
     PreconditionFailedError,
-    RemoteBrokerError,
     TopicNotFoundError,
 )
 from brokerlb.naming import NamespaceName, TopicName
@@ -182,11 +182,8 @@ class TopicAdmin:
         partitions = await self._partitions(topic)
         for i in range(partitions):
             part = topic.partition(i)
-            try:
+            with contextlib.suppress(NotFoundError):  # a partition never created: nothing to delete
                 await self.admin.at(self._self_url()).delete_topic(str(part), force=force)
-            except RemoteBrokerError as exc:
-                if exc.http_status != 404:
-                    raise
         await self.partitioned.delete(topic)
         logger.info("Deleted partitioned topic %s (%d partitions)", topic, partitions)
 
@@ -236,9 +233,7 @@ class TopicAdmin:
     async def _partition_stats(self, partition: TopicName) -> dict[str, Any]:
         try:
             return dict(await self.admin.at(self._self_url()).get_topic_stats(str(partition)))
-        except RemoteBrokerError as exc:
-            if exc.http_status != 404:
-                raise
+        except NotFoundError:
             return topic_stats_json(empty_topic_view(str(partition)))  # a partition nobody loaded yet
 
     async def subscriptions(self, topic: TopicName, *, authoritative: bool = False) -> Redirect | list[str]:
@@ -248,13 +243,10 @@ class TopicAdmin:
             if partitions > 0:
                 names: set[str] = set()
                 for i in range(partitions):
-                    try:
+                    with contextlib.suppress(NotFoundError):
                         names.update(
                             await self.admin.at(self._self_url()).get_subscriptions(str(topic.partition(i)))
                         )
-                    except RemoteBrokerError as exc:
-                        if exc.http_status != 404:
-                            raise
                 return sorted(names)
         redirect = await self._route(topic, authoritative, assign=False)
         if redirect is not None:

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from brokerlb.admin import AsyncAdminClient
-from brokerlb.errors import RemoteBrokerError
+from brokerlb.errors import RemoteConflictError, RemoteNotFoundError
 from brokerlb.testing.waiting import eventually
 
 from .helpers import lookup_data, new_namespace, owners_snapshot, topics_of
@@ -139,7 +139,7 @@ async def test_failure_domains_refuse_a_broker_in_two_domains(cluster) -> None:
     broker = cluster.broker_ids[0]
     async with AsyncAdminClient(cluster.urls[2]) as admin:
         await admin.set_failure_domain("e2e", "rack-a", [broker])
-        with pytest.raises(RemoteBrokerError) as conflict:
+        with pytest.raises(RemoteConflictError) as conflict:  # also a ConflictError
             await admin.set_failure_domain("e2e", "rack-b", [broker])
         assert conflict.value.status == 409
         assert await admin.get_failure_domains("e2e") == {"rack-a": {"brokers": [broker]}}
@@ -177,7 +177,7 @@ async def test_isolation_policies_round_trip(cluster) -> None:
             s["is_controlled"] and s["broker_assignment"] == "primary" for s in owned.values()
         )
         await admin.delete_isolation_policy("e2e", "iso")
-        with pytest.raises(RemoteBrokerError) as missing:
+        with pytest.raises(RemoteNotFoundError) as missing:  # also a NotFoundError
             await admin.get_isolation_policy("e2e", "iso")
         assert missing.value.status == 404
 
