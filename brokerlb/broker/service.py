@@ -51,7 +51,7 @@ from brokerlb.broker.http.server import WebServers
 from brokerlb.broker.identity import BrokerIdentity
 from brokerlb.broker.leader.leader import BrokerActions, LeaderTasks
 from brokerlb.broker.leader.leader_fence import LeaderFence
-from brokerlb.broker.leader.leader_inputs import DRAINING_KEY, LeaderInputs
+from brokerlb.broker.leader.leader_inputs import LeaderInputs
 from brokerlb.broker.leader.load_manager import LoadManager
 from brokerlb.broker.leader.policies_cache import ClusterPoliciesCache
 from brokerlb.broker.observe.health import heartbeat_bundles
@@ -68,6 +68,7 @@ from brokerlb.broker.report.traffic_usage import TrafficHostUsage
 from brokerlb.clock import SYSTEM_CLOCK, Clock
 from brokerlb.config import ServiceConfig
 from brokerlb.coordination import (
+    DRAINING_KEY,
     BrokerRegistry,
     BundleMetadata,
     ClusterPolicies,
@@ -402,10 +403,10 @@ class BrokerService:
 
     def _broker_urls(self, broker_id: str) -> tuple[str | None, str | None]:
         """``(webServiceUrl, pulsarServiceUrl)`` of an active broker, from its registration."""
-        report = self.registry.broker_json(broker_id)
-        if not isinstance(report, dict):
+        registered = self.registry.broker(broker_id)
+        if registered is None:
             return None, None
-        return report.get("webServiceUrl"), report.get("pulsarServiceUrl")
+        return registered.web_service_url, registered.pulsar_service_url
 
     def _default_host_usage(self) -> HostUsageSource:
         conf = self.conf

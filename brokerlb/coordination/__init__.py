@@ -27,6 +27,7 @@ from brokerlb.coordination.lock import EphemeralLock, LockState
 from brokerlb.coordination.memory import MemoryMetadataStore, MemoryServer
 from brokerlb.coordination.ownership_table import Guard, OwnershipTable, StoredRecord
 from brokerlb.coordination.records import (
+    DRAINING_KEY,
     AdvertisedListener,
     AutoFailoverPolicy,
     FailureDomain,
@@ -84,6 +85,7 @@ __all__ = [
     "OwnershipTable",
     "StoredRecord",
     "RegisteredBroker",
+    "DRAINING_KEY",
     "LoadDataStore",
     "LocalPolicies",
     "LockState",

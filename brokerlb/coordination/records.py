@@ -30,6 +30,7 @@ from brokerlb.ring.bundles import NamespaceBundles
 from brokerlb.safe_regex import check_pattern, fullmatch
 
 __all__ = [
+    "DRAINING_KEY",
     "encode_json",
     "decode_json",
     "AdvertisedListener",
@@ -218,11 +219,18 @@ class NamespaceEphemeralData(_Record):
 # --------------------------------------------------------------------------- registered brokers
 
 
+#: The brokerlb key a stopping broker adds to its registration (Pulsar's ``disableBroker``: it leaves
+#: the registry before it releases its bundles; brokerlb keeps the registration -- its session names
+#: the bundles it still releases -- and says it is leaving).
+DRAINING_KEY = "brokerlbDraining"
+
+
 @dataclass(frozen=True, slots=True)
 class RegisteredBroker(_Record):
     """What lookups and redirects need of a broker's registration (``/loadbalance/brokers/{id}``:
-    its LocalBrokerData, or the extensible manager's BrokerLookupData): its URLs and advertised
-    listeners, decoded once per version of the node. Other fields of the report are not kept here."""
+    its LocalBrokerData, or the extensible manager's BrokerLookupData): its URLs, advertised
+    listeners and whether it is stopping (:data:`DRAINING_KEY`), decoded once per version of the
+    node. The load report itself is :meth:`~brokerlb.coordination.registry.BrokerRegistry.report`."""
 
     _WHAT: ClassVar[str] = "broker registration"
 
@@ -231,6 +239,8 @@ class RegisteredBroker(_Record):
     pulsar_service_url: str | None = None
     pulsar_service_url_tls: str | None = None
     advertised_listeners: Mapping[str, AdvertisedListener] = field(default_factory=dict)
+    #: the broker is stopping gracefully: no placement picks it, its bundles go elsewhere
+    draining: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out = _without_nones(
@@ -245,6 +255,8 @@ class RegisteredBroker(_Record):
             out["advertisedListeners"] = {
                 k: v.to_json() for k, v in sorted(self.advertised_listeners.items())
             }
+        if self.draining:
+            out[DRAINING_KEY] = True
         return out
 
     @classmethod
@@ -258,6 +270,7 @@ class RegisteredBroker(_Record):
             pulsar_service_url=_opt_str(obj, "pulsarServiceUrl", what),
             pulsar_service_url_tls=_opt_str(obj, "pulsarServiceUrlTls", what),
             advertised_listeners={str(k): AdvertisedListener.from_json(v) for k, v in listeners.items()},
+            draining=obj.get(DRAINING_KEY) is True,
         )
 
 

@@ -20,9 +20,14 @@ Every broker (leader or not) mirrors the membership with a watch-fed cache:
 
 A node whose data is not a JSON object (empty, not JSON, a list, ...) is **unreadable**:
 it is logged once per version of its data (WARNING, naming the path and why) and left
-out of :meth:`~BrokerRegistry.available_brokers` and :meth:`~BrokerRegistry.broker_json`
-until a readable report replaces it -- one bad node must not stop refreshes, placements
-or shedding.
+out of :meth:`~BrokerRegistry.available_brokers` until a readable report replaces it -- one
+bad node must not stop refreshes, placements or shedding.
+
+A broker's node is read through two decoded records, each made once per version of the node and
+the same object until the broker writes again: :meth:`~BrokerRegistry.broker`
+(:class:`~brokerlb.coordination.records.RegisteredBroker`: its URLs, listeners, draining) and
+:meth:`~BrokerRegistry.report` (its ``LocalBrokerData``, decoded when first asked for: only
+readers of load need it). Nothing else reads a registration's JSON.
 """
 
 from __future__ import annotations
@@ -40,12 +45,14 @@ from brokerlb.coordination.paths import BROKERS_ROOT, validate_broker_id
 from brokerlb.coordination.records import RegisteredBroker, decode_json, encode_json
 from brokerlb.coordination.store import MetadataStore, Node
 from brokerlb.errors import (
+    BrokerLBError,
     BrokerNotFoundError,
     CorruptMetadataError,
     InvalidInputError,
     LockBusyError,
     OperationTimeoutError,
 )
+from brokerlb.model import LocalBrokerData
 
 __all__ = ["BrokerRegistry", "RegistryEvent", "RegistryEventKind"]
 
@@ -88,9 +95,11 @@ class BrokerRegistry:
         self._listeners: list[Callable[[RegistryEvent], None]] = []
         self._changed = asyncio.Event()
         self._known: set[str] = set()
-        #: broker id -> its decoded report (a JSON object); unreadable nodes are absent
+        #: broker id -> its node's JSON object; unreadable nodes are absent
         self._reports: dict[str, dict[str, Any]] = {}
         self._brokers: dict[str, RegisteredBroker] = {}
+        #: broker id -> (node mzxid, its load report or None when unreadable), decoded when asked for
+        self._loads: dict[str, tuple[int, LocalBrokerData | None]] = {}
         #: path of an unreadable node -> the data version already logged
         self._bad: dict[str, int] = {}
         #: bumped at every change of a broker node (joined, rewritten, left)
@@ -183,11 +192,6 @@ class BrokerRegistry:
         """Ids of the registered brokers whose node is readable, sorted (a memory read)."""
         return sorted(self._reports)
 
-    def broker_data(self, broker_id: str) -> bytes | None:
-        """The broker's registration data from the cache, or ``None``."""
-        node = self._cache.get(self._path(broker_id))
-        return None if node is None else node.data
-
     def broker_node(self, broker_id: str) -> Node | None:
         """The broker's node (data and stat) from the cache, or ``None``."""
         return self._cache.get(self._path(broker_id))
@@ -222,9 +226,19 @@ class BrokerRegistry:
         stat = await self.store.exists(self._path(broker_id))
         return None if stat is None else stat.ephemeral_owner
 
-    def broker_json(self, broker_id: str) -> Any | None:
-        """The broker's registration data decoded (a JSON object), or ``None`` (absent or unreadable)."""
-        return self._reports.get(broker_id)
+    def report(self, broker_id: str) -> LocalBrokerData | None:
+        """The broker's load report (``LocalBrokerData``), or ``None`` (absent, or not a readable
+        report: logged once per version of the node). Decoded once per version of the node: the
+        same object until the broker writes again (the leader's refresh reuses what it folded)."""
+        node = self._cache.get(self._path(broker_id))
+        value = self._reports.get(broker_id)
+        if node is None or value is None:
+            return None
+        cached = self._loads.get(broker_id)
+        if cached is None or cached[0] != node.stat.mzxid:
+            cached = (node.stat.mzxid, _load_report(broker_id, value, self._path(broker_id)))
+            self._loads[broker_id] = cached
+        return cached[1]
 
     def add_listener(self, listener: Callable[[RegistryEvent], None]) -> Callable[[], None]:
         """``listener(RegistryEvent)`` on every membership and registration change; returns a remover."""
@@ -275,6 +289,7 @@ class BrokerRegistry:
             self._known.discard(broker_id)
             self._reports.pop(broker_id, None)
             self._brokers.pop(broker_id, None)
+            self._loads.pop(broker_id, None)
             self._bad.pop(path, None)
         else:
             self._known.add(broker_id)
@@ -315,3 +330,13 @@ class BrokerRegistry:
                 listener(event)
             except Exception:
                 logger.exception("Registry listener failed on %s", event)
+
+
+def _load_report(broker_id: str, value: dict[str, Any], path: str) -> LocalBrokerData | None:
+    """A registration's JSON as a load report, or ``None`` (logged) when it is not a readable
+    ``LocalBrokerData``."""
+    try:
+        return LocalBrokerData.from_json(value, path)
+    except (ValueError, RecursionError, BrokerLBError) as exc:
+        logger.warning("Ignoring the unreadable load report of %s: %s", broker_id, exc)
+        return None

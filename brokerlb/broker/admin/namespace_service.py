@@ -72,6 +72,7 @@ from brokerlb.errors import (
 )
 from brokerlb.loadbalance.leader import is_transfer
 from brokerlb.loadbalance.operator_actions import OperatorActionKind
+from brokerlb.model import NamespaceBundleStats
 from brokerlb.naming import NamespaceName, TopicName
 from brokerlb.ring import SPECIFIED_POSITIONS_DIVIDE, NamespaceBundle, NamespaceBundles, topic_hash
 
@@ -496,16 +497,16 @@ class NamespaceService:
             raise BundleNotFoundError(f"Bundle range {name} not found")
         return found
 
-    def _bundle_stats(self, bundles: NamespaceBundles) -> dict[str, dict[str, Any]]:
+    def _bundle_stats(self, bundles: NamespaceBundles) -> dict[str, NamespaceBundleStats]:
         """Latest reported stats of the namespace's bundles, across all brokers' load reports."""
         current = {str(b) for b in bundles}
-        stats: dict[str, dict[str, Any]] = {}
+        stats: dict[str, NamespaceBundleStats] = {}
         for broker in self.registry.available_brokers():
-            report = self.registry.broker_json(broker)
-            last = report.get("lastStats") if isinstance(report, dict) else None
-            for name, value in (last or {}).items():
-                if name in current and isinstance(value, dict):
-                    stats[name] = value
+            report = self.registry.report(broker)
+            if report is None:
+                continue
+            for name in current.intersection(report.last_stats):
+                stats[name] = report.last_stats[name]
         return stats
 
     def _largest(self, bundles: NamespaceBundles) -> str | None:
@@ -513,7 +514,8 @@ class NamespaceService:
         stats = self._bundle_stats(bundles)
         best, most = None, 0
         for b in bundles:
-            count = int(stats.get(str(b), {}).get("topics", 0) or 0)
+            found = stats.get(str(b))
+            count = 0 if found is None else found.topics
             if count > most:
                 best, most = b.range, count
         return best
@@ -523,8 +525,8 @@ class NamespaceService:
         stats = self._bundle_stats(bundles)
         best, top = None, 0.0
         for b in bundles:
-            s = stats.get(str(b), {})
-            throughput = float(s.get("msgThroughputIn", 0) or 0) + float(s.get("msgThroughputOut", 0) or 0)
+            found = stats.get(str(b))
+            throughput = 0.0 if found is None else found.msg_throughput_in + found.msg_throughput_out
             if throughput > top:
                 best, top = b.range, throughput
         return best

@@ -42,7 +42,6 @@ from brokerlb.broker.ownership.ownership_log import OwnershipLog
 from brokerlb.coordination.records import ClusterData
 from brokerlb.coordination.tenants import Tenants, ensure_cluster_metadata
 from brokerlb.coordination.topic_metadata import PersistentTopics
-from brokerlb.errors import InvalidLoadDataError
 from brokerlb.loadbalance.balance_score import load_stats
 from brokerlb.model import LocalBrokerData
 
@@ -109,10 +108,9 @@ class BrokerOperations:
         def broker_urls() -> dict[str, str]:
             urls: dict[str, str] = {}
             for broker in registry.available_brokers():
-                report = registry.broker_json(broker)
-                url = report.get("webServiceUrl") if isinstance(report, dict) else None
-                if url:
-                    urls[broker] = url
+                registered = registry.broker(broker)
+                if registered is not None and registered.web_service_url:
+                    urls[broker] = registered.web_service_url
             urls.setdefault(ident.broker_id, ident.web_service_url or "")
             return urls
 
@@ -148,15 +146,8 @@ class BrokerOperations:
 
         def cluster_reports() -> dict[str, LocalBrokerData]:
             """Each active broker's report as the registry holds it (unreadable ones left out)."""
-            out: dict[str, LocalBrokerData] = {}
-            for broker in registry.available_brokers():
-                raw = registry.broker_json(broker)
-                try:
-                    if isinstance(raw, dict):
-                        out[broker] = LocalBrokerData.from_json(raw)
-                except InvalidLoadDataError:
-                    continue
-            return out
+            reports = {b: registry.report(b) for b in registry.available_brokers()}
+            return {b: r for b, r in reports.items() if r is not None}
 
         def cluster_loads() -> dict[str, float]:
             """Each active broker's reported max resource usage, in percent."""

@@ -133,8 +133,8 @@ def brokers_router(
     async def owned_namespaces(cluster: str, broker: str, request: Request) -> Response:
         _check_cluster(identity.cluster, cluster, status=404)
         if broker != identity.broker_id:
-            report = registry.broker_json(broker)
-            url = report.get("webServiceUrl") if isinstance(report, dict) else None
+            registered = registry.broker(broker)
+            url = None if registered is None else registered.web_service_url
             if not url:
                 raise BrokerNotFoundError(f"Broker {broker} is not an active broker of cluster {cluster}")
             return maybe_redirect(request, Redirect(url, False))  # type: ignore[return-value]

@@ -67,8 +67,8 @@ def load_history_router(
             others = [b for b in registry.available_brokers() if b != broker_id]
 
             async def one(broker: str) -> None:
-                report = registry.broker_json(broker)
-                url = report.get("webServiceUrl") if isinstance(report, dict) else None
+                registered = registry.broker(broker)
+                url = None if registered is None else registered.web_service_url
                 if not url:
                     failed[broker] = "its web service URL is not registered"
                     return

@@ -9,14 +9,14 @@ cannot take the redirect (412, as Pulsar's "Redirected cluster's service url is 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from brokerlb.broker.ownership.redirect import Redirect
 from brokerlb.errors import PreconditionFailedError
 
 if TYPE_CHECKING:
-    from brokerlb.coordination import BrokerRegistry
+    from brokerlb.coordination import BrokerRegistry, RegisteredBroker
 
 __all__ = ["redirect_location", "TlsUrls", "location_for_scheme", "registered_brokers"]
 
@@ -33,22 +33,21 @@ def redirect_location(redirect: Redirect, raw_path: bytes | str, query_string: b
 class TlsUrls:
     """``http://host:port`` of a registered broker → its ``https://`` web URL (module docstring).
 
-    ``brokers`` gives the registrations (broker id → its JSON: ``webServiceUrl``,
+    ``brokers`` gives the registrations (broker id → its decoded registration: ``webServiceUrl``,
     ``webServiceUrlTls``); read at each redirect, so a broker that registered since is known.
     """
 
-    def __init__(self, brokers: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(self, brokers: Callable[[], Mapping[str, RegisteredBroker | None]]) -> None:
         self._brokers = brokers
 
     def __call__(self, url: str) -> str:
         base = url.rstrip("/")
         if base.startswith("https://"):
             return base
-        for data in self._brokers().values():
-            if isinstance(data, Mapping) and str(data.get("webServiceUrl") or "").rstrip("/") == base:
-                tls = data.get("webServiceUrlTls")
-                if tls:
-                    return str(tls).rstrip("/")
+        for registered in self._brokers().values():
+            if registered is not None and (registered.web_service_url or "").rstrip("/") == base:
+                if registered.web_service_url_tls:
+                    return registered.web_service_url_tls.rstrip("/")
                 break
         raise PreconditionFailedError(
             f"The broker at {base} has no TLS web URL (webServicePortTls unset): "
@@ -65,6 +64,6 @@ def location_for_scheme(location: str, scheme: str, tls_urls: Callable[[str], st
     return tls_urls(base) + location[len(base) :]
 
 
-def registered_brokers(registry: BrokerRegistry) -> Callable[[], dict[str, Any]]:
+def registered_brokers(registry: BrokerRegistry) -> Callable[[], dict[str, RegisteredBroker | None]]:
     """The registrations of ``registry`` (a :class:`~brokerlb.coordination.registry.BrokerRegistry`)."""
-    return lambda: {b: registry.broker_json(b) for b in registry.available_brokers()}
+    return lambda: {b: registry.broker(b) for b in registry.available_brokers()}

@@ -395,10 +395,9 @@ class BrokerHistory:
             return
         namespaces: set[str] = set()
         for broker in self._registry.available_brokers():
-            report = self._registry.broker_json(broker)
-            stats = report.get("lastStats") if isinstance(report, dict) else None
-            if isinstance(stats, dict):
-                namespaces.update(str(b).rpartition("/")[0] for b in stats)
+            report = self._registry.report(broker)
+            if report is not None:
+                namespaces.update(b.rpartition("/")[0] for b in report.last_stats)
         for namespace in sorted(namespaces):
             if not namespace or is_heartbeat_namespace(namespace) or is_sla_namespace(namespace):
                 continue

@@ -83,8 +83,8 @@ class BundleStories:
         }
 
     async def _local_story_of(self, broker: str, bundle: NamespaceBundle) -> list[dict[str, Any]] | None:
-        report = self._registry.broker_json(broker)
-        url = report.get("webServiceUrl") if isinstance(report, dict) else None
+        registered = self._registry.broker(broker)
+        url = None if registered is None else registered.web_service_url
         if not url:
             return None
         try:

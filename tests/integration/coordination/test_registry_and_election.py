@@ -88,10 +88,10 @@ async def test_registry_membership_events(store, other):
     joiner = await BrokerRegistry(other).start()
     await joiner.register("b1:8080", {"webServiceUrl": "http://b1:8080", "numBundles": 0})
     await watcher.wait_for(lambda ids: ids == ["b1:8080"])
-    assert watcher.broker_json("b1:8080")["webServiceUrl"] == "http://b1:8080"
+    assert watcher.broker("b1:8080").web_service_url == "http://b1:8080"
     await joiner.update({"webServiceUrl": "http://b1:8080", "numBundles": 3})
     await eventually(
-        lambda: (watcher.broker_json("b1:8080") or {}).get("numBundles") == 3, message="update seen"
+        lambda: (r := watcher.report("b1:8080")) is not None and r.num_bundles == 3, message="update seen"
     )
     await joiner.unregister()
     await watcher.wait_for(lambda ids: ids == [])

@@ -39,6 +39,7 @@ COORDINATION_API = {
     "NamespaceEphemeralData",
     "AdvertisedListener",
     "RegisteredBroker",
+    "DRAINING_KEY",
     "LeaderBroker",
     "LocalPolicies",
     "Policies",
