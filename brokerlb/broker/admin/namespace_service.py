@@ -303,7 +303,7 @@ class NamespaceService:
             return redirect
         merged = (await self.bundles.get(namespace)).merged_bundle(parts)
         await self.operator_acted(OperatorActionKind.MERGE, merged)
-        return await self._merge(namespace, parts)
+        return await self._merge(namespace, parts, self.election.last_fencing_token)
 
     async def operator_acted(
         self,
@@ -357,9 +357,12 @@ class NamespaceService:
         )
         return None
 
-    async def merge_parts(self, namespace: str, ranges: list[str]) -> MergeOutcome:
-        """The leader's own merge of adjacent ``ranges`` (a balancing strategy's decision)."""
-        return await self._merge(namespace, await self._merge_parts_of(namespace, ranges))
+    async def merge_parts(
+        self, namespace: str, ranges: list[str], *, leader_epoch: int | None
+    ) -> MergeOutcome:
+        """The leader's own merge of adjacent ``ranges`` (a balancing strategy's decision), every
+        write conditional on ``leader_epoch``, the epoch it was decided under."""
+        return await self._merge(namespace, await self._merge_parts_of(namespace, ranges), leader_epoch)
 
     async def _merge_parts_of(self, namespace: str, ranges: list[str]) -> list[NamespaceBundle]:
         bundles = await self.bundles.get(namespace)
@@ -367,20 +370,21 @@ class NamespaceService:
         bundles.merged_bundle(parts)  # validates adjacency before anything is unloaded
         return parts
 
-    async def _merge(self, namespace: str, parts: list[NamespaceBundle]) -> MergeOutcome:
+    async def _merge(
+        self, namespace: str, parts: list[NamespaceBundle], leader_epoch: int | None
+    ) -> MergeOutcome:
         """Choose the merged bundle's broker, move the parts there (placements of the parts are
         refused meanwhile), commit the merge (parts, merged bundle and ring in one transaction),
-        forget the parts' histories."""
+        forget the parts' histories -- each write conditional on ``leader_epoch``."""
         names = [str(p) for p in parts]
         merged = (await self.bundles.get(namespace)).merged_bundle(parts)
         broker = await self.placement.place(merged)
         self.placement.block(names, "being merged")
         try:
-            await self.actions.merge(parts, merged, broker)
+            await self.actions.merge(parts, merged, broker, leader_epoch=leader_epoch)
             self.placement.bundles_merged(names)
-            token = self.election.last_fencing_token
             for part in parts:
-                await self.load_data.delete_bundle_data(part, leader_epoch=token)
+                await self.load_data.delete_bundle_data(part, leader_epoch=leader_epoch)
         finally:
             self.placement.unblock(names)
         logger.info("Merged %s into %s (on %s)", ", ".join(p.range for p in parts), merged, broker)

@@ -65,9 +65,14 @@ __all__ = ["BrokerActions", "HistorySink", "LeaderTasks"]
 
 logger = logging.getLogger(__name__)
 
-#: ``merge_bundles(namespace, ranges)``: the leader's merge flow (parts unloaded, ring written,
-#: merged bundle assigned).
-MergeBundles = Callable[[str, list[str]], Awaitable[Any]]
+
+class MergeBundles(Protocol):
+    """``merge_bundles(namespace, ranges, leader_epoch=)``: the leader's merge flow (parts moved to
+    one broker, then parts, merged bundle and ring in one transaction, the parts' data deleted), each
+    write conditional on ``leader_epoch``."""
+
+    def __call__(self, namespace: str, ranges: list[str], *, leader_epoch: int | None) -> Awaitable[Any]: ...
+
 
 #: Changes arriving within this many seconds are folded into one refresh.
 REFRESH_DEBOUNCE = 0.05
@@ -169,9 +174,15 @@ class BrokerActions:
         return [await self._merge(d) for d in merges]
 
     async def _merge(self, decision: MergeDecision) -> bool:
+        """The merge's every write (the parts' moves, the commit, the parts' data deleted) is
+        conditional on the epoch the merge was decided under, as a move's and a split's are."""
         self.started.append(decision)
         try:
-            await self._merge_bundles(decision.namespace, [b.rpartition("/")[2] for b in decision.bundles])
+            await self._merge_bundles(
+                decision.namespace,
+                [b.rpartition("/")[2] for b in decision.bundles],
+                leader_epoch=self._fencing_token(),
+            )
             return True
         except BrokerLBError as exc:
             self.failures.append(("merge", decision.merged, str(exc)))

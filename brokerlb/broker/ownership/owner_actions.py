@@ -437,11 +437,19 @@ class OwnerActions:
             self._spawn(self._unload_all([NamespaceBundle.parse(c) for c in children]))
         return SplitOutcome(name, children, tuple(boundaries))
 
-    async def merge(self, parts: Sequence[NamespaceBundle], merged: NamespaceBundle, broker: str) -> None:
+    async def merge(
+        self,
+        parts: Sequence[NamespaceBundle],
+        merged: NamespaceBundle,
+        broker: str,
+        *,
+        leader_epoch: int | None,
+    ) -> None:
         """(The leader) merge adjacent ``parts`` into ``merged`` on ``broker``: each part is moved
         there (a transfer, or an assignment of an unowned part), then the parts Deleted, the merged
-        bundle Owned by ``broker`` and the ring, in one transaction."""
-        token = self._leader_epoch()
+        bundle Owned by ``broker`` and the ring, in one transaction -- each write conditional on
+        ``leader_epoch`` (the epoch the merge was decided under)."""
+        token = leader_epoch
         for part in parts:
             await self._bring(part, broker, token)
         names = [str(p) for p in parts]

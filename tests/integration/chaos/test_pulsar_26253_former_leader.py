@@ -11,8 +11,8 @@ transaction that creates the leader node); every leader write is conditional on 
 transition of the bundle's ownership record, written in one transaction with a check of the epoch;
 a split's Splitting record (written by the owner on the leader's behalf) and the leader's metadata
 writes too -- so an epoch that is no longer current changes nothing. Here the former leader's tasks run *after* a new leadership began, with the
-epoch they were decided under: every one is refused, nothing moves, nothing is deleted; the same
-commands with the current epoch go through.
+epoch they were decided under: every one is refused (unloads, a split, a merge), nothing moves,
+nothing is deleted; the same commands with the current epoch go through.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import httpx
 from brokerlb.broker.leader.leader import BrokerActions
 from brokerlb.coordination import open_store
 from brokerlb.coordination.paths import LEADER_PATH
-from brokerlb.loadbalance.decisions import SplitDecision, UnloadDecision
+from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision, UnloadDecision
 from brokerlb.loadbalance.leader import Move
 from brokerlb.testing.clusters import InProcessCluster
 from brokerlb.testing.waiting import eventually
@@ -84,6 +84,10 @@ async def test_a_former_leaders_unloads_and_splits_are_refused() -> None:
         assert await stale.move(moves) == [False] * len(moves)
         bundle = sorted(owners)[0]
         assert await stale.split([SplitDecision(bundle)]) == [False]
+        ring = list(await leader.bundles.get(namespace))
+        parts = tuple(str(b) for b in ring[:2])  # adjacent
+        assert await stale.merge([MergeDecision(parts)]) == [False]
+        assert list(await leader.bundles.get(namespace)) == ring, "a refused merge changed the ring"
         assert all(
             "superseded leader" in why or "no longer the leader" in why for _, _, why in stale.failures
         ), list(stale.failures)
