@@ -1,22 +1,38 @@
-"""An owner refuses a leader's command that carries a superseded leader epoch.
+"""Every write of the leader is conditional on the leader epoch it was decided under.
 
-The leader's unloads and splits of bundles other brokers own are REST calls to the owner. Each
-carries the leader's fencing token (``leaderEpoch``: :attr:`~brokerlb.coordination.LeaderLease.fencing_token`,
-the version of the leader-epoch node written with the leader node). Before acting, the owner reads
-the epoch now current in the store (:func:`~brokerlb.coordination.current_fencing_token`): a
+Each leadership has a cluster-wide epoch, its fencing token
+(:attr:`~brokerlb.coordination.LeaderLease.fencing_token`: the version of the leader-epoch node,
+written in the transaction that creates the leader node). One check is built in one place,
+:mod:`brokerlb.coordination.election`: :func:`~brokerlb.coordination.leader_guard` (for a write of
+ownership records) and :func:`~brokerlb.coordination.fenced_ops` (for any other metadata write) put
+"the epoch is still ``token``" into the write's own transaction, so a superseded leader's write
+changes nothing (:class:`~brokerlb.errors.LeadershipLostError`). The leader's writes, and the
+token each carries:
+
+=========================================  ===================================================
+write                                      conditional on
+=========================================  ===================================================
+a shedding move (Owned → Releasing)        the cycle's token (``BrokerActions``), recorded as
+                                           accepted / refused by :meth:`LeaderFence.guarded`
+a split (the owner's Splitting write; the  the cycle's token; another broker's split is a REST
+parent's stored data deleted)              call with ``leaderEpoch``, admitted by :meth:`LeaderFence.admit`
+a merge (the parts' moves, the one         the token the merge was decided under
+transaction of parts, merged bundle and    (``BrokerActions`` → ``NamespaceService.merge_parts``
+ring; the parts' stored data deleted)      → ``OwnerActions.merge``)
+persisted load data (bundle histories,     the lease's token (``LeaderTasks.persist_once``)
+brokers' time averages)
+the monitor's overrides (a dead owner's    the current token (``OwnerActions``)
+bundles, a state too long in flight)
+a lookup's assignment the leader decided   the current token (``LookupService``)
+=========================================  ===================================================
+
+:meth:`LeaderFence.admit` is the owner's side of a leader's REST command: before acting, the owner
+reads the epoch now current in the store (:func:`~brokerlb.coordination.current_fencing_token`); a
 different one means another leader was elected since the command was decided -- a leader that lost
 its session and resumed mid-task, say -- and the command is refused with 409 (Pulsar has no such
-check: a leader that lost leadership mid-cycle still unloads). The leader checks its own token the
-same way before acting on a bundle it owns itself.
-
-The leader's own moves are writes of ownership records conditional on its epoch in the store's
-transaction (:func:`~brokerlb.coordination.leader_guard`); :meth:`LeaderFence.guarded` records
-their outcome in the ownership history as the owner's check does.
-
-A command without a token (an operator's, a client's) is not a leader's and is not fenced. The
-check and the action are a store round trip apart: a leader elected inside that window is not
-fenced out of this one command (the owner's own ownership node still makes it the only broker
-acting on the bundle).
+check: a leader that lost leadership mid-cycle still unloads). The check and the action are a store
+round trip apart, so the owner's own write carries the guard too. A command without a token (an
+operator's, a client's) is not a leader's and is not fenced.
 """
 
 from __future__ import annotations
