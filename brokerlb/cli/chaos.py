@@ -67,6 +67,7 @@ def chaos(
         v = result.verdict
         for title, items in (
             ("double serving", v.overlaps),
+            ("slow re-ownership, no other fault meanwhile", v.slow_reownership_alone),
             ("slow re-ownership", v.slow_reownership),
             ("never served again", v.not_reowned),
             ("stuck transitions", v.stuck_transitions),

@@ -593,6 +593,7 @@ class Campaign:
             await asyncio.to_thread(self.zk.start)
         finally:
             self.store_outages.append((down, time.monotonic_ns()))
+            self._log_fault("zk-outage", down=down, up=self.store_outages[-1][1])
 
     def _log_fault(self, kind: str, **details: Any) -> None:
         import json

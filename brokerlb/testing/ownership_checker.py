@@ -21,7 +21,12 @@ What is proved (times on the machine's monotonic clock, in ns):
    a restarted ZooKeeper gives every session it restores a fresh timeout, so the time is counted
    from the later of the death and the end of the last outage before the bundle was served again
    (``reownership_from_death_ns`` keeps the raw times). A bundle never served again before the end
-   is ``not_reowned``.
+   is ``not_reowned``. A re-ownership is *alone* when no other fault touched the cluster from a
+   session timeout (plus the slack) before the death until the bundle was served again: no other
+   process killed or frozen (a frozen or dead leader cannot clean up; a broker that died just
+   before may still be registered and be chosen as the new owner) and the store not down. The
+   bound is Pulsar's promise for such a death; ``slow_reownership_alone`` lists the ones over it,
+   and every slow message names the other faults of its window.
 3. **No stuck transition**: a bundle ``disable``-d by its owner is released or lost within
    ``watchdog_ns`` (Pulsar's ``loadBalancerInFlightServiceUnitStateWaitingTimeInMillis`` plus one
    tick of the ownership watchdog, which resolves what stayed in flight that long).
@@ -106,6 +111,9 @@ class CampaignVerdict:
     #: the same, counted from the death even when the store was down meanwhile
     reownership_from_death_ns: list[int] = field(default_factory=list)
     slow_reownership: list[str] = field(default_factory=list)
+    #: re-ownership times (ns) of deaths with no other fault in their window (module docstring)
+    reownership_alone_ns: list[int] = field(default_factory=list)
+    slow_reownership_alone: list[str] = field(default_factory=list)
     not_reowned: list[str] = field(default_factory=list)
     #: campaign topics no process served at the end (after the campaign let the cluster heal)
     unserved_at_end: list[str] = field(default_factory=list)
@@ -125,6 +133,7 @@ class CampaignVerdict:
     def summary(self) -> dict[str, object]:
         ms = sorted(n / 1e6 for n in self.reownership_ns)
         raw = sorted(n / 1e6 for n in self.reownership_from_death_ns)
+        alone = sorted(n / 1e6 for n in self.reownership_alone_ns)
         return {
             "double_serving_instants": self.double_serving,
             "double_serving_ms": round(self.double_serving_ns / 1e6, 1),
@@ -135,6 +144,11 @@ class CampaignVerdict:
             "reownership_from_death_ms_p99": round(percentile(raw, 99), 1) if raw else None,
             "reownership_from_death_ms_max": round(raw[-1], 1) if raw else None,
             "slow_reownership": len(self.slow_reownership),
+            "reownership_alone_count": len(alone),
+            "reownership_alone_ms_p50": round(percentile(alone, 50), 1) if alone else None,
+            "reownership_alone_ms_p99": round(percentile(alone, 99), 1) if alone else None,
+            "reownership_alone_ms_max": round(alone[-1], 1) if alone else None,
+            "slow_reownership_alone": len(self.slow_reownership_alone),
             "not_reowned": len(self.not_reowned),
             "unserved_at_end": len(self.unserved_at_end),
             "stuck_transitions": len(self.stuck_transitions),
@@ -320,11 +334,42 @@ def _check_reownership(spans: list[ServingSpan], facts: CampaignFacts, verdict: 
             took = max(0, again - _clock_start(died, again, outages))
             verdict.reownership_ns.append(took)
             verdict.reownership_from_death_ns.append(again - died)
+            meanwhile = _other_faults(pid, died - bound, again, facts)
+            if not meanwhile:
+                verdict.reownership_alone_ns.append(took)
             if took > bound:
-                verdict.slow_reownership.append(
+                slow = (
                     f"{bundle} of pid {pid} ({how}): served again {took / 1e6:.0f} ms after its death "
-                    f"or the store's return (bound {bound / 1e6:.0f} ms)"
+                    f"or the store's return (bound {bound / 1e6:.0f} ms); "
+                    f"meanwhile: {', '.join(meanwhile) if meanwhile else 'no other fault'}"
                 )
+                verdict.slow_reownership.append(slow)
+                if not meanwhile:
+                    verdict.slow_reownership_alone.append(slow)
+
+
+def _other_faults(pid: int, start: int, end: int, facts: CampaignFacts) -> list[str]:
+    """The faults other than process ``pid``'s own between ``start`` and ``end`` (ns): other processes
+    killed or frozen, the store down.
+
+    >>> f = CampaignFacts(events=[], end_ns=0, deaths={1: 10, 2: 50}, frozen={3: [(0, 20)]},
+    ...                   store_outages=[(90, 95)])
+    >>> _other_faults(1, 5, 60, f), _other_faults(2, 30, 80, f)
+    (['pid 2 killed', 'pid 3 frozen'], [])
+    """
+    out = [
+        f"pid {other} killed"
+        for other, at in sorted(facts.deaths.items())
+        if other != pid and start < at < end
+    ]
+    out += [
+        f"pid {other} frozen"
+        for other, spans in sorted(facts.frozen.items())
+        if other != pid and any(f0 < end and f1 > start for f0, f1 in spans)
+    ]
+    if any(down < end and up > start for down, up in facts.store_outages):
+        out.append("store down")
+    return out
 
 
 def _check_served_at_end(spans: list[ServingSpan], facts: CampaignFacts, verdict: CampaignVerdict) -> None:

@@ -103,6 +103,27 @@ def test_reownership_times_and_the_bound():
     assert sorted(v.reownership_ns) == [int(5.5 * S), 9 * S]
     assert len(v.slow_reownership) == 1 and RIGHT in v.slow_reownership[0]
     assert v.summary()["reownership_ms_max"] == 9000.0
+    # no other fault in the window: the slow one is slow on its own
+    assert v.slow_reownership_alone == v.slow_reownership and "no other fault" in v.slow_reownership[0]
+    assert sorted(v.reownership_alone_ns) == sorted(v.reownership_ns)
+
+
+def test_a_reownership_with_another_fault_in_its_window_is_not_alone():
+    events = [
+        ev(0, "a", 1, "serve-start", LEFT),
+        ev(0, "c", 3, "serve-start", RIGHT),
+        ev(19, "b", 2, "serve-start", LEFT),  # 9 s after the kill of pid 1
+    ]
+    # the leader (pid 3) was frozen from 12 s to 14 s, inside the window: the slow one is compound
+    v = check_campaign(facts(events, deaths={1: 10 * S}, frozen={3: [(12 * S, 14 * S)]}))
+    assert len(v.slow_reownership) == 1 and "meanwhile: pid 3 frozen" in v.slow_reownership[0]
+    assert v.slow_reownership_alone == [] and v.reownership_alone_ns == []
+    summary = v.summary()
+    assert summary["slow_reownership"] == 1 and summary["slow_reownership_alone"] == 0
+    assert summary["reownership_alone_count"] == 0 and summary["reownership_alone_ms_max"] is None
+    # a death of another broker long before the window does not count
+    v = check_campaign(facts(events, deaths={1: 10 * S, 3: 1 * S}))
+    assert len(v.slow_reownership_alone) == 1
 
 
 def test_a_short_pause_is_not_a_death_and_a_long_one_is():
