@@ -60,6 +60,9 @@ __all__ = ["LoadManager", "IN_STEP_WAIT"]
 #: within a few tens of milliseconds of a change); then it places with what the leader knows.
 IN_STEP_WAIT = 1.0
 
+#: Stored bundle histories a refresh reads at once (a new leader reads every bundle's).
+HISTORY_READS = 32
+
 logger = logging.getLogger(__name__)
 
 
@@ -130,20 +133,30 @@ class LoadManager:
         self, bundles: set[str]
     ) -> tuple[dict[str, BundleData], dict[str, ResourceQuota]]:
         """New bundles' stored bundle data, and the legacy resource quota of those without (an
-        unreadable node is skipped with a log line; the bundle then starts from the default)."""
+        unreadable node is skipped with a log line; the bundle then starts from the default).
+
+        The reads run concurrently (at most :data:`HISTORY_READS` at once): a new leader's first
+        refresh reads every bundle's history, and one read after another kept the leader's first
+        placement -- the clean-up of a dead broker's bundles after a leader change -- waiting up to
+        a second and more on a loaded store."""
         stored: dict[str, BundleData] = {}
         quotas: dict[str, ResourceQuota] = {}
-        for bundle in sorted(bundles):
-            try:
-                raw = await self._load_data_store.read_bundle_data(NamespaceBundle.parse(bundle))
-                if raw is not None:
-                    stored[bundle] = BundleData.from_json(raw)
-                    continue
-                raw = await self._load_data_store.read_resource_quota(bundle)
-                if raw is not None:
-                    quotas[bundle] = ResourceQuota.from_json(raw)
-            except (BrokerLBError, InvalidLoadDataError) as exc:
-                logger.warning("Ignoring the stored history of %s: %s", bundle, exc)
+        limit = asyncio.Semaphore(HISTORY_READS)
+
+        async def read(bundle: str) -> None:
+            async with limit:
+                try:
+                    raw = await self._load_data_store.read_bundle_data(NamespaceBundle.parse(bundle))
+                    if raw is not None:
+                        stored[bundle] = BundleData.from_json(raw)
+                        return
+                    raw = await self._load_data_store.read_resource_quota(bundle)
+                    if raw is not None:
+                        quotas[bundle] = ResourceQuota.from_json(raw)
+                except (BrokerLBError, InvalidLoadDataError) as exc:
+                    logger.warning("Ignoring the stored history of %s: %s", bundle, exc)
+
+        await asyncio.gather(*(read(bundle) for bundle in sorted(bundles)))
         return stored, quotas
 
     async def _load_namespaces(self, reports: Mapping[str, LocalBrokerData | None]) -> None:

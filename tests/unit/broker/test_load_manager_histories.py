@@ -4,6 +4,7 @@ default -- read from a real embedded store."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -115,3 +116,42 @@ async def test_each_refresh_loads_the_namespaces_of_the_current_reports_in_order
         cache.asked.clear()
         await manager.refresh()
         assert cache.asked == union
+
+
+class _ReadsTogether:
+    """Stored histories that answer only once every bundle's read has started: one read after another
+    would never finish (a new leader reads every bundle's history in its first refresh)."""
+
+    def __init__(self, bundles: int) -> None:
+        self.bundles = bundles
+        self.started = 0
+        self.all_started = asyncio.Event()
+
+    async def read_bundle_data(self, bundle: object) -> None:
+        self.started += 1
+        if self.started == self.bundles:
+            self.all_started.set()
+        await self.all_started.wait()
+
+    async def read_resource_quota(self, bundle: str) -> None:
+        return None
+
+
+@pytest.mark.timeout(60)  # a hang guard: the reads one after another never finish
+async def test_a_refresh_reads_the_new_bundles_histories_concurrently() -> None:
+    bundles = [f"t/ns/0x{i:x}0000000_0x{i + 1:x}0000000" for i in range(8)]
+    report = broker("b1:8080", bundles={b: bundle_stats(msg_rate_in=1.0) for b in bundles})
+    leader = Leader("b1:8080")
+    histories = _ReadsTogether(len(bundles))
+    manager = LoadManager(
+        leader,
+        _Inputs(ClusterInputs(reports={"b1:8080": report})),
+        bundles=_NoNamespaces(),
+        load_data_store=histories,
+        clock=ManualClock(),
+    )
+
+    await manager.refresh()
+
+    assert histories.started == len(bundles)
+    assert set(leader.load_state.load_data.bundle_data) >= set(bundles)
