@@ -10,7 +10,8 @@ anything itself:
   reports mention (their anti-affinity groups); then it builds the placement indexes of the new
   load data, so the next lookup does not wait for them (placement reads no clock: where they are
   built changes no decision). One refresh runs at a time; after it, a process that owns its
-  garbage collector freezes what is alive (:mod:`brokerlb.broker.leader.collector`);
+  garbage collector freezes what is alive (:mod:`brokerlb.broker.leader.collector`) -- unless
+  placements were waiting for this refresh: they go first, and the next refresh does it;
 * **placement** (:meth:`LoadManager.place`) -- what a lookup of an unowned bundle calls when this
   broker decides (it leads, or no leader is known: Pulsar's rule). It never refreshes: when the
   reports changed since the leader's last refresh it waits (up to :data:`IN_STEP_WAIT`) for the
@@ -89,6 +90,8 @@ class LoadManager:
         self._refreshing = asyncio.Lock()
         #: placements waiting for the leader's next refresh (the reports changed since the last one)
         self._refresh_waiters: list[asyncio.Future[None]] = []
+        #: the last refresh left the collector's pause to this one (placements were waiting)
+        self._collector_deferred = False
         self._blocked: dict[str, str] = {}
         self._listeners: list[Callable[[PlacementDecision], None]] = []
         #: broker -> (the report last seen, the namespaces its bundles are in)
@@ -114,11 +117,18 @@ class LoadManager:
             # the refresh made the leader's brokers exactly those with a report in ``inputs``
             self._in_step = (inputs.reports, self.leader.refreshes)
             self.prepare_placement()
-            after_leader_refresh()  # the long-lived state out of the collector's way
-            for waiter in self._refresh_waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
+            waiting = [w for w in self._refresh_waiters if not w.done()]
             self._refresh_waiters.clear()
+            if waiting and not self._collector_deferred:
+                # placements wait for this refresh -- after a leader change, the clean-up of a dead
+                # broker's bundles: they go first, the collector's pause (a new leader's first is a
+                # full collection, 0.3 s on a loaded machine) waits for the next refresh
+                self._collector_deferred = True
+            else:
+                self._collector_deferred = False
+                after_leader_refresh()  # the long-lived state out of the collector's way
+            for waiter in waiting:
+                waiter.set_result(None)
             return result
 
     def prepare_placement(self) -> None:
