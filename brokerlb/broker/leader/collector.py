@@ -11,7 +11,9 @@ collector's view (``gc.freeze``) once they are built:
   <brokerlb.broker.leader.load_manager.LoadManager.refresh>`): the young generations are collected
   (what the refresh allocated and already dropped), then ``gc.freeze()`` moves every object
   alive into the permanent generation, which no collection walks. The first time, after the
-  cold start, a full collection comes first (its garbage is already old). Objects frozen
+  cold start, a full collection comes first (its garbage is already old). A refresh that
+  placements wait for (a new leader's clean-up of a dead broker's bundles) leaves this to the
+  next refresh, once, so they do not wait for the pause. Objects frozen
   earlier are still freed by reference counting when the leader drops them (a replaced report,
   a gone bundle): freezing never keeps alive what has no reference left;
 * what freezing cannot reclaim is *cyclic* garbage that was frozen (a cycle promoted to the
