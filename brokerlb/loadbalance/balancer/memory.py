@@ -10,8 +10,9 @@
   does (or the source reported it
   again long after the move: the move did not happen; or ``2 x
   loadBalancerReportUpdateMaxIntervalMinutes`` passed);
-* **last moved** -- when the balancer last moved a bundle, or first saw it (a split child, a
-  merged bundle): a bundle never moves twice within ``loadBalancerSheddingGracePeriodMinutes``;
+* **last moved** -- when the balancer last moved a bundle, or first saw it (a merged bundle, or a
+  split child the leader unloaded -- a child kept by the owner did not move and may move at once):
+  a bundle never moves twice within ``loadBalancerSheddingGracePeriodMinutes``;
 * **left** -- the brokers a bundle left and when: it is not moved back there within
   ``brokerlbBalancerSwapBackBlockMinutes`` (no swap-backs);
 * **bindings** -- bundle -> broker the balancer's placement prefers (the broker a merge's

@@ -90,6 +90,7 @@ from brokerlb.loadbalance.placement.unload_checks import (
     should_anti_affinity_namespace_unload,
     should_namespace_policies_unload,
 )
+from brokerlb.loadbalance.registry import unloads_split_children
 from brokerlb.loadbalance.split.thresholds import range_bounds
 from brokerlb.loadbalance.state import StrategyState
 from brokerlb.loadbalance.view import ClusterView
@@ -294,6 +295,8 @@ class Cycle:
             memory.started_ms = self.now
         #: bundle -> the operator's action the balancer holds back for (within the grace period)
         self.held = view.operator_actions
+        #: whether the leader unloads a split's children (then they count as just moved)
+        self.children_unloaded = unloads_split_children(conf)
 
     def prepare(self) -> Prepared | None:
         """Memory upkeep, the model, what may move, ring-change splits and the targets (``None``
@@ -435,9 +438,9 @@ class Cycle:
         )
 
     def _notice_new_bundles(self, model: ClusterModel) -> None:
-        """Split and merge children count as just moved, and as ring changes (module docstring of
-        :mod:`.memory`): a new name inside a seen range is a split child, one covering more than
-        a seen range a merged bundle."""
+        """Merged bundles and unloaded split children count as just moved, and every child as a
+        ring change (module docstring of :mod:`.memory`): a new name inside a seen range is a
+        split child, one covering more than a seen range a merged bundle."""
         memory = self.memory
         if memory.seen is not None and memory.seen_version == model.layout.version:
             return  # the same bundles as when last looked at
@@ -469,11 +472,13 @@ class Cycle:
                 ]
                 if not overlaps:
                     continue
-                memory.last_moved.setdefault(bundle, self.now)
                 if any(lo <= lower and upper <= up for lo, up in overlaps):
                     memory.split_ranges.setdefault(bundle, self.now)  # inside a seen range: split
+                    if self.children_unloaded:
+                        memory.last_moved.setdefault(bundle, self.now)
                 else:
                     memory.merged_ranges.setdefault(bundle, self.now)  # covers seen ranges: merged
+                    memory.last_moved.setdefault(bundle, self.now)
             memory.seen |= new
 
     def _remember(self, model: ClusterModel, move: PlannedMove) -> None:
