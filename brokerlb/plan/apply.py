@@ -13,7 +13,10 @@ With ``verify`` (default), the client reads ``GET .../bundles`` before each spli
 skips the operation when its bundles are not in the current layout (a stale plan must not split
 whatever now has that name -- Pulsar #25031), then reads it again to report ``unchanged`` when
 the broker accepted the request but found nothing to do (``specified_positions_divide`` does
-not split a bundle with fewer than two topics). Redirects (307/308, to the bundle's owner or
+not split a bundle with fewer than two topics). An unload of a child that an earlier split of the
+run did not produce (its split ``unchanged``, or applied without that child) is not sent: it is
+``unchanged`` too, naming that split -- the plan's transfer of a child after a split that did not
+happen has nothing to move (the parent stays where it is). Redirects (307/308, to the bundle's owner or
 the leader) are followed with the same method, body and headers, at most 5 times. The first
 failure stops the run unless ``continue_on_error``; operations already applied stay applied.
 """
@@ -171,8 +174,14 @@ def _stale(layout: NamespaceBundles, bundles: tuple[str, ...]) -> list[str]:
     return [b for b in bundles if b not in layout]
 
 
-def _run(admin: _Admin, op: PlanOp, verify: bool) -> tuple[str, str]:
+def _run(
+    admin: _Admin, op: PlanOp, verify: bool, not_produced: dict[tuple[str, str], str]
+) -> tuple[str, str]:
+    """One operation. ``not_produced``: ``(namespace, child) -> why`` for the children that earlier
+    splits of this run did not produce (filled here, read by later unloads)."""
     base = namespace_path(op.namespace)
+    if isinstance(op, UnloadOp) and (why := not_produced.get((op.namespace, op.bundle))):
+        return UNCHANGED, f"not sent: {op.bundle} {why}"
     if isinstance(op, UnloadOp):
         params = {"destinationBroker": op.destination_broker} if op.destination_broker else None
         admin.checked("PUT", f"{base}/{op.bundle}/unload", params=params)
@@ -191,10 +200,17 @@ def _run(admin: _Admin, op: PlanOp, verify: bool) -> tuple[str, str]:
     if before is None:
         return APPLIED, ""
     after = admin.layout(op.namespace)
-    if after == before:
-        return UNCHANGED, "the broker accepted the request but the layout did not change"
     expected = op.children if isinstance(op, SplitOp) else [op.merged]
     missing = [b for b in expected if b not in after]
+    for child in expected:  # produced now, whatever an earlier split left
+        not_produced.pop((op.namespace, child), None)
+    if isinstance(op, SplitOp):
+        for child in missing:
+            not_produced[(op.namespace, child)] = (
+                f"is a child of the split of {op.namespace}/{op.bundle}, which did not produce it"
+            )
+    if after == before:
+        return UNCHANGED, "the broker accepted the request but the layout did not change"
     if missing:
         return APPLIED, f"layout changed, but {', '.join(missing)} is not in it"
     return APPLIED, ""
@@ -223,6 +239,7 @@ def apply_plan(
         raise InvalidInputError(f"Invalid admin URL {url!r}: expected http://host:port or https://...")
     report = ApplyReport(url, dry_run=dry_run)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    not_produced: dict[tuple[str, str], str] = {}
     with httpx.Client(
         headers=headers, timeout=timeout, follow_redirects=False, transport=transport
     ) as client:
@@ -234,7 +251,7 @@ def apply_plan(
                 continue
             admin = _Admin(client, url, result.requests.append)
             try:
-                result.status, result.detail = _run(admin, op, verify)
+                result.status, result.detail = _run(admin, op, verify, not_produced)
             except _OpFailed as exc:
                 result.status, result.detail, result.http_status = exc.status, exc.detail, exc.http_status
             report.results.append(result)

@@ -153,6 +153,26 @@ def test_broker_errors_and_noop_splits_are_reported():
         assert verified.results[0].status == "unchanged" and verified.ok
 
 
+def test_unload_of_a_child_after_a_noop_split_is_not_sent():
+    child = "0x10000000_0x40000000"
+    plan = Plan((SPLIT, UnloadOp(NS, child, "broker-2:8080"), UNLOAD))
+    with FakeAdmin() as admin:
+        admin.noop_splits.add("0x00000000_0x40000000")
+        report = apply_plan(plan, admin.url)
+        assert report.ok, report.to_json()
+        assert [r.status for r in report.results] == ["unchanged", "unchanged", "applied"]
+        moot = report.results[1]
+        assert moot.requests == [] and child in moot.detail
+        assert "split of public/default/0x00000000_0x40000000" in moot.detail
+        unloads = [p for m, p, *_ in admin.requests if m == "PUT" and p.endswith("/unload")]
+        assert unloads == ["/admin/v2/namespaces/public/default/0x40000000_0x80000000/unload"]
+    with FakeAdmin() as admin:  # the split happens: its child's unload is sent
+        report = apply_plan(plan, admin.url)
+        assert [r.status for r in report.results] == ["applied", "applied", "applied"]
+        unloads = [p for m, p, *_ in admin.requests if m == "PUT" and p.endswith("/unload")]
+        assert unloads[0] == f"/admin/v2/namespaces/public/default/{child}/unload"
+
+
 def test_redirects_are_followed_with_method_body_and_token():
     with FakeAdmin() as owner, FakeAdmin(redirect_to=None) as front:
         front.redirect_to = owner.url
