@@ -99,6 +99,16 @@ class NamespaceName:
     tenant: str
     local_name: str
     cluster: str | None = None
+    #: ``str(self)``, made once (a namespace's name keys the caches a lookup reads)
+    _name: str = field(default="", init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        name = (
+            f"{self.tenant}/{self.local_name}"
+            if self.cluster is None
+            else f"{self.tenant}/{self.cluster}/{self.local_name}"
+        )
+        object.__setattr__(self, "_name", name)
 
     @classmethod
     def parse(cls, name: str | NamespaceName) -> NamespaceName:
@@ -131,9 +141,7 @@ class NamespaceName:
         return self.cluster is None
 
     def __str__(self) -> str:
-        if self.cluster is None:
-            return f"{self.tenant}/{self.local_name}"
-        return f"{self.tenant}/{self.cluster}/{self.local_name}"
+        return self._name
 
     def topic(self, local_name: str, domain: TopicDomain = "persistent") -> TopicName:
         """The topic ``local_name`` of this namespace."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from brokerlb.errors import (
@@ -161,6 +161,8 @@ class NamespaceBundle:
     namespace: NamespaceName
     lower: int
     upper: int
+    #: ``str(self)`` once asked for (the bundle's name keys the ownership table a lookup reads)
+    _name: str | None = field(default=None, init=False, compare=False, repr=False)
 
     def __init__(self, namespace: NamespaceName | str, lower: int, upper: int) -> None:
         if (
@@ -174,6 +176,7 @@ class NamespaceBundle:
         _set(self, "namespace", namespace)
         _set(self, "lower", lower)
         _set(self, "upper", upper)
+        _set(self, "_name", None)
 
     @classmethod
     def parse(cls, name: str) -> NamespaceBundle:
@@ -250,7 +253,11 @@ class NamespaceBundle:
         return t.namespace == self.namespace and self.includes_hash(topic_hash(str(t)))
 
     def __str__(self) -> str:
-        return f"{self.namespace}/{self.range}"
+        name = self._name
+        if name is None:
+            name = f"{self.namespace}/0x{self.lower:08x}_0x{self.upper:08x}"
+            object.__setattr__(self, "_name", name)
+        return name
 
     def sort_key(self) -> tuple[str, int]:
         return (str(self.namespace), self.lower)

@@ -642,7 +642,27 @@ class BinaryConnection(asyncio.Protocol):
             )
 
     def _on_lookup(self, cmd: CommandLookupTopic) -> None:
+        response = self._owned_lookup(cmd)
+        if response is not None:  # the hot path: answered from memory, no task
+            self.send(simple_frame(response))
+            return
         self._spawn(self._lookup(cmd))
+
+    def _owned_lookup(self, cmd: CommandLookupTopic) -> CommandLookupTopicResponse | None:
+        """Connect to the owner of an Owned bundle, from memory, when no authorization is asked
+        for; ``None``: :meth:`_lookup` decides (and answers every error)."""
+        if self.ctx.authorize is not None:
+            return None
+        try:
+            topic = self.ctx.limits.topic(cmd.topic)
+        except (BrokerLBError, ValueError):
+            return None
+        urls = self.ctx.lookup.pulsar_urls_cached(topic, cmd.advertised_listener_name or None)
+        if urls is None:
+            return None
+        return CommandLookupTopicResponse(
+            urls[0], urls[1], response=1, request_id=cmd.request_id, authoritative=True
+        )
 
     async def _lookup(self, cmd: CommandLookupTopic) -> None:
         """The lookup's domain answer as a LOOKUP response: Connect to the owner's pulsar:// URLs (of the

@@ -114,21 +114,46 @@ class LookupService:
         self._encoded.clear()
 
     # ------------------------------------------------------------------ the hot path
-    def lookup_cached(self, topic: TopicName) -> bytes | None:
-        """LookupData bytes when the topic's bundle is Owned and its owner registered, from memory;
-        else ``None`` (the full path decides). Only while this broker knows its session is alive."""
+    def owner_cached(self, topic: TopicName) -> str | None:
+        """The broker that owns the topic's bundle when it is Owned, from memory; else ``None`` (the
+        full path decides). Only while this broker knows its session is alive. Not counted."""
         bundles = self.bundles.cached(topic.namespace)
         if bundles is None or not self.channel.store.session_known_alive():
             return None
-        view = self.channel.owner(str(bundles.find_bundle(topic)))
-        if view.broker is None or view.state is not BundleState.OWNED:
+        record = self.channel.record(str(bundles.find_bundle(topic)))
+        if record is None or record.state is not BundleState.OWNED:
+            return None
+        return record.dst  # owner_of: an Owned record's owner is its dst
+
+    def lookup_cached(self, topic: TopicName) -> bytes | None:
+        """LookupData bytes when the topic's bundle is Owned and its owner registered, from memory;
+        else ``None`` (the full path decides). Only while this broker knows its session is alive."""
+        broker = self.owner_cached(topic)
+        if broker is None:
             return None
         try:
-            body = self.lookup_data(view.broker, None)
+            body = self.lookup_data(broker, None)
         except (NoBrokerAvailableError, NotFoundError):
             return None
         self.stats["broker"] += 1
         return body
+
+    def pulsar_urls_cached(
+        self, topic: TopicName, listener: str | None
+    ) -> tuple[str | None, str | None] | None:
+        """:meth:`pulsar_urls` of the owner when the topic's bundle is Owned, from memory (as
+        :meth:`lookup_cached`); ``None`` when the full path decides (or the owner has no such URL)."""
+        broker = self.owner_cached(topic)
+        if broker is None:
+            return None
+        try:
+            urls = self.pulsar_urls(broker, listener)
+        except (NoBrokerAvailableError, NotFoundError):
+            return None
+        if not urls[0] and not urls[1]:
+            return None
+        self.stats["broker"] += 1
+        return urls
 
     # ------------------------------------------------------------------ the full path
     async def lookup(self, topic: TopicName, *, authoritative: bool = False) -> LookupResult:
