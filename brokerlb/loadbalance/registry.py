@@ -223,15 +223,17 @@ def default_strategy_name(kind: StrategyKind | str, config: ServiceConfig) -> st
 
 def unloads_split_children(config: ServiceConfig) -> bool:
     """Whether the leader unloads the children of an automatic split so that placement can put
-    them elsewhere (``loadBalancerAutoUnloadSplitBundlesEnabled``).
+    them elsewhere: the modular manager's ``loadBalancerAutoUnloadSplitBundlesEnabled``.
 
-    Not when brokerlb's balancer places them: it puts each child back on the broker that served
-    the parent (its load is already there), so the unload would only make every client of the
-    parent reconnect for nothing; the balancer transfers the children that must move, as Pulsar's
-    extensible load manager leaves a split's children with the parent's owner.
+    Never under the extensible load manager: its split (``Splitting`` in the service-unit
+    channel) gives the children to the parent's owner, and the key is the modular manager's.
+    Not when brokerlb's balancer places them either: it puts each child back on the broker that
+    served the parent (its load is already there), so the unload would only make every client of
+    the parent reconnect for nothing; the balancer transfers the children that must move.
     """
     return (
         config.loadBalancerAutoUnloadSplitBundlesEnabled
+        and not is_extensible_load_manager(config.loadManagerClassName)
         and default_strategy_name(StrategyKind.PLACEMENT, config) != BROKERLB_BALANCER
     )
 

@@ -13,8 +13,8 @@ steps (:mod:`brokerlb.loadbalance.cycle`); the simulation is its scheduler and i
 * the executor (:class:`SimActions`) -- moves: a transfer releases the bundle straight to its
   destination, an unload frees it for the clients' next lookup (``timing.transfer`` /
   ``timing.unload``); splits replace a bundle by its children on the ring (owned by the
-  parent's owner, unloaded if ``loadBalancerAutoUnloadSplitBundlesEnabled`` and the placement is
-  not brokerlb's, each carrying its topics' traffic as moved throughput); merges unload
+  parent's owner, unloaded as :func:`~brokerlb.loadbalance.registry.unloads_split_children` says,
+  each carrying its topics' traffic as moved throughput); merges unload
   the parts, which leave the ring, and the merged bundle is placed at the next lookup (as the
   broker's merge assigns it through placement). A decision on a bundle that is no longer owned
   by a live broker is not carried out.

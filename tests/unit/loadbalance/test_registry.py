@@ -83,22 +83,25 @@ def test_defaults_follow_the_config() -> None:
 
 
 @pytest.mark.parametrize(
-    ("placement", "auto_unload", "unloads"),
+    ("placement", "auto_unload", "manager", "unloads"),
     [
-        ("LeastLongTermMessageRate", True, True),
-        ("AvgShedder", True, True),
-        ("LeastLongTermMessageRate", False, False),
+        ("LeastLongTermMessageRate", True, "ModularLoadManagerImpl", True),
+        ("AvgShedder", True, "ModularLoadManagerImpl", True),
+        ("LeastLongTermMessageRate", False, "ModularLoadManagerImpl", False),
         # brokerlb places a split child back where its parent was: the unload would only reconnect
-        ("brokerlb", True, False),
+        ("brokerlb", True, "ModularLoadManagerImpl", False),
+        # the extensible manager's split gives the children to the parent's owner
+        ("LeastLongTermMessageRate", True, "ExtensibleLoadManagerImpl", False),
     ],
 )
 def test_the_children_of_a_split_are_unloaded_unless_brokerlb_places_them(
-    placement: str, auto_unload: bool, unloads: bool
+    placement: str, auto_unload: bool, manager: str, unloads: bool
 ) -> None:
     conf = ServiceConfig().with_overrides(
         {
             "loadBalancerLoadPlacementStrategy": placement,
             "loadBalancerAutoUnloadSplitBundlesEnabled": auto_unload,
+            "loadManagerClassName": manager,
         }
     )
     assert unloads_split_children(conf) is unloads
