@@ -67,6 +67,7 @@ def test_every_benchmark_is_run_here() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # above the run's own 600 s guard: the suite's 300 s cut a loaded Spark run short
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_benchmark_runs_to_its_verdict(name: str, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "MPLBACKEND": "Agg", "TMPDIR": str(tmp_path)}
