@@ -15,6 +15,10 @@ from brokerlb.errors import NoNodeError
 from brokerlb.naming import TopicName
 from brokerlb.ring import NamespaceBundles
 from brokerlb.testing.coordination import CoordinationSnapshot, check_coordination_invariants
+from brokerlb.testing.waiting import eventually
+
+#: a guard against hanging, never a speed check
+CONVERGE_GUARD = 60.0
 
 
 def new_namespace(prefix: str = "e2e") -> str:
@@ -57,17 +61,52 @@ async def owners_snapshot(
     return await check_coordination_invariants(store, [namespace], require_all_owned=require_all_owned)
 
 
-def assert_answers_match_owners(
+def mismatched_answers(
     answers: dict[str, dict[str, Any]], snap: CoordinationSnapshot, namespace: str
-) -> None:
+) -> list[str]:
+    """The answers that do not name their bundle's owner in ``snap`` (or whose bundle has none)."""
     bundles: NamespaceBundles = snap.bundles[namespace]
+    wrong = []
     for topic, data in answers.items():
         bundle = str(bundles.find_bundle(topic))
         owner = snap.owners.get(bundle)
-        assert owner is not None, f"{topic}: its bundle {bundle} has no owner"
-        assert data["httpUrl"] == f"http://{owner}", (
-            f"{topic}: answered {data} but {bundle} is owned by {owner}"
-        )
+        if owner is None:
+            wrong.append(f"{topic}: its bundle {bundle} has no owner")
+        elif data["httpUrl"] != f"http://{owner}":
+            wrong.append(f"{topic}: answered {data} but {bundle} is owned by {owner}")
+    return wrong
+
+
+def assert_answers_match_owners(
+    answers: dict[str, dict[str, Any]], snap: CoordinationSnapshot, namespace: str
+) -> None:
+    wrong = mismatched_answers(answers, snap, namespace)
+    assert not wrong, f"{len(wrong)} answers disagree with the store, e.g. {wrong[:3]}"
+
+
+async def lookups_converge_to_owners(
+    url: str, topics: list[str], store: MetadataStore, namespace: str
+) -> None:
+    """Look ``topics`` up at ``url`` until every answer names its bundle's owner in the store.
+
+    A broker answers from its view of the ownership table, which follows the store by a watch (as
+    Pulsar's table view does): right after a change the test read in the store (a split's children
+    released, a dead broker's bundles taken over), the broker asked may still answer from the state
+    before it -- a hint the client's connect corrects. What must hold is that the answers converge.
+    """
+    last: list[str] = []
+
+    async def converged() -> bool:
+        answers = await lookup_data(url, topics)
+        last[:] = mismatched_answers(answers, await owners_snapshot(store, namespace), namespace)
+        return not last
+
+    try:
+        await eventually(converged, timeout=CONVERGE_GUARD, message="lookups converge to the owners")
+    except AssertionError as exc:
+        if not last:  # a failed lookup, not the guard
+            raise
+        raise AssertionError(f"{len(last)} answers still disagree with the store, e.g. {last[:3]}") from exc
 
 
 def owned_counts(snap: CoordinationSnapshot) -> Counter[str]:

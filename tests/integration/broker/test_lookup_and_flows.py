@@ -20,6 +20,7 @@ from .helpers import (
     assert_answers_match_owners,
     lookup_data,
     lookup_many,
+    lookups_converge_to_owners,
     new_namespace,
     owned_counts,
     owners_snapshot,
@@ -135,8 +136,9 @@ async def test_split_grows_the_bundle_count_and_topics_stay_resolvable(cluster, 
             )
 
         await eventually(children_released, timeout=10, message="split children unloaded")
-        answers = await lookup_data(cluster.urls[2], topics)
-        assert_answers_match_owners(answers, await owners_snapshot(store, ns, require_all_owned=True), ns)
+        # cluster.urls[2] may answer from its view before the release reached it: the answers converge
+        await lookups_converge_to_owners(cluster.urls[2], topics, store, ns)
+        await owners_snapshot(store, ns, require_all_owned=True)
 
 
 async def test_merge_extension_assigns_the_merged_bundle(cluster, store) -> None:
