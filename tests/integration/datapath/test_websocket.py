@@ -220,11 +220,12 @@ async def test_topic_rates_reach_the_load_report_and_broker_stats(
     report = service.reporter.refresh()
     stats = report.last_stats[bundle]
     assert stats.msg_rate_in > 0 and stats.msg_rate_out > 0
-    # bytes are Pulsar's: checksum, metadata and payload of each message (the same size for each here)
+    # bytes are Pulsar's: checksum, metadata and payload of each message, counted alike in and out. The
+    # metadata's varints (sequence id, publish time) make messages differ by a byte, and the in and out
+    # windows hold different messages: the averages agree within a byte (payload alone would be 4)
     assert stats.msg_throughput_in > 4 * stats.msg_rate_in
     assert (
-        abs(stats.msg_throughput_in / stats.msg_rate_in - stats.msg_throughput_out / stats.msg_rate_out)
-        < 1e-6
+        abs(stats.msg_throughput_in / stats.msg_rate_in - stats.msg_throughput_out / stats.msg_rate_out) < 1.0
     )
     assert (stats.producer_count, stats.consumer_count, stats.topics) == (1, 1, 1)
     async with AsyncAdminClient(url) as admin:
