@@ -107,9 +107,10 @@ def balanced(cpu: dict[str, float]) -> bool:
 
 async def run_strategy(zk: Any, name: str, cycles: int) -> dict[str, Any]:
     from brokerlb.admin import AsyncAdminClient
+    from brokerlb.perf.binary import native_logger
     from brokerlb.testing.clusters import zookeeper_process_cluster
     from brokerlb.testing.observe import counted, lb_counters, modelled_cpu, topic_owners
-    from brokerlb.testing.official_client import OfficialTraffic, native_logger
+    from brokerlb.testing.official_client import OfficialTraffic
     from brokerlb.testing.waiting import eventually
 
     cluster = await zookeeper_process_cluster(zk, 1, {**COMMON, **STRATEGIES[name]}, prefix="live-balance")

@@ -85,11 +85,10 @@ GOAL = 0.8
 LOADGEN = r"""
 import json, os, sys, threading, time
 import pulsar
+from brokerlb.perf.binary import native_logger  # a Python logger can abort this process's exit
 
 spec = json.loads(sys.argv[1])
-# a logger inside the library: a Python one can abort this process's exit (pulsar-client-python#256)
-logger = pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull)
-client = pulsar.Client(spec["url"], operation_timeout_seconds=60, logger=logger,
+client = pulsar.Client(spec["url"], operation_timeout_seconds=60, logger=native_logger(errors_only=True),
                        io_threads=1, message_listener_threads=1)
 topics = [f"{spec['topic']}-{i}" for i in range(spec["topics"])]
 payload = b"x" * spec["size"]

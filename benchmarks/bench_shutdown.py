@@ -34,7 +34,8 @@ GOAL_S = 3.0
 
 async def one_run(brokers: int, topics: int) -> dict[str, Any]:
     from brokerlb.admin import AsyncAdminClient
-    from brokerlb.testing.official_client import OfficialTraffic, native_logger
+    from brokerlb.perf.binary import native_logger
+    from brokerlb.testing.official_client import OfficialTraffic
     from brokerlb.testing.standalone_process import StandaloneProcess
 
     standalone = StandaloneProcess(brokers)

@@ -38,6 +38,12 @@ def chaos(
     clients: bool = typer.Option(
         True, "--clients/--no-clients", help="official-client producers and consumers"
     ),
+    every_kind: bool = typer.Option(
+        False,
+        "--every-kind",
+        help="a scripted schedule in which every chosen kind occurs (each fault retried until injectable; "
+        "--time-limit then bounds only the warm-up)",
+    ),
     keep: bool = typer.Option(False, "--keep", help="keep the brokers' logs and histories (path printed)"),
     show: int = typer.Option(5, "--show", help="violations of each kind to print"),
 ) -> None:
@@ -45,7 +51,7 @@ def chaos(
     import asyncio
 
     from brokerlb.errors import InvalidInputError
-    from brokerlb.testing.chaos import FAULT_KINDS, Campaign, CampaignConfig
+    from brokerlb.testing.chaos import FAULT_KINDS, Campaign, CampaignConfig, every_kind_schedule
 
     with cli_errors():
         chosen = tuple(k.strip() for k in kinds.split(",") if k.strip()) if kinds else FAULT_KINDS
@@ -62,7 +68,8 @@ def chaos(
             clients=clients,
             keep_workdir=keep,
         )
-        result = asyncio.run(Campaign(config).run())
+        script = every_kind_schedule(seed, faults, chosen) if every_kind else None
+        result = asyncio.run(Campaign(config).run(script=script))
         console.print_json(json.dumps(result.summary()))
         v = result.verdict
         for title, items in (

@@ -22,7 +22,7 @@ from typing import Any
 from brokerlb.client.link import LinkStats
 from brokerlb.errors import BrokerLBError, ClientClosedError, InvalidConfigError
 
-__all__ = ["BinaryClient", "BinaryProducer", "BinaryConsumer", "is_binary_url"]
+__all__ = ["BinaryClient", "BinaryProducer", "BinaryConsumer", "is_binary_url", "native_logger"]
 
 #: ``--subscription-type`` names -> the official client's enum member names
 _SUBSCRIPTION_TYPES = {
@@ -54,15 +54,25 @@ def _pulsar() -> Any:
     return pulsar
 
 
+def native_logger(path: str = os.devnull, *, errors_only: bool = False) -> Any:
+    """A logger inside the official client's C++ library (warnings and errors, or errors only, to ``path``):
+    for every process that exits after using the client -- ``brokerlb perf``, benchmarks, load generators.
+    With a Python logger the client calls back into the interpreter while it is being torn down, and now
+    and then the exit aborts with "terminate called without an active exception" (SIGABRT, exit -6:
+    apache/pulsar-client-python#256; seen in a CI run of bench_shutdown). Tests keep
+    :func:`brokerlb.testing.official_client.quiet_logger`: their process exits once, after pytest's report."""
+    pulsar = _pulsar()
+    level = pulsar.LoggerLevel.Error if errors_only else pulsar.LoggerLevel.Warn
+    return pulsar.FileLogger(level, path)
+
+
 class BinaryClient:
     """The subset of :class:`brokerlb.client.Client` the perf runs use, over the official client."""
 
     def __init__(self, service_url: str, *, operation_timeout: float = 30.0) -> None:
         pulsar = _pulsar()
-        # The client's own errors only, inside the library: a Python logger can abort the exit of the
-        # `brokerlb perf` process (SIGABRT, apache/pulsar-client-python#256); failed sends and
-        # receives are counted and reported by the run itself.
-        quiet = pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull)
+        # errors only: failed sends and receives are counted and reported by the run itself
+        quiet = native_logger(errors_only=True)
         self.service_url = service_url
         self._pulsar = pulsar
         self._client = pulsar.Client(

@@ -65,12 +65,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brokerlb.errors import InvalidInputError
 from brokerlb.testing.chaos_traffic import ChaosTraffic
 from brokerlb.testing.history import HistoryEvent, parse_history_line
 from brokerlb.testing.ownership_checker import SECOND_NS, CampaignFacts, CampaignVerdict, check_campaign
 from brokerlb.testing.zookeeper import ZooKeeperServer, free_port
 
-__all__ = ["Campaign", "CampaignConfig", "CampaignResult", "FAULT_KINDS"]
+__all__ = ["Campaign", "CampaignConfig", "CampaignResult", "FAULT_KINDS", "every_kind_schedule"]
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +100,26 @@ SCRIPT_FAULT_GUARD = 180.0
 #: Pulsar's key for how long a bundle may stay in flight before the ownership watchdog resolves it
 IN_FLIGHT_TIMEOUT_KEY = "loadBalancerInFlightServiceUnitStateWaitingTimeInMillis"
 NAMESPACE = "chaos/faults"
+
+
+def every_kind_schedule(seed: int, faults: int, kinds: tuple[str, ...]) -> list[str]:
+    """The seed's script of ``faults`` fault kinds in which every one of ``kinds`` occurs: a leader change
+    first when ``kill-leader`` is among them (a stale leader command needs a superseded leader), then every
+    kind once and random draws, shuffled. Run as a script (:meth:`Campaign.run`), each fault is retried
+    until it can be injected, so which kinds happen never depends on timing -- a random run draws a kind
+    and skips it when it is not injectable at that instant (a slow run once saw only 9 of 13 kinds)."""
+    kinds = tuple(dict.fromkeys(kinds))
+    first = ["kill-leader"] if "kill-leader" in kinds else []
+    if faults < len(kinds) + len(first):
+        raise InvalidInputError(
+            f"{faults} faults cannot hold every one of the {len(kinds)} kinds"
+            + (" after the first leader change" if first else "")
+            + f": at least {len(kinds) + len(first)} are needed"
+        )
+    rng = random.Random(seed)
+    rest = list(kinds) + [rng.choice(kinds) for _ in range(faults - len(first) - len(kinds))]
+    rng.shuffle(rest)
+    return [*first, *rest]
 
 
 @dataclass

@@ -16,7 +16,6 @@ synchronisation; tests wait on conditions (counts reached), never on time.
 from __future__ import annotations
 
 import collections
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +28,6 @@ __all__ = [
     "OfficialTraffic",
     "DeliveryReport",
     "delivery_report",
-    "native_logger",
     "quiet_logger",
 ]
 
@@ -41,17 +39,6 @@ def quiet_logger() -> Any:
     logger = logging.getLogger("pulsar-client")
     logger.setLevel(logging.WARNING)
     return logger
-
-
-def native_logger(path: str = os.devnull) -> Any:
-    """A logger inside the client library, warnings and errors to ``path``: for a process that exits after
-    using the client (a benchmark, a load generator). With a Python logger the client calls back into the
-    interpreter while it is being torn down, and now and then the exit aborts with "terminate called without
-    an active exception" (SIGABRT, exit -6: apache/pulsar-client-python#256; seen in a CI run of
-    bench_shutdown). Tests keep :func:`quiet_logger`: their process exits once, after pytest's report."""
-    import pulsar
-
-    return pulsar.FileLogger(pulsar.LoggerLevel.Warn, path)
 
 
 @dataclass
