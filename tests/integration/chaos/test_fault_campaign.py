@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from typing import Any
 
 import pytest
 
-from brokerlb.testing.chaos import FAULT_KINDS, Campaign, CampaignConfig, CampaignResult
+from brokerlb.testing.chaos import FAULT_KINDS, Campaign, CampaignConfig, CampaignResult, every_kind_schedule
 from brokerlb.testing.zookeeper import zookeeper_available
 
 pytestmark = [pytest.mark.campaign, pytest.mark.zookeeper, pytest.mark.slow]
@@ -44,18 +43,6 @@ pytestmark = [pytest.mark.campaign, pytest.mark.zookeeper, pytest.mark.slow]
 SEED = int(os.environ.get("BROKERLB_CAMPAIGN_SEED", "19"))
 #: fault kinds after which every bundle is still served by a broker holding its topics' state
 PLANNED_KINDS = ("pause-short", "zk-restart", "unload-split", "clock-jump")
-
-
-def every_kind_schedule(seed: int, faults: int, kinds: tuple[str, ...]) -> list[str]:
-    """The seed's schedule of ``faults`` fault kinds in which every kind occurs: a leader change first
-    (a stale leader command needs a superseded leader), then every kind once and random draws, shuffled.
-    Run as a script, each fault is retried until it can be injected, so which kinds happen never
-    depends on timing (drawn at random and skipped when not injectable at that instant, a slow run
-    once saw only 9 of 13 kinds)."""
-    rng = random.Random(seed)
-    rest = list(kinds) + [rng.choice(kinds) for _ in range(faults - 1 - len(kinds))]
-    rng.shuffle(rest)
-    return ["kill-leader", *rest]
 
 
 def _assert_traffic_measured(result: CampaignResult) -> dict[str, Any]:
