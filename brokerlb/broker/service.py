@@ -216,7 +216,9 @@ class BrokerService:
             election=self.election,
         )
         self.leader_fence = LeaderFence(
-            store, self.ownership_history.leader_action if self.ownership_history is not None else None
+            store,
+            self.election,
+            self.ownership_history.leader_action if self.ownership_history is not None else None,
         )
         serves_topics = conf.webSocketServiceEnabled or conf.brokerServicePort is not None
         self.data_path = self._data_path() if serves_topics else None
@@ -254,7 +256,7 @@ class BrokerService:
             registry=self.registry,
             serving=TopicsServing(self.topics, conf.namespaceBundleUnloadingTimeoutMs / 1000, self.data_path),
             place=self.load_manager.place,
-            leader_epoch=lambda: self.election.last_fencing_token,
+            fence=self.leader_fence,
             report_changed=self.reporter.force_update,
             closing=lambda: self._closing,
         )
@@ -264,6 +266,7 @@ class BrokerService:
             channel=self.channel,
             registry=self.registry,
             election=self.election,
+            fence=self.leader_fence,
             place=self.load_manager.place,
             max_concurrent=lambda: self.conf.maxConcurrentLookupRequest,
             can_own=lambda: not self._closing,
@@ -312,7 +315,6 @@ class BrokerService:
                 registry=self.registry,
                 load_data_store=self.load_data_store,
                 merge_bundles=self.namespaces.merge_parts,
-                fencing_token=lambda: self.election.last_fencing_token,
                 fence=self.leader_fence,
             ),
             conf=conf,

@@ -48,12 +48,15 @@ _READY = re.compile(r"ready at (http://\S+)(?: (pulsar://\S+))?")
 
 
 class InProcessCluster:
-    """N brokers in this process on a fresh embedded store, on free ports."""
+    """N brokers in this process on a fresh embedded store (or ``store_url``), on free ports."""
 
-    def __init__(self, brokers: int = 3, overrides: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, brokers: int = 3, overrides: Mapping[str, Any] | None = None, *, store_url: str | None = None
+    ) -> None:
         from brokerlb.broker.standalone import StandaloneCluster
 
-        self.store_url = f"memory:e2e-{uuid.uuid4().hex[:10]}"
+        #: a fresh embedded store unless given (e.g. ``zk:host:port/chroot``: real ZooKeeper)
+        self.store_url = store_url or f"memory:e2e-{uuid.uuid4().hex[:10]}"
         self.cluster = StandaloneCluster(
             brokers,
             metadata_store=self.store_url,

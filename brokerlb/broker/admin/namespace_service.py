@@ -155,9 +155,10 @@ class NamespaceService:
         topics: TopicRegistry,
         load_data: LoadDataStore,
         admin: AsyncAdminClient,
-        leader_fence: LeaderFence | None = None,
+        leader_fence: LeaderFence,
     ) -> None:
         self.identity = identity
+        #: the seam of the leader's writes (a leader's command admitted; an operator's merge fenced)
         self.leader_fence = leader_fence
         self.conf = conf
         self.metadata = metadata
@@ -263,8 +264,7 @@ class NamespaceService:
         return None
 
     async def _admit(self, bundle: str, leader_epoch: int | None, what: str) -> None:
-        if self.leader_fence is not None:
-            await self.leader_fence.admit(bundle, leader_epoch, what)
+        await self.leader_fence.admit(bundle, leader_epoch, what)
 
     async def split_bundle(
         self,
@@ -303,7 +303,7 @@ class NamespaceService:
             return redirect
         merged = (await self.bundles.get(namespace)).merged_bundle(parts)
         await self.operator_acted(OperatorActionKind.MERGE, merged)
-        return await self._merge(namespace, parts, self.election.last_fencing_token)
+        return await self._merge(namespace, parts, self.leader_fence.epoch())
 
     async def operator_acted(
         self,

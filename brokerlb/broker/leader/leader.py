@@ -37,7 +37,7 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from brokerlb.admin.client import AsyncAdminClient
 from brokerlb.broker.leader.leader_fence import LeaderFence
@@ -78,9 +78,6 @@ class MergeBundles(Protocol):
 REFRESH_DEBOUNCE = 0.05
 
 
-T = TypeVar("T")
-
-
 class HistorySink(Protocol):
     """Where the leader appends the load reports it reads."""
 
@@ -104,14 +101,12 @@ class BrokerActions:
         registry: BrokerRegistry,
         load_data_store: LoadDataStore,
         merge_bundles: MergeBundles,
-        fencing_token: Callable[[], int | None] = lambda: None,
-        fence: LeaderFence | None = None,
+        fence: LeaderFence,
     ) -> None:
         self._conf = conf
-        #: records the outcome of the leader's own epoch-guarded writes (the ownership history)
+        #: the seam of the leader's writes: the epoch each action is decided under (read once per
+        #: action) and the outcome of the leader's own epoch-guarded writes (the ownership history)
         self._fence = fence
-        #: the leader epoch the leader's writes are conditional on (the latest leadership's)
-        self._fencing_token = fencing_token
         self._merge_bundles = merge_bundles
         self._broker_id = broker_id
         self._clock = clock
@@ -138,9 +133,9 @@ class BrokerActions:
         bundle = NamespaceBundle.parse(move.bundle)
         destination = move.destination if move.transfer else None
         self.started.append(move)
-        token = self._fencing_token()
+        token = self._fence.epoch()
         try:
-            done = await self._guarded(
+            done = await self._fence.guarded(
                 move.bundle,
                 token,
                 "unload",
@@ -160,13 +155,6 @@ class BrokerActions:
             logger.warning("Leader could not unload %s: %s", move.bundle, exc)
             return False
 
-    async def _guarded(
-        self, bundle: str, token: int | None, what: str, write: Callable[[], Awaitable[T]]
-    ) -> T:
-        if self._fence is None:
-            return await write()
-        return await self._fence.guarded(bundle, token, what, write)
-
     async def split(self, splits: Sequence[SplitDecision]) -> list[bool]:
         return [await self._split(d) for d in splits]
 
@@ -181,7 +169,7 @@ class BrokerActions:
             await self._merge_bundles(
                 decision.namespace,
                 [b.rpartition("/")[2] for b in decision.bundles],
-                leader_epoch=self._fencing_token(),
+                leader_epoch=self._fence.epoch(),
             )
             return True
         except BrokerLBError as exc:
@@ -198,13 +186,13 @@ class BrokerActions:
         algorithm = SPECIFIED_POSITIONS_DIVIDE if decision.boundaries else None
         self.started.append(decision)
         try:
-            token = self._fencing_token()
+            token = self._fence.epoch()
             # the leader's own write (the bundle's stored data) is fenced too: a superseded leader stops here
             await self._load_data.delete_bundle_data(bundle, leader_epoch=token)
             if owner is None:
                 raise BrokerLBError(f"{bundle} has no owner to split it")
             if owner == self._broker_id:
-                outcome = await self._guarded(
+                outcome = await self._fence.guarded(
                     decision.bundle,
                     token,
                     "split",

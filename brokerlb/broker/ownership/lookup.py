@@ -37,12 +37,13 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from brokerlb.broker.identity import BrokerIdentity, lookup_data
 from brokerlb.broker.ownership.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.ownership.ownership_channel import OwnershipChannel
 from brokerlb.broker.ownership.singleflight import SingleFlight
-from brokerlb.coordination import BrokerRegistry, LeaderElection, RegisteredBroker, leader_guard
+from brokerlb.coordination import BrokerRegistry, Guard, LeaderElection, RegisteredBroker
 from brokerlb.errors import (
     NoBrokerAvailableError,
     NotFoundError,
@@ -57,6 +58,9 @@ from brokerlb.naming import TopicName
 from brokerlb.ownership import BundleState
 from brokerlb.ownership.machine import Owner, owner_of
 from brokerlb.ring import NamespaceBundle
+
+if TYPE_CHECKING:
+    from brokerlb.broker.leader.leader_fence import LeaderFence
 
 __all__ = ["LookupResult", "LookupService", "Place"]
 
@@ -91,6 +95,7 @@ class LookupService:
         channel: OwnershipChannel,
         registry: BrokerRegistry,
         election: LeaderElection,
+        fence: LeaderFence,
         place: Place,
         max_concurrent: int | Callable[[], int] = 50_000,
         can_own: Callable[[], bool] = lambda: True,
@@ -100,6 +105,8 @@ class LookupService:
         self.channel = channel
         self.registry = registry
         self.election = election
+        #: the seam of the leader's writes (an assignment the leader decided is conditional on its epoch)
+        self.fence = fence
         self._place = place
         self._max = max_concurrent if callable(max_concurrent) else (lambda: max_concurrent)
         self._can_own = can_own
@@ -246,12 +253,12 @@ class LookupService:
             raise ServiceUnavailableError(f"Broker {broker} is shutting down; not taking {bundle}")
         if self.registry.broker(broker) is None:
             raise NoBrokerAvailableError(f"Broker {broker} is not active (no registration)")
-        guards = []
+        guards: list[Guard] = []
         ring = await self.bundles.ring_guard(bundle)
         if ring is not None:
             guards.append(ring)
         if self.election.is_leader:
-            guards += leader_guard(self.election.last_fencing_token)
+            guards += self.fence.current()
         try:
             written = await self.channel.assign(
                 str(bundle), broker, by=self.identity.broker_id, reason="lookup", guards=guards

@@ -54,7 +54,7 @@ from brokerlb.broker.data.topics import LOST, UNLOAD, CloseCause, TopicRegistry
 from brokerlb.broker.ownership.bundles_cache import NamespaceBundlesCache
 from brokerlb.broker.ownership.ownership_channel import OwnershipChannel
 from brokerlb.config import ServiceConfig
-from brokerlb.coordination import BrokerRegistry, BundleMetadata, leader_guard
+from brokerlb.coordination import BrokerRegistry, BundleMetadata
 from brokerlb.coordination.ownership_table import Guard
 from brokerlb.coordination.retry import BUNDLE_UPDATE_RETRY
 from brokerlb.errors import (
@@ -93,6 +93,7 @@ from brokerlb.ring import (
 
 if TYPE_CHECKING:
     from brokerlb.broker.data.data_path import DataPath
+    from brokerlb.broker.leader.leader_fence import LeaderFence
 
 __all__ = [
     "OwnerActions",
@@ -191,7 +192,7 @@ class OwnerActions:
         registry: BrokerRegistry,
         serving: BundleServing,
         place: Place,
-        leader_epoch: Callable[[], int | None],
+        fence: LeaderFence,
         report_changed: Callable[[], None],
         closing: Callable[[], bool] = lambda: False,
     ) -> None:
@@ -204,7 +205,8 @@ class OwnerActions:
         self.registry = registry
         self.serving = serving
         self._place = place
-        self._leader_epoch = leader_epoch
+        #: the seam of the leader's writes: their condition on its epoch
+        self.fence = fence
         self._report_changed = report_changed
         self._closing = closing
         self._background: set[asyncio.Task[None]] = set()
@@ -244,7 +246,7 @@ class OwnerActions:
             if record.dst_session != self.channel.session:
                 return  # decided under an earlier session
             await self.bundles.get(w.bundle.rpartition("/")[0])  # ready to group its topics before taking it
-        guards = leader_guard(self._leader_epoch()) if w.by == "leader" else []
+        guards = self.fence.current() if w.by == "leader" else []
         await self.channel.write(w, guards)
 
     async def _start_serving(self, bundle: str) -> None:
@@ -338,7 +340,7 @@ class OwnerActions:
                 i.bundle, target, session, version=i.version, at_ms=self.channel.now_ms(), reason=i.reason
             )
             logger.warning("Leader overrides %s: %s -> %s (%s)", i.bundle, record, w.record, i.reason)
-            await self.channel.write(w, leader_guard(self._leader_epoch()))
+            await self.channel.write(w, self.fence.current())
         except (BrokerLBError, InvalidTransitionError) as exc:
             logger.warning("Could not reassign %s: %s", i.bundle, exc)
             self.channel.feed(ReassignFailed(bundle=i.bundle, at_ms=self.channel.now_ms()))
@@ -376,7 +378,7 @@ class OwnerActions:
         started = self.channel.clock.monotonic()
         try:
             written = await self.channel.unload(
-                name, destination, by=by, reason=reason, guards=leader_guard(leader_epoch)
+                name, destination, by=by, reason=reason, guards=self.fence.guards(leader_epoch)
             )
         except RecordConflictError:
             await self.channel.changed(name, 1.0)
@@ -423,7 +425,7 @@ class OwnerActions:
                 children,
                 by="leader" if leader_epoch is not None else self.broker_id,
                 reason=f"split with {algo.name}",
-                guards=leader_guard(leader_epoch),
+                guards=self.fence.guards(leader_epoch),
             )
         except (InvalidTransitionError, RecordConflictError) as exc:
             raise StaleBundleError(f"{exc}; look it up again") from exc
@@ -449,9 +451,9 @@ class OwnerActions:
         there (a transfer, or an assignment of an unowned part), then the parts Deleted, the merged
         bundle Owned by ``broker`` and the ring, in one transaction -- each write conditional on
         ``leader_epoch`` (the epoch the merge was decided under)."""
-        token = leader_epoch
+        guards = self.fence.guards(leader_epoch)
         for part in parts:
-            await self._bring(part, broker, token)
+            await self._bring(part, broker, guards)
         names = [str(p) for p in parts]
 
         def merge(current: NamespaceBundles) -> NamespaceBundles:
@@ -461,11 +463,11 @@ class OwnerActions:
             return self.channel.machine.merge_commit(names, str(merged), at_ms=self.channel.now_ms())
 
         try:
-            await self._commit(merged.namespace, merge, writes, leader_guard(token))
+            await self._commit(merged.namespace, merge, writes, guards)
         except InvalidTransitionError as exc:
             raise ServiceUnavailableError(f"Cannot merge {', '.join(names)}: {exc}") from exc
 
-    async def _bring(self, part: NamespaceBundle, broker: str, token: int | None) -> None:
+    async def _bring(self, part: NamespaceBundle, broker: str, guards: Sequence[Guard]) -> None:
         name = str(part)
         for _attempt in range(3):
             view = await self.channel.settled(name)
@@ -473,12 +475,10 @@ class OwnerActions:
                 return
             try:
                 if view.broker is None:
-                    await self.channel.assign(
-                        name, broker, by="leader", reason="merge", guards=leader_guard(token)
-                    )
+                    await self.channel.assign(name, broker, by="leader", reason="merge", guards=guards)
                 else:
                     await self.channel.unload(
-                        name, broker, by="leader", reason=f"merge on {broker}", guards=leader_guard(token)
+                        name, broker, by="leader", reason=f"merge on {broker}", guards=guards
                     )
             except (RecordConflictError, InvalidTransitionError):
                 await self.channel.changed(name, 1.0)

@@ -7,12 +7,16 @@ each unload and write -- which a process that resumes from a pause between the c
 still passes.
 
 brokerlb: every leadership has a cluster-wide epoch (the leader-epoch node's version, written in the
-transaction that creates the leader node); every leader write is conditional on it -- a move is one
-transition of the bundle's ownership record, written in one transaction with a check of the epoch;
-a split's Splitting record (written by the owner on the leader's behalf) and the leader's metadata
-writes too -- so an epoch that is no longer current changes nothing. Here the former leader's tasks run *after* a new leadership began, with the
-epoch they were decided under: every one is refused (unloads, a split, a merge), nothing moves,
-nothing is deleted; the same commands with the current epoch go through.
+transaction that creates the leader node); every leader write goes through one seam
+(:class:`~brokerlb.broker.leader.leader_fence.LeaderFence`) that makes it conditional on the epoch it
+was decided under -- a move is one transition of the bundle's ownership record, written in one
+transaction with a check of the epoch; a split's Splitting record (written by the owner on the
+leader's behalf), a merge's commit, the leader's metadata deletes and the monitor's overrides too --
+so an epoch that is no longer current changes nothing. Here the former leader leaves the election
+and its tasks run *after* a new leadership began, with the epoch they were decided under (its
+fence's, kept after the leadership ended): every one is refused (unloads, a split and its data
+delete, a merge, an override), nothing moves, nothing is deleted; the new leader's commands go
+through. On the embedded store and on real ZooKeeper.
 """
 
 from __future__ import annotations
@@ -20,18 +24,19 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import pytest
 
 from brokerlb.broker.leader.leader import BrokerActions
-from brokerlb.coordination import open_store
-from brokerlb.coordination.paths import LEADER_PATH
 from brokerlb.loadbalance.decisions import MergeDecision, SplitDecision, UnloadDecision
 from brokerlb.loadbalance.leader import Move
+from brokerlb.ownership import BundleState
+from brokerlb.ownership.events import Reassign
 from brokerlb.testing.clusters import InProcessCluster
 from brokerlb.testing.waiting import eventually
 
 
-def _actions_of(service, token: int | None) -> BrokerActions:
-    """The leader's executor as its cycle has it, carrying leader epoch ``token``."""
+def _actions_of(service) -> BrokerActions:
+    """The leader's executor as the broker's cycle has it: its epoch read through its fence."""
     return BrokerActions(
         service.conf,
         broker_id=service.broker_id,
@@ -42,18 +47,24 @@ def _actions_of(service, token: int | None) -> BrokerActions:
         registry=service.registry,
         load_data_store=service.load_data_store,
         merge_bundles=service.namespaces.merge_parts,
-        fencing_token=lambda: token,
+        fence=service.leader_fence,
     )
 
 
-async def test_a_former_leaders_unloads_and_splits_are_refused() -> None:
-    cluster = await InProcessCluster(3).start()
-    store = open_store(cluster.store_url, session_timeout=10.0)
-    await store.start()
+@pytest.fixture(params=["memory", pytest.param("zookeeper", marks=pytest.mark.zookeeper)])
+def store_url(request) -> str | None:
+    if request.param == "memory":
+        return None
+    zk_server = request.getfixturevalue("zk_server")
+    return f"zk:{zk_server.hosts}/former-{uuid.uuid4().hex[:8]}"
+
+
+async def test_a_former_leaders_writes_are_refused(store_url) -> None:
+    cluster = await InProcessCluster(3, store_url=store_url).start()
     try:
         services = cluster.services
         leader = next(s for s in services if s.election.is_leader)
-        former = leader.election.last_fencing_token
+        former = leader.leader_fence.epoch()
         assert former is not None
         namespace = f"public/former-{uuid.uuid4().hex[:6]}"
         async with httpx.AsyncClient(timeout=30, follow_redirects=True) as client:
@@ -63,27 +74,28 @@ async def test_a_former_leaders_unloads_and_splits_are_refused() -> None:
                 assert answer.status_code == 200, answer.text
         owners = {b: o.broker_id for b, o in leader.channel.owners().items() if b.startswith(f"{namespace}/")}
         assert owners
-        # a new leadership begins (the leader node goes; whoever wins, the epoch moves on)
-        await store.delete(LEADER_PATH)
+        # a new leadership begins: the leader leaves the election (its fence keeps its epoch)
+        await leader.election.close()
         current = await eventually(
-            lambda: next(
-                (
-                    s.election.last_fencing_token
-                    for s in services
-                    if s.election.is_leader and (s.election.last_fencing_token or 0) > former
-                ),
-                None,
-            ),
+            lambda: next((s for s in services if s is not leader and s.election.is_leader), None),
             timeout=60,
             message="a new leadership",
         )
-        stale = _actions_of(leader, former)
+        assert (current.leader_fence.epoch() or 0) > former
+        assert leader.leader_fence.epoch() == former
+        stale = _actions_of(leader)
         moves = [
             Move(b, o, None, False, UnloadDecision(o, b)) for b, o in sorted(owners.items())
-        ]  # a bundle of every owner, the leader's own included
+        ]  # a bundle of every owner, the former leader's own included
         assert await stale.move(moves) == [False] * len(moves)
         bundle = sorted(owners)[0]
+        await current.load_data_store.write_bundle_data(
+            bundle, {"topics": 1}, leader_epoch=current.leader_fence.epoch()
+        )
         assert await stale.split([SplitDecision(bundle)]) == [False]
+        assert await leader.load_data_store.read_bundle_data(bundle) == {"topics": 1}, (
+            "a refused split deleted data"
+        )
         ring = list(await leader.bundles.get(namespace))
         parts = tuple(str(b) for b in ring[:2])  # adjacent
         assert await stale.merge([MergeDecision(parts)]) == [False]
@@ -91,11 +103,26 @@ async def test_a_former_leaders_unloads_and_splits_are_refused() -> None:
         assert all(
             "superseded leader" in why or "no longer the leader" in why for _, _, why in stale.failures
         ), list(stale.failures)
+        # the former leader's monitor, still running: its override of a record is refused
+        other = next(s.broker_id for s in services if s.broker_id != owners[bundle])
+        record = leader.channel.record(bundle)
+        assert record is not None and record.state is BundleState.OWNED
+        override = Reassign(
+            bundle=bundle, version=record.version, exclude=None, reason="stuck", keep_on=other
+        )
+        await leader.actions.execute(override)
         after = {b: o.broker_id for b, o in leader.channel.owners().items() if b.startswith(f"{namespace}/")}
-        assert after == owners, "a refused command moved or split a bundle"
+        assert after == owners, "a refused command moved, split or overrode a bundle"
+        stored = await leader.channel.table.read(bundle)
+        assert stored is not None and stored.record.version == record.version
         # the current leadership's commands go through
-        fresh = _actions_of(leader, current)
-        assert await fresh.move(moves[:1]) == [True]
+        fresh = _actions_of(current)
+        assert await fresh.move([m for m in moves if m.bundle != bundle][:1]) == [True]
+        await current.actions.execute(override)
+        await eventually(
+            lambda: current.channel.owner(bundle).broker == other or None,
+            timeout=30,
+            message="the current leader's override",
+        )
     finally:
-        await store.close()
         await cluster.stop()
