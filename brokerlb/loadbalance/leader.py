@@ -428,6 +428,12 @@ class Leader:
             self._last_context = self._context
         return self._context
 
+    def prepare_placement(self, now_ms: int, inputs: ClusterInputs) -> None:
+        """Build the placement context of the current view now, with the answers nearly every
+        placement asks (:meth:`PlacementContext.prepare`), so the next lookup finds them built."""
+        if not self._extensible:
+            self.placement_context(now_ms, inputs).prepare()
+
     def place(
         self, now_ms: int, bundle: str, inputs: ClusterInputs, *, non_persistent: bool = False
     ) -> PlacementDecision:

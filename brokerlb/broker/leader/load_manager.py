@@ -136,8 +136,7 @@ class LoadManager:
         has none, rather than in the next lookup (module docstring). The refresh calls it; so does
         the leader's split step, whose decided splits drop the indexes. The extensible manager
         rebuilds them at every placement: nothing to prepare."""
-        if not self.leader.extensible:
-            self.leader.placement_context(self._clock.now_ms(), self.inputs.current())
+        self.leader.prepare_placement(self._clock.now_ms(), self.inputs.current())
 
     async def _stored_histories(
         self, bundles: set[str]

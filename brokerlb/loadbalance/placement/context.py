@@ -146,6 +146,16 @@ class PlacementContext:
             for broker in view.failure_domains[name].brokers:
                 self.broker_domain[broker] = name
 
+    def prepare(self) -> None:
+        """Compute now what nearly every modular placement asks first, rather than in the first
+        lookup after a refresh: the isolation answer of a namespace without a policy
+        (persistent), whether each broker is shared, and the brokers running the configured
+        load manager. Only caches are filled: what a placement decides is unchanged."""
+        key = (None, False, False)
+        if key not in self._isolation:
+            self._isolation[key] = self._apply_policies("", None, non_persistent=False, extensible=False)
+        self.brokers_running(self.running_load_manager(extensible=False))
+
     def running_load_manager(self, *, extensible: bool) -> str:
         """The load manager whose pipeline runs: ``loadManagerClassName`` when it is of that kind,
         else Pulsar's class of that kind (a planner asked for the other kind's strategy)."""
@@ -211,17 +221,24 @@ class PlacementContext:
         key = (found, non_persistent, extensible)
         result = self._isolation.get(key)
         if result is None:
-            brokers = self.extensible_brokers if extensible else self.modular_brokers
-            result = apply_namespace_policies(
-                namespace,
-                brokers,
-                policies,
-                non_persistent=non_persistent,
-                serves_domain=self.serves_domain_extensible if extensible else self.serves_domain_modular,
-                shared_hosts=self._shared(),
+            result = self._isolation[key] = self._apply_policies(
+                namespace, found, non_persistent=non_persistent, extensible=extensible
             )
-            self._isolation[key] = result
         return result
+
+    def _apply_policies(
+        self, namespace: str, policy: object, *, non_persistent: bool, extensible: bool
+    ) -> IsolationResult:
+        """``applyNamespacePolicies`` for ``namespace``, whose policy is ``policy`` (``None``: no
+        policy matches it, so the policies are not searched again)."""
+        return apply_namespace_policies(
+            namespace,
+            self.extensible_brokers if extensible else self.modular_brokers,
+            self._ordered_policies() if policy is not None else {},
+            non_persistent=non_persistent,
+            serves_domain=self.serves_domain_extensible if extensible else self.serves_domain_modular,
+            shared_hosts=self._shared(),
+        )
 
     def _ordered_policies(self) -> Mapping[str, IsolationPolicy]:
         if self._policies is None:
