@@ -42,6 +42,7 @@ from zlib import crc32
 from brokerlb.errors import InvalidNamespaceNameError, InvalidTopicNameError
 
 __all__ = [
+    "SYSTEM_NAMESPACE_PREFIXES",
     "topic_hash",
     "TopicDomain",
     "NamespaceName",
@@ -350,6 +351,8 @@ SYSTEM_NAMESPACE = NamespaceName("pulsar", "system")
 _HEARTBEAT_V1 = re.compile(r"pulsar/[^/]+/([^:]+:\d+)")
 _HEARTBEAT_V2 = re.compile(r"pulsar/([^:]+:\d+)")
 _SLA_MONITOR = re.compile(r"sla-monitor/[^/]+/([^:]+:\d+)")
+#: every system-service namespace (and bundle) name starts with one of these
+SYSTEM_NAMESPACE_PREFIXES = ("pulsar/", "sla-monitor/")
 
 
 def heartbeat_namespace(cluster: str, broker_id: str) -> NamespaceName:

@@ -20,7 +20,7 @@ order the keys are given in (a snapshot's JSON order).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 from brokerlb import java_hash
@@ -65,17 +65,43 @@ class JavaOrder:
 
     Built once per map (``keys`` in insertion order); ``key(name)`` is cheap, so a strategy
     can order a few candidates of a 100 000-entry map without hashing all of them.
+
+    :meth:`lazy` takes the map's size and a way to list its keys: the keys are listed only when
+    two names being ordered fall in the same bucket (rare in a map of 100 000 keys), so ordering
+    a few names does not walk the map.
     """
 
-    __slots__ = ("_index", "_capacity")
+    __slots__ = ("_index", "_capacity", "_keys")
 
     def __init__(self, keys: Sequence[str] | Iterable[str]) -> None:
-        self._index = {k: i for i, k in enumerate(keys)}
+        self._index: dict[str, int] | None = {k: i for i, k in enumerate(keys)}
         self._capacity = hash_map_capacity(len(self._index))
+        self._keys: Callable[[], Iterable[str]] | None = None
+
+    @classmethod
+    def lazy(cls, size: int, keys: Callable[[], Iterable[str]]) -> JavaOrder:
+        """The order of a map of ``size`` keys that ``keys()`` lists in insertion order."""
+        order = cls.__new__(cls)
+        order._index = None
+        order._capacity = hash_map_capacity(size)
+        order._keys = keys
+        return order
+
+    def _positions(self) -> dict[str, int]:
+        if self._index is None:
+            assert self._keys is not None
+            self._index = {k: i for i, k in enumerate(self._keys())}
+        return self._index
 
     def key(self, name: str) -> tuple[int, int]:
         """``(bucket, insertion index)`` -- compare to get the iteration order."""
-        return _bucket(name, self._capacity), self._index.get(name, len(self._index))
+        index = self._positions()
+        return _bucket(name, self._capacity), index.get(name, len(index))
 
     def order(self, names: Iterable[str]) -> list[str]:
-        return sorted(names, key=self.key)
+        """``names`` (distinct) in the map's iteration order."""
+        capacity = self._capacity
+        by_bucket = sorted((_bucket(n, capacity), n) for n in names)
+        if all(a[0] != b[0] for a, b in zip(by_bucket, by_bucket[1:], strict=False)):
+            return [n for _, n in by_bucket]  # distinct buckets: insertion order does not matter
+        return sorted((n for _, n in by_bucket), key=self.key)

@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from operator import methodcaller
 from typing import Any
 
 from brokerlb.config import ServiceConfig, is_extensible_load_manager
@@ -65,9 +66,12 @@ from brokerlb.model import (
     TopBundlesLoadData,
     bundle_namespace,
 )
-from brokerlb.naming import is_system_service_namespace
+from brokerlb.naming import SYSTEM_NAMESPACE_PREFIXES, is_system_service_namespace
 
 __all__ = ["ClusterView", "bundle_range_of"]
+
+#: whether a bundle's name may be in a system-service namespace (a cheap first test)
+_may_be_system = methodcaller("startswith", SYSTEM_NAMESPACE_PREFIXES)
 
 
 def bundle_range_of(bundle: str) -> str:
@@ -172,12 +176,20 @@ class ClusterView:
 
     @cached_property
     def _shedding_bundle_order(self) -> JavaOrder:
-        return JavaOrder(self.bundle_data_for_load_shedding)
+        # the map's size without building it: only system namespaces' bundles are left out, and
+        # their names all start with "pulsar/" or "sla-monitor/"
+        bundles = self.load_data.bundle_data
+        system = sum(
+            1
+            for bundle in filter(_may_be_system, bundles)
+            if self.is_system_namespace(bundle.rpartition("/")[0])
+        )
+        return JavaOrder.lazy(len(bundles) - system, lambda: self.bundle_data_for_load_shedding)
 
-    def bundle_order_key(self, bundle: str) -> tuple[int, int]:
-        """Where ``bundle`` comes when Pulsar iterates its bundle-data map (ties in sorts keep
-        this order; see :mod:`~brokerlb.loadbalance.java_order`)."""
-        return self._shedding_bundle_order.key(bundle)
+    def bundle_order(self, bundles: Iterable[str]) -> list[str]:
+        """``bundles`` (distinct) in the order Pulsar iterates its bundle-data map for shedding
+        (ties in sorts keep this order; see :mod:`~brokerlb.loadbalance.java_order`)."""
+        return self._shedding_bundle_order.order(bundles)
 
     @cached_property
     def modular_broker_order(self) -> tuple[str, ...]:

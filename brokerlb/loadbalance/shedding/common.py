@@ -129,7 +129,8 @@ def sort_largest_first(view: ClusterView, values: list[tuple[float, str]]) -> No
         while end < len(values) and values[end][0] == values[start][0]:
             end += 1
         if end - start > 1:
-            values[start:end] = sorted(values[start:end], key=lambda item: view.bundle_order_key(item[1]))
+            run = {item[1]: item for item in values[start:end]}
+            values[start:end] = [run[bundle] for bundle in view.bundle_order(run)]
         start = end
 
 
