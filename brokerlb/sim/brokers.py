@@ -112,7 +112,7 @@ class BundleTraffic:
                 (self.topics, self.consumers, self.producers, np.zeros(len(self.topics), dtype=np.int64))
             )
         return BundleStatsColumns(
-            [bundle_names[b] for b in bundles.tolist()],
+            list(map(bundle_names.__getitem__, bundles.tolist())),
             self._rates.take(bundles, axis=1),
             self._counts.take(bundles, axis=1),
         )

@@ -95,9 +95,9 @@ class SyntheticWorkload:
         size: list[np.ndarray] = []
         producers: list[np.ndarray] = []
         consumers: list[np.ndarray] = []
-        ns_of: list[np.ndarray] = []
+        ns_sizes: list[int] = []
         self._specs: list[WorkloadSpec] = []
-        for i, ns in enumerate(scenario.namespaces):
+        for ns in scenario.namespaces:
             w = ns.workload
             born = _activation_times(ns.topics, growth.get(ns.name, []))
             n = len(born)
@@ -109,7 +109,7 @@ class SyntheticWorkload:
             size.append(np.full(n, w.msg_size))
             producers.append(np.full(n, w.producers, dtype=np.int64))
             consumers.append(np.full(n, w.consumers, dtype=np.int64))
-            ns_of.append(np.full(n, i, dtype=np.int32))
+            ns_sizes.append(n)
             self._specs.append(w)
 
         def cat(parts: Sequence[np.ndarray], dtype: type = float) -> np.ndarray:
@@ -122,7 +122,9 @@ class SyntheticWorkload:
         self._size = cat(size)
         self._producers = cat(producers, np.int64)
         self._consumers = cat(consumers, np.int64)
-        self._ns = cat(ns_of, np.int32)
+        #: topics per namespace: a namespace's topics are contiguous, so a per-namespace factor
+        #: is spread over the topics by ``np.repeat``
+        self._ns_sizes = np.array(ns_sizes, dtype=np.int64)
         self._noisy = bool((self._sigma > 0).any())
         self._unit_fanout = bool((self._fanout == 1.0).all())  # out == in: one array for both
         self._half_variance = 0.5 * self._sigma**2
@@ -166,7 +168,7 @@ class SyntheticWorkload:
 
     def traffic(self, t: float) -> TopicTraffic:
         all_active = t >= self._last_activation
-        rate = self._base_rate * self.namespace_factors(t)[self._ns]
+        rate = self._base_rate * np.repeat(self.namespace_factors(t), self._ns_sizes)
         for topic, event in self._hot:
             rate[topic] *= _hot_factor(event, t)
         if self._noisy:
