@@ -185,3 +185,36 @@ def test_weights_from_service_config():
     assert ResourceWeights.from_config(ServiceConfig()) == ResourceWeights()
     conf = ServiceConfig(loadBalancerCPUResourceWeight=0.5, loadBalancerDirectMemoryResourceWeight=1.0)
     assert ResourceWeights.from_config(conf) == ResourceWeights(0.5, 0.0, 1.0, 1.0, 1.0)
+
+
+def test_float32_percent_is_numpys_float32_arithmetic_bit_for_bit() -> None:
+    """The struct-rounded double arithmetic equals numpy's float32 one, edges included
+    (zero, subnormal, beyond float32's range, a limit that rounds to 0, infinity)."""
+    import math
+    import random
+
+    import numpy as np
+
+    from brokerlb.model.resources import float32_percent
+
+    def java(usage: float, limit: float) -> float:
+        if not limit > 0:
+            return 0.0
+        with np.errstate(all="ignore"):
+            return float((np.float32(usage) / np.float32(limit)) * np.float32(100))
+
+    edges = [0.0, -0.0, 1e-45, 1e-40, 1.2e-38, 1e-30, 1e-3, 1.0, 7.31, 99.99, 1e6, 3.4e38, 3.5e38, 1e300]
+    edges += [math.inf, -1.0, -5e-40]
+    rng = random.Random(11)
+    cases = [(u, lim) for u in edges for lim in edges]
+    cases += [
+        (rng.random() * 10 ** rng.randrange(-45, 40), rng.random() * 10 ** rng.randrange(-45, 40))
+        for _ in range(5000)
+    ]
+    cases += [(rng.uniform(0, 1e4), 100.0 * rng.randrange(1, 64)) for _ in range(5000)]
+    for usage, limit in cases:
+        expected, got = java(usage, limit), float32_percent(usage, limit)
+        if math.isnan(expected):
+            assert math.isnan(got), (usage, limit)
+        else:
+            assert got == expected and math.copysign(1, got) == math.copysign(1, expected), (usage, limit)
