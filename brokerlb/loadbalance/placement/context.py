@@ -140,6 +140,7 @@ class PlacementContext:
         self._extensible_topics: dict[str, int] | None = None
         self._owners: dict[str, str] | None = None
         self._group_counts: dict[str, dict[str, int]] = {}
+        self._members: dict[str, list[str]] | None = None
         self._group_of: dict[str, str | None] = {}
         self.broker_domain: dict[str, str] = {}
         for name in sorted(view.failure_domains, reverse=True):  # first domain by name wins
@@ -149,12 +150,15 @@ class PlacementContext:
     def prepare(self) -> None:
         """Compute now what nearly every modular placement asks first, rather than in the first
         lookup after a refresh: the isolation answer of a namespace without a policy
-        (persistent), whether each broker is shared, and the brokers running the configured
-        load manager. Only caches are filled: what a placement decides is unchanged."""
+        (persistent), whether each broker is shared, the brokers running the configured load
+        manager, and every anti-affinity group's counts. Only caches are filled: what a
+        placement decides is unchanged."""
         key = (None, False, False)
         if key not in self._isolation:
             self._isolation[key] = self._apply_policies("", None, non_persistent=False, extensible=False)
         self.brokers_running(self.running_load_manager(extensible=False))
+        for group in self._group_members():
+            self._counts_of_group(group)
 
     def running_load_manager(self, *, extensible: bool) -> str:
         """The load manager whose pipeline runs: ``loadManagerClassName`` when it is of that kind,
@@ -279,17 +283,29 @@ class PlacementContext:
         group = self.group_of(namespace)
         if not group:
             return None
-        key = group.casefold()
+        return self._counts_of_group(group.casefold())
+
+    def _counts_of_group(self, key: str) -> dict[str, int]:
         counts = self._group_counts.get(key)
         if counts is None:
             counts = {}
-            for ns, policy in self.view.namespace_policies.items():
-                if policy.anti_affinity_group and policy.anti_affinity_group.casefold() == key:
-                    for broker, n in self.namespace_counts(ns).items():
-                        if n:
-                            counts[broker] = counts.get(broker, 0) + 1
+            for ns in self._group_members().get(key, ()):
+                for broker, n in self.namespace_counts(ns).items():
+                    if n:
+                        counts[broker] = counts.get(broker, 0) + 1
             self._group_counts[key] = counts
         return counts
+
+    def _group_members(self) -> dict[str, list[str]]:
+        """Anti-affinity group (case-folded) -> its namespaces, in the policies' order: one pass
+        over the namespace policies for every group."""
+        members = self._members
+        if members is None:
+            members = self._members = {}
+            for ns, policy in self.view.namespace_policies.items():
+                if policy.anti_affinity_group:
+                    members.setdefault(policy.anti_affinity_group.casefold(), []).append(ns)
+        return members
 
     def owned_bundle_group_counts(self, group: str) -> dict[str, int]:
         """Extensible ``getAntiAffinityNamespaceOwnedBrokers``: broker -> owned bundles of the group.
