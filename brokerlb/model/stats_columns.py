@@ -128,6 +128,25 @@ class BundleStatsColumns(Mapping[str, NamespaceBundleStats]):
         return floats[0], floats[1], floats[2], floats[3], ints[0], ints[1], ints[2]
 
     @classmethod
+    def of_checked(cls, names: Sequence[str], rates: np.ndarray, counts: np.ndarray) -> BundleStatsColumns:
+        """Columns of values the caller has already checked with the same rules (finite rates
+        ``>= 0``, int64 counts ``>= 0``, distinct names): not checked again. ``rates`` (4 x n
+        float64) and ``counts`` (4 x n int64) become the columns' own: they must not be shared."""
+        if rates.dtype != np.float64 or counts.dtype != np.int64 or rates.shape != counts.shape:
+            return cls(names, rates, counts)  # not what this promises: the checked way
+        names = tuple(names)
+        rates += 0.0  # -0.0 -> 0.0, as the checked constructor does
+        rates.flags.writeable = False
+        counts.flags.writeable = False
+        columns: BundleStatsColumns = _new(cls)
+        columns.names = names
+        columns.rates = rates
+        columns.counts = counts
+        columns._index = dict(zip(names, range(len(names)), strict=True))
+        columns._samples = None
+        return columns
+
+    @classmethod
     def of(cls, stats: Mapping[str, NamespaceBundleStats]) -> BundleStatsColumns:
         """The columns of a map of samples (same names, same order)."""
         if isinstance(stats, BundleStatsColumns):

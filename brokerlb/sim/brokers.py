@@ -111,7 +111,8 @@ class BundleTraffic:
             self._counts = np.stack(
                 (self.topics, self.consumers, self.producers, np.zeros(len(self.topics), dtype=np.int64))
             )
-        return BundleStatsColumns(
+        # every value was checked for all bundles at once (:meth:`check`); names are distinct
+        return BundleStatsColumns.of_checked(
             list(map(bundle_names.__getitem__, bundles.tolist())),
             self._rates.take(bundles, axis=1),
             self._counts.take(bundles, axis=1),

@@ -157,3 +157,19 @@ def test_a_report_read_from_json_holds_columns():
     data.update(SystemResourceUsage(), as_dict())
     read = LocalBrokerData.from_json(data.to_json())
     assert isinstance(read.last_stats, BundleStatsColumns) and read == data
+
+
+def test_columns_of_checked_values_equal_checked_columns() -> None:
+    names = ["t/ns/0x00000000_0x80000000", "t/ns/0x80000000_0xffffffff"]
+    rates = np.array([[1000.0, -0.0], [2000.0, 0.0], [10.0, 0.0], [20.0, 0.5]])
+    counts = np.array([[3, 0], [1, 0], [1, 0], [0, 0]], dtype=np.int64)
+    checked = BundleStatsColumns(names, rates.copy(), counts.copy())
+    trusted = BundleStatsColumns.of_checked(names, rates.copy(), counts.copy())
+    assert trusted.names == checked.names and dict(trusted) == dict(checked)
+    assert np.array_equal(trusted.rates, checked.rates) and np.array_equal(trusted.counts, checked.counts)
+    assert not np.signbit(trusted.rates).any()  # -0.0 read as 0.0
+    assert not trusted.rates.flags.writeable and not trusted.counts.flags.writeable
+    assert trusted.totals() == checked.totals()
+    # counts that are not int64 are checked the usual way (and refused)
+    with pytest.raises(InvalidLoadDataError):
+        BundleStatsColumns.of_checked(names, rates.copy(), counts.astype(float))
