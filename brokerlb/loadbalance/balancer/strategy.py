@@ -166,6 +166,7 @@ class _Placements:
         self.loads = self.model.loads()
         self.placed = np.zeros(len(self.model.brokers))
         self._ns_ids: dict[str, int] | None = None
+        self._candidates: dict[tuple[str, ...], _Candidates] = {}
         for broker, data in context.view.brokers.items():  # preallocations not reported yet
             i = self.model.index[broker]
             for name, bundle_data in data.preallocated_bundle_data.items():
@@ -214,31 +215,53 @@ class _Placements:
                 # (measured: placing split children by load instead moved more in the library)
                 self.placed[model.index[parent]] += 1
                 return parent
-        known = [b for b in sorted(candidates) if b in model.index]
-        if not known:
+        known = self._known(candidates)
+        if not known.names:
             return sorted(candidates)[rng.randrange(len(candidates))]
         demand = model.demand_of_data(self.context.bundle_data(bundle))
         pick = self._least_loaded_after(known, demand, rng)
         self._add(model.index[pick], demand)
         return pick
 
-    def _least_loaded_after(self, known: list[str], demand: np.ndarray, rng: random.Random) -> str:
+    def _known(self, candidates: Sequence[str]) -> _Candidates:
+        """The candidates the model knows, sorted, with their rows (the same candidate list comes
+        back for nearly every placement of a cycle: computed once per list)."""
+        key = tuple(candidates)
+        found = self._candidates.get(key)
+        if found is None:
+            model = self.model
+            names = [b for b in sorted(candidates) if b in model.index]
+            idx = np.asarray([model.index[b] for b in names], dtype=np.intp)
+            limit = model.limit[idx]
+            capacity = np.maximum(limit[:, 0], 1e-9) if len(names) else np.zeros(0)
+            found = self._candidates[key] = _Candidates(names, idx, limit, limit > 0, capacity)
+        return found
+
+    def _least_loaded_after(self, known: _Candidates, demand: np.ndarray, rng: random.Random) -> str:
         """The candidate whose load after taking ``demand`` is lowest."""
         model = self.model
-        idx = np.asarray([model.index[b] for b in known])
+        idx = known.idx
         usage = model.usage[idx] + demand
-        limit = model.limit[idx]
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = np.where(limit > 0, usage / limit, 0.0)
+            ratios = np.where(known.positive, usage / known.limit, 0.0)
         after = np.maximum(model.floor[idx], (ratios * model.weights).max(axis=1))
         # equal loads (nothing known yet): fewest placements per unit of capacity first
-        capacity = np.maximum(model.limit[idx, 0], 1e-9)
-        spread = (self.placed[idx] + 1) / capacity
+        spread = (self.placed[idx] + 1) / known.capacity
         order = np.lexsort((spread, np.round(after, 9)))
         first = order[0]
-        ties = [int(j) for j in order if after[j] == after[first] and spread[j] == spread[first]]
-        pick = ties[rng.randrange(len(ties))] if len(ties) > 1 else int(first)
-        return known[pick]
+        ties = order[((after == after[first]) & (spread == spread[first]))[order]]
+        pick = int(ties[rng.randrange(len(ties))]) if len(ties) > 1 else int(first)
+        return known.names[pick]
+
+
+class _Candidates(NamedTuple):
+    """A placement's candidate brokers that the model knows: names sorted, model rows, limits."""
+
+    names: list[str]
+    idx: np.ndarray
+    limit: np.ndarray
+    positive: np.ndarray
+    capacity: np.ndarray
 
 
 _PLACEMENTS: weakref.WeakKeyDictionary[PlacementContext, _Placements] = weakref.WeakKeyDictionary()
@@ -318,7 +341,7 @@ class Cycle:
             self.conf.brokerlbBalancerTargetTolerance,
             self.conf.brokerlbBalancerUnderloadTolerance,
         )
-        destinations = Destinations(self, model, PlacementContext(self.view))
+        destinations = Destinations(self, model)
         split_load = max(hot_limit, 0.0 if self.offline else self.idle_threshold)
         return Prepared(model, movable, targets, destinations, splits, idle, split_load)
 
@@ -687,12 +710,20 @@ class Destinations:
     """``destinations(k)`` for the planner: Pulsar's modular filters without the even spread of
     bundle counts, the unload checks, and the swap-back rule; cached per namespace."""
 
-    def __init__(self, cycle: Cycle, model: ClusterModel, context: PlacementContext) -> None:
+    def __init__(self, cycle: Cycle, model: ClusterModel) -> None:
         self.cycle = cycle
         self.model = model
-        self.context = context
+        self._context: PlacementContext | None = None
         self._by_namespace: dict[str, np.ndarray] = {}
         self._unload_ok: dict[int, bool] = {}
+
+    @property
+    def context(self) -> PlacementContext:
+        """The placement filters' indexes over the cycle's view, built when the planner first asks
+        for a destination (a cycle with nothing to move never needs them)."""
+        if self._context is None:
+            self._context = PlacementContext(self.cycle.view)
+        return self._context
 
     def __call__(self, k: int) -> np.ndarray:
         model, view = self.model, self.cycle.view
