@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from brokerlb.broker.service import BrokerService
+from brokerlb.broker.wiring import build_broker
 from brokerlb.config import ServiceConfig
 from brokerlb.errors import InvalidConfigError
 
@@ -96,7 +97,7 @@ class StandaloneCluster:
         try:
             await self._default_namespace()
             for conf in self.configs:
-                self.brokers.append(await BrokerService(conf).start())
+                self.brokers.append(await (await build_broker(conf)).start())
         except BaseException:
             await self.stop()
             raise

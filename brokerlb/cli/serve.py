@@ -111,17 +111,19 @@ def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level
 
     from brokerlb.broker.offset_clock import OffsetClock, clock_from_file
     from brokerlb.broker.service import CLOSE_WAIT, BrokerService
+    from brokerlb.broker.wiring import build_broker
     from brokerlb.config import load_broker_conf
 
     _logging(log_level)
     with cli_errors():
         conf = load_broker_conf(config, overrides)
         clock = clock_from_file(conf.brokerlbClockOffsetFile)
-        service = BrokerService(conf, clock=clock)
+        built: list[BrokerService] = []
 
         async def start() -> None:
             if isinstance(clock, OffsetClock):
                 asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, clock.reload)
+            built.append(service := await build_broker(conf, clock=clock))
             await service.start()
             tls = service.identity.web_service_url_tls
             binary = service.identity.pulsar_service_url or "no binary protocol"
@@ -133,7 +135,11 @@ def broker(config: Path | None = _CONFIG, overrides: list[str] = _SET, log_level
             )
 
         bound = conf.brokerShutdownTimeoutMs / 1000
-        if not run_until_signalled(start, service.stop, exit_within=bound + 2 * CLOSE_WAIT + 5):
+
+        async def stop() -> bool:
+            return await built[0].stop() if built else True
+
+        if not run_until_signalled(start, stop, exit_within=bound + 2 * CLOSE_WAIT + 5):
             raise typer.Exit(1)
 
 

@@ -1,7 +1,8 @@
 """The broker's HTTP application: FastAPI routes behind a raw-ASGI lookup fast path.
 
-``create_app(service)`` returns an ASGI callable. It is the one place that reads the broker's
-parts: each router and endpoint is given only the sub-services it uses.
+``create_app(parts)`` returns an ASGI callable. It is the one place that reads the broker's
+parts (:class:`~brokerlb.broker.wiring.BrokerParts`): each router and endpoint is given only the
+sub-services it uses.
 
 * ``GET /lookup/v2/topic/...`` → :class:`~brokerlb.broker.http.lookup_routes.LookupEndpoint`
   (unless ``fast_lookup=False``);
@@ -44,7 +45,7 @@ from brokerlb.errors import BrokerLBError
 from brokerlb.limits import InputLimits
 
 if TYPE_CHECKING:
-    from brokerlb.broker.service import BrokerService
+    from brokerlb.broker.wiring import BrokerParts
 
 __all__ = ["create_app", "BrokerApp"]
 
@@ -62,7 +63,7 @@ Prometheus text with Pulsar's metric names; `/dashboard` is a live web dashboard
 """
 
 
-def _fastapi(service: BrokerService, limits: InputLimits, security: Security) -> FastAPI:
+def _fastapi(service: BrokerParts, limits: InputLimits, security: Security) -> FastAPI:
     app = FastAPI(
         title="brokerlb broker",
         version=__version__,
@@ -123,7 +124,7 @@ def _fastapi(service: BrokerService, limits: InputLimits, security: Security) ->
     return app
 
 
-def _routers(service: BrokerService, security: Security) -> list[APIRouter]:
+def _routers(service: BrokerParts, security: Security) -> list[APIRouter]:
     """The app's routers, each given the parts of ``service`` it uses."""
     ident, ops, election = service.identity, service.operations, service.election
     # Security.from_config always reads permissions from the store; a bare Security reads them here
@@ -170,7 +171,7 @@ def _routers(service: BrokerService, security: Security) -> list[APIRouter]:
 class BrokerApp:
     """The ASGI entry point: lookups on the fast path, the rest to FastAPI."""
 
-    def __init__(self, service: BrokerService, *, fast_lookup: bool = True) -> None:
+    def __init__(self, service: BrokerParts, *, fast_lookup: bool = True) -> None:
         self.limits = InputLimits.from_config(service.conf)
         self.security = Security.from_config(service.conf, service.store)
         self.fastapi = _fastapi(service, self.limits, self.security)
@@ -182,7 +183,7 @@ class BrokerApp:
             if fast_lookup
             else None
         )
-        data_path = getattr(service, "data_path", None) if service.conf.webSocketServiceEnabled else None
+        data_path = service.data_path if service.conf.webSocketServiceEnabled else None
         self.websocket = WebSocketEndpoint(
             data_path,
             service.bundles,
@@ -203,5 +204,5 @@ class BrokerApp:
         await self.guarded(scope, receive, send)
 
 
-def create_app(service: BrokerService, *, fast_lookup: bool = True) -> BrokerApp:
+def create_app(service: BrokerParts, *, fast_lookup: bool = True) -> BrokerApp:
     return BrokerApp(service, fast_lookup=fast_lookup)

@@ -210,7 +210,6 @@ class OwnerActions:
         self._report_changed = report_changed
         self._closing = closing
         self._background: set[asyncio.Task[None]] = set()
-        channel.bind(self)
 
     # ------------------------------------------------------------------ the executor
     async def execute(self, instruction: TableInstruction) -> None:

@@ -154,12 +154,11 @@ class OwnershipChannel:
         self._serving_listeners: list[Callable[[str, bool, str], None]] = []
         self._closed = False
 
-    def bind(self, executor: Executor) -> None:
-        self._executor = executor
-
     # ------------------------------------------------------------------ life cycle
-    async def start(self, election: LeaderElection) -> OwnershipChannel:
-        """Feed the machine from the table, the session, the registry and the election."""
+    async def start(self, election: LeaderElection, executor: Executor) -> OwnershipChannel:
+        """Feed the machine from the table, the session, the registry and the election; its
+        instructions for this broker go to ``executor`` (the owner's actions)."""
+        self._executor = executor
         for stored in self.table:
             self._feed(self._changed(stored.bundle, stored))
         self._removers += [

@@ -150,6 +150,10 @@ class LoadReporter:
             force=force,
         )
 
+    async def publish_now(self) -> None:
+        """Publish the report as it is, at once (a stopping broker's: its registration says draining)."""
+        await self._publish(self.local_data)
+
     async def write_if_needed(self, force: bool = False) -> ReportUpdateDecision:
         """Refresh, then write if the rule (or ``force``) says so and the session is connected."""
         self.refresh()

@@ -20,6 +20,7 @@ from brokerlb.broker.data.synthetic import SyntheticClients
 from brokerlb.broker.data.topics import TopicStats
 from brokerlb.broker.service import BrokerService
 from brokerlb.broker.standalone import standalone_config
+from brokerlb.broker.wiring import build_broker
 from brokerlb.clock import ManualClock
 from brokerlb.config import ServiceConfig
 from brokerlb.testing.browser import artifacts_dir, async_headless_chromium
@@ -61,15 +62,14 @@ async def test_a_shedding_move_stays_visible_with_its_cause_after_two_minutes_of
     clock = ManualClock(1_800_000_000_000)
     store = f"memory:dash-idle-{uuid.uuid4().hex[:8]}"
     base = ServiceConfig().with_overrides({**SETTINGS, "clusterName": "e2e"})
-    brokers = [
-        BrokerService(
-            standalone_config(base, i, metadata_store=store, web_port=0, broker_port=0), clock=clock
-        )
-        for i in range(3)
-    ]
+    brokers: list[BrokerService] = []
     clients = None
     try:
-        for broker in brokers:
+        for i in range(3):
+            conf = standalone_config(base, i, metadata_store=store, web_port=0, broker_port=0)
+            broker = await until(clock, asyncio.ensure_future(build_broker(conf, clock=clock)))
+            assert isinstance(broker, BrokerService)
+            brokers.append(broker)
             await until(clock, asyncio.ensure_future(broker.start()))
         leader = await until(clock, asyncio.ensure_future(_leader(brokers, clock)))
         assert isinstance(leader, BrokerService)
