@@ -12,7 +12,9 @@ without measurement noise. Per cycle, over the brokers that are up:
   ``min over brokers of (base + largest demand) / limit``. The bound is the largest of these;
   ``distance = load_max - lower_bound`` (0 = as balanced as possible);
 * ``moves`` and ``moved_throughput`` (bytes/s of the moved bundles, at the time they were
-  released), by cause (``shed``, ``transfer``, ``split``, ``restart``, ``failure``);
+  released), by cause (``shed``, ``transfer``, ``split``, ``merge``, ``restart``, ``failure``);
+  ``balancer_moved_throughput`` -- the same without the moves a restart or failure forced
+  (:data:`FORCED_CAUSES`: the same for every strategy), i.e. what the balancer chose to move;
 * ``flaps`` -- balancer moves of a bundle whose previous balancer move ended less than
   ``loadBalancerSheddingGracePeriodMinutes`` earlier; ``returns`` -- shed bundles placed back
   on the broker they were shed from;
@@ -35,10 +37,12 @@ import numpy as np
 from brokerlb.sim.ownership import Move
 from brokerlb.sim.resources import BrokerUsage, Capacities, ResourceModel
 
-__all__ = ["MetricsRecorder", "CycleMetrics", "lower_bound", "MOVE_CAUSES"]
+__all__ = ["MetricsRecorder", "CycleMetrics", "lower_bound", "MOVE_CAUSES", "FORCED_CAUSES"]
 
 #: causes a move is attributed to
 MOVE_CAUSES = ("shed", "transfer", "split", "merge", "restart", "failure")
+#: causes of the moves no strategy chose: a broker restarted or failed
+FORCED_CAUSES = ("restart", "failure")
 
 _SERIES = (
     "time_s",
@@ -51,6 +55,7 @@ _SERIES = (
     "distance",
     "moves",
     "moved_throughput",
+    "balancer_moved_throughput",
     "flaps",
     "returns",
     "unowned_seconds",
@@ -146,6 +151,9 @@ class MetricsRecorder:
         s["distance"].append(s["load_max"][-1] - m.lower_bound)
         s["moves"].append(float(len(m.moves)))
         s["moved_throughput"].append(float(sum(mv.throughput for mv in m.moves)))
+        s["balancer_moved_throughput"].append(
+            float(sum(mv.throughput for mv in m.moves if mv.cause not in FORCED_CAUSES))
+        )
         s["flaps"].append(float(sum(mv.flap for mv in m.moves)))
         s["returns"].append(float(sum(mv.returned for mv in m.moves)))
         s["unowned_seconds"].append(m.unowned_seconds)
@@ -206,6 +214,7 @@ class MetricsRecorder:
             "moves": int(a["moves"].sum()),
             "moves_by_cause": {cause: int(a[f"moves_{cause}"].sum()) for cause in MOVE_CAUSES},
             "moved_throughput": float(a["moved_throughput"].sum()),
+            "balancer_moved_throughput": float(a["balancer_moved_throughput"].sum()),
             "flaps": int(a["flaps"].sum()),
             "returns": int(a["returns"].sum()),
             "unowned_seconds": float(a["unowned_seconds"].sum()),

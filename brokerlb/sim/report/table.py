@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from brokerlb.sim.reach import moved_to_reach
 from brokerlb.sim.result import SimulationResult
+from brokerlb.sim.strategies import split_label
 from brokerlb.sim.units import format_duration
 
 __all__ = ["SummaryRow", "SUMMARY_ROWS", "summary_table", "decision_table"]
@@ -34,6 +36,10 @@ def _bytes(value: float) -> str:
     return f"{value:.0f} B/s"
 
 
+def _reached(value: float | None) -> str:
+    return "never" if value is None else _bytes(value)
+
+
 def _seconds(value: float) -> str:
     return (
         "-"
@@ -53,11 +59,46 @@ class SummaryRow:
     #: which value is best ("lower", "higher"), or "" for numbers that are neither good nor bad
     #: in themselves (moves are a cost, but no moves may mean an idle broker)
     better: str = "lower"
+    #: a row whose value for one run depends on the other runs: all the values at once, or
+    #: ``None`` where the row does not apply to these runs (it is then left out)
+    across: Callable[[Sequence[SimulationResult]], list[Any] | None] | None = None
 
     def value(self, result: SimulationResult) -> Any:
         if self.key.startswith("moves_by_cause."):
             return result.summary["moves_by_cause"][self.key.split(".", 1)[1]]
         return result.summary.get(self.key)
+
+    def values(self, results: Sequence[SimulationResult]) -> list[Any] | None:
+        if self.across is not None:
+            return self.across(results)
+        return [self.value(r) for r in results]
+
+
+def _moved_to_best_end(results: Sequence[SimulationResult]) -> list[Any] | None:
+    """Per run: what it had moved when as near the lower bound as the best of the others ended."""
+    if len(results) < 2:
+        return None
+    ends = [float(r.summary["distance_final"]) for r in results]
+    return [
+        moved_to_reach(r.series, min(e for j, e in enumerate(ends) if j != i)) for i, r in enumerate(results)
+    ]
+
+
+def _moved_to_threshold_end(results: Sequence[SimulationResult]) -> list[Any] | None:
+    """Per run: what it had moved when as near the lower bound as ThresholdShedder (with Pulsar's
+    default placement) ended -- the reference of issue 29's "same distance for fewer bytes"."""
+    reference = next(
+        (
+            r
+            for r in results
+            if split_label(r.label)[0] == "ThresholdShedder"
+            and split_label(r.label)[1] in (None, "LeastLongTermMessageRate")
+        ),
+        None,
+    )
+    if reference is None or len(results) < 2:
+        return None
+    return [moved_to_reach(r.series, float(reference.summary["distance_final"])) for r in results]
 
 
 SUMMARY_ROWS: tuple[SummaryRow, ...] = (
@@ -87,6 +128,29 @@ SUMMARY_ROWS: tuple[SummaryRow, ...] = (
     ),
     SummaryRow("moves_by_cause.split", "  after splits", "split children unloaded", _int, ""),
     SummaryRow("moved_throughput", "moved throughput", "sum of the moved bundles' throughput", _bytes, ""),
+    SummaryRow(
+        "balancer_moved_throughput",
+        "  by the balancer",
+        "the same without the moves a broker restart or failure forced",
+        _bytes,
+        "",
+    ),
+    SummaryRow(
+        "moved_to_best_end",
+        "  until the others' best end",
+        "moved by the balancer until the run was as near the lower bound as the best other run ended, "
+        "and stayed so to the end (never: it ended farther)",
+        _reached,
+        across=_moved_to_best_end,
+    ),
+    SummaryRow(
+        "moved_to_threshold_end",
+        "  until ThresholdShedder's end",
+        "moved by the balancer until the run was as near the lower bound as ThresholdShedder "
+        "(LeastLongTermMessageRate placement) ended, and stayed so (never: it ended farther)",
+        _reached,
+        across=_moved_to_threshold_end,
+    ),
     SummaryRow("flaps", "flaps", "moved again within the shedding grace period", _int),
     SummaryRow("returns", "returns", "shed bundles placed back on the broker they left", _int),
     SummaryRow("unowned_seconds", "time without owner", "bundle-seconds without a serving broker", _seconds),
@@ -99,7 +163,9 @@ def summary_table(results: Sequence[SimulationResult]) -> list[tuple[SummaryRow,
     """Rows of ``(row, formatted values per result, index of the best result or None)``."""
     out = []
     for row in SUMMARY_ROWS:
-        values = [row.value(r) for r in results]
+        values = row.values(results)
+        if values is None:
+            continue
         best = None
         numeric = [(v, i) for i, v in enumerate(values) if isinstance(v, int | float) and not math.isnan(v)]
         if row.better and len(numeric) > 1 and len({v for v, _ in numeric}) > 1:
