@@ -179,9 +179,12 @@ class LoadManager:
             seen = known.get(broker)
             if seen is None or seen[0] is not report:
                 namespaces = frozenset(map(bundle_namespace, report.last_stats))
-                if seen is not None:
-                    counts.subtract(seen[1])
-                counts.update(namespaces)
+                if seen is not None and seen[1] == namespaces:
+                    namespaces = seen[1]  # a new report of the same namespaces: counts unchanged
+                else:
+                    if seen is not None:
+                        counts.subtract(seen[1])
+                    counts.update(namespaces)
                 known[broker] = (report, namespaces)
         for gone in [b for b in known if reports.get(b) is None]:
             counts.subtract(known.pop(gone)[1])
