@@ -21,6 +21,21 @@ leader computes them, sum its bundles' states right after its own fold in the cy
 sweep's ``own`` snapshots). The results equal the in-process replay, and so the live leader's
 refresh (a test checks every value; relative tolerance 1e-9).
 
+How it runs (few Spark jobs: a job costs the same code generation and JIT compilation whatever
+its size, and after the pass over the samples every input is small):
+
+1. ``topics``: one pass over the samples (layout lookup + sums, persisted); one small job over
+   those sums collects the dumps with their unmapped and mismatched counts. ``reports``: the
+   broker samples' ``(timestamp, brokerId, removed)`` are collected.
+2. The cycles are numbered on the driver (:class:`Cycles`; brokers x reports rows, as the
+   in-process replay does) and joined back as a broadcast table read from the plan.
+3. One sweep (``mapInArrow``, persisted) emits every row the outputs need: each contribution's
+   history row, each bundle's final row (with ``active``), and the ``own``/``last`` states the
+   broker averages sum -- the bundle tables are written from it, the broker sums are collected
+   in one aggregation and the two broker tables built from them and the cycles.
+4. ``unmapped_topic_samples`` is computed (a second pass over the samples) only when the sums
+   counted some; otherwise an empty table is written from the schema alone.
+
 Outputs, under ``<warehouse>/loaddata/<source>-<cycles>/`` (replaced on each run):
 
 ============================== ============================================================
@@ -40,7 +55,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,24 +75,55 @@ __all__ = [
     "LoadDataResult",
     "load_data",
     "compute_load_data",
-    "bundle_samples_from_topics",
+    "Cycles",
     "load_data_json",
 ]
 
 SOURCES = ("reports", "topics")
 _VALUE_COLUMNS = ("msgThroughputIn", "msgThroughputOut", "msgRateIn", "msgRateOut")
-_SWEEP_SCHEMA = (
-    "rowType string, bundle string, cycle long, brokerId string, "
-    + ", ".join(
-        f"{name} {'long' if name.endswith('Samples') or name == 'topics' else 'double'}"
-        for name in BUNDLE_STATE_FIELDS
-    )
-    + ", lastCycle long"
+
+
+def _state_type(name: str) -> str:
+    return "long" if name.endswith("Samples") or name == "topics" else "double"
+
+
+#: The sweep's output: one row per use, told apart by ``rowType`` (columns a type does not use are null):
+#:
+#: * ``sample`` -- a contribution's bundle state after its first cycle (``bundle_load_history``);
+#: * ``final`` -- a bundle's final state, ``lastCycle`` and ``active`` (``bundle_load_data``);
+#: * ``own`` -- a contribution's state right after its own fold in its first cycle (summed per
+#:   broker and cycle into ``broker_time_average_history``);
+#: * ``last`` -- per contribution in its broker's latest report, the state its broker's final time
+#:   averages sum (``broker_time_average``).
+_SWEEP_COLUMNS = [
+    "rowType",
+    "bundle",
+    "timestamp",
+    "cycle",
+    "brokerId",
+    *BUNDLE_STATE_FIELDS,
+    "lastCycle",
+    "active",
+]
+_SWEEP_SCHEMA = ", ".join(
+    [
+        "rowType string",
+        "bundle string",
+        "timestamp long",
+        "cycle long",
+        "brokerId string",
+        *(f"{name} {_state_type(name)}" for name in BUNDLE_STATE_FIELDS),
+        "lastCycle long",
+        "active boolean",
+    ]
 )
 
 
-def _sweep_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: the partition's contributions, sorted by (bundle, cycle, brokerId).
+def _sweep_partition(
+    batches: Iterator[pa.RecordBatch], *, report_mode: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: the partition's contributions, sorted by (bundle, cycle, brokerId), swept
+    per bundle into the rows of :data:`_SWEEP_SCHEMA`.
 
     Arrow in and out, not pandas: a Spark Python worker then never imports pandas (≈ 2 s per
     worker on a cold start, paid by every ``loaddata`` run in a fresh session).
@@ -91,22 +137,28 @@ def _sweep_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBat
         return
     table = pa.Table.from_batches(parts)
     bundles = table.column("bundle").to_pylist()
+    stamps = table.column("timestamp").to_pylist()
     starts = table.column("cycle").to_pylist()
     ends = table.column("end").to_pylist()
     brokers = table.column("brokerId").to_pylist()
+    latest = table.column("latest").to_pylist()
     values = list(zip(*(table.column(c).to_pylist() for c in _VALUE_COLUMNS), strict=True))
     topics = table.column("topics").to_pylist()
     n = len(bundles)
     firsts = [i for i in range(n) if i == 0 or bundles[i] != bundles[i - 1]] + [n]
     out: list[tuple[Any, ...]] = []
     for a, b in zip(firsts[:-1], firsts[1:], strict=True):
+        bundle = bundles[a]
         result = sweep_bundle(starts[a:b], ends[a:b], brokers[a:b], values[a:b], topics[a:b])
         for k, snap in enumerate(result.after_start):
-            out.append(("sample", bundles[a], starts[a + k], brokers[a + k], *snap))
-        for kind, snaps in (("own", result.own_start), ("last", result.own_last)):
-            for k, snap in enumerate(snaps):
-                out.append((kind, bundles[a], starts[a + k], brokers[a + k], *snap))
-        out.append(("final", bundles[a], None, None, *result.final))
+            out.append(("sample", bundle, stamps[a + k], starts[a + k], brokers[a + k], *snap, None))
+        for k, snap in enumerate(result.own_start):
+            out.append(("own", bundle, None, starts[a + k], brokers[a + k], *snap, None))
+        for k in range(b - a):
+            if latest[a + k]:  # leader: its own fold in its last cycle; report: the bundle's final state
+                snap = result.final if report_mode else result.own_last[k]
+                out.append(("last", bundle, None, None, brokers[a + k], *snap, None))
+        out.append(("final", bundle, None, None, None, *result.final, any(latest[a:b])))
     columns = list(zip(*out, strict=True))
     yield pa.RecordBatch.from_arrays(
         [pa.array(col, type=kind) for col, kind in zip(columns, _sweep_arrow_types(), strict=True)],
@@ -114,160 +166,209 @@ def _sweep_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBat
     )
 
 
-_SWEEP_COLUMNS = ["rowType", "bundle", "cycle", "brokerId", *BUNDLE_STATE_FIELDS, "lastCycle"]
-
-
 def _sweep_arrow_types() -> list[pa.DataType]:
     """Arrow types of :data:`_SWEEP_SCHEMA`'s columns, in order."""
     import pyarrow as pa
 
-    kinds = {"string": pa.string(), "long": pa.int64(), "double": pa.float64()}
+    kinds = {"string": pa.string(), "long": pa.int64(), "double": pa.float64(), "boolean": pa.bool_()}
     return [kinds[part.split()[1]] for part in _SWEEP_SCHEMA.split(", ")]
+
+
+@dataclass(frozen=True)
+class Cycles:
+    """The report cycles, numbered on the driver: one per distinct ``(timestamp, brokerId)`` of the
+    reports and removals, in that order (a report before a removal of the same broker and millisecond).
+
+    Small (brokers x reports), so numbered here rather than by a global Spark window: each record's
+    ``cycle`` and ``nextCycle`` (the same broker's next record, or ``None``).
+    """
+
+    timestamps: list[int]
+    brokers: list[str]
+    removed: list[bool]
+    next_cycle: list[int | None]
+
+    @classmethod
+    def of(cls, records: Iterable[tuple[int, str, bool]]) -> Cycles:
+        seen: set[tuple[int, str]] = set()
+        ordered: list[tuple[int, str, bool]] = []
+        for ts, broker, removed in sorted(records):
+            if (ts, broker) not in seen:
+                seen.add((ts, broker))
+                ordered.append((ts, broker, removed))
+        following: dict[str, int] = {}
+        next_cycle: list[int | None] = [None] * len(ordered)
+        for i in range(len(ordered) - 1, -1, -1):
+            next_cycle[i] = following.get(ordered[i][1])
+            following[ordered[i][1]] = i
+        return cls([r[0] for r in ordered], [r[1] for r in ordered], [r[2] for r in ordered], next_cycle)
+
+    @property
+    def total(self) -> int:
+        return len(self.timestamps)
+
+    def reports(self) -> list[int]:
+        """The cycles of reports (not removals)."""
+        return [i for i, removed in enumerate(self.removed) if not removed]
+
+    def report_frame(self, spark: SparkSession, cycles: str) -> DataFrame:
+        """``(timestamp, brokerId, cycle, end, latest)`` per report: ``[cycle, end)`` are the cycles its
+        bundle samples are folded in (``leader``: until the broker's next record; ``report``: its own),
+        ``latest`` whether it is its broker's last record. From Arrow: Spark reads it from the plan."""
+        import pyarrow as pa
+
+        rows = self.reports()
+        ends = [
+            (self.next_cycle[i] if self.next_cycle[i] is not None else self.total)
+            if cycles == "leader"
+            else i + 1
+            for i in rows
+        ]
+        table = pa.table(
+            {
+                "timestamp": pa.array([self.timestamps[i] for i in rows], pa.int64()),
+                "brokerId": pa.array([self.brokers[i] for i in rows], pa.string()),
+                "cycle": pa.array(rows, pa.int64()),
+                "end": pa.array(ends, pa.int64()),
+                "latest": pa.array([self.next_cycle[i] is None for i in rows], pa.bool_()),
+            }
+        )
+        return spark.createDataFrame(table)
+
+    def time_frame(self, spark: SparkSession) -> DataFrame:
+        """``(lastCycle, lastTimestamp)`` of every cycle."""
+        import pyarrow as pa
+
+        table = pa.table(
+            {
+                "lastCycle": pa.array(range(self.total), pa.int64()),
+                "lastTimestamp": pa.array(self.timestamps, pa.int64()),
+            }
+        )
+        return spark.createDataFrame(table)
 
 
 @dataclass
 class LoadDataFrames:
-    """The four load-data results as DataFrames (not written yet)."""
+    """The bundle tables as DataFrames (not written yet) and the broker sums they need (see :func:`compute_load_data`)."""
 
     bundle_load_data: DataFrame
     bundle_load_history: DataFrame
-    broker_time_average: DataFrame
-    broker_time_average_history: DataFrame
-    cycles: int
-
-
-def _cycles(cycle_records: DataFrame) -> DataFrame:
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    unique = cycle_records.select("timestamp", "brokerId", "removed").dropDuplicates(
-        ["timestamp", "brokerId"]
-    )
-    ordered = unique.withColumn("cycle", F.row_number().over(Window.orderBy("timestamp", "brokerId")) - 1)
-    return ordered.withColumn(
-        "nextCycle", F.lead("cycle").over(Window.partitionBy("brokerId").orderBy("cycle"))
-    )
+    #: per ``rowType`` (``own``: per broker and cycle; ``last``: per broker), the summed averages and ``numBundles``
+    broker_sums: DataFrame
+    #: the sweep's output (persisted): unpersist when the tables are written
+    swept: DataFrame
+    cycles: Cycles
 
 
 def compute_load_data(
-    spark: SparkSession, cycle_records: DataFrame, bundle_samples: DataFrame, *, cycles: str = "leader"
+    spark: SparkSession, cycles: Cycles, bundle_samples: DataFrame, *, mode: str = "leader"
 ) -> LoadDataFrames:
-    """The load data of ``bundle_samples`` over the cycles of ``cycle_records``.
+    """The load data of ``bundle_samples`` over ``cycles``.
 
-    ``cycle_records``: ``timestamp, brokerId, removed`` (one per report or removal);
-    ``bundle_samples``: ``timestamp, brokerId, bundle, msgThroughputIn/Out, msgRateIn/Out, topics``.
+    ``bundle_samples``: ``timestamp, brokerId, bundle, msgThroughputIn/Out, msgRateIn/Out, topics``,
+    at most one row per ``(timestamp, brokerId, bundle)``.
     """
+    from functools import partial
+
     from pyspark.sql import functions as F
 
-    if cycles not in CYCLE_MODES:
-        raise InvalidInputError(f"Unknown cycle mode {cycles!r}; known: {', '.join(CYCLE_MODES)}")
-    cyc = _cycles(cycle_records).persist()
-    total = cyc.count()
-    reports = cyc.where(~F.col("removed"))
-    end = F.coalesce(F.col("nextCycle"), F.lit(total)) if cycles == "leader" else F.col("cycle") + 1
-    contributions = (
-        bundle_samples.select("timestamp", "brokerId", "bundle", *_VALUE_COLUMNS, "topics")
-        .dropDuplicates(["timestamp", "brokerId", "bundle"])
-        .join(reports.select("timestamp", "brokerId", "cycle", "nextCycle"), ["timestamp", "brokerId"])
-        .withColumn("end", end.cast("long"))
-        .withColumn("latest", F.col("nextCycle").isNull())
-        .persist()
+    if mode not in CYCLE_MODES:
+        raise InvalidInputError(f"Unknown cycle mode {mode!r}; known: {', '.join(CYCLE_MODES)}")
+    contributions = bundle_samples.select("timestamp", "brokerId", "bundle", *_VALUE_COLUMNS, "topics").join(
+        F.broadcast(cycles.report_frame(spark, mode)), ["timestamp", "brokerId"]
     )
     swept = (
-        contributions.select("bundle", "cycle", "end", "brokerId", *_VALUE_COLUMNS, "topics")
+        contributions.select(
+            "bundle", "timestamp", "cycle", "end", "brokerId", *_VALUE_COLUMNS, "topics", "latest"
+        )
         .repartition("bundle")
         .sortWithinPartitions("bundle", "cycle", "brokerId")
-        .mapInArrow(_sweep_partition, _SWEEP_SCHEMA)
+        .mapInArrow(partial(_sweep_partition, report_mode=mode == "report"), _SWEEP_SCHEMA)
         .persist()
     )
-    times = cyc.select("cycle", "timestamp")
     state = [F.col(name) for name in BUNDLE_STATE_FIELDS]
     namespace = F.regexp_extract(F.col("bundle"), r"^(.*)/[^/]*$", 1).alias("namespace")
-
-    history = (
-        swept.where(F.col("rowType") == "sample")
-        .join(times, "cycle")
-        .select(
-            "timestamp",
-            F.to_date(F.timestamp_millis("timestamp")).alias("date"),
-            "cycle",
-            "brokerId",
-            "bundle",
-            namespace,
-            *state,
-        )
-    )
-    active = (
-        contributions.where(F.col("latest")).select("bundle").distinct().withColumn("active", F.lit(True))
+    row_type = F.col("rowType")
+    history = swept.where(row_type == "sample").select(
+        "timestamp",
+        F.to_date(F.timestamp_millis("timestamp")).alias("date"),
+        "cycle",
+        "brokerId",
+        "bundle",
+        namespace,
+        *state,
     )
     final = (
-        swept.where(F.col("rowType") == "final")
-        .join(
-            times.withColumnRenamed("cycle", "lastCycle").withColumnRenamed("timestamp", "lastTimestamp"),
-            "lastCycle",
-            "left",
-        )
-        .join(active, "bundle", "left")
-        .select(
-            "bundle",
-            namespace,
-            *state,
-            "lastCycle",
-            "lastTimestamp",
-            F.coalesce(F.col("active"), F.lit(False)).alias("active"),
+        swept.where(row_type == "final")
+        .join(F.broadcast(cycles.time_frame(spark)), "lastCycle", "left")
+        .select("bundle", namespace, *state, "lastCycle", "lastTimestamp", "active")
+    )
+    broker_sums = (
+        swept.where(row_type.isin("own", "last"))
+        .groupBy("rowType", "brokerId", "cycle")
+        .agg(
+            *(F.sum(F.col(name)).alias(name) for name in BROKER_AVERAGE_FIELDS),
+            F.count(F.lit(1)).alias("numBundles"),
         )
     )
-
-    def sums(prefix_map: dict[str, str]) -> list:
-        return [F.sum(F.col(src)).alias(dst) for dst, src in prefix_map.items()]
-
-    average_of = {name: name for name in BROKER_AVERAGE_FIELDS}
-    zero = [F.coalesce(F.col(name), F.lit(0.0)).alias(name) for name in BROKER_AVERAGE_FIELDS]
-    per_report = (
-        swept.where(F.col("rowType") == "own")
-        .groupBy("brokerId", "cycle")
-        .agg(*sums(average_of), F.count(F.lit(1)).alias("numBundles"))
-    )
-    broker_history = (
-        reports.select("brokerId", "cycle", "timestamp")
-        .join(per_report, ["brokerId", "cycle"], "left")
-        .select(
-            "timestamp",
-            F.to_date(F.timestamp_millis("timestamp")).alias("date"),
-            "cycle",
-            "brokerId",
-            *zero,
-            F.coalesce(F.col("numBundles"), F.lit(0)).alias("numBundles"),
-        )
-    )
-    latest_bundles = contributions.where(F.col("latest")).select("brokerId", "bundle", "cycle")
-    if cycles == "leader":  # each broker's averages from its own fold in the last cycle
-        last_own = swept.where(F.col("rowType") == "last").select(
-            "brokerId", "bundle", "cycle", *BROKER_AVERAGE_FIELDS
-        )
-        latest_states = latest_bundles.join(last_own, ["brokerId", "bundle", "cycle"])
-    else:  # a report folds only its own: the averages over the bundles' final states
-        latest_states = latest_bundles.join(final.select("bundle", *BROKER_AVERAGE_FIELDS), "bundle")
-    per_broker = latest_states.groupBy("brokerId").agg(
-        *sums(average_of), F.count(F.lit(1)).alias("numBundles")
-    )
-    broker_final = (
-        reports.where(F.col("nextCycle").isNull())
-        .select("brokerId", F.col("timestamp").alias("lastReport"))
-        .join(per_broker, "brokerId", "left")
-        .select(
-            "brokerId", *zero, F.coalesce(F.col("numBundles"), F.lit(0)).alias("numBundles"), "lastReport"
-        )
-    )
-    return LoadDataFrames(final, history, broker_final, broker_history, total)
+    return LoadDataFrames(final, history, broker_sums, swept, cycles)
 
 
-def bundle_samples_from_topics(
+def _broker_tables(spark: SparkSession, frames: LoadDataFrames) -> tuple[DataFrame, DataFrame]:
+    """``(broker_time_average_history, broker_time_average)`` from the broker sums (collected: one row per
+    report and per broker) and the reports: a report or broker without bundles has zero averages."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    cycles = frames.cycles
+    sums = frames.broker_sums.toArrow().to_pylist()
+    own = {(r["brokerId"], r["cycle"]): r for r in sums if r["rowType"] == "own"}
+    last = {r["brokerId"]: r for r in sums if r["rowType"] == "last"}
+    reports = cycles.reports()
+    zero: dict[str, Any] = {name: 0.0 for name in BROKER_AVERAGE_FIELDS} | {"numBundles": 0}
+
+    def averages(found: list[dict[str, Any] | None]) -> dict[str, pa.Array]:
+        return {
+            name: pa.array([(row or zero)[name] for row in found], pa.float64())
+            for name in BROKER_AVERAGE_FIELDS
+        } | {"numBundles": pa.array([(row or zero)["numBundles"] for row in found], pa.int64())}
+
+    history = pa.table(
+        {
+            "timestamp": pa.array([cycles.timestamps[i] for i in reports], pa.int64()),
+            "cycle": pa.array(reports, pa.int32()),
+            "brokerId": pa.array([cycles.brokers[i] for i in reports], pa.string()),
+        }
+        | averages([own.get((cycles.brokers[i], i)) for i in reports])
+    )
+    latest = [i for i in reports if cycles.next_cycle[i] is None]
+    final = pa.table(
+        {"brokerId": pa.array([cycles.brokers[i] for i in latest], pa.string())}
+        | averages([last.get(cycles.brokers[i]) for i in latest])
+        | {"lastReport": pa.array([cycles.timestamps[i] for i in latest], pa.int64())}
+    )
+    history_frame = spark.createDataFrame(history).select(
+        "timestamp",
+        F.to_date(F.timestamp_millis("timestamp")).alias("date"),
+        "cycle",
+        "brokerId",
+        *BROKER_AVERAGE_FIELDS,
+        "numBundles",
+    )
+    return history_frame, spark.createDataFrame(final)
+
+
+def _topic_bundle_samples(
     spark: SparkSession, topic_samples: DataFrame, layouts: DataFrame | None
-) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
-    """``(cycle_records, bundle_samples, unmapped, unmapped_count)`` from topic samples (see the module
-    docstring); ``unmapped_count`` is one row: ``n``, the samples without a bundle, and
-    ``mismatches``, the samples whose recorded bundle disagrees with the layout."""
+) -> tuple[DataFrame, DataFrame]:
+    """``(groups, unmapped)`` from topic samples (see the module docstring).
+
+    ``groups``: per ``(timestamp, brokerId, bundle)`` the summed samples, ``topics`` and
+    ``bundleMismatches`` (samples whose recorded bundle disagrees with the layout); ``bundle`` is
+    null for the samples without one. ``unmapped``: those samples, with their reason -- a second
+    pass over the samples, run only when the sums counted some.
+    """
     from pyspark.sql import functions as F
 
     from brokerlb.pipeline.topic_bundles import (
@@ -295,24 +396,13 @@ def bundle_samples_from_topics(
             F.sum("topics").alias("topics"),
             F.sum("mismatches").alias("bundleMismatches"),
         )
-        .persist()
     )
-    cycle_records = groups.select("timestamp", "brokerId").distinct().withColumn("removed", F.lit(False))
-    bundle_samples = groups.where(F.col("bundle").isNotNull())
-    # The samples without a bundle, with their reason: a second pass over the samples, which
-    # load_data runs only when the sums counted some (a null-bundle group).
     unmapped = (
         assign_bundles(spark, topic_samples, index)
         .where(F.col("bundle").isNull())
         .select(unmapped_reason().alias("reason"), "timestamp", "broker", "topic", "namespace")
     )
-    # both counts in one small job over the cached sums: samples without a bundle, recorded
-    # bundles that disagree with the layout
-    unmapped_count = groups.agg(
-        F.coalesce(F.sum(F.when(F.col("bundle").isNull(), F.col("topics"))), F.lit(0)).alias("n"),
-        F.coalesce(F.sum("bundleMismatches"), F.lit(0)).alias("mismatches"),
-    )
-    return cycle_records, bundle_samples, unmapped, unmapped_count
+    return groups, unmapped
 
 
 @dataclass
@@ -348,23 +438,23 @@ def _window(df: DataFrame, since: int | None, until: int | None) -> DataFrame:
     return df
 
 
-def _with_removals(
-    dumps: DataFrame, broker_samples: DataFrame | None, since: int | None, until: int | None
-) -> DataFrame:
-    """The topic dumps' cycles plus the leader's removals of the brokers that wrote them: a broker whose
+def _removals(
+    broker_samples: DataFrame | None, writers: set[str], since: int | None, until: int | None
+) -> list[tuple[int, str, bool]]:
+    """The leader's removals of the brokers that wrote topic dumps (``writers``): a broker whose
     registration vanished stops counting, as in the leader (its last dump is not current for ever)."""
-    if broker_samples is None:
-        return dumps
+    if broker_samples is None or not writers:
+        return []
     from pyspark.sql import functions as F
 
-    writers = dumps.select("brokerId").distinct()
-    removals = (
-        _window(broker_samples, since, until)
-        .where(F.col("removed"))
-        .select("timestamp", "brokerId", "removed")
-        .join(writers, "brokerId", "left_semi")
-    )
-    return dumps.unionByName(removals)
+    removed = _window(broker_samples, since, until).where(F.col("removed")).select("timestamp", "brokerId")
+    return [(r["timestamp"], r["brokerId"], True) for r in removed.collect() if r["brokerId"] in writers]
+
+
+def _records(frame: DataFrame, *columns: str) -> list[tuple[Any, ...]]:
+    """``columns`` of every row of ``frame`` (small), through Arrow."""
+    table = frame.select(*columns).toArrow()
+    return list(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
 
 
 def _write_counted(df: DataFrame, path: str, partition_by: str | None = None) -> int:
@@ -381,6 +471,13 @@ def _write_counted(df: DataFrame, path: str, partition_by: str | None = None) ->
     return int(observation.get.get("rows") or 0)
 
 
+def _write(df: DataFrame, path: str, partition_by: str | None = None) -> None:
+    writer = df.write.mode("overwrite")
+    if partition_by:
+        writer = writer.partitionBy(partition_by)
+    writer.parquet(path)
+
+
 def load_data(
     spark: SparkSession,
     warehouse: str,
@@ -392,6 +489,8 @@ def load_data(
     output: str | None = None,
 ) -> LoadDataResult:
     """Compute and write the load-data tables (see the module docstring). ``since``/``until``: ms, inclusive."""
+    from pyspark.sql import functions as F
+
     if source not in SOURCES:
         raise InvalidInputError(f"Unknown load-data source {source!r}; known: {', '.join(SOURCES)}")
     if cycles not in CYCLE_MODES:
@@ -400,33 +499,55 @@ def load_data(
     wh = Warehouse(warehouse)
     out = Warehouse(output or wh.path("loaddata", f"{source}-{cycles}"))
     counts: dict[str, int] = {}
-    unmapped = unmapped_count = None
+    unmapped = None
+    cached: list[DataFrame] = []
     if source == "reports":
-        cycle_records = _window(wh.read(spark, "broker_samples"), since, until)
-        bundle_samples = _window(wh.read(spark, "bundle_samples"), since, until)
+        records = _records(
+            _window(wh.read(spark, "broker_samples"), since, until), "timestamp", "brokerId", "removed"
+        )
+        bundle_samples = (
+            _window(wh.read(spark, "bundle_samples"), since, until)
+            .repartition("bundle")
+            .dropDuplicates(["timestamp", "brokerId", "bundle"])
+        )
     else:
         topic_samples = _window(wh.read(spark, "topic_samples"), since, until)
-        layouts = wh.read_optional(spark, "bundle_boundaries")
-        cycle_records, bundle_samples, unmapped, unmapped_count = bundle_samples_from_topics(
-            spark, topic_samples, layouts
+        groups, unmapped = _topic_bundle_samples(
+            spark, topic_samples, wh.read_optional(spark, "bundle_boundaries")
         )
-        cycle_records = _with_removals(cycle_records, wh.read_optional(spark, "broker_samples"), since, until)
-        bundle_samples = bundle_samples.persist()
-    frames = compute_load_data(spark, cycle_records, bundle_samples, cycles=cycles)
-    counts["cycles"] = frames.cycles
+        groups = groups.persist()
+        cached.append(groups)
+        # one small job over the sums: the dumps (each a report) with their unmapped samples and
+        # recorded bundles that disagree with the layout
+        dumps = groups.groupBy("timestamp", "brokerId").agg(
+            F.sum(F.when(F.col("bundle").isNull(), F.col("topics")).otherwise(F.lit(0))).alias("unmapped"),
+            F.sum("bundleMismatches").alias("mismatches"),
+        )
+        found = _records(dumps, "timestamp", "brokerId", "unmapped", "mismatches")
+        unmapped_n = sum(int(r[2] or 0) for r in found)
+        mismatches = sum(int(r[3] or 0) for r in found)
+        writers = {r[1] for r in found}
+        records = [(r[0], r[1], False) for r in found] + _removals(
+            wh.read_optional(spark, "broker_samples"), writers, since, until
+        )
+        bundle_samples = groups.where(F.col("bundle").isNotNull())
+    frames = compute_load_data(spark, Cycles.of(records), bundle_samples, mode=cycles)
+    cached.append(frames.swept)
+    counts["cycles"] = frames.cycles.total
     counts["bundles"] = _write_counted(frames.bundle_load_data, out.table("bundle_load_data"))
     counts["bundleSamples"] = _write_counted(
         frames.bundle_load_history, out.table("bundle_load_history"), "date"
     )
-    counts["brokers"] = _write_counted(frames.broker_time_average, out.table("broker_time_average"))
-    _write_counted(frames.broker_time_average_history, out.table("broker_time_average_history"), "date")
-    if unmapped is not None and unmapped_count is not None:
-        found = unmapped_count.first()  # from the cached sums: no pass over the samples
-        if found is None or not found["n"]:
-            unmapped = unmapped.limit(0)
+    broker_history, broker_final = _broker_tables(spark, frames)
+    counts["brokers"] = _write_counted(broker_final, out.table("broker_time_average"))
+    _write(broker_history, out.table("broker_time_average_history"), "date")
+    if unmapped is not None:
+        if not unmapped_n:  # the (empty) table without a pass over the samples
+            unmapped = spark.createDataFrame([], unmapped.schema)
         counts["unmappedTopicSamples"] = _write_counted(unmapped, out.table("unmapped_topic_samples"))
-        counts["bundleMismatches"] = int(found["mismatches"]) if found is not None else 0
-    spark.catalog.clearCache()
+        counts["bundleMismatches"] = mismatches
+    for frame in cached:
+        frame.unpersist()
     result = LoadDataResult(out.root, source, cycles, counts, time.perf_counter() - started)
     if "://" not in out.root:
         with open(os.path.join(out.root, "summary.json"), "w", encoding="utf-8") as f:
