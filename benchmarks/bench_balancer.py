@@ -7,7 +7,7 @@ UniformLoadShedder with the modular default placement LeastLongTermMessageRate (
 also with LeastResourceUsageWithWeight, the placement Pulsar's docs pair it with), AvgShedder as
 shedding *and* placement strategy (PIP-364; the default since apache/pulsar#26609) and
 TransferShedder with the extensible manager's placement -- with the scenario's own seed, so every
-run sees the same traffic, events and first placement.
+run sees the same traffic and events (the first placement is each placement strategy's own).
 
 Each side runs as it would be deployed: ``brokerlb`` with brokerlb's defaults, Pulsar's
 strategies with Pulsar's behaviour -- the ``brokerlb*`` options whose default deviates from Pulsar
@@ -41,7 +41,8 @@ the run (:mod:`brokerlb.sim.reach`) -- "the same balance for fewer bytes" as the
 Run: ``.venv/bin/python benchmarks/bench_balancer.py [--jobs 2] [--write-docs] [--only a,b] [--pulsar-only]
 [--json out.json] [--strategies brokerlb --rows previous.json]``
 (the library: 169 runs, about 15 minutes on 2 cores; 91 with ``--pulsar-only``; ``--strategies``
-reruns only those strategies' rows and takes the others from a previous ``--json``)
+reruns only those strategies' rows and takes the others from a previous ``--json``; ``--rows``
+alone renders the tables from one)
 """
 
 from __future__ import annotations
@@ -303,7 +304,8 @@ def main() -> int:
     parser.add_argument(
         "--rows",
         help="a previous --json: its rows stand in for the runs not made now (the tables then mix "
-        "two sittings: say so where you publish them)",
+        "two sittings: say so where you publish them); without --strategies nothing runs: the tables "
+        "are rendered from those rows",
     )
     args = parser.parse_args()
 
@@ -317,7 +319,7 @@ def main() -> int:
     if not args.pulsar_only:
         work += [(s, p, DEFAULTS) for s in scenarios for p in PULSAR]
     kept: list[dict[str, Any]] = []
-    if args.strategies:
+    if args.strategies or args.rows:
         chosen = {part.strip() for part in args.strategies.split(",") if part.strip()}
         unknown = chosen - {OURS, *PULSAR}
         if unknown:
