@@ -122,8 +122,9 @@ class PlacementContext:
         for broker in brokers:
             self._rescore(broker)
 
-        #: broker -> namespace -> ranges (lastStats keys + preallocated): the view's map, with a
-        #: broker's entry copied the first time a bundle is preallocated to it (copy on write)
+        #: broker -> namespace -> ranges (lastStats keys + preallocated) of the (broker, namespace)
+        #: pairs a bundle was preallocated to: the view's set, copied the first time (copy on
+        #: write; the other pairs are the view's)
         self._view_ranges = view.namespace_bundle_ranges
         self.broker_ranges: dict[str, dict[str, set[str]]] = {}
         #: namespace -> broker -> number of its ranges there: the view's counts, with a namespace's
@@ -397,12 +398,10 @@ class PlacementContext:
         if broker in self.weighted_usage:
             self._rescore(broker)
         namespace = bundle_namespace(bundle)
-        per_ns = self.broker_ranges.get(broker)
-        if per_ns is None:
-            per_ns = self.broker_ranges[broker] = {
-                ns: set(ranges) for ns, ranges in self._view_ranges.get(broker, {}).items()
-            }
-        ranges = per_ns.setdefault(namespace, set())
+        per_ns = self.broker_ranges.setdefault(broker, {})
+        ranges = per_ns.get(namespace)
+        if ranges is None:
+            ranges = per_ns[namespace] = set(self._view_ranges.get(broker, {}).get(namespace, ()))
         new_namespace_here = not ranges
         before = len(ranges)
         ranges.add(bundle_range_of(bundle))
