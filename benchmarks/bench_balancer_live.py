@@ -12,8 +12,12 @@ report). Per strategy, over ``--cycles`` shedding cycles after the join:
   mean (the simulator's fair share), and whether it still is at the end -- over the samples whose
   CPUs account for the whole traffic (:func:`summarise`);
 * **moves** -- the leader's carried-out moves (``brokerlb_moves_total``), and **moved msg/s** --
-  the traffic (in + out) of the topics whose owner changed, summed over the changes;
-* the busiest broker and the spread (max - min CPU) at the end; messages lost (must be 0).
+  the traffic (in + out) of the topics whose owner changed, summed over the changes, from the
+  owners before the two brokers join (until 2026-11-28: after both had joined, which left out
+  the moves a leader made to the first broker before the second joined);
+* the busiest broker and the spread (max - min CPU) at the end; messages lost (must be 0);
+* the **decision log**: each shedding cycle the samples caught (decisions by ``label/reason``, moves,
+  the status's reason), kept in ``--json`` and counted in the output -- why a strategy stopped.
 
 Each side runs as deployed: ``brokerlb`` with brokerlb's defaults (shedding and placement
 ``brokerlb``), ThresholdShedder with Pulsar's defaults and behaviour (placement
@@ -132,19 +136,38 @@ async def run_strategy(zk: Any, name: str, cycles: int) -> dict[str, Any]:
                 return max((await modelled_cpu(cluster.urls, cluster.broker_ids)).values()) > 50
 
             await eventually(loaded, GUARD)
-            for _ in range(2):
-                await cluster.add_broker()
+            # every topic's owner before the joins: a leader may move bundles to the first broker
+            # that joins before the second has (counted from after both joins, those moves were
+            # left out -- of some strategies more than of others)
             owners = await eventually(
                 lambda: topic_owners(admin, cluster.urls, cluster.broker_ids, topics), GUARD
             )
+            for _ in range(2):
+                await cluster.add_broker()
             cycles_seen: set[int] = set()
             moved_rate = 0.0
             samples: list[dict[str, Any]] = []
+            decision_log: list[dict[str, Any]] = []
             started = time.monotonic()
             while len(cycles_seen) < cycles and time.monotonic() - started < cycles * 10:
                 status = await admin.get_balancer_status()
                 if status.get("lastCycleAtMs"):
-                    cycles_seen.add(int(status["lastCycleAtMs"]))
+                    at = int(status["lastCycleAtMs"])
+                    if at not in cycles_seen and status.get("lastCycle"):
+                        # the leader's last cycle as the status shows it: decisions by
+                        # label/reason, its moves, and the status's reason (the last skip's detail)
+                        last = status["lastCycle"]
+                        decision_log.append(
+                            {
+                                "atMs": at,
+                                "sample": len(samples),
+                                "decisions": last.get("decisions", {}),
+                                "moves": last.get("moves", []),
+                                "state": status.get("state"),
+                                "reason": status.get("reason"),
+                            }
+                        )
+                    cycles_seen.add(at)
                 now = await topic_owners(admin, cluster.urls, cluster.broker_ids, topics)
                 if now is not None:
                     moved_rate += sum(rate_of[t] for t in topics if now[t] != owners[t])
@@ -172,6 +195,7 @@ async def run_strategy(zk: Any, name: str, cycles: int) -> dict[str, Any]:
         "lost": sum(len(r.lost) for r in reports),
         "acked": sum(r.acked for r in reports),
         "samples": samples,
+        "decision_log": decision_log,
     }
 
 
@@ -229,6 +253,8 @@ def main() -> int:
             f"{r['moved_msg_rate']:.0f} ({r['offered_msg_rate']:.0f}) | {r['final_max']:.1f} | "
             f"{r['final_spread']:.1f} | {r['lost']} / {r['acked']} |"
         )
+    for r in rows:
+        print(f"\n{r['strategy']}: {decisions_seen(r)}")
     print(
         f"\n{platform.system()} {platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} CPUs; "
         f"load average at start {load:.1f}, at end {os.getloadavg()[0]:.1f}"
@@ -243,6 +269,26 @@ def main() -> int:
         met,
     )
     return 1 if any(r["lost"] for r in rows) else 0
+
+
+def decisions_seen(row: dict[str, Any]) -> str:
+    """The leader's decisions over the cycles the samples caught (``label/reason`` counted), and
+    the last cycle's reason -- why a strategy stopped moving, read from the live run."""
+    log = row.get("decision_log")
+    if not log:
+        return "no decision log (a run before the log was kept)"
+    counts: dict[str, int] = {}
+    for entry in log:
+        for key, n in entry["decisions"].items():
+            counts[key] = counts.get(key, 0) + int(n)
+    moving = [e["sample"] for e in log if e["moves"]]
+    text = ", ".join(f"{key} x{n}" for key, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    last = log[-1]
+    return (
+        f"{len(log)} of {row['cycles']} cycles logged; decisions {text}; cycles with moves "
+        f"{len(moving)} (last at sample {moving[-1] if moving else '-'} of {len(row['samples'])}); "
+        f"last cycle: {last['state']}: {last['reason']}"
+    )
 
 
 def judge(rows: list[dict[str, Any]]) -> tuple[bool, str]:
