@@ -98,9 +98,11 @@ class LeaderLoadState:
     fold_summary: FoldSummary | None = field(default=None, repr=False)
     #: the fold's memory between refreshes (window columns, resolved reports)
     fold_cache: FoldCache = field(default_factory=FoldCache, repr=False)
-    #: broker -> (its BrokerData, the namespace map built for it) when built without
-    #: preallocations (reused while exact; see ``_namespace_ranges``)
-    built_ranges: dict[str, tuple[BrokerData, dict[str, set[str]]]] = field(default_factory=dict, repr=False)
+    #: broker -> (its BrokerData, the namespace map built for it, the reported ranges it was built
+    #: from) when built without preallocations (reused while exact; see ``_namespace_ranges``)
+    built_ranges: dict[str, tuple[BrokerData, dict[str, set[str]], dict[str, tuple[str, ...]]]] = field(
+        default_factory=dict, repr=False
+    )
     #: ``namespace_bundle_ranges`` turned around (namespace -> broker -> ranges), synced per view
     range_counts: NamespaceRangeCounts = field(default_factory=NamespaceRangeCounts, repr=False)
     #: refreshes so far; broker -> the refresh that first folded its current report; bundle ->
@@ -273,15 +275,27 @@ def _namespace_ranges(
         and built[1] is state.namespace_bundle_ranges.get(broker)
     ):
         return built[1]
-    # added in report order, as Pulsar's loop does (the same sets, the same layout)
-    ranges = dict(zip(segment.ranges, map(set, segment.ranges.values()), strict=True))
-    for bundle in data.preallocated_bundle_data:
+    preallocated = data.preallocated_bundle_data
+    # added in report order, as Pulsar's loop does (the same sets, the same layout). A namespace
+    # whose ranges are those the last map was built from keeps that map's set: such a set is made
+    # by set(ranges) alike and never changed in place (only a map without preallocations is kept
+    # here, and the leader replaces a broker's set when it preallocates)
+    if built is not None and built[0] is data:
+        _, sets, before = built
+        skip = {bundle.rpartition("/")[0] for bundle in preallocated} if preallocated else ()
+        ranges = {
+            ns: sets[ns] if ns not in skip and before.get(ns) == names else set(names)
+            for ns, names in segment.ranges.items()
+        }
+    else:
+        ranges = dict(zip(segment.ranges, map(set, segment.ranges.values()), strict=True))
+    for bundle in preallocated:
         namespace, _, bundle_range = bundle.rpartition("/")
         ranges.setdefault(namespace, set()).add(bundle_range)
-    if data.preallocated_bundle_data:
+    if preallocated:
         state.built_ranges.pop(broker, None)
     else:
-        state.built_ranges[broker] = (data, ranges)
+        state.built_ranges[broker] = (data, ranges, segment.ranges)
     return ranges
 
 
