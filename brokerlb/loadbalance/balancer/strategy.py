@@ -233,7 +233,7 @@ class _Placements:
             names = [b for b in sorted(candidates) if b in model.index]
             idx = np.asarray([model.index[b] for b in names], dtype=np.intp)
             limit = model.limit[idx]
-            capacity = np.maximum(limit[:, 0], 1e-9) if len(names) else np.zeros(0)
+            capacity = np.maximum(limit[:, 0], 1e-9)
             found = self._candidates[key] = _Candidates(names, idx, limit, limit > 0, capacity)
         return found
 
